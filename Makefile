@@ -1,0 +1,45 @@
+# kube-tailor: `make demo` runs the recommender on the built-in fleet,
+# `make test` runs every test (including the real-cluster ones).
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed-stamp
+
+.PHONY: venv demo test test-fast lint bench controlplane cluster-up cluster-down clean
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q -e '.[dev]'
+	touch $(STAMP)
+
+venv: $(STAMP)
+
+demo: venv
+	$(BIN)/tailor recommend --demo
+
+controlplane:
+	tests/cluster/build-controlplane.sh
+
+test: venv controlplane
+	$(BIN)/pytest -q
+
+test-fast: venv
+	$(BIN)/pytest -q -m "not cluster and not prometheus"
+
+lint: venv
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy tailor recommender updater admission benchmarks tests
+
+bench: venv
+	$(BIN)/python -m benchmarks.run_all --out bench-results
+
+cluster-up: venv controlplane
+	$(BIN)/python -m tests.cluster.up start
+
+cluster-down:
+	$(BIN)/python -m tests.cluster.up stop
+
+clean:
+	rm -rf $(VENV) bench-results .cluster .pytest_cache .mypy_cache .ruff_cache

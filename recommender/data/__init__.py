@@ -1,0 +1,1 @@
+"""Usage-history sources and the canonical long format every source produces."""

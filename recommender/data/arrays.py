@@ -1,0 +1,123 @@
+"""Wide, array-shaped usage: the form the vectorised models and backtests work on.
+
+The canonical long format (one row per sample) is what files and sources speak;
+models want a (series x windows) matrix so one numpy operation covers every
+container. `UsageArrays` is that matrix plus the keys naming each row.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+KEY_COLUMNS = ("namespace", "workload", "pod", "container")
+
+
+@dataclass(frozen=True)
+class UsageArrays:
+    """Usage on a regular time grid.
+
+    keys:   one row per series with the columns of KEY_COLUMNS (str).
+    start:  UNIX seconds of window 0; window j covers [start + j*step, start + (j+1)*step).
+    step:   seconds per window.
+    cpu:    float64 (series, windows): average cores over the window, NaN = no sample.
+    memory: float64 (series, windows): peak bytes over the window, NaN = no sample.
+    """
+
+    keys: pd.DataFrame
+    start: int
+    step: int
+    cpu: np.ndarray
+    memory: np.ndarray
+
+    def __post_init__(self) -> None:
+        if self.cpu.shape != self.memory.shape or self.cpu.ndim != 2:
+            raise ValueError("cpu and memory must be 2-D arrays of the same shape")
+        if len(self.keys) != self.cpu.shape[0]:
+            raise ValueError("keys must have one row per series")
+        if self.step <= 0:
+            raise ValueError("step must be positive")
+
+    @property
+    def n_series(self) -> int:
+        return int(self.cpu.shape[0])
+
+    @property
+    def n_windows(self) -> int:
+        return int(self.cpu.shape[1])
+
+    @property
+    def times(self) -> np.ndarray:
+        """UNIX seconds of each window's start, int64."""
+        return self.start + self.step * np.arange(self.n_windows, dtype=np.int64)
+
+    def select(self, rows: np.ndarray | slice) -> UsageArrays:
+        """A subset of series (a block for parallel work), same time grid."""
+        keys = self.keys.iloc[rows].reset_index(drop=True)
+        return UsageArrays(keys, self.start, self.step, self.cpu[rows], self.memory[rows])
+
+    def to_long(self) -> pd.DataFrame:
+        """Back to the canonical long format, dropping windows with no sample."""
+        n, t = self.cpu.shape
+        row = np.repeat(np.arange(n), t)
+        col = np.tile(np.arange(t), n)
+        cpu = self.cpu.ravel()
+        mem = self.memory.ravel()
+        keep = ~(np.isnan(cpu) & np.isnan(mem))
+        frame = self.keys.iloc[row[keep]].reset_index(drop=True)
+        frame.insert(0, "timestamp", pd.to_datetime(self.times[col[keep]], unit="s", utc=True))
+        frame["cpu"] = cpu[keep]
+        frame["memory"] = mem[keep]
+        return frame
+
+
+def infer_step(timestamps: np.ndarray) -> int:
+    """The most common positive gap between consecutive samples of a series, in seconds."""
+    diffs = np.diff(np.unique(timestamps))
+    if diffs.size == 0:
+        raise ValueError("need at least two distinct timestamps to infer the sample period")
+    values, counts = np.unique(diffs, return_counts=True)
+    return int(values[np.argmax(counts)])
+
+
+def from_long(frame: pd.DataFrame, step: int | None = None) -> UsageArrays:
+    """Pivot a validated canonical long frame onto a regular grid.
+
+    Samples are snapped down to their window; when two samples of a series fall in
+    one window, CPU is averaged and memory takes the maximum (a peak stays a peak).
+    """
+    if frame.empty:
+        raise ValueError("usage history is empty")
+    seconds = frame["timestamp"].astype("datetime64[s, UTC]").astype("int64").to_numpy()
+    if step is None:
+        step = infer_step(seconds)
+    start = int(seconds.min() // step * step)
+    col = (seconds - start) // step
+    n_windows = int(col.max()) + 1
+    keys_frame = frame.loc[:, list(KEY_COLUMNS)].astype(str)
+    codes, uniques = pd.MultiIndex.from_frame(keys_frame).factorize()
+    keys = uniques.to_frame(index=False)
+    keys.columns = list(KEY_COLUMNS)
+    n = len(keys)
+    flat = codes.astype(np.int64) * n_windows + col
+    size = n * n_windows
+    cpu_values = frame["cpu"].to_numpy(dtype=np.float64)
+    mem_values = frame["memory"].to_numpy(dtype=np.float64)
+    cpu_ok = ~np.isnan(cpu_values)
+    cpu_sum = np.bincount(flat[cpu_ok], weights=cpu_values[cpu_ok], minlength=size)
+    cpu_count = np.bincount(flat[cpu_ok], minlength=size)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        cpu = np.where(cpu_count > 0, cpu_sum / np.maximum(cpu_count, 1), np.nan)
+    memory = np.full(size, -np.inf)
+    mem_ok = ~np.isnan(mem_values)
+    np.maximum.at(memory, flat[mem_ok], mem_values[mem_ok])
+    memory[np.isneginf(memory)] = np.nan
+    return UsageArrays(
+        keys=keys,
+        start=start,
+        step=int(step),
+        cpu=cpu.reshape(n, n_windows),
+        memory=memory.reshape(n, n_windows),
+    )

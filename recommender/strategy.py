@@ -1,0 +1,75 @@
+"""The one protocol every recommendation strategy speaks in a replay.
+
+A strategy is stepped through time over a block of containers at once (numpy
+arrays of shape (containers,)): it observes each window's usage, learns of OOM
+kills exactly as the live recommender would, and at each step decides which
+requests are in force from the next window on. Its own update policy (when a
+new recommendation is worth a change) lives inside `decide`, so the backtest
+counts exactly the changes that strategy would make on a cluster.
+
+Strategies never see a window before `observe` hands it over; only the oracle,
+which is the hindsight limit by definition, is constructed with the future.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+import numpy as np
+import pandas as pd
+
+
+@dataclass
+class Requests:
+    """Requests (and the memory limit) in force per container, float64 (n,).
+
+    cpu in cores, memory and memory_limit in bytes. NaN means "none set yet".
+    """
+
+    cpu: np.ndarray
+    memory: np.ndarray
+    memory_limit: np.ndarray
+
+    @classmethod
+    def unset(cls, n: int) -> Requests:
+        return cls(np.full(n, np.nan), np.full(n, np.nan), np.full(n, np.nan))
+
+    def copy(self) -> Requests:
+        return Requests(self.cpu.copy(), self.memory.copy(), self.memory_limit.copy())
+
+
+@dataclass(frozen=True)
+class Fleet:
+    """What a strategy knows up front about the block it will replay."""
+
+    keys: pd.DataFrame  # one row per container (namespace, workload, pod, container)
+    start: int  # UNIX seconds of window 0
+    step: int  # seconds per window
+
+    @property
+    def size(self) -> int:
+        return len(self.keys)
+
+
+class Strategy(Protocol):
+    """A recommender plus its update policy, steppable over many containers."""
+
+    name: str
+
+    def reset(self, fleet: Fleet) -> None:
+        """Forget everything; prepare state for `fleet.size` containers."""
+
+    def observe(self, step: int, cpu: np.ndarray, memory: np.ndarray) -> None:
+        """Usage of window `step` (NaN where a container has no sample)."""
+
+    def observe_oom(self, step: int, containers: np.ndarray, memory: np.ndarray) -> None:
+        """OOM kills in window `step`: container indices and memory in use (bytes)."""
+
+    def decide(self, step: int, current: Requests) -> Requests:
+        """Requests in force from window `step + 1` on.
+
+        Return `current` values unchanged where the strategy's update policy
+        would not act; every changed value counts as an applied change.
+        """
+        ...

@@ -1,0 +1,1 @@
+"""The tailor command line."""

@@ -1,0 +1,20 @@
+"""The `tailor` console script: one typer app, one module per command."""
+
+from __future__ import annotations
+
+import typer
+
+from tailor.cli.recommend import recommend_command
+
+app = typer.Typer(
+    name="tailor",
+    help="kube-tailor: a forecasting vertical pod autoscaler for Kubernetes.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+app.command("recommend")(recommend_command)
+
+
+if __name__ == "__main__":
+    app()

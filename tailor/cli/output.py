@@ -1,0 +1,84 @@
+"""Render recommendation rows as a rich table, JSON, YAML or CSV.
+
+The JSON form is the contract scripts rely on: a list of objects with
+`namespace`, `workload`, `container`, and `cpu` / `memory` each holding
+`target`, `lowerBound`, `upperBound` as plain numbers (cores, bytes).
+"""
+
+from __future__ import annotations
+
+import io
+import json
+from enum import Enum
+from typing import Any
+
+import pandas as pd
+import yaml
+from rich.console import Console
+from rich.table import Table
+
+from tailor.quantity import format_cpu, format_memory
+
+BOUNDS = (("target", "target"), ("lowerBound", "lower"), ("upperBound", "upper"))
+
+
+class OutputFormat(str, Enum):
+    table = "table"
+    json = "json"
+    yaml = "yaml"
+    csv = "csv"
+
+
+def recommendation_records(frame: pd.DataFrame) -> list[dict[str, Any]]:
+    """One nested record per container, numbers in cores and bytes."""
+    records: list[dict[str, Any]] = []
+    for row in frame.itertuples(index=False):
+        values = row._asdict()
+        record: dict[str, Any] = {
+            "namespace": values["namespace"],
+            "workload": values["workload"],
+            "container": values["container"],
+        }
+        for resource in ("cpu", "memory"):
+            record[resource] = {
+                api: float(values[f"{resource}_{column}"]) for api, column in BOUNDS
+            }
+        if "explanation" in values and values["explanation"]:
+            record["explanation"] = values["explanation"]
+        records.append(record)
+    return records
+
+
+def render(frame: pd.DataFrame, fmt: OutputFormat) -> str:
+    """Text for json / yaml / csv; tables are printed by `print_table`."""
+    if fmt is OutputFormat.json:
+        return json.dumps(recommendation_records(frame), indent=2) + "\n"
+    if fmt is OutputFormat.yaml:
+        return str(yaml.safe_dump(recommendation_records(frame), sort_keys=False))
+    if fmt is OutputFormat.csv:
+        buffer = io.StringIO()
+        frame.to_csv(buffer, index=False)
+        return buffer.getvalue()
+    return table_text(frame)
+
+
+def build_table(frame: pd.DataFrame, title: str) -> Table:
+    table = Table(title=title, header_style="bold")
+    for name in ("namespace", "workload", "container"):
+        table.add_column(name)
+    for resource in ("cpu", "memory"):
+        for api, _ in BOUNDS:
+            table.add_column(f"{resource} {api}", justify="right")
+    for row in frame.itertuples(index=False):
+        values = row._asdict()
+        cells = [str(values["namespace"]), str(values["workload"]), str(values["container"])]
+        cells += [format_cpu(values[f"cpu_{column}"]) for _, column in BOUNDS]
+        cells += [format_memory(values[f"memory_{column}"], human=True) for _, column in BOUNDS]
+        table.add_row(*cells)
+    return table
+
+
+def table_text(frame: pd.DataFrame, title: str = "recommendations") -> str:
+    console = Console(file=io.StringIO(), width=200, record=True)
+    console.print(build_table(frame, title))
+    return console.export_text()
