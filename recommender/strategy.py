@@ -13,7 +13,7 @@ which is the hindsight limit by definition, is constructed with the future.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol
 
 import numpy as np
@@ -41,15 +41,32 @@ class Requests:
 
 @dataclass(frozen=True)
 class Fleet:
-    """What a strategy knows up front about the block it will replay."""
+    """What a strategy knows up front about the block it will replay.
+
+    `memory_limit_ratio` is the per-container memory limit / request ratio the
+    admission step keeps when it applies a request (like the upstream admission
+    controller with RequestsAndLimits); None means 1.0 everywhere (limit equals
+    request). The replay enforces it identically for every strategy.
+    """
 
     keys: pd.DataFrame  # one row per container (namespace, workload, pod, container)
     start: int  # UNIX seconds of window 0
     step: int  # seconds per window
+    memory_limit_ratio: np.ndarray | None = field(default=None, compare=False)
 
     @property
     def size(self) -> int:
         return len(self.keys)
+
+    def time_of(self, step: int) -> int:
+        """UNIX seconds at the start of window `step`."""
+        return self.start + step * self.step
+
+    def limit_ratio(self) -> np.ndarray:
+        """The memory limit / request ratio per container, float64 (n,)."""
+        if self.memory_limit_ratio is None:
+            return np.ones(self.size)
+        return np.asarray(self.memory_limit_ratio, dtype=np.float64)
 
 
 class Strategy(Protocol):

@@ -73,9 +73,19 @@ class UsageArrays:
         return frame
 
 
-def infer_step(timestamps: np.ndarray) -> int:
-    """The most common positive gap between consecutive samples of a series, in seconds."""
-    diffs = np.diff(np.unique(timestamps))
+def infer_step(timestamps: np.ndarray, series: np.ndarray | None = None) -> int:
+    """The most common positive gap between consecutive samples of a series, in seconds.
+
+    With `series` (one code per timestamp), gaps are taken within each series only:
+    series sampled at the same rate but out of phase must not make a finer step.
+    """
+    timestamps = np.asarray(timestamps)
+    if series is None:
+        series = np.zeros(timestamps.shape, dtype=np.int64)
+    order = np.lexsort((timestamps, series))
+    same_series = series[order][1:] == series[order][:-1]
+    diffs = np.diff(timestamps[order])
+    diffs = diffs[same_series & (diffs > 0)]
     if diffs.size == 0:
         raise ValueError("need at least two distinct timestamps to infer the sample period")
     values, counts = np.unique(diffs, return_counts=True)
@@ -91,15 +101,16 @@ def from_long(frame: pd.DataFrame, step: int | None = None) -> UsageArrays:
     if frame.empty:
         raise ValueError("usage history is empty")
     seconds = frame["timestamp"].astype("datetime64[s, UTC]").astype("int64").to_numpy()
+    keys_frame = frame.loc[:, list(KEY_COLUMNS)].astype(str)
+    codes, uniques = pd.MultiIndex.from_frame(keys_frame).factorize()
+    assert isinstance(uniques, pd.MultiIndex)  # factorizing a MultiIndex yields one
+    keys = uniques.to_frame(index=False)
+    keys.columns = list(KEY_COLUMNS)
     if step is None:
-        step = infer_step(seconds)
+        step = infer_step(seconds, codes)
     start = int(seconds.min() // step * step)
     col = (seconds - start) // step
     n_windows = int(col.max()) + 1
-    keys_frame = frame.loc[:, list(KEY_COLUMNS)].astype(str)
-    codes, uniques = pd.MultiIndex.from_frame(keys_frame).factorize()
-    keys = uniques.to_frame(index=False)
-    keys.columns = list(KEY_COLUMNS)
     n = len(keys)
     flat = codes.astype(np.int64) * n_windows + col
     size = n * n_windows

@@ -6,14 +6,25 @@ them into the canonical (usage, events) pair or a clear `typer.BadParameter`.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
 import typer
+from pydantic import ValidationError
+from rich.console import Console
 
-from recommender.data.schema import DataFormatError, empty_events, read_events, read_usage
+from recommender.data.files import read_events, read_usage
+from recommender.data.prometheus import (
+    PrometheusSettings,
+    PrometheusSourceError,
+    load_prometheus_history,
+)
+from recommender.data.schema import DataFormatError, empty_events
 from recommender.data.synthetic import demo_fleet
 from recommender.data.traces import load_dataset
+from tailor.cli.progress import progress_bar
+from tailor.durations import DurationError, parse_duration
 
 DATASETS = ("bitbrains", "azure", "google2011")
 
@@ -26,7 +37,9 @@ def load_history(
     dataset_options: dict[str, object] | None = None,
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Exactly one source must be named; events only go with --input."""
-    chosen = [name for name, on in (("--demo", demo), ("--input", input), ("--dataset", dataset)) if on]
+    chosen = [
+        name for name, on in (("--demo", demo), ("--input", input), ("--dataset", dataset)) if on
+    ]
     if len(chosen) != 1:
         raise typer.BadParameter(
             "name exactly one history source: --demo, --input FILE or --dataset NAME"
@@ -51,3 +64,63 @@ def load_history(
         return usage, event_frame
     except (DataFormatError, FileNotFoundError, OSError) as err:
         raise typer.BadParameter(str(err)) from err
+
+
+@dataclass(frozen=True)
+class PrometheusOptions:
+    """The --prometheus family of flags, as typed."""
+
+    url: str
+    history: str = "8d"
+    step: str = "5m"
+    chunk: str = "1d"
+    namespaces: tuple[str, ...] = ()
+    matchers: tuple[str, ...] = ()
+    token_file: Path | None = None
+    insecure: bool = False
+
+
+def prometheus_settings(options: PrometheusOptions) -> PrometheusSettings:
+    """Validate the flags into source settings; every problem is a BadParameter."""
+    extra: dict[str, str] = {}
+    for item in options.matchers:
+        name, sep, value = item.partition("=")
+        if not sep or not name:
+            raise typer.BadParameter(f"--match wants NAME=VALUE, got {item!r}")
+        extra[name.strip()] = value
+    token = None
+    if options.token_file is not None:
+        try:
+            token = options.token_file.read_text().strip()
+        except OSError as err:
+            raise typer.BadParameter(f"--bearer-token-file: {err}") from err
+    try:
+        return PrometheusSettings(
+            url=options.url,
+            history=parse_duration(options.history),
+            step=parse_duration(options.step),
+            chunk=parse_duration(options.chunk),
+            namespaces=options.namespaces,
+            extra_matchers=extra,
+            bearer_token=token,
+            verify_tls=not options.insecure,
+        )
+    except (DurationError, ValidationError) as err:
+        raise typer.BadParameter(str(err)) from err
+
+
+def load_from_prometheus(
+    options: PrometheusOptions, console: Console
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Read history chunk by chunk, with a progress bar on a terminal."""
+    settings = prometheus_settings(options)
+    progress = progress_bar(console)
+    with progress:
+        task = progress.add_task("querying Prometheus", total=None)
+        try:
+            return load_prometheus_history(
+                settings,
+                progress=lambda done, total: progress.update(task, completed=done, total=total),
+            )
+        except PrometheusSourceError as err:
+            raise typer.BadParameter(str(err), param_hint="--prometheus") from err

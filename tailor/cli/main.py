@@ -16,5 +16,10 @@ app = typer.Typer(
 app.command("recommend")(recommend_command)
 
 
+@app.callback()
+def main() -> None:
+    """kube-tailor: a forecasting vertical pod autoscaler for Kubernetes."""
+
+
 if __name__ == "__main__":
     app()

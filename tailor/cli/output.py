@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import io
 import json
-from enum import Enum
+from enum import StrEnum
 from typing import Any
 
 import pandas as pd
@@ -22,7 +22,7 @@ from tailor.quantity import format_cpu, format_memory
 BOUNDS = (("target", "target"), ("lowerBound", "lower"), ("upperBound", "upper"))
 
 
-class OutputFormat(str, Enum):
+class OutputFormat(StrEnum):
     table = "table"
     json = "json"
     yaml = "yaml"
@@ -43,7 +43,7 @@ def recommendation_records(frame: pd.DataFrame) -> list[dict[str, Any]]:
             record[resource] = {
                 api: float(values[f"{resource}_{column}"]) for api, column in BOUNDS
             }
-        if "explanation" in values and values["explanation"]:
+        if values.get("explanation"):
             record["explanation"] = values["explanation"]
         records.append(record)
     return records

@@ -9,24 +9,13 @@ from typing import Annotated
 import pandas as pd
 import typer
 from rich.console import Console
-from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn
 
 from recommender.recommend import recommend_vpa
-from tailor.cli.inputs import load_history
+from tailor.cli.inputs import PrometheusOptions, load_from_prometheus, load_history
 from tailor.cli.output import OutputFormat, build_table, render
+from tailor.cli.progress import progress_bar
 
 STRATEGIES = ("vpa",)
-
-
-def _progress_bar(console: Console) -> Progress:
-    return Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        TaskProgressColumn(),
-        console=console,
-        transient=True,
-        disable=not console.is_terminal,
-    )
 
 
 def recommend_command(
@@ -37,6 +26,25 @@ def recommend_command(
     events: Annotated[
         Path | None, typer.Option("--events", help="OOM / eviction events file.")
     ] = None,
+    prometheus: Annotated[
+        str | None, typer.Option("--prometheus", help="Prometheus base URL to read history from.")
+    ] = None,
+    history: Annotated[str, typer.Option(help="With --prometheus: how far back.")] = "8d",
+    step: Annotated[str, typer.Option(help="With --prometheus: sample period.")] = "5m",
+    chunk: Annotated[str, typer.Option(help="With --prometheus: range per query.")] = "1d",
+    namespace: Annotated[
+        list[str] | None, typer.Option("--namespace", "-n", help="Only these namespaces.")
+    ] = None,
+    match: Annotated[
+        list[str] | None,
+        typer.Option("--match", help="Extra label matcher NAME=VALUE for every query."),
+    ] = None,
+    token_file: Annotated[
+        Path | None, typer.Option("--bearer-token-file", help="Bearer token for Prometheus.")
+    ] = None,
+    insecure: Annotated[
+        bool, typer.Option("--insecure", help="Skip TLS verification of Prometheus.")
+    ] = False,
     strategy: Annotated[str, typer.Option(help="Recommendation model.")] = "vpa",
     fmt: Annotated[OutputFormat, typer.Option("--format", help="Output format.")] = (
         OutputFormat.table
@@ -52,8 +60,25 @@ def recommend_command(
             param_hint="--strategy",
         )
     err_console = Console(stderr=True)
-    usage, event_frame = load_history(demo, input, events, None)
-    with _progress_bar(err_console) as progress:
+    if prometheus is not None:
+        if demo or input is not None or events is not None:
+            raise typer.BadParameter(
+                "--prometheus cannot be combined with --demo / --input / --events"
+            )
+        source = PrometheusOptions(
+            url=prometheus,
+            history=history,
+            step=step,
+            chunk=chunk,
+            namespaces=tuple(namespace or ()),
+            matchers=tuple(match or ()),
+            token_file=token_file,
+            insecure=insecure,
+        )
+        usage, event_frame = load_from_prometheus(source, err_console)
+    else:
+        usage, event_frame = load_history(demo, input, events, None)
+    with progress_bar(err_console) as progress:
         task = progress.add_task("ingesting history", total=len(usage))
         frame = recommend_vpa(
             usage,

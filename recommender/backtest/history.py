@@ -1,0 +1,218 @@
+"""Turn the canonical usage (and events) tables into the arrays a replay steps through.
+
+Documented treatment of awkward input:
+- empty table, a single timestamp, unsorted or duplicate timestamps within a
+  series, malformed values: `BacktestInputError` naming the problem (the table
+  is checked by `validate_usage` first);
+- gaps: windows without a sample stay NaN; strategies see NaN (no sample) and
+  the metrics skip those windows;
+- series shorter than the warm-up: replayed but never evaluated (counted in
+  `ReplayHistory.unevaluated`); if no series outlives the warm-up, an error says
+  how long the longest one is;
+- events for containers or times outside the usage table are ignored (counted);
+- a recorded `OOMKilled` event means the container wanted more than the memory
+  it was killed at: the window's peak becomes that memory plus one byte, so the
+  window is an OOM again for any strategy whose limit is not above it. `Evicted`
+  events raise the peak to the memory they name.
+
+Requests in force before a strategy's first decision are the data's own
+(`cpu_request` / `memory_request`, first value per series) or unset (NaN): unset
+windows are left out of that strategy's metrics. The memory limit / request
+ratio the admission step keeps is the data's (median of `memory_limit /
+memory_request`, at least 1), else `ReplaySettings.default_memory_limit_ratio`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from recommender.backtest.settings import DAY, BacktestInputError, ReplaySettings, format_duration
+from recommender.data.arrays import UsageArrays, from_long, infer_step
+from recommender.data.schema import DataFormatError, validate_events, validate_usage
+from recommender.strategy import Requests
+
+MAX_GRID_CELLS = 400_000_000  # containers x windows: beyond this the history is too sparse
+EVENT_MATCH = ("namespace", "pod", "container")
+
+
+@dataclass(frozen=True)
+class ReplayHistory:
+    """Everything a replay needs, as arrays over (containers, windows)."""
+
+    usage: UsageArrays
+    initial: Requests
+    memory_limit_ratio: np.ndarray  # (n,)
+    first_window: np.ndarray  # (n,) int64, first window with a sample
+    last_window: np.ndarray  # (n,) int64, last window with a sample
+    warm_up_windows: int
+    ignored_events: int = 0
+
+    @property
+    def size(self) -> int:
+        return self.usage.n_series
+
+    @property
+    def evaluation_start(self) -> np.ndarray:
+        """First window of each container that counts in the metrics."""
+        return self.first_window + self.warm_up_windows
+
+    @property
+    def evaluated(self) -> np.ndarray:
+        """(n,) bool: containers with at least one sampled window after the warm-up."""
+        return self.evaluated_windows() > 0
+
+    @property
+    def unevaluated(self) -> int:
+        return int(self.size - self.evaluated.sum())
+
+    def evaluated_windows(self) -> np.ndarray:
+        """(n,) number of sampled windows after each container's warm-up."""
+        sampled = ~(np.isnan(self.usage.cpu) & np.isnan(self.usage.memory))
+        after = np.arange(self.usage.n_windows)[None, :] >= self.evaluation_start[:, None]
+        return np.asarray((sampled & after).sum(axis=1), dtype=np.int64)
+
+    def container_days(self) -> float:
+        """Sampled container-days after the warm-up (independent of any strategy)."""
+        return float(self.evaluated_windows().sum() * self.usage.step / DAY)
+
+
+def prepare_history(
+    usage: pd.DataFrame | UsageArrays,
+    events: pd.DataFrame | None = None,
+    settings: ReplaySettings | None = None,
+) -> ReplayHistory:
+    """Validate and grid the history; raise BacktestInputError on anything unusable."""
+    settings = settings or ReplaySettings()
+    if isinstance(usage, UsageArrays):
+        arrays, frame = usage, None
+    else:
+        frame = _validated(usage)
+        arrays = _grid(frame)
+    arrays, ignored = _fold_events(arrays, events)
+    first, last = _sample_span(arrays)
+    warm_up_windows = -(-settings.warm_up_seconds // arrays.step)
+    _check_something_left(first, last, warm_up_windows, arrays.step, settings.warm_up_seconds)
+    initial, ratio = _requests_and_ratio(frame, arrays, settings.default_memory_limit_ratio)
+    return ReplayHistory(
+        usage=arrays,
+        initial=initial,
+        memory_limit_ratio=ratio,
+        first_window=first,
+        last_window=last,
+        warm_up_windows=int(warm_up_windows),
+        ignored_events=ignored,
+    )
+
+
+def _validated(frame: pd.DataFrame) -> pd.DataFrame:
+    if frame is None or len(frame) == 0:
+        raise BacktestInputError("usage history is empty: nothing to replay")
+    try:
+        return validate_usage(frame, "usage")
+    except DataFormatError as error:
+        raise BacktestInputError(str(error)) from error
+
+
+def _grid(frame: pd.DataFrame) -> UsageArrays:
+    seconds = frame["timestamp"].astype("datetime64[s, UTC]").astype("int64").to_numpy()
+    if np.unique(seconds).size < 2:
+        raise BacktestInputError(
+            "usage history has a single timestamp: a replay needs at least two windows"
+        )
+    step = infer_step(seconds)
+    windows = (int(seconds.max()) - int(seconds.min())) // step + 1
+    series = frame.groupby(list(EVENT_MATCH), sort=False).ngroups
+    if series * windows > MAX_GRID_CELLS:
+        raise BacktestInputError(
+            f"history of {series} series spans {windows} windows of {step} s: too large "
+            "or too sparse for one grid; split it by time or resample it"
+        )
+    return from_long(frame, step)
+
+
+def _sample_span(arrays: UsageArrays) -> tuple[np.ndarray, np.ndarray]:
+    sampled = ~(np.isnan(arrays.cpu) & np.isnan(arrays.memory))
+    if not sampled.any():
+        raise BacktestInputError("usage history has no samples")
+    has_any = sampled.any(axis=1)
+    first = np.where(has_any, sampled.argmax(axis=1), arrays.n_windows)
+    last = np.where(has_any, arrays.n_windows - 1 - sampled[:, ::-1].argmax(axis=1), -1)
+    return first.astype(np.int64), last.astype(np.int64)
+
+
+def _check_something_left(
+    first: np.ndarray, last: np.ndarray, warm_up_windows: int, step: int, warm_up: int
+) -> None:
+    if np.any(last >= first + warm_up_windows):
+        return
+    longest = float((last - first + 1).max() * step / 3600)
+    raise BacktestInputError(
+        f"a warm-up of {format_duration(warm_up)} leaves no window to evaluate: the longest "
+        f"series spans {longest:.1f} h; choose a shorter warm-up (e.g. --warm-up 6h)"
+    )
+
+
+def _first_per_series(frame: pd.DataFrame, arrays: UsageArrays, column: str) -> np.ndarray:
+    """The first non-NaN value of `column` per series of `arrays`, NaN where none."""
+    values = np.full(arrays.n_series, np.nan)
+    if column not in frame:
+        return values
+    present = frame.loc[frame[column].notna(), [*arrays.keys.columns, column]]
+    if present.empty:
+        return values
+    firsts = present.groupby(list(arrays.keys.columns), sort=False)[column].first()
+    index = pd.MultiIndex.from_frame(arrays.keys)
+    return firsts.reindex(index).to_numpy(dtype=np.float64, na_value=np.nan, copy=True)
+
+
+def _median_ratio(frame: pd.DataFrame, arrays: UsageArrays) -> np.ndarray:
+    ratio = np.full(arrays.n_series, np.nan)
+    if "memory_limit" not in frame or "memory_request" not in frame:
+        return ratio
+    both = frame["memory_limit"].notna() & (frame["memory_request"] > 0)
+    if not both.any():
+        return ratio
+    rows = frame.loc[both, list(arrays.keys.columns)]
+    rows = rows.assign(ratio=frame.loc[both, "memory_limit"] / frame.loc[both, "memory_request"])
+    medians = rows.groupby(list(arrays.keys.columns), sort=False)["ratio"].median()
+    index = pd.MultiIndex.from_frame(arrays.keys)
+    return medians.reindex(index).to_numpy(dtype=np.float64, na_value=np.nan, copy=True)
+
+
+def _requests_and_ratio(
+    frame: pd.DataFrame | None, arrays: UsageArrays, default_ratio: float
+) -> tuple[Requests, np.ndarray]:
+    n = arrays.n_series
+    if frame is None:
+        return Requests.unset(n), np.full(n, default_ratio)
+    cpu = _first_per_series(frame, arrays, "cpu_request")
+    memory = _first_per_series(frame, arrays, "memory_request")
+    memory[memory <= 0] = np.nan
+    cpu[cpu <= 0] = np.nan
+    ratio = _median_ratio(frame, arrays)
+    ratio = np.where(np.isnan(ratio), default_ratio, np.maximum(ratio, 1.0))
+    return Requests(cpu, memory, memory * ratio), ratio
+
+
+def _fold_events(arrays: UsageArrays, events: pd.DataFrame | None) -> tuple[UsageArrays, int]:
+    """Raise window peaks to the memory the events show was wanted."""
+    if events is None or len(events) == 0:
+        return arrays, 0
+    try:
+        events = validate_events(events, "events")
+    except DataFormatError as error:
+        raise BacktestInputError(str(error)) from error
+    index = pd.MultiIndex.from_frame(arrays.keys.loc[:, list(EVENT_MATCH)])
+    rows = index.get_indexer(pd.MultiIndex.from_frame(events.loc[:, list(EVENT_MATCH)]))
+    seconds = events["timestamp"].astype("datetime64[s, UTC]").astype("int64").to_numpy()
+    cols = (seconds - arrays.start) // arrays.step
+    known = (rows >= 0) & (cols >= 0) & (cols < arrays.n_windows)
+    wanted = events["memory"].to_numpy(dtype=np.float64)
+    wanted = wanted + (events["reason"] == "OOMKilled").to_numpy()  # killed: wanted more
+    peaks = arrays.memory.copy()
+    np.fmax.at(peaks, (rows[known], cols[known]), wanted[known])  # fmax: NaN never wins
+    folded = UsageArrays(arrays.keys, arrays.start, arrays.step, arrays.cpu, peaks)
+    return folded, int((~known).sum())

@@ -1,0 +1,108 @@
+"""Strategy names a backtest understands, and how to build each for a block.
+
+A factory takes the block's usage and returns a fresh strategy. Only the
+oracle may look at that usage (it is the hindsight limit); real strategies
+ignore it and see samples one window at a time through `observe`.
+
+Besides the built-in names, `module.path:factory` names any importable factory
+with the same signature, so a new strategy (e.g. the forecasting one) plugs in
+without touching this module; `StrategySpec` values can be passed directly too.
+Factories must be picklable (module-level) to run on worker processes.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from recommender.backtest.settings import HOUR, BacktestInputError
+from recommender.backtest.strategies.autopilot import AutopilotStrategy
+from recommender.backtest.strategies.krr import KrrStrategy
+from recommender.backtest.strategies.oracle import OracleSettings, OracleStrategy
+from recommender.data.arrays import UsageArrays
+from recommender.strategy import Strategy
+
+StrategyFactory = Callable[[UsageArrays], Strategy]
+DEFAULT_STRATEGIES = ("vpa", "krr", "autopilot", "oracle")
+
+
+@dataclass(frozen=True)
+class StrategySpec:
+    """A named way to build a strategy for one block."""
+
+    name: str
+    factory: StrategyFactory
+    description: str = ""
+
+
+def make_vpa(future: UsageArrays) -> Strategy:
+    from recommender.backtest.strategies.vpa import VpaStrategy  # needs recommender.vpa
+
+    return VpaStrategy()
+
+
+def make_krr(future: UsageArrays) -> Strategy:
+    return KrrStrategy()
+
+
+def make_autopilot(future: UsageArrays) -> Strategy:
+    return AutopilotStrategy()
+
+
+def make_oracle(future: UsageArrays) -> Strategy:
+    return OracleStrategy(future)
+
+
+def make_hourly_oracle(future: UsageArrays) -> Strategy:
+    return OracleStrategy(future, OracleSettings(update_period_seconds=HOUR), name="oracle-1h")
+
+
+def builtin_strategies() -> dict[str, StrategySpec]:
+    """A fresh mapping of the built-in names (never shared, never mutated)."""
+    specs = (
+        StrategySpec("vpa", make_vpa, "upstream VPA recommender + updater rules"),
+        StrategySpec("krr", make_krr, "Robusta KRR: CPU p95 over 14 d, memory max + 15 %"),
+        StrategySpec("autopilot", make_autopilot, "Google Autopilot moving window"),
+        StrategySpec("oracle", make_oracle, "hindsight: requests = usage of each window"),
+        StrategySpec("oracle-1h", make_hourly_oracle, "hindsight, resizing at most hourly"),
+    )
+    return {spec.name: spec for spec in specs}
+
+
+def _imported(name: str) -> StrategySpec:
+    module_name, _, attribute = name.partition(":")
+    try:
+        factory = getattr(importlib.import_module(module_name), attribute)
+    except (ImportError, AttributeError) as error:
+        raise BacktestInputError(f"cannot import strategy factory {name!r}: {error}") from None
+    if not callable(factory):
+        raise BacktestInputError(f"strategy factory {name!r} is not callable")
+    return StrategySpec(name, factory, f"imported from {name}")
+
+
+def resolve_strategies(strategies: str | Sequence[str | StrategySpec]) -> list[StrategySpec]:
+    """Specs for comma-separated names, a list of names, or ready specs; in order."""
+    if isinstance(strategies, str):
+        strategies = [part.strip() for part in strategies.split(",") if part.strip()]
+    if not strategies:
+        raise BacktestInputError("no strategy named: give at least one, e.g. vpa,krr")
+    known = builtin_strategies()
+    resolved: list[StrategySpec] = []
+    for item in strategies:
+        if isinstance(item, StrategySpec):
+            resolved.append(item)
+        elif item in known:
+            resolved.append(known[item])
+        elif ":" in item:
+            resolved.append(_imported(item))
+        else:
+            raise BacktestInputError(
+                f"unknown strategy {item!r}: choose from {', '.join(known)} "
+                "or name a factory as module.path:function"
+            )
+    names = [spec.name for spec in resolved]
+    duplicates = sorted({name for name in names if names.count(name) > 1})
+    if duplicates:
+        raise BacktestInputError(f"strategy named twice: {', '.join(duplicates)}")
+    return resolved

@@ -1,0 +1,138 @@
+"""Run a backtest: cut the history into blocks, replay every (block, strategy) pair
+on the chosen engine, and combine the per-block sums into one result.
+
+Pairs are independent, so the local engine spreads them over a process pool
+and the dask engine over a cluster; either way the combination happens in a
+fixed order, so both engines give identical numbers.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import dataclass
+from multiprocessing import get_context
+
+import pandas as pd
+
+from recommender.backtest.blocks import ReplayBlock, cut_block, plan_blocks
+from recommender.backtest.engine import Trajectory, replay
+from recommender.backtest.history import ReplayHistory, prepare_history
+from recommender.backtest.metrics import BlockMetrics, block_metrics
+from recommender.backtest.registry import DEFAULT_STRATEGIES, StrategySpec, resolve_strategies
+from recommender.backtest.result import BacktestResult, assemble
+from recommender.backtest.settings import ExecutionSettings, ReplaySettings
+from recommender.data.arrays import UsageArrays
+
+#: progress(done, total): container replays finished (containers x strategies).
+ProgressCallback = Callable[[int, int], None]
+
+
+@dataclass(frozen=True)
+class ReplayTask:
+    block: ReplayBlock
+    spec: StrategySpec
+
+    @property
+    def cost(self) -> int:
+        return self.block.size * self.block.usage.n_windows
+
+
+@dataclass(frozen=True)
+class TaskOutcome:
+    strategy: str
+    block_index: int
+    size: int
+    metrics: BlockMetrics
+
+
+def run_task(task: ReplayTask) -> TaskOutcome:
+    """Replay one strategy over one block and reduce it to metric sums (runs on workers)."""
+    strategy = task.spec.factory(task.block.usage)
+    trajectory = replay(task.block, strategy)
+    metrics = block_metrics(task.block, trajectory)
+    return TaskOutcome(task.spec.name, task.block.index, task.block.size, metrics)
+
+
+def run_local(
+    tasks: Sequence[ReplayTask], workers: int, on_done: Callable[[TaskOutcome], None]
+) -> None:
+    """In this process when one worker (or one task) suffices, else a process pool."""
+    ordered = sorted(tasks, key=lambda task: task.cost, reverse=True)
+    if workers <= 1 or len(ordered) <= 1:
+        for task in ordered:
+            on_done(run_task(task))
+        return
+    context = get_context("spawn")  # no fork of a process that may hold threads (rich, dask)
+    with ProcessPoolExecutor(max_workers=min(workers, len(ordered)), mp_context=context) as pool:
+        futures = [pool.submit(run_task, task) for task in ordered]
+        for future in as_completed(futures):
+            on_done(future.result())
+
+
+def run_backtest(
+    usage: pd.DataFrame | UsageArrays | ReplayHistory,
+    events: pd.DataFrame | None = None,
+    strategies: str | Sequence[str | StrategySpec] = DEFAULT_STRATEGIES,
+    replay_settings: ReplaySettings | None = None,
+    execution: ExecutionSettings | None = None,
+    progress: ProgressCallback | None = None,
+) -> BacktestResult:
+    """Replay `strategies` over the usage history and return their metrics.
+
+    `usage` is the canonical long frame (validated here), UsageArrays, or an
+    already prepared ReplayHistory (then `events` and `replay_settings` were
+    applied when it was prepared). Raises BacktestInputError on unusable input.
+    """
+    started = time.perf_counter()
+    replay_settings = replay_settings or ReplaySettings()
+    execution = execution or ExecutionSettings()
+    specs = resolve_strategies(strategies)
+    history = (
+        usage
+        if isinstance(usage, ReplayHistory)
+        else prepare_history(usage, events, replay_settings)
+    )
+    blocks = [
+        cut_block(history, index, rows)
+        for index, rows in enumerate(plan_blocks(history, execution.block_size))
+    ]
+    tasks = [ReplayTask(block, spec) for block in blocks for spec in specs]
+    total = sum(task.block.size for task in tasks)
+    outcomes: dict[tuple[str, int], BlockMetrics] = {}
+    done = 0
+
+    def collect(outcome: TaskOutcome) -> None:
+        nonlocal done
+        outcomes[(outcome.strategy, outcome.block_index)] = outcome.metrics
+        done += outcome.size
+        if progress is not None:
+            progress(done, total)
+
+    if progress is not None:
+        progress(0, total)
+    if execution.engine == "dask":
+        from recommender.backtest.distributed import run_dask
+
+        run_dask(tasks, execution, collect)
+    else:
+        run_local(tasks, execution.worker_count(), collect)
+    return assemble(
+        history,
+        [spec.name for spec in specs],
+        outcomes,
+        history.usage.step,
+        history.warm_up_windows * history.usage.step,
+        time.perf_counter() - started,
+    )
+
+
+def replay_rows(
+    history: ReplayHistory, spec: StrategySpec, rows: Sequence[int]
+) -> tuple[ReplayBlock, Trajectory]:
+    """Replay some containers alone and keep the full trajectory (plots, analysis)."""
+    import numpy as np
+
+    block = cut_block(history, 0, np.asarray(sorted(rows), dtype=np.int64))
+    return block, replay(block, spec.factory(block.usage))

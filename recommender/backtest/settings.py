@@ -1,0 +1,102 @@
+"""Backtest settings, grouped: what is replayed (ReplaySettings) and where (ExecutionSettings).
+
+Both are frozen so that a run is fully described by its inputs and these two
+values; nothing is read from globals or the environment.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from typing import Literal
+
+DAY = 86_400
+HOUR = 3_600
+
+# Google 2011 series span exactly one day: the default one-day warm-up would leave
+# nothing to evaluate, so that dataset warms up for 6 hours instead.
+DATASET_WARM_UP = {"bitbrains": DAY, "azure": DAY, "google2011": 6 * HOUR}
+
+_UNITS = {"s": 1, "m": 60, "h": HOUR, "d": DAY, "w": 7 * DAY}
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw]?)\s*$")
+
+
+class BacktestInputError(ValueError):
+    """History, events or settings a backtest cannot run on, with the reason."""
+
+
+def parse_duration(text: str) -> int:
+    """Seconds in a duration like '1d', '6h', '90m', '30s' or '0' (bare numbers are seconds)."""
+    match = _DURATION.match(text)
+    if match is None:
+        raise BacktestInputError(
+            f"cannot read duration {text!r}: use a number with s, m, h, d or w, e.g. 1d or 6h"
+        )
+    value, unit = match.groups()
+    return round(float(value) * _UNITS[unit or "s"])
+
+
+def format_duration(seconds: int) -> str:
+    """The shortest exact form: 86400 -> '1d', 21600 -> '6h'."""
+    for unit, size in (("w", 7 * DAY), ("d", DAY), ("h", HOUR), ("m", 60)):
+        if seconds and seconds % size == 0:
+            return f"{seconds // size}{unit}"
+    return f"{seconds}s"
+
+
+def default_warm_up(dataset: str | None) -> int:
+    """The warm-up a dataset needs by default (one day unless its series are short)."""
+    return DATASET_WARM_UP.get(dataset or "", DAY)
+
+
+@dataclass(frozen=True)
+class ReplaySettings:
+    """What a replay evaluates.
+
+    warm_up_seconds: per container, counted from its first sample; those windows
+        feed the strategies but are left out of the metrics.
+    default_memory_limit_ratio: memory limit / request used where the data has no
+        original limit and request to take the ratio from (1.0 = limit equals request).
+    """
+
+    warm_up_seconds: int = DAY
+    default_memory_limit_ratio: float = 1.0
+
+    def __post_init__(self) -> None:
+        if self.warm_up_seconds < 0:
+            raise BacktestInputError("warm-up cannot be negative")
+        if self.default_memory_limit_ratio < 1.0:
+            raise BacktestInputError("a memory limit below the request is not allowed (ratio < 1)")
+
+
+EngineName = Literal["local", "dask"]
+
+
+@dataclass(frozen=True)
+class ExecutionSettings:
+    """Where the blocks of containers run.
+
+    engine: "local" (a process pool on this machine) or "dask" (a dask.distributed
+        cluster at `scheduler`, or a LocalCluster of `workers` processes when None).
+    workers: parallel processes; None = the machine's cores.
+    block_size: containers stepped together by one numpy loop; None = automatic.
+    """
+
+    engine: EngineName = "local"
+    workers: int | None = None
+    scheduler: str | None = None
+    block_size: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.engine not in ("local", "dask"):
+            raise BacktestInputError(f"unknown engine {self.engine!r}: use local or dask")
+        if self.workers is not None and self.workers < 1:
+            raise BacktestInputError("workers must be at least 1")
+        if self.block_size is not None and self.block_size < 1:
+            raise BacktestInputError("block size must be at least 1")
+        if self.scheduler is not None and self.engine != "dask":
+            raise BacktestInputError("a scheduler address needs the dask engine")
+
+    def worker_count(self) -> int:
+        return self.workers or os.cpu_count() or 1

@@ -1,0 +1,1 @@
+"""The baseline strategies every backtest can run (vpa, krr, autopilot, oracle)."""

@@ -1,0 +1,120 @@
+"""Building blocks the baseline strategies share: quantiles, decaying histograms, hysteresis.
+
+All of them work on a whole block of containers at once, one row per container.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from recommender.strategy import Requests
+
+MIB = 2.0**20
+
+
+def row_quantile(values: np.ndarray, q: float) -> np.ndarray:
+    """Per row, the q-quantile (linear interpolation) of its non-NaN values; NaN if none."""
+    ordered = np.sort(values, axis=1)  # NaNs sort last
+    count = (~np.isnan(values)).sum(axis=1)
+    position = q * np.maximum(count - 1, 0)
+    low = np.floor(position).astype(np.int64)
+    high = np.minimum(low + 1, np.maximum(count - 1, 0))
+    rows = np.arange(values.shape[0])
+    fraction = position - low
+    result = ordered[rows, low] * (1 - fraction) + ordered[rows, high] * fraction
+    return np.where(count > 0, result, np.nan)
+
+
+def round_requests(cpu: np.ndarray, memory: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """CPU up to whole millicores, memory up to whole MiB: the grain of a pod spec."""
+    return np.ceil(cpu * 1000 - 1e-9) / 1000, np.ceil(memory / MIB - 1e-9) * MIB
+
+
+class DecayingHistograms:
+    """One exponentially bucketed histogram per container, samples decaying with age.
+
+    A sample at time t weighs 2^((t - reference) / half_life); the reference is a
+    multiple of 32 half-lives (absolute time, so results do not depend on where a
+    replay started) and moves forward, rescaling every weight, before the
+    exponent grows large. Only relative weights matter and nothing overflows.
+    """
+
+    def __init__(
+        self, rows: int, first: float, max_value: float, half_life: float, growth: float = 0.05
+    ) -> None:
+        ratio = 1.0 + growth
+        count = math.ceil(math.log(max_value * growth / first + 1) / math.log(ratio)) + 1
+        self._first, self._log_ratio, self._growth = first, math.log(ratio), growth
+        index = np.arange(count + 1, dtype=np.float64)
+        self.edges = first * (np.power(ratio, index) - 1) / growth  # bucket b: [edges[b], edges[b+1])
+        self.upper = self.edges[1:]
+        self.weights = np.zeros((rows, count))
+        self._rows = np.arange(rows)
+        self._half_life = half_life
+        self._reference: float | None = None
+
+    def _bucket(self, values: np.ndarray) -> np.ndarray:
+        raw = np.log(values * self._growth / self._first + 1) / self._log_ratio
+        return np.clip(raw, 0, self.weights.shape[1] - 1).astype(np.int64)
+
+    def add(self, time: float, values: np.ndarray, scale: float = 1.0) -> None:
+        """One sample per row at `time` (NaN = none), weighted `scale` before decay."""
+        epoch = self._half_life * 32
+        reference = time // epoch * epoch
+        if self._reference is None:
+            self._reference = reference
+        elif reference > self._reference:
+            self.weights *= 2.0 ** ((self._reference - reference) / self._half_life)
+            self._reference = reference
+        weight = scale * 2.0 ** ((time - self._reference) / self._half_life)
+        present = ~np.isnan(values)
+        rows = self._rows[present]
+        self.weights[rows, self._bucket(values[present])] += weight
+
+    def add_rows(self, time: float, rows: np.ndarray, values: np.ndarray) -> None:
+        """Samples for some rows only (e.g. OOM kills)."""
+        full = np.full(self.weights.shape[0], np.nan)
+        full[rows] = values
+        self.add(time, full)
+
+    def quantile(self, q: float, load_adjusted: bool = False) -> np.ndarray:
+        """Per row, the upper edge of the bucket where the weight reaches q; NaN if empty.
+
+        load_adjusted weighs each bucket by its value as well (Autopilot's CPU
+        percentile: the share of usage, not of time, that fits under the answer).
+        """
+        weights = self.weights * self.upper if load_adjusted else self.weights
+        cumulative = np.cumsum(weights, axis=1)
+        total = cumulative[:, -1]
+        bucket = (cumulative < (q * total)[:, None]).sum(axis=1)
+        bucket = np.minimum(bucket, self.weights.shape[1] - 1)
+        return np.where(total > 0, self.upper[bucket], np.nan)
+
+
+@dataclass(frozen=True)
+class HysteresisPolicy:
+    """Apply a new recommendation only when it is worth a resize.
+
+    A container is resized when it has no request yet, when it was OOM-killed
+    since the last decision, or when the CPU or memory recommendation differs
+    from the request in force by at least `min_relative_change`.
+    """
+
+    min_relative_change: float = 0.10
+
+    def apply(
+        self, current: Requests, cpu: np.ndarray, memory: np.ndarray, forced: np.ndarray
+    ) -> Requests:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            cpu_off = np.abs(cpu - current.cpu) >= self.min_relative_change * current.cpu
+            memory_off = (
+                np.abs(memory - current.memory) >= self.min_relative_change * current.memory
+            )
+        unset = np.isnan(current.cpu) | np.isnan(current.memory)
+        act = (unset | forced | cpu_off | memory_off) & ~(np.isnan(cpu) & np.isnan(memory))
+        new_cpu = np.where(act & ~np.isnan(cpu), cpu, current.cpu)
+        new_memory = np.where(act & ~np.isnan(memory), memory, current.memory)
+        return Requests(new_cpu, new_memory, current.memory_limit)

@@ -1,0 +1,270 @@
+"""Canonical usage and events as OpenMetrics text, with the metric names of a real cluster.
+
+`promtool tsdb create-blocks-from openmetrics` turns this text into Prometheus
+blocks, so a test (or the kubelet simulator) can give a real Prometheus server the
+history a cluster with cAdvisor and kube-state-metrics would have recorded.
+
+Encoding, per container series (step = the sample period):
+- `container_cpu_usage_seconds_total`: a counter sampled at each window's END,
+  cumulating cpu x step; a window following a gap starts with a counter sample at
+  its START. If the counter was non-zero it restarts from 0 there (a new container
+  instance, as cAdvisor shows after a restart), so a reader never mistakes the gap
+  for an idle window.
+- `container_memory_working_set_bytes`: the window's peak, sampled at its start.
+- kube-state-metrics gauges (requests, limits, restarts, last terminated reason,
+  owner) are sampled at each window's start, as a scrape at that instant would see.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from collections.abc import Iterable, Iterator, Mapping
+
+import numpy as np
+import pandas as pd
+
+from recommender.data.arrays import infer_step
+from recommender.data.promql import validate_label_name
+
+# kube-controller-manager's safe-encoding alphabet for pod-template-hash suffixes.
+TEMPLATE_HASH_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
+RESOURCE_COLUMNS = {
+    "kube_pod_container_resource_requests": (
+        ("cpu_request", "cpu", "core"),
+        ("memory_request", "memory", "byte"),
+    ),
+    "kube_pod_container_resource_limits": (
+        ("cpu_limit", "cpu", "core"),
+        ("memory_limit", "memory", "byte"),
+    ),
+}
+SERIES_KEYS = ["namespace", "pod", "container"]
+
+
+def escape_label_value(value: str) -> str:
+    """OpenMetrics label value escaping: backslash, double quote and newline."""
+    return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+
+
+def format_labels(labels: Mapping[str, str]) -> str:
+    parts = [f'{validate_label_name(k)}="{escape_label_value(v)}"' for k, v in labels.items()]
+    return "{" + ",".join(parts) + "}"
+
+
+def format_value(value: float) -> str:
+    """Shortest text that parses back to the same float64 (integers stay integers)."""
+    if math.isnan(value):
+        return "NaN"
+    if math.isinf(value):
+        return "+Inf" if value > 0 else "-Inf"
+    if value.is_integer() and abs(value) < 2**53:
+        return str(int(value))
+    return repr(float(value))
+
+
+def format_timestamp(seconds: float) -> str:
+    if float(seconds).is_integer():
+        return str(int(seconds))
+    return f"{seconds:.3f}"
+
+
+def replicaset_name(workload: str) -> str:
+    """A stable `<deployment>-<pod-template-hash>` name, as a Deployment's ReplicaSet has."""
+    digest = hashlib.sha256(workload.encode()).digest()
+    return workload + "-" + "".join(TEMPLATE_HASH_ALPHABET[b % 27] for b in digest[:10])
+
+
+def _seconds(timestamps: pd.Series) -> np.ndarray:
+    return timestamps.astype("datetime64[ms, UTC]").astype("int64").to_numpy() / 1000.0
+
+
+class _Family:
+    """Collects the samples of one metric family; families are written whole, never interleaved."""
+
+    def __init__(self, name: str, kind: str, help_text: str) -> None:
+        self.name = name
+        self.kind = kind
+        self.help_text = help_text
+        self.lines: list[str] = []
+
+    def add(
+        self, sample_name: str, labels: str, values: Iterable[float], times: Iterable[float]
+    ) -> None:
+        prefix = sample_name + labels + " "
+        self.lines.extend(
+            prefix + format_value(float(v)) + " " + format_timestamp(float(t))
+            for v, t in zip(values, times, strict=True)
+        )
+
+    def render(self) -> Iterator[str]:
+        if not self.lines:
+            return
+        yield f"# HELP {self.name} {self.help_text}"
+        yield f"# TYPE {self.name} {self.kind}"
+        yield from self.lines
+
+
+def _counter_samples(times: np.ndarray, cpu: np.ndarray, step: float) -> tuple[list, list]:
+    """Counter (values, timestamps) for one container's sorted windows; NaN cpu = gap."""
+    values: list[float] = []
+    stamps: list[float] = []
+    total = 0.0
+    last_end: float | None = None
+    for start, cores in zip(times, cpu, strict=True):
+        if math.isnan(cores):
+            continue
+        if last_end != start:
+            if last_end is not None and total > 0:
+                total = 0.0
+            values.append(total)
+            stamps.append(start)
+        total += cores * step
+        values.append(total)
+        stamps.append(start + step)
+        last_end = start + step
+    return values, stamps
+
+
+def usage_to_openmetrics(
+    usage: pd.DataFrame,
+    events: pd.DataFrame | None = None,
+    *,
+    step: int | None = None,
+    extra_labels: Mapping[str, str] | None = None,
+) -> str:
+    """OpenMetrics text (ending in `# EOF`) for a canonical usage frame and its events.
+
+    `step` is the sample period in seconds (inferred from the timestamps if None).
+    `extra_labels` (e.g. {"cluster": "prod"}) are added to every sample. Only
+    OOMKilled and Evicted events are encoded, the way kube-state-metrics shows them.
+    """
+    if usage.empty:
+        raise ValueError("usage history is empty: nothing to write")
+    extra = dict(extra_labels or {})
+    for name in extra:
+        validate_label_name(name)
+    usage = usage.sort_values([*SERIES_KEYS, "timestamp"], kind="stable")
+    seconds_all = _seconds(usage["timestamp"])
+    period = float(step if step is not None else infer_step(seconds_all.astype(np.int64)))
+    events = events if events is not None else _empty_events()
+
+    cpu = _Family("container_cpu_usage_seconds", "counter", "Cumulative cpu time consumed")
+    memory = _Family("container_memory_working_set_bytes", "gauge", "Current working set")
+    resources = {
+        name: _Family(name, "gauge", "Resources of a container (kube-state-metrics)")
+        for name in RESOURCE_COLUMNS
+    }
+    restarts = _Family("kube_pod_container_status_restarts", "counter", "Container restarts")
+    reasons = _Family(
+        "kube_pod_container_status_last_terminated_reason", "gauge", "Last termination reason"
+    )
+    oom_times = _events_by_container(events, "OOMKilled")
+
+    for (namespace, pod, container), rows in usage.groupby(SERIES_KEYS, sort=False):
+        ids = {"namespace": str(namespace), "pod": str(pod), "container": str(container)}
+        times = _seconds(rows["timestamp"])
+        cadvisor = format_labels(
+            {
+                **extra,
+                **ids,
+                "image": f"registry.local/{container}:history",
+                "name": f"k8s_{container}_{pod}_{namespace}_0",
+            }
+        )
+        counter_values, counter_times = _counter_samples(
+            times, rows["cpu"].to_numpy(dtype=np.float64), period
+        )
+        cpu.add("container_cpu_usage_seconds_total", cadvisor, counter_values, counter_times)
+        mem = rows["memory"].to_numpy(dtype=np.float64)
+        has_memory = ~np.isnan(mem)
+        memory.add(
+            "container_memory_working_set_bytes", cadvisor, mem[has_memory], times[has_memory]
+        )
+
+        for metric, columns in RESOURCE_COLUMNS.items():
+            for column, resource, unit in columns:
+                if column not in rows:
+                    continue
+                values = rows[column].to_numpy(dtype=np.float64)
+                known = ~np.isnan(values)
+                labels = format_labels({**extra, **ids, "resource": resource, "unit": unit})
+                resources[metric].add(metric, labels, values[known], times[known])
+
+        ksm = format_labels({**extra, **ids})
+        kills = np.sort(oom_times.get((str(namespace), str(pod), str(container)), np.array([])))
+        counts = np.searchsorted(kills, times, side="right")
+        restarts.add("kube_pod_container_status_restarts_total", ksm, counts, times)
+        if kills.size:
+            after = times >= kills[0]
+            oom = format_labels({**extra, **ids, "reason": "OOMKilled"})
+            reasons.add(reasons.name, oom, np.ones(int(after.sum())), times[after])
+
+    families = [cpu, memory, *resources.values(), restarts, reasons]
+    families.append(_pod_status_reasons(usage, events, extra))
+    if "workload" in usage:
+        families.append(_pod_owners(usage, extra))
+    lines = [line for family in families for line in family.render()]
+    lines.append("# EOF")
+    return "\n".join(lines) + "\n"
+
+
+def _empty_events() -> pd.DataFrame:
+    return pd.DataFrame(
+        {column: [] for column in ["timestamp", *SERIES_KEYS, "reason", "memory"]}
+    ).astype({"timestamp": "datetime64[ns, UTC]"})
+
+
+def _events_by_container(events: pd.DataFrame, reason: str) -> dict[tuple, np.ndarray]:
+    chosen = events[events["reason"] == reason]
+    if chosen.empty:
+        return {}
+    stamps = _seconds(chosen["timestamp"])
+    keys = chosen[SERIES_KEYS].astype(str).itertuples(index=False, name=None)
+    grouped: dict[tuple, list[float]] = {}
+    for key, stamp in zip(keys, stamps, strict=True):
+        grouped.setdefault(key, []).append(float(stamp))
+    return {key: np.array(values) for key, values in grouped.items()}
+
+
+def _pod_times(usage: pd.DataFrame) -> Iterator[tuple[tuple[str, str], pd.DataFrame, np.ndarray]]:
+    for (namespace, pod), rows in usage.groupby(["namespace", "pod"], sort=False):
+        yield (str(namespace), str(pod)), rows, np.unique(_seconds(rows["timestamp"]))
+
+
+def _pod_status_reasons(usage: pd.DataFrame, events: pd.DataFrame, extra: dict) -> _Family:
+    """`kube_pod_status_reason{reason="Evicted"}` = 1 from a pod's eviction on."""
+    family = _Family("kube_pod_status_reason", "gauge", "Reason the pod is in its current state")
+    evicted = events[events["reason"] == "Evicted"]
+    if evicted.empty:
+        return family
+    evicted_at: dict[tuple[str, str], float] = {}
+    pods = zip(evicted["namespace"], evicted["pod"], _seconds(evicted["timestamp"]), strict=True)
+    for namespace, pod, at in pods:
+        key = (str(namespace), str(pod))
+        evicted_at[key] = min(evicted_at.get(key, math.inf), float(at))
+    for (namespace, pod), _, times in _pod_times(usage):
+        at = evicted_at.get((namespace, pod))
+        if at is None:
+            continue
+        # The pod's last scrapes happen at its eviction and one step later.
+        stamps = np.unique(np.concatenate([times[times >= at], [at]]))
+        labels = format_labels({**extra, "namespace": namespace, "pod": pod, "reason": "Evicted"})
+        family.add(family.name, labels, np.ones(stamps.size), stamps)
+    return family
+
+
+def _pod_owners(usage: pd.DataFrame, extra: dict) -> _Family:
+    """`kube_pod_owner` naming a ReplicaSet `<workload>-<hash>`, as a Deployment's pods have."""
+    family = _Family("kube_pod_owner", "gauge", "Information about the pod's owner")
+    for (namespace, pod), rows, times in _pod_times(usage):
+        labels = {
+            **extra,
+            "namespace": namespace,
+            "pod": pod,
+            "owner_kind": "ReplicaSet",
+            "owner_name": replicaset_name(str(rows["workload"].iloc[0])),
+            "owner_is_controller": "true",
+        }
+        family.add(family.name, format_labels(labels), np.ones(times.size), times)
+    return family

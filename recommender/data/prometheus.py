@@ -1,0 +1,284 @@
+"""Usage history from Prometheus (cAdvisor + kube-state-metrics) as canonical frames.
+
+Unlike upstream VPA's Prometheus history (issue 9228: silently loads nothing), an
+empty answer is an error naming the query, the range and the server, and an
+unreachable server is a `PrometheusSourceError` carrying the URL.
+
+Every query is a query_range on one grid aligned to `step` (UNIX-epoch
+multiples), split into chunks of at most `chunk` so no series exceeds
+Prometheus's 11,000-points limit; chunks share no grid point, and windows are
+formed only after all chunks are joined, so chunking cannot change the result.
+See `prometheus_frames` for why CPU is computed from the raw counter.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import requests
+from prometheus_api_client import PrometheusConnect
+from prometheus_api_client.exceptions import PrometheusApiClientException
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
+from urllib3.util.retry import Retry
+
+from recommender.data import prometheus_frames as frames
+from recommender.data.promql import (
+    MAX_POINTS_PER_SERIES,
+    HistoryQueries,
+    LabelNames,
+    MetricNames,
+    plan_chunks,
+    validate_label_name,
+)
+from recommender.data.schema import validate_events, validate_usage
+
+LOG = logging.getLogger(__name__)
+Progress = Callable[[int, int], None]
+
+
+class PrometheusSourceError(RuntimeError):
+    """The history could not be loaded (server unreachable, query refused, no data)."""
+
+
+class PrometheusSettings(BaseModel):
+    """Where and what to read. Frozen: pass a new instance to change anything.
+
+    The range is [start, end) when both are given; otherwise `end` defaults to now
+    and `start` to end - `history`. Both are rounded down to multiples of `step`.
+    `step` is the sample period of the result: cpu is the average over each step,
+    memory the peak within it; it should not be shorter than the scrape (or
+    backfill) interval. `chunk` bounds the range of one query. `extra_matchers`
+    (e.g. {"cluster": "prod"}) apply to every metric, cAdvisor and kube-state-metrics
+    alike. There is no rate window: cpu comes from the raw counter (see
+    `prometheus_frames`). The token, headers, TLS options, timeout and retries go
+    to prometheus-api-client's session.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    url: str
+    start: datetime | None = None
+    end: datetime | None = None
+    history: timedelta = timedelta(days=8)
+    step: timedelta = timedelta(minutes=5)
+    chunk: timedelta = timedelta(days=1)
+    namespaces: tuple[str, ...] = ()
+    labels: LabelNames = LabelNames()
+    metrics: MetricNames = MetricNames()
+    extra_matchers: dict[str, str] = Field(default_factory=dict)
+    bearer_token: SecretStr | None = None
+    headers: dict[str, str] = Field(default_factory=dict)
+    verify_tls: bool = True
+    ca_file: Path | None = None
+    timeout_seconds: float = 60.0
+    retries: int = Field(default=3, ge=0)
+
+    @field_validator("extra_matchers")
+    @classmethod
+    def _matcher_names(cls, value: dict[str, str]) -> dict[str, str]:
+        for name in value:
+            validate_label_name(name)
+        return value
+
+    @field_validator("start", "end")
+    @classmethod
+    def _aware(cls, value: datetime | None) -> datetime | None:
+        if value is not None and value.tzinfo is None:
+            raise ValueError("start/end must be timezone-aware (e.g. UTC)")
+        return value
+
+    @model_validator(mode="after")
+    def _grid(self) -> PrometheusSettings:
+        step = self.step.total_seconds()
+        chunk = self.chunk.total_seconds()
+        if step < 1 or not step.is_integer():
+            raise ValueError(f"step must be a whole number of seconds >= 1, got {self.step}")
+        if chunk % step:
+            raise ValueError(f"chunk ({self.chunk}) must be a multiple of step ({self.step})")
+        if chunk / step > MAX_POINTS_PER_SERIES:
+            raise ValueError(
+                f"chunk/step = {chunk / step:.0f} points exceeds Prometheus's "
+                f"{MAX_POINTS_PER_SERIES} points per series; use a shorter chunk"
+            )
+        return self
+
+    @property
+    def step_seconds(self) -> int:
+        return int(self.step.total_seconds())
+
+    def resolve_range(self, now: datetime | None = None) -> tuple[int, int]:
+        """[start, end) as UNIX seconds on the step grid."""
+        step = self.step_seconds
+        end_time = self.end or now or datetime.now(UTC)
+        start_time = self.start or end_time - self.history
+        end = math.floor(end_time.timestamp() / step) * step
+        start = math.floor(start_time.timestamp() / step) * step
+        if end <= start:
+            raise ValueError(
+                f"empty history range: start {start_time} is not before end {end_time}"
+            )
+        return start, end
+
+    def queries(self) -> HistoryQueries:
+        return HistoryQueries.build(
+            self.metrics, self.labels, self.step_seconds, self.namespaces, self.extra_matchers
+        )
+
+
+def connect(settings: PrometheusSettings) -> PrometheusConnect:
+    """A prometheus-api-client connection with the settings' auth, TLS and retries."""
+    session = requests.Session()
+    session.verify = str(settings.ca_file) if settings.ca_file else settings.verify_tls
+    headers = dict(settings.headers)
+    if settings.bearer_token is not None:
+        headers["Authorization"] = f"Bearer {settings.bearer_token.get_secret_value()}"
+    retry = Retry(
+        total=settings.retries,
+        backoff_factor=0.5,
+        status_forcelist=[429, 502, 503, 504],
+        allowed_methods=["GET"],
+    )
+    return PrometheusConnect(
+        url=settings.url.rstrip("/"),
+        headers=headers or None,
+        retry=retry,
+        session=session,
+        timeout=settings.timeout_seconds,
+    )
+
+
+def _label_columns(
+    settings: PrometheusSettings, *names: str, per_container: bool = True
+) -> dict[str, str]:
+    """Output column -> Prometheus label: the key columns, then `names` as they are."""
+    labels = settings.labels
+    mapping = {"namespace": labels.namespace, "pod": labels.pod}
+    if per_container:
+        mapping["container"] = labels.container
+    return {**mapping, **{name: name for name in names}}
+
+
+def _to_samples(result: list[dict], columns: dict[str, str]) -> pd.DataFrame:
+    """query_range JSON result -> samples frame (label columns, time, value)."""
+    if not result:
+        return frames.samples_frame(list(columns))
+    label_values: dict[str, list[str]] = {column: [] for column in columns}
+    times: list[np.ndarray] = []
+    values: list[np.ndarray] = []
+    for series in result:
+        points = np.asarray(series["values"], dtype=object)
+        for column, label in columns.items():
+            label_values[column].extend([series["metric"].get(label, "")] * len(points))
+        times.append(np.rint(points[:, 0].astype(np.float64)).astype(np.int64))
+        values.append(points[:, 1].astype(np.float64))
+    frame = pd.DataFrame(label_values, dtype=object)
+    frame["time"] = np.concatenate(times)
+    frame["value"] = np.concatenate(values)
+    return frame
+
+
+class _Fetcher:
+    """Runs each query chunk by chunk and keeps the concatenated samples."""
+
+    def __init__(self, settings: PrometheusSettings, client: PrometheusConnect) -> None:
+        self.settings = settings
+        self.client = client
+
+    def range_query(self, query: str, first: int, last: int) -> list[dict]:
+        url = self.settings.url
+        try:
+            return self.client.custom_query_range(
+                query,
+                start_time=datetime.fromtimestamp(first, UTC),
+                end_time=datetime.fromtimestamp(last, UTC),
+                step=str(self.settings.step_seconds),
+            )
+        except requests.exceptions.RequestException as error:
+            raise PrometheusSourceError(f"cannot reach Prometheus at {url}: {error}") from error
+        except PrometheusApiClientException as error:
+            raise PrometheusSourceError(
+                f"Prometheus at {url} refused query {query!r}: {error}"
+            ) from error
+
+
+def load_prometheus_history(
+    settings: PrometheusSettings,
+    progress: Progress | None = None,
+    *,
+    now: datetime | None = None,
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(usage, events) in the canonical long format for the configured range.
+
+    `progress(done, total)` is called after each chunk. Raises
+    PrometheusSourceError if the server is unreachable, refuses a query, or holds
+    no cpu or memory samples matching the selection.
+    """
+    start, end = settings.resolve_range(now)
+    step = settings.step_seconds
+    queries = settings.queries()
+    keys = _label_columns(settings)
+    plan = {
+        "cpu": (queries.cpu_counter(), keys),
+        "cpu_at": (queries.cpu_counter_time(), keys),
+        "memory": (queries.memory_peak(), keys),
+        "requests": (queries.requests(), _label_columns(settings, "resource")),
+        "limits": (queries.limits(), _label_columns(settings, "resource")),
+        "restarts": (queries.restarts(), keys),
+        "oom": (queries.oom_killed(), keys),
+        "evicted": (queries.evicted(), _label_columns(settings, per_container=False)),
+        "owners": (
+            queries.owners(),
+            _label_columns(settings, "owner_kind", "owner_name", per_container=False),
+        ),
+    }
+    chunks = plan_chunks(start, end, step, int(settings.chunk.total_seconds()))
+    parts: dict[str, list[pd.DataFrame]] = {name: [] for name in plan}
+    client = connect(settings)
+    fetcher = _Fetcher(settings, client)
+    try:
+        for done, (first, last) in enumerate(chunks, start=1):
+            for name, (query, columns) in plan.items():
+                result = fetcher.range_query(query, first, last)
+                parts[name].append(_to_samples(result, columns))
+            if progress is not None:
+                progress(done, len(chunks))
+    finally:
+        client.close()
+    samples = {
+        name: pd.concat(chunk_parts, ignore_index=True) for name, chunk_parts in parts.items()
+    }
+    usage, events = _assemble(samples, start, end, step)
+    if usage.empty:
+        raise PrometheusSourceError(
+            f"Prometheus at {settings.url} has no usage for {queries.cpu_counter()} and "
+            f"{queries.memory_peak()} between {_iso(start)} and {_iso(end)}; check the metric "
+            "and label names, the namespaces, the extra matchers and the range"
+        )
+    source = f"prometheus {settings.url}"
+    return validate_usage(usage, source), validate_events(events, source)
+
+
+def _assemble(
+    samples: dict[str, pd.DataFrame], start: int, end: int, step: int
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    cpu = frames.cpu_windows(samples["cpu"], samples["cpu_at"], step)
+    memory = frames.memory_windows(samples["memory"], step)
+    resources = frames.resource_columns(samples["requests"], samples["limits"])
+    usage = frames.usage_frame(cpu, memory, resources, samples["owners"], start, end)
+    events = frames.combine_events(
+        frames.oom_events(samples["restarts"], samples["oom"], resources, memory, step),
+        frames.eviction_events(samples["evicted"], memory, start, step),
+    )
+    events = frames.with_workloads(events, samples["owners"])
+    LOG.info("loaded %d usage rows and %d events from Prometheus", len(usage), len(events))
+    return usage, events
+
+
+def _iso(seconds: int) -> str:
+    return datetime.fromtimestamp(seconds, UTC).isoformat()

@@ -1,0 +1,234 @@
+"""Turn raw query_range results into the canonical usage and events frames (pure).
+
+Input frames ("samples") have the key columns, `time` (grid point, UNIX seconds,
+int64) and `value` (float64). Window j of the output is [T_j, T_j + step) and
+its row carries timestamp T_j, as `recommender.data.arrays` expects.
+
+CPU is computed from the raw counter, not with rate(): rate()/increase()
+extrapolate to the window bounds and so disagree with the true average whenever
+samples are not exactly on them. Here the counter value and its sample time at
+consecutive grid points give (v2 - v1) / (t2 - t1): exactly the average over the
+interval between the two samples, and exactly the window average when samples
+sit on the grid (a backfill, or a scrape aligned with the step).
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pandas as pd
+
+KEYS = ["namespace", "pod", "container"]
+USAGE_COLUMNS = [
+    "timestamp",
+    "namespace",
+    "workload",
+    "pod",
+    "container",
+    "cpu",
+    "memory",
+    "cpu_request",
+    "memory_request",
+    "cpu_limit",
+    "memory_limit",
+]
+EVENT_COLUMNS = ["timestamp", "namespace", "pod", "container", "reason", "memory"]
+# A Deployment's ReplicaSet is `<deployment>-<pod-template-hash>`; the hash is a
+# 32-bit number spelled in kube-controller-manager's safe alphabet (usually 8-10 chars).
+_TEMPLATE_HASH_SUFFIX = re.compile(r"^(?P<deployment>.+)-[bcdfghjklmnpqrstvwxz2456789]{6,10}$")
+
+
+def samples_frame(label_columns: list[str]) -> pd.DataFrame:
+    """An empty samples frame with the given label columns."""
+    columns: dict[str, pd.Series] = {c: pd.Series([], dtype=object) for c in label_columns}
+    columns["time"] = pd.Series([], dtype=np.int64)
+    columns["value"] = pd.Series([], dtype=np.float64)
+    return pd.DataFrame(columns)
+
+
+def workload_from_owner(kind: str, name: str) -> str:
+    """The workload a VPA would target: a ReplicaSet's Deployment, else the owner itself.
+
+    A ReplicaSet named like `<name>-<pod-template-hash>` is taken to belong to the
+    Deployment `<name>`; a bare ReplicaSet with such a suffix would be misread,
+    which is the same guess `kubectl` users make from names alone.
+    """
+    if kind == "ReplicaSet":
+        match = _TEMPLATE_HASH_SUFFIX.match(name)
+        if match:
+            return match.group("deployment")
+    return name
+
+
+def _next_in_series(frame: pd.DataFrame, keys: list[str], step: int) -> pd.DataFrame:
+    """Pair each grid point with the same series' next grid point (dropping gaps)."""
+    frame = frame.sort_values([*keys, "time"], kind="stable").reset_index(drop=True)
+    following = frame.groupby(keys, sort=False).shift(-1)
+    paired = frame.join(following.add_suffix("_next"))
+    return paired[paired["time_next"] == paired["time"] + step]
+
+
+def cpu_windows(counter: pd.DataFrame, stamps: pd.DataFrame, step: int) -> pd.DataFrame:
+    """Average cores per window from counter values and their sample times.
+
+    Windows where the counter went down (a restart) or did not advance in time
+    (a finished container still inside the lookback) are left out: their usage is unknown.
+    """
+    both = counter.merge(stamps.rename(columns={"value": "at"}), on=[*KEYS, "time"])
+    paired = _next_in_series(both, KEYS, step)
+    increase = paired["value_next"] - paired["value"]
+    elapsed = paired["at_next"] - paired["at"]
+    valid = (increase >= 0) & (elapsed > 0)
+    out = paired.loc[valid, [*KEYS, "time"]].copy()
+    out["cpu"] = (increase[valid] / elapsed[valid]).astype(np.float64)
+    return out
+
+
+def memory_windows(peaks: pd.DataFrame, step: int) -> pd.DataFrame:
+    """Peak working set per window: the value at T covers the window [T - step, T)."""
+    out = peaks.loc[:, [*KEYS, "time"]].copy()
+    out["time"] = out["time"] - step
+    out["memory"] = peaks["value"].to_numpy(dtype=np.float64)
+    return out
+
+
+def resource_columns(requests: pd.DataFrame, limits: pd.DataFrame) -> pd.DataFrame:
+    """Requests and limits in force at each window's start, one column per resource."""
+    parts = []
+    for frame, kind in ((requests, "request"), (limits, "limit")):
+        if frame.empty:
+            continue
+        wide = frame.pivot_table(
+            index=[*KEYS, "time"], columns="resource", values="value", aggfunc="max"
+        )
+        wide.columns = [f"{resource}_{kind}" for resource in wide.columns]
+        parts.append(wide)
+    columns = ["cpu_request", "memory_request", "cpu_limit", "memory_limit"]
+    if not parts:
+        return pd.DataFrame(columns=[*KEYS, "time", *columns])
+    joined = pd.concat(parts, axis=1).reset_index()
+    for column in columns:
+        if column not in joined:
+            joined[column] = np.nan
+    return joined[[*KEYS, "time", *columns]]
+
+
+def workloads(owners: pd.DataFrame) -> pd.DataFrame:
+    """(namespace, pod) -> workload, from kube_pod_owner (first owner name in order)."""
+    if owners.empty:
+        return pd.DataFrame(columns=["namespace", "pod", "workload"])
+    distinct = owners.drop_duplicates(["namespace", "pod", "owner_kind", "owner_name"])
+    distinct = distinct[~distinct["owner_kind"].isin(["", "<none>"])]
+    distinct = distinct.sort_values(["namespace", "pod", "owner_kind", "owner_name"])
+    first = distinct.drop_duplicates(["namespace", "pod"])
+    names = [
+        workload_from_owner(kind, name)
+        for kind, name in zip(first["owner_kind"], first["owner_name"], strict=True)
+    ]
+    return pd.DataFrame({"namespace": first["namespace"], "pod": first["pod"], "workload": names})
+
+
+def with_workloads(frame: pd.DataFrame, owners: pd.DataFrame) -> pd.DataFrame:
+    """Add the `workload` column, falling back to the pod name for pods with no owner."""
+    named = frame.merge(workloads(owners), on=["namespace", "pod"], how="left")
+    named["workload"] = named["workload"].fillna(named["pod"]).astype(str)
+    return named
+
+
+def usage_frame(
+    cpu: pd.DataFrame,
+    memory: pd.DataFrame,
+    resources: pd.DataFrame,
+    owners: pd.DataFrame,
+    start: int,
+    end: int,
+) -> pd.DataFrame:
+    """Canonical long usage for windows starting in [start, end).
+
+    A row needs cpu; memory must be there too unless the series has no memory
+    samples at all (the schema allows CPU-only series, not holes in measured ones).
+    A window missing one of the two is left out rather than half filled.
+    """
+    usage = cpu.merge(memory, on=[*KEYS, "time"], how="left")
+    measured = memory[KEYS].drop_duplicates().assign(measured=True)
+    usage = usage.merge(measured, on=KEYS, how="left")
+    usage = usage[usage["memory"].notna() | usage["measured"].isna()]
+    usage = usage[(usage["time"] >= start) & (usage["time"] < end)]
+    usage = usage.merge(resources, on=[*KEYS, "time"], how="left")
+    usage = with_workloads(usage, owners)
+    usage = usage.sort_values([*KEYS, "time"], kind="stable").reset_index(drop=True)
+    usage["timestamp"] = pd.to_datetime(usage["time"].to_numpy(dtype=np.int64), unit="s", utc=True)
+    for column in ("namespace", "workload", "pod", "container"):
+        usage[column] = usage[column].astype(str)
+    for column in USAGE_COLUMNS[5:]:
+        usage[column] = usage[column].astype(np.float64)
+    return usage[USAGE_COLUMNS]
+
+
+def oom_events(
+    restarts: pd.DataFrame,
+    oom_reason: pd.DataFrame,
+    resources: pd.DataFrame,
+    memory: pd.DataFrame,
+    step: int,
+) -> pd.DataFrame:
+    """An OOM kill is a restart-count increase seen while the last termination is OOMKilled.
+
+    It is stamped at the first grid point showing it (at most one step after the
+    kill) and carries the memory limit then, or, without a limit, the peak
+    working set of the window before it. Several kills within one step show as one
+    jump of the restart counter and give one event (the counter cannot tell more).
+    """
+    paired = _next_in_series(restarts, KEYS, step)
+    increase = (paired["value_next"] - paired["value"]).round()
+    jumps = paired.loc[increase > 0, KEYS].copy()
+    jumps["time"] = paired.loc[increase > 0, "time_next"].astype(np.int64)
+    killed = oom_reason[oom_reason["value"] == 1][[*KEYS, "time"]]
+    jumps = jumps.merge(killed, on=[*KEYS, "time"])
+    limits = resources[[*KEYS, "time", "memory_limit"]]
+    jumps = jumps.merge(limits, on=[*KEYS, "time"], how="left")
+    before = memory.assign(time=memory["time"] + step)
+    jumps = jumps.merge(before, on=[*KEYS, "time"], how="left")
+    jumps["memory"] = jumps["memory_limit"].fillna(jumps["memory"])
+    return _events(jumps, "OOMKilled")
+
+
+def eviction_events(
+    evicted: pd.DataFrame, memory: pd.DataFrame, start: int, step: int
+) -> pd.DataFrame:
+    """A pod's eviction is the first grid point showing kube_pod_status_reason Evicted.
+
+    One event per container seen before it, with that container's last peak.
+    Pods already evicted at the range start are not reported again.
+    """
+    shown = evicted[evicted["value"] == 1].sort_values("time")
+    first = shown.groupby(["namespace", "pod"], as_index=False)["time"].min()
+    first = first[first["time"] > start]
+    if first.empty:
+        return _events(pd.DataFrame(columns=[*KEYS, "time", "memory"]), "Evicted")
+    seen = memory.merge(first.rename(columns={"time": "evicted"}), on=["namespace", "pod"])
+    seen = seen[seen["time"] < seen["evicted"]].sort_values("time")
+    last = seen.groupby(KEYS, as_index=False).last()
+    last["time"] = last["evicted"]
+    return _events(last, "Evicted")
+
+
+def _events(frame: pd.DataFrame, reason: str) -> pd.DataFrame:
+    times = frame["time"].to_numpy(dtype=np.int64)
+    out = pd.DataFrame(
+        {
+            "timestamp": pd.to_datetime(times, unit="s", utc=True),
+            "namespace": frame["namespace"].astype(str).to_numpy(),
+            "pod": frame["pod"].astype(str).to_numpy(),
+            "container": frame["container"].astype(str).to_numpy(),
+            "reason": reason,
+            "memory": frame["memory"].to_numpy(dtype=np.float64),
+        }
+    )
+    return out[EVENT_COLUMNS]
+
+
+def combine_events(*parts: pd.DataFrame) -> pd.DataFrame:
+    events = pd.concat(parts, ignore_index=True)
+    return events.sort_values(["timestamp", *KEYS], kind="stable").reset_index(drop=True)

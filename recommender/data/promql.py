@@ -1,0 +1,240 @@
+"""PromQL text for the usage-history queries, built without touching the network.
+
+Everything a user controls (label values, namespace names, extra matchers) ends up
+inside PromQL string literals, so it goes through `quote` (and `regex_escape` for
+regex matchers); label and metric names cannot be quoted, so they are validated
+instead. Keeping this module pure lets the escaping be tested without a server.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, field_validator
+
+LABEL_NAME = re.compile(r"[a-zA-Z_][a-zA-Z0-9_]*")
+METRIC_NAME = re.compile(r"[a-zA-Z_:][a-zA-Z0-9_:]*")
+# Prometheus rejects range queries returning more points than this per series.
+MAX_POINTS_PER_SERIES = 11_000
+
+_STRING_ESCAPES = {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\r": "\\r", "\t": "\\t"}
+_RE2_SPECIAL = set("\\.+*?()|[]{}^$")
+
+MatchOp = Literal["=", "!=", "=~", "!~"]
+
+
+def validate_label_name(name: str) -> str:
+    """Return `name` if Prometheus accepts it as a label name, else raise ValueError."""
+    if not LABEL_NAME.fullmatch(name):
+        raise ValueError(f"invalid Prometheus label name {name!r}: must match {LABEL_NAME.pattern}")
+    return name
+
+
+def validate_metric_name(name: str) -> str:
+    """Return `name` if Prometheus accepts it as a metric name, else raise ValueError."""
+    if not METRIC_NAME.fullmatch(name):
+        raise ValueError(
+            f"invalid Prometheus metric name {name!r}: must match {METRIC_NAME.pattern}"
+        )
+    return name
+
+
+def quote(value: str) -> str:
+    """A PromQL double-quoted string literal holding exactly `value`."""
+    return '"' + "".join(_STRING_ESCAPES.get(char, char) for char in value) + '"'
+
+
+def regex_escape(value: str) -> str:
+    """RE2 pattern matching exactly `value` (Prometheus anchors regex matchers itself)."""
+    return "".join("\\" + char if char in _RE2_SPECIAL else char for char in value)
+
+
+def duration(seconds: int) -> str:
+    """A PromQL duration for a whole number of seconds."""
+    if seconds <= 0:
+        raise ValueError(f"duration must be positive, got {seconds} s")
+    return f"{int(seconds)}s"
+
+
+@dataclass(frozen=True)
+class Matcher:
+    """One label matcher; the value is escaped when rendered, never trusted."""
+
+    label: str
+    op: MatchOp
+    value: str
+
+    def __post_init__(self) -> None:
+        validate_label_name(self.label)
+        if self.op not in ("=", "!=", "=~", "!~"):
+            raise ValueError(f"unknown matcher operator {self.op!r}")
+
+    def render(self) -> str:
+        return f"{self.label}{self.op}{quote(self.value)}"
+
+
+def one_of(label: str, values: Sequence[str]) -> Matcher:
+    """A regex matcher selecting exactly the given literal values."""
+    if not values:
+        raise ValueError(f"one_of({label!r}) needs at least one value")
+    return Matcher(label, "=~", "|".join(regex_escape(value) for value in values))
+
+
+def selector(metric: str, matchers: Sequence[Matcher]) -> str:
+    """`metric{m1,m2,...}` with a validated metric name."""
+    validate_metric_name(metric)
+    return metric + "{" + ",".join(matcher.render() for matcher in matchers) + "}"
+
+
+class MetricNames(BaseModel):
+    """Metric names of cAdvisor and kube-state-metrics, overridable for renamed setups."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    cpu_usage: str = "container_cpu_usage_seconds_total"
+    memory_working_set: str = "container_memory_working_set_bytes"
+    requests: str = "kube_pod_container_resource_requests"
+    limits: str = "kube_pod_container_resource_limits"
+    last_terminated_reason: str = "kube_pod_container_status_last_terminated_reason"
+    restarts: str = "kube_pod_container_status_restarts_total"
+    pod_owner: str = "kube_pod_owner"
+    pod_status_reason: str = "kube_pod_status_reason"
+
+    @field_validator("*")
+    @classmethod
+    def _metric_name(cls, value: str) -> str:
+        return validate_metric_name(value)
+
+
+class LabelNames(BaseModel):
+    """Names of the labels carrying namespace, pod and container (relabelled setups differ)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    namespace: str = "namespace"
+    pod: str = "pod"
+    container: str = "container"
+
+    @field_validator("*")
+    @classmethod
+    def _label_name(cls, value: str) -> str:
+        return validate_label_name(value)
+
+
+@dataclass(frozen=True)
+class HistoryQueries:
+    """The PromQL of every history query, for one configuration.
+
+    Every query is evaluated by query_range on the grid start, start+step, ...;
+    window j is [T_j, T_j + step). Aggregating with `max by` collapses duplicate
+    scrapes of one container (two jobs exporting it) without changing single series.
+    """
+
+    metrics: MetricNames
+    labels: LabelNames
+    step: int
+    namespaces: tuple[str, ...] = ()
+    extra: tuple[tuple[str, str], ...] = ()
+
+    @staticmethod
+    def build(
+        metrics: MetricNames,
+        labels: LabelNames,
+        step: int,
+        namespaces: Sequence[str] = (),
+        extra_matchers: Mapping[str, str] | None = None,
+    ) -> HistoryQueries:
+        extra = tuple(sorted((extra_matchers or {}).items()))
+        for name, _ in extra:
+            validate_label_name(name)
+        return HistoryQueries(metrics, labels, int(step), tuple(namespaces), extra)
+
+    def _base(self) -> list[Matcher]:
+        matchers = [Matcher(name, "=", value) for name, value in self.extra]
+        if self.namespaces:
+            matchers.append(one_of(self.labels.namespace, self.namespaces))
+        return matchers
+
+    def _cadvisor(self) -> list[Matcher]:
+        # cAdvisor also exports pod-level cgroups (container="") and pause containers.
+        return [
+            *self._base(),
+            Matcher(self.labels.container, "!=", ""),
+            Matcher(self.labels.container, "!=", "POD"),
+            Matcher("image", "!=", ""),
+        ]
+
+    def _by(self, *more: str) -> str:
+        names = [self.labels.namespace, self.labels.pod, self.labels.container, *more]
+        return "max by (" + ", ".join(validate_label_name(name) for name in names) + ")"
+
+    def cpu_counter(self) -> str:
+        """Raw counter value of the last sample at or before each grid point."""
+        return f"{self._by()} ({selector(self.metrics.cpu_usage, self._cadvisor())})"
+
+    def cpu_counter_time(self) -> str:
+        """When that sample was taken, so the rate divides by the true interval."""
+        return f"{self._by()} (timestamp({selector(self.metrics.cpu_usage, self._cadvisor())}))"
+
+    def memory_peak(self) -> str:
+        """Peak working set of the window ENDING at each grid point.
+
+        `[step] offset 1ms` covers [T-step-1ms, T-1ms] (closed, Prometheus 2) or
+        (T-step-1ms, T-1ms] (left-open, Prometheus 3): both are [T-step, T) for
+        samples at whole seconds, so a sample on a window boundary counts once.
+        """
+        inner = selector(self.metrics.memory_working_set, self._cadvisor())
+        return f"{self._by()} (max_over_time({inner}[{duration(self.step)}] offset 1ms))"
+
+    def _resources(self, metric: str) -> str:
+        matchers = [*self._base(), Matcher("resource", "=~", "cpu|memory")]
+        return f"{self._by('resource')} ({selector(metric, matchers)})"
+
+    def requests(self) -> str:
+        return self._resources(self.metrics.requests)
+
+    def limits(self) -> str:
+        return self._resources(self.metrics.limits)
+
+    def restarts(self) -> str:
+        return f"{self._by()} ({selector(self.metrics.restarts, self._base())})"
+
+    def oom_killed(self) -> str:
+        matchers = [*self._base(), Matcher("reason", "=", "OOMKilled")]
+        return f"{self._by()} ({selector(self.metrics.last_terminated_reason, matchers)})"
+
+    def evicted(self) -> str:
+        matchers = [*self._base(), Matcher("reason", "=", "Evicted")]
+        by = f"max by ({self.labels.namespace}, {self.labels.pod})"
+        return f"{by} ({selector(self.metrics.pod_status_reason, matchers)})"
+
+    def owners(self) -> str:
+        by = f"max by ({self.labels.namespace}, {self.labels.pod}, owner_kind, owner_name)"
+        return f"{by} ({selector(self.metrics.pod_owner, self._base())})"
+
+
+def plan_chunks(start: int, end: int, step: int, chunk: int) -> list[tuple[int, int]]:
+    """Split the grid points start, start+step, ..., end into disjoint inclusive runs.
+
+    Each run (first, last) is one query_range call of at most chunk/step points,
+    so no grid point is fetched twice or skipped at a chunk boundary.
+    """
+    if step <= 0 or chunk < step:
+        raise ValueError(f"need 0 < step <= chunk, got step={step} chunk={chunk}")
+    if (end - start) % step or end < start:
+        raise ValueError(f"range [{start}, {end}] is not a whole number of {step} s steps")
+    points_per_chunk = chunk // step
+    if points_per_chunk > MAX_POINTS_PER_SERIES:
+        raise ValueError(
+            f"chunk of {points_per_chunk} points exceeds Prometheus's {MAX_POINTS_PER_SERIES}"
+        )
+    runs = []
+    first = start
+    while first <= end:
+        last = min(first + (points_per_chunk - 1) * step, end)
+        runs.append((first, last))
+        first = last + step
+    return runs

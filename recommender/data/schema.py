@@ -1,0 +1,364 @@
+"""The canonical usage-history and event tables, and their validation.
+
+Every source (files, Prometheus, the trace loaders, the demo fleet) speaks one
+long format, one row per sample, so the models never care where data came
+from. Validation is strict and vectorised: bad input raises `DataFormatError`
+naming the source, the 1-based data row and the column; nothing is ever
+silently dropped or repaired. A series is identified by (namespace, pod,
+container); `workload` is a label that defaults to the pod name.
+
+Missing measurements: `cpu` is never NaN. `memory` is either measured for a
+whole series or NaN for the whole series (CPU-only data such as the Azure
+trace); a NaN inside an otherwise measured series is an error. Requests and
+limits are optional and NaN means "not set".
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Final
+
+import numpy as np
+import pandas as pd
+
+SERIES_COLUMNS = ("namespace", "pod", "container")
+USAGE_REQUIRED = ("timestamp", "namespace", "pod", "container", "cpu", "memory")
+RESOURCE_COLUMNS = ("cpu_request", "memory_request", "cpu_limit", "memory_limit")
+USAGE_COLUMNS = (
+    "timestamp",
+    "namespace",
+    "workload",
+    "pod",
+    "container",
+    "cpu",
+    "memory",
+    *RESOURCE_COLUMNS,
+)
+EVENT_REASONS = ("OOMKilled", "Evicted")
+EVENT_REQUIRED = ("timestamp", "namespace", "pod", "container", "reason", "memory")
+EVENT_COLUMNS = ("timestamp", "namespace", "workload", "pod", "container", "reason", "memory")
+KEY_LABELS = ("namespace", "workload", "pod", "container")
+TEXT_COLUMNS = (*KEY_LABELS, "reason")
+TIMESTAMP_DTYPE: Final = "datetime64[us, UTC]"
+STRING_DTYPE = pd.StringDtype(na_value=np.nan)
+
+
+class DataFormatError(ValueError):
+    """Input that does not follow the canonical format, located by source, row and column."""
+
+    def __init__(
+        self, source: str, problem: str, *, row: int | None = None, column: str | None = None
+    ) -> None:
+        self.source = source
+        self.row = row
+        self.column = column
+        self.problem = problem
+        where = ", ".join(
+            part
+            for part in (
+                f"row {row}" if row is not None else "",
+                f"column '{column}'" if column is not None else "",
+            )
+            if part
+        )
+        super().__init__(f"{source}: {where}: {problem}" if where else f"{source}: {problem}")
+
+
+def _fail_at(source: str, column: str, bad: np.ndarray, problem: str) -> None:
+    """Raise for the first True in `bad` (rows are 1-based data rows)."""
+    hits = np.flatnonzero(bad)
+    if hits.size:
+        raise DataFormatError(source, problem, row=int(hits[0]) + 1, column=column)
+
+
+def _check_columns(
+    frame: pd.DataFrame, required: Sequence[str], allowed: Sequence[str], source: str
+) -> None:
+    names = [str(name) for name in frame.columns]
+    duplicated = [name for name in names if names.count(name) > 1]
+    if duplicated:
+        raise DataFormatError(source, "column appears twice", column=duplicated[0])
+    for name in required:
+        if name not in names:
+            raise DataFormatError(
+                source, f"missing required column (required: {', '.join(required)})", column=name
+            )
+    for name in names:
+        if name not in allowed:
+            raise DataFormatError(
+                source, f"unknown column (allowed: {', '.join(allowed)})", column=name
+            )
+
+
+def _text(values: pd.Series, column: str, source: str) -> pd.Series:
+    """A key or label column as non-empty strings."""
+    _fail_at(source, column, values.isna().to_numpy(), "missing value")
+    text = values.astype(STRING_DTYPE)
+    _fail_at(source, column, (text.str.strip() == "").to_numpy(), "empty value")
+    return text.reset_index(drop=True)
+
+
+def numeric_values(values: pd.Series, column: str, source: str) -> np.ndarray:
+    """A numeric column as float64 (NaN kept), rejecting text, booleans, infinities, negatives.
+
+    Public so that loaders of raw traces report bad cells the same way.
+    """
+    if pd.api.types.is_bool_dtype(values):
+        raise DataFormatError(source, "booleans are not numbers", row=1, column=column)
+    if pd.api.types.is_numeric_dtype(values):
+        numbers = values.to_numpy(dtype=np.float64, na_value=np.nan)
+    else:
+        coerced = pd.to_numeric(values, errors="coerce")
+        not_numbers = (coerced.isna() & values.notna()).to_numpy()
+        hits = np.flatnonzero(not_numbers)
+        if hits.size:
+            raise DataFormatError(
+                source,
+                f"not a number: {values.iloc[hits[0]]!r}",
+                row=int(hits[0]) + 1,
+                column=column,
+            )
+        numbers = coerced.to_numpy(dtype=np.float64, na_value=np.nan)
+    _fail_at(source, column, np.isinf(numbers), "infinite value")
+    negative = numbers < 0
+    hits = np.flatnonzero(negative)
+    if hits.size:
+        value = numbers[hits[0]]
+        raise DataFormatError(
+            source, f"negative value {value:g}", row=int(hits[0]) + 1, column=column
+        )
+    return numbers
+
+
+def _timestamps(values: pd.Series, source: str) -> pd.Series:
+    """Timestamps as tz-aware UTC: datetimes, UNIX seconds or ISO-8601 text.
+
+    Naive datetimes and ISO strings without an offset are taken as UTC.
+    """
+    column = "timestamp"
+    values = values.reset_index(drop=True)
+    _fail_at(source, column, values.isna().to_numpy(), "missing timestamp")
+    if pd.api.types.is_bool_dtype(values):
+        raise DataFormatError(source, "booleans are not timestamps", row=1, column=column)
+    if isinstance(values.dtype, pd.DatetimeTZDtype):
+        parsed = values.dt.tz_convert("UTC")
+    elif pd.api.types.is_datetime64_dtype(values):
+        parsed = values.dt.tz_localize("UTC")
+    elif pd.api.types.is_numeric_dtype(values):
+        numbers = values.to_numpy(dtype=np.float64, na_value=np.nan)
+        parsed = _micros_to_utc(_unix_seconds(numbers, source))
+    else:
+        parsed = _parse_text_timestamps(values, source)
+    try:
+        return parsed.astype(TIMESTAMP_DTYPE)
+    except (OverflowError, ValueError) as error:
+        raise DataFormatError(source, f"timestamp out of range: {error}", column=column) from None
+
+
+def _unix_seconds(seconds: np.ndarray, source: str, rows: np.ndarray | None = None) -> np.ndarray:
+    """UNIX seconds (float) as int64 microseconds, rejecting values datetime64 cannot hold."""
+    out_of_range = ~np.isfinite(seconds) | (np.abs(seconds) > 2**62 / 1e6)
+    hits = np.flatnonzero(out_of_range)
+    if hits.size:
+        row = int(hits[0] if rows is None else rows[hits[0]]) + 1
+        raise DataFormatError(
+            source, f"UNIX seconds out of range: {seconds[hits[0]]}", row=row, column="timestamp"
+        )
+    return np.round(seconds * 1e6).astype(np.int64)
+
+
+def _micros_to_utc(micros: np.ndarray) -> pd.Series:
+    return pd.Series(pd.to_datetime(micros, unit="us", utc=True)).astype(TIMESTAMP_DTYPE)
+
+
+def _parse_text_timestamps(values: pd.Series, source: str) -> pd.Series:
+    text = values.astype(STRING_DTYPE).str.strip()
+    numbers = pd.to_numeric(text, errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)
+    is_number = ~np.isnan(numbers)
+    micros = np.zeros(len(text), dtype=np.int64)
+    number_rows = np.flatnonzero(is_number)
+    micros[number_rows] = _unix_seconds(numbers[number_rows], source, number_rows)
+    if not is_number.all():
+        iso = pd.to_datetime(text[~is_number], format="ISO8601", utc=True, errors="coerce")
+        unparsable = np.zeros(len(text), dtype=bool)
+        unparsable[~is_number] = iso.isna().to_numpy()
+        hits = np.flatnonzero(unparsable)
+        if hits.size:
+            raise DataFormatError(
+                source,
+                f"unparsable timestamp {values.iloc[hits[0]]!r} "
+                "(expected ISO-8601 or UNIX seconds)",
+                row=int(hits[0]) + 1,
+                column="timestamp",
+            )
+        micros[~is_number] = iso.astype(TIMESTAMP_DTYPE).astype("int64").to_numpy()
+    return _micros_to_utc(micros)
+
+
+def _group_codes(columns: Sequence[pd.Series]) -> np.ndarray:
+    """Dense int64 codes of the combined columns, ordered like a lexicographic sort."""
+    codes = np.zeros(len(columns[0]), dtype=np.int64)
+    for values in columns:
+        part, uniques = pd.factorize(values, sort=True)
+        codes, _ = pd.factorize(codes * len(uniques) + part, sort=True)
+    return codes.astype(np.int64)
+
+
+def _check_series_order(series: np.ndarray, micros: np.ndarray, source: str) -> None:
+    """Timestamps strictly increase within each series, in input order."""
+    order = np.argsort(series, kind="stable")
+    same = series[order][1:] == series[order][:-1]
+    gap = np.diff(micros[order])
+    later_rows = order[1:]
+    earlier_rows = order[:-1]
+    bad = same & (gap <= 0)
+    if not bad.any():
+        return
+    first = np.flatnonzero(bad)[np.argmin(later_rows[bad])]
+    row, previous = int(later_rows[first]) + 1, int(earlier_rows[first]) + 1
+    if gap[first] == 0:
+        problem = f"duplicate timestamp in its series (same as row {previous})"
+    else:
+        problem = f"timestamp earlier than row {previous} of the same series (unsorted)"
+    raise DataFormatError(source, problem, row=row, column="timestamp")
+
+
+def _check_one_workload(series: np.ndarray, workload: pd.Series, source: str) -> None:
+    """A pod belongs to one workload: every row of a series carries the same label."""
+    codes, _ = pd.factorize(workload)
+    _, first_rows = np.unique(series, return_index=True)
+    first_workload = np.empty(series.max() + 1, dtype=np.int64)
+    first_workload[series[first_rows]] = codes[first_rows]
+    _fail_at(
+        source,
+        "workload",
+        codes != first_workload[series],
+        "workload differs from earlier rows of the same (namespace, pod, container)",
+    )
+
+
+def _check_memory_measured(series: np.ndarray, memory: np.ndarray, source: str) -> None:
+    missing = np.isnan(memory)
+    if not missing.any():
+        return
+    measured = np.bincount(series, weights=~missing)
+    _fail_at(
+        source,
+        "memory",
+        missing & (measured[series] > 0),
+        "missing value in a series whose memory is measured elsewhere "
+        "(memory may be NaN only for a whole CPU-only series)",
+    )
+
+
+def _labels(frame: pd.DataFrame, source: str) -> dict[str, pd.Series]:
+    labels = {name: _text(frame[name], name, source) for name in SERIES_COLUMNS}
+    labels["workload"] = (
+        _text(frame["workload"], "workload", source) if "workload" in frame else labels["pod"]
+    )
+    return labels
+
+
+def _sorted_frame(columns: dict[str, object], labels: dict[str, pd.Series]) -> pd.DataFrame:
+    """Rows ordered by namespace, workload, pod, container, then timestamp."""
+    result = pd.DataFrame(columns)
+    series = _group_codes([labels[name] for name in KEY_LABELS])
+    micros = result["timestamp"].astype("int64").to_numpy()
+    order = np.lexsort((micros, series))
+    return result.take(order).reset_index(drop=True)
+
+
+def validate_usage(frame: pd.DataFrame, source: str = "<frame>") -> pd.DataFrame:
+    """Check a usage table and return a normalised copy.
+
+    The copy has tz-aware UTC timestamps, string keys, float64 numbers, a filled
+    `workload` (the pod name when absent) and rows sorted by series then time.
+    Raises DataFormatError for the first bad row of the first failing check
+    (columns, keys, timestamps, numbers, then rules across rows of a series).
+    """
+    if not isinstance(frame, pd.DataFrame):
+        raise TypeError(f"{source}: expected a pandas DataFrame, got {type(frame).__name__}")
+    _check_columns(frame, USAGE_REQUIRED, USAGE_COLUMNS, source)
+    if frame.empty:
+        raise DataFormatError(source, "no data rows")
+    labels = _labels(frame, source)
+    timestamps = _timestamps(frame["timestamp"], source)
+    numbers = {
+        name: numeric_values(frame[name], name, source)
+        for name in ("cpu", "memory", *RESOURCE_COLUMNS)
+        if name in frame
+    }
+    _fail_at(source, "cpu", np.isnan(numbers["cpu"]), "missing value")
+    series = _group_codes([labels[name] for name in SERIES_COLUMNS])
+    _check_one_workload(series, labels["workload"], source)
+    _check_series_order(series, timestamps.astype("int64").to_numpy(), source)
+    _check_memory_measured(series, numbers["memory"], source)
+    columns: dict[str, object] = {"timestamp": timestamps}
+    columns.update({name: labels[name] for name in KEY_LABELS})
+    columns.update(numbers)
+    return _sorted_frame(columns, labels)
+
+
+def validate_events(frame: pd.DataFrame, source: str = "<frame>") -> pd.DataFrame:
+    """Check an events table (OOM kills, evictions) and return a normalised copy.
+
+    Zero rows are valid (nothing happened). Order does not matter, but one
+    container cannot have the same event twice at the same instant.
+    """
+    if not isinstance(frame, pd.DataFrame):
+        raise TypeError(f"{source}: expected a pandas DataFrame, got {type(frame).__name__}")
+    _check_columns(frame, EVENT_REQUIRED, EVENT_COLUMNS, source)
+    if frame.empty:
+        return empty_events()
+    labels = _labels(frame, source)
+    timestamps = _timestamps(frame["timestamp"], source)
+    reason = _text(frame["reason"], "reason", source)
+    unknown = ~reason.isin(EVENT_REASONS).to_numpy()
+    hits = np.flatnonzero(unknown)
+    if hits.size:
+        raise DataFormatError(
+            source,
+            f"unknown event reason {reason.iloc[hits[0]]!r} "
+            f"(expected {' or '.join(EVENT_REASONS)})",
+            row=int(hits[0]) + 1,
+            column="reason",
+        )
+    memory = numeric_values(frame["memory"], "memory", source)
+    _fail_at(source, "memory", np.isnan(memory), "missing value")
+    series = _group_codes([labels[name] for name in SERIES_COLUMNS])
+    _check_one_workload(series, labels["workload"], source)
+    event_key = _group_codes([pd.Series(series), reason])
+    _check_series_order_duplicates(event_key, timestamps.astype("int64").to_numpy(), source)
+    columns: dict[str, object] = {"timestamp": timestamps}
+    columns.update({name: labels[name] for name in KEY_LABELS})
+    columns.update({"reason": reason, "memory": memory})
+    return _sorted_frame(columns, labels)
+
+
+def _check_series_order_duplicates(key: np.ndarray, micros: np.ndarray, source: str) -> None:
+    """Events may come in any order, but not twice for one key and instant."""
+    order = np.lexsort((np.arange(key.size), micros, key))
+    same = (key[order][1:] == key[order][:-1]) & (micros[order][1:] == micros[order][:-1])
+    if same.any():
+        pairs = np.flatnonzero(same)
+        later = np.maximum(order[pairs], order[pairs + 1])
+        first = int(np.argmin(later))
+        row = int(later[first]) + 1
+        previous = int(min(order[pairs[first]], order[pairs[first] + 1])) + 1
+        raise DataFormatError(
+            source,
+            f"duplicate event: same container, reason and timestamp as row {previous}",
+            row=row,
+            column="timestamp",
+        )
+
+
+def empty_events() -> pd.DataFrame:
+    """A zero-row events table with the normalised dtypes."""
+    columns: dict[str, pd.Series] = {
+        "timestamp": pd.Series([], dtype=TIMESTAMP_DTYPE),
+    }
+    for name in (*KEY_LABELS, "reason"):
+        columns[name] = pd.Series([], dtype=STRING_DTYPE)
+    columns["memory"] = pd.Series([], dtype=np.float64)
+    return pd.DataFrame(columns)

@@ -1,0 +1,70 @@
+"""The recent usage a live strategy remembers, as a sliding (series, windows) matrix.
+
+Windows are appended one at a time; the last `capacity` of them are visible as
+a contiguous `UsageArrays` without copying (storage is twice the capacity and
+is shifted back once it fills, so appending stays amortised O(series)).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from recommender.data.arrays import UsageArrays
+
+
+class UsageBuffer:
+    """The last `capacity` windows of CPU and memory usage of every series."""
+
+    def __init__(self, keys: pd.DataFrame, start: int, step: int, capacity: int) -> None:
+        n = len(keys)
+        self.keys = keys
+        self.start = start
+        self.step = step
+        self.capacity = capacity
+        self._cpu = np.full((n, 2 * capacity), np.nan)
+        self._memory = np.full((n, 2 * capacity), np.nan)
+        self._filled = 0  # columns of storage in use
+        self._first_window = 0  # absolute window number of storage column 0
+        self.next_window = 0  # absolute number of the next window expected
+
+    def append(self, window: int, cpu: np.ndarray, memory: np.ndarray) -> None:
+        """Record window `window`; skipped windows stay NaN."""
+        if window < self.next_window:
+            raise ValueError(f"window {window} arrives after window {self.next_window - 1}")
+        for _ in range(window - self.next_window):
+            self._push(None, None)
+        self._push(cpu, memory)
+        self.next_window = window + 1
+
+    def _push(self, cpu: np.ndarray | None, memory: np.ndarray | None) -> None:
+        if self._filled == self._cpu.shape[1]:
+            keep = self.capacity
+            self._cpu[:, :keep] = self._cpu[:, -keep:]
+            self._memory[:, :keep] = self._memory[:, -keep:]
+            self._cpu[:, keep:] = np.nan
+            self._memory[:, keep:] = np.nan
+            self._first_window += self._filled - keep
+            self._filled = keep
+        column = self._filled
+        if cpu is not None and memory is not None:
+            self._cpu[:, column] = cpu
+            self._memory[:, column] = memory
+        self._filled += 1
+
+    def view(self) -> UsageArrays:
+        """The remembered windows as usage arrays (a view, do not modify)."""
+        begin = max(0, self._filled - self.capacity)
+        window0 = self._first_window + begin
+        return UsageArrays(
+            keys=self.keys,
+            start=self.start + window0 * self.step,
+            step=self.step,
+            cpu=self._cpu[:, begin : self._filled],
+            memory=self._memory[:, begin : self._filled],
+        )
+
+    def recent(self, windows: int) -> tuple[np.ndarray, np.ndarray]:
+        """CPU and memory of the last `windows` windows: (series, windows) each."""
+        begin = max(0, self._filled - windows)
+        return self._cpu[:, begin : self._filled], self._memory[:, begin : self._filled]

@@ -1,0 +1,151 @@
+"""Every knob of the forecasting recommender, in one frozen value.
+
+A run is fully described by its input and one `ForecastSettings`: nothing is read
+from globals or the environment. Defaults were tuned on the Bitbrains months
+2013-7 and 2013-8 only (see the README section of the forecast package).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+HOUR = 3_600
+DAY = 86_400
+MIB = 2**20
+
+BatchSizing = Literal["mean", "percentile"]
+
+
+class ForecastSettingsError(ValueError):
+    """A setting outside the range the recommender can work with."""
+
+
+@dataclass(frozen=True)
+class ForecastSettings:
+    """Settings of the `forecast` strategy and of `recommend_forecast`.
+
+    Targets
+      target_cpu_shortfall: fraction of windows whose CPU usage may exceed the
+          request; the conformal margin is the (1 - this) quantile of errors.
+      batch_cpu_sizing: "mean" sizes batch (on/off, throughput) containers on the
+          forecast mean, as the original VPA design asks; "percentile" treats them
+          like serving containers.
+      oom_tolerance_per_day: expected OOM kills per container-day the memory
+          limit may risk; it sets how far above recent peaks the limit sits.
+    Time
+      update_period_seconds: length of one schedule block (requests change at
+          most once per block, apart from reactions to a shortfall or an OOM).
+      horizon_seconds: how far the published schedule reaches.
+      history_days: raw history kept per container (seasonality needs two cycles).
+      residual_days: how much recent error history calibrates the margins.
+    Forecast (Holt-Winters on block means; alphas are per block, gamma per cycle)
+      level_alphas: candidate level smoothing values; each container uses the one
+          with the smallest recent one-step error.
+      trend_beta, trend_damping, season_gamma: the other smoothing parameters.
+      season_threshold: autocorrelation at the cycle length above which a daily
+          or weekly cycle counts as detected.
+      weekly_gain: how much more the weekly than the daily autocorrelation must be
+          for a weekly cycle to be used instead of a daily one.
+    Schedule hysteresis
+      max_changes_per_day: hard cap on request changes in any 24 h.
+      reserved_changes: part of that cap kept for reactions (shortfall, OOM).
+      decrease_threshold: a planned decrease must lower the request by this much.
+      cover_blocks: a new level covers the requirement of this many blocks ahead.
+      react_after_windows: consecutive windows above the request before a
+          mid-block increase.
+      react_margin: headroom over the recent usage in such an increase.
+    Memory
+      memory_margin: headroom over the recent peak.
+      memory_peak_hours: how far back the peak the limit covers reaches.
+      memory_decrease_hours: a decrease needs this long without usage near the
+          level it leaves (the "confident" forecast).
+      oom_bump_factor, oom_bump_min_bytes: an OOM raises the limit to
+          max(limit * factor, limit + min_bytes) at once ...
+      oom_hold_hours: ... and no decrease follows for this long.
+    Floors
+      min_cpu_cores, min_memory_bytes: smallest request ever proposed.
+    """
+
+    target_cpu_shortfall: float = 0.01
+    batch_cpu_sizing: BatchSizing = "percentile"
+    oom_tolerance_per_day: float = 0.02
+
+    update_period_seconds: int = HOUR
+    horizon_seconds: int = DAY
+    history_days: float = 14.0
+    residual_days: float = 7.0
+
+    level_alphas: tuple[float, ...] = (0.3, 0.6, 0.9)
+    trend_beta: float = 0.02
+    trend_damping: float = 0.9
+    season_gamma: float = 0.2
+    season_threshold: float = 0.3
+    weekly_gain: float = 0.1
+
+    max_changes_per_day: int = 6
+    reserved_changes: int = 2
+    decrease_threshold: float = 0.15
+    cover_blocks: int = 3
+    react_after_windows: int = 1
+    react_margin: float = 0.1
+
+    memory_margin: float = 0.1
+    memory_peak_hours: float = 72.0
+    memory_decrease_hours: float = 24.0
+    oom_bump_factor: float = 1.2
+    oom_bump_min_bytes: float = 100 * MIB
+    oom_hold_hours: float = 24.0
+
+    min_cpu_cores: float = 0.005
+    min_memory_bytes: float = 64 * MIB
+
+    def __post_init__(self) -> None:
+        checks = [
+            (0.0 < self.target_cpu_shortfall < 0.5, "target_cpu_shortfall must be in (0, 0.5)"),
+            (self.batch_cpu_sizing in ("mean", "percentile"), "batch_cpu_sizing: mean|percentile"),
+            (self.oom_tolerance_per_day >= 0.0, "oom_tolerance_per_day cannot be negative"),
+            (self.update_period_seconds >= 60, "update_period_seconds must be at least 60"),
+            (
+                self.horizon_seconds >= self.update_period_seconds,
+                "horizon_seconds must cover at least one update period",
+            ),
+            (self.history_days >= 1.0, "history_days must be at least 1"),
+            (0.0 < self.residual_days <= self.history_days, "residual_days in (0, history_days]"),
+            (
+                len(self.level_alphas) > 0 and all(0.0 < a <= 1.0 for a in self.level_alphas),
+                "level_alphas must be non-empty values in (0, 1]",
+            ),
+            (0.0 <= self.trend_beta <= 1.0, "trend_beta must be in [0, 1]"),
+            (0.0 <= self.trend_damping <= 1.0, "trend_damping must be in [0, 1]"),
+            (0.0 <= self.season_gamma <= 1.0, "season_gamma must be in [0, 1]"),
+            (-1.0 < self.season_threshold < 1.0, "season_threshold must be in (-1, 1)"),
+            (self.max_changes_per_day >= 1, "max_changes_per_day must be at least 1"),
+            (
+                0 <= self.reserved_changes < self.max_changes_per_day,
+                "reserved_changes must be below max_changes_per_day",
+            ),
+            (0.0 <= self.decrease_threshold < 1.0, "decrease_threshold must be in [0, 1)"),
+            (self.cover_blocks >= 1, "cover_blocks must be at least 1"),
+            (self.react_after_windows >= 1, "react_after_windows must be at least 1"),
+            (self.react_margin >= 0.0, "react_margin cannot be negative"),
+            (self.memory_margin >= 0.0, "memory_margin cannot be negative"),
+            (self.memory_peak_hours > 0.0, "memory_peak_hours must be positive"),
+            (self.memory_decrease_hours >= 0.0, "memory_decrease_hours cannot be negative"),
+            (self.oom_bump_factor >= 1.0, "oom_bump_factor must be at least 1"),
+            (self.oom_bump_min_bytes >= 0.0, "oom_bump_min_bytes cannot be negative"),
+            (self.oom_hold_hours >= 0.0, "oom_hold_hours cannot be negative"),
+            (self.min_cpu_cores > 0.0, "min_cpu_cores must be positive"),
+            (self.min_memory_bytes > 0.0, "min_memory_bytes must be positive"),
+        ]
+        for ok, message in checks:
+            if not ok:
+                raise ForecastSettingsError(message)
+
+    def blocks_per(self, seconds: float) -> int:
+        """How many update periods fit in `seconds` (at least one)."""
+        return max(1, round(seconds / self.update_period_seconds))
+
+    def windows_per_block(self, step: int) -> int:
+        """Sample windows per update period for a data step of `step` seconds."""
+        return max(1, round(self.update_period_seconds / step))

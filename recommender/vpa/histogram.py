@@ -1,0 +1,193 @@
+"""Decaying histograms for many aggregates at once: one row of bucket weights each.
+
+Upstream keeps one Go object per histogram and walks it sample by sample; here
+the state is a (aggregates, buckets) float64 matrix plus per-row total weight and
+reference time, and every operation covers many rows in one numpy call.
+
+The decay rule is upstream's: a sample at time t weighs ``w * 2**((t - ref) / H)``.
+The reference time ``ref`` is a multiple of the half-life H (rounded from the
+zero time, as Go's ``Time.Round``) and jumps forward to the sample's rounded time
+when a sample lands more than ``max_decay_exponent`` half-lives after it; the
+weights already held are then scaled by the matching power of two. Only relative
+weights matter, so percentiles are unaffected by the jump.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from recommender.vpa.settings import ZERO_TIME
+
+#: Sentinel above any real timestamp (for minimum reductions).
+_FAR_FUTURE = np.iinfo(np.int64).max
+
+
+def round_to_half_life(times: np.ndarray, half_life: int) -> np.ndarray:
+    """Go's ``Time.Round(halfLife)``: nearest multiple since the zero time, halves up."""
+    since_zero = np.asarray(times, dtype=np.int64) - ZERO_TIME
+    return ZERO_TIME + (since_zero + half_life // 2) // half_life * half_life
+
+
+@dataclass
+class DecayingHistograms:
+    """Weights (rows, buckets), total weight (rows,) and reference time (rows,)."""
+
+    weights: np.ndarray
+    total: np.ndarray
+    reference: np.ndarray
+    half_life: int
+    max_decay_exponent: int
+    epsilon: float
+
+    @classmethod
+    def empty(
+        cls, rows: int, buckets: int, half_life: int, max_decay_exponent: int, epsilon: float
+    ) -> DecayingHistograms:
+        return cls(
+            weights=np.zeros((rows, buckets)),
+            total=np.zeros(rows),
+            reference=np.full(rows, ZERO_TIME, dtype=np.int64),
+            half_life=half_life,
+            max_decay_exponent=max_decay_exponent,
+            epsilon=epsilon,
+        )
+
+    @property
+    def n_buckets(self) -> int:
+        return int(self.weights.shape[1])
+
+    def select(self, rows: np.ndarray) -> DecayingHistograms:
+        """An independent copy of some rows (for export without touching the live state)."""
+        return DecayingHistograms(
+            weights=self.weights[rows],
+            total=self.total[rows],
+            reference=self.reference[rows],
+            half_life=self.half_life,
+            max_decay_exponent=self.max_decay_exponent,
+            epsilon=self.epsilon,
+        )
+
+    def reset(self, rows: np.ndarray) -> None:
+        self.weights[rows] = 0.0
+        self.total[rows] = 0.0
+        self.reference[rows] = ZERO_TIME
+
+    # --- reference time -------------------------------------------------------------
+
+    def advance_reference(
+        self,
+        first_time: np.ndarray,
+        last_time: np.ndarray,
+        row_of_sample: np.ndarray,
+        sample_time: np.ndarray,
+    ) -> None:
+        """Move each row's reference as upstream would when these samples arrive in time order.
+
+        first_time / last_time: per row, the earliest / latest new sample time
+        (ZERO_TIME / far future where a row gets none); row_of_sample and
+        sample_time list the samples themselves, needed only when one batch spans
+        more than `max_decay_exponent` half-lives (several jumps).
+        """
+        horizon = self.half_life * self.max_decay_exponent
+        reference = self.reference.copy()
+        has_new = last_time > ZERO_TIME
+        due = has_new & (last_time > reference + horizon)
+        while due.any():
+            # The first sample past the horizon triggers the jump to its rounded time.
+            trigger = np.full(reference.shape, _FAR_FUTURE, dtype=np.int64)
+            simple = due & (first_time > reference + horizon)
+            trigger[simple] = first_time[simple]
+            hard = due & ~simple
+            if hard.any():
+                pick = hard[row_of_sample] & (sample_time > reference[row_of_sample] + horizon)
+                np.minimum.at(trigger, row_of_sample[pick], sample_time[pick])
+            reference[due] = round_to_half_life(trigger[due], self.half_life)
+            due = has_new & (last_time > reference + horizon)
+        self.rebase(reference)
+
+    def rebase(self, new_reference: np.ndarray) -> None:
+        """Express all weights relative to `new_reference` (exact powers of two)."""
+        moved = np.flatnonzero(new_reference != self.reference)
+        if moved.size == 0:
+            return
+        shift = (self.reference[moved] - new_reference[moved]) / self.half_life
+        exponent = np.floor(shift + 0.5)
+        exponent = np.clip(exponent, -2000, 2000).astype(np.int64)
+        factor = np.ldexp(1.0, exponent)
+        self.weights[moved] *= factor[:, None]
+        self.total[moved] *= factor
+        self.reference[moved] = new_reference[moved]
+
+    def decay_factor(self, rows: np.ndarray, times: np.ndarray) -> np.ndarray:
+        """2**((t - ref) / H) for samples already inside their row's horizon."""
+        elapsed = (times - self.reference[rows]).astype(np.float64)
+        return np.exp2(elapsed / self.half_life)
+
+    # --- adding and removing ----------------------------------------------------------
+
+    def add(self, rows: np.ndarray, buckets: np.ndarray, weights: np.ndarray) -> None:
+        """Add weighted samples (already decayed) to their rows and buckets."""
+        if rows.size == 0:
+            return
+        n_rows, n_buckets = self.weights.shape
+        flat = rows * n_buckets + buckets
+        flat_weights = self.weights.reshape(-1)
+        if rows.size * 4 > flat_weights.size:
+            flat_weights += np.bincount(flat, weights=weights, minlength=flat_weights.size)
+            self.total += np.bincount(rows, weights=weights, minlength=n_rows)
+        else:
+            np.add.at(flat_weights, flat, weights)
+            np.add.at(self.total, rows, weights)
+
+    def subtract(self, rows: np.ndarray, buckets: np.ndarray, weights: np.ndarray) -> None:
+        """Remove weighted samples; a bucket left within epsilon of zero is emptied (upstream)."""
+        if rows.size == 0:
+            return
+        n_buckets = self.weights.shape[1]
+        flat = np.unique(rows * n_buckets + buckets, return_inverse=True)
+        cells, inverse = flat
+        amount = np.bincount(inverse, weights=weights, minlength=cells.size)
+        flat_weights = self.weights.reshape(-1)
+        held = flat_weights[cells]
+        removed = np.where(amount > held - self.epsilon, held, amount)
+        flat_weights[cells] = held - removed
+        np.subtract.at(self.total, cells // n_buckets, removed)
+
+    # --- reading --------------------------------------------------------------------
+
+    def occupied_range(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Per row: (non-empty?, first and last bucket holding at least epsilon)."""
+        heavy = self.weights >= self.epsilon
+        nonempty = np.asarray(heavy.any(axis=1))
+        lowest = np.argmax(heavy, axis=1)
+        highest = self.n_buckets - 1 - np.argmax(heavy[:, ::-1], axis=1)
+        return nonempty, lowest, highest
+
+    def percentile_bucket(self, percentiles: list[float]) -> tuple[np.ndarray, np.ndarray]:
+        """For each percentile p: the first bucket where the running weight reaches p * total.
+
+        Returns (buckets (len(percentiles), rows) int64, nonempty (rows,) bool). As
+        upstream, the walk starts at the lowest non-empty bucket and never goes past
+        the highest one.
+        """
+        nonempty, lowest, highest = self.occupied_range()
+        cumulative = np.cumsum(self.weights, axis=1)
+        out = np.empty((len(percentiles), self.weights.shape[0]), dtype=np.int64)
+        for i, p in enumerate(percentiles):
+            reached = cumulative >= (p * self.total)[:, None]
+            first = np.where(reached.any(axis=1), np.argmax(reached, axis=1), highest)
+            out[i] = np.clip(first, lowest, highest)
+        return out, nonempty
+
+
+def percentile_values(
+    histograms: DecayingHistograms, starts: np.ndarray, percentiles: list[float]
+) -> np.ndarray:
+    """Upstream ``Percentile``: the END of the bucket holding p (start of the last one
+    for the last bucket); 0 for an empty histogram. Shape (len(percentiles), rows)."""
+    buckets, nonempty = histograms.percentile_bucket(percentiles)
+    last = starts.shape[0] - 1
+    values = starts[np.minimum(buckets + 1, last)]
+    return np.where(nonempty[None, :], values, 0.0)

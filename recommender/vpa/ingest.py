@@ -1,0 +1,167 @@
+"""Vectorised per-series bookkeeping of a batch of samples.
+
+Upstream feeds samples one by one into per-container state machines. Here a
+batch is first grouped by series (keeping each series' own order) and the state
+machines are replayed in closed form: "newer than everything seen before" is a
+segmented running maximum, and the memory-peak intervals of a series are a grid
+anchored at its current interval end, so each (series, interval) group reduces
+to one peak.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class Segments:
+    """Rows grouped by series: where each series' run starts and which series it is."""
+
+    starts: np.ndarray  # int64 (segments,)
+    series: np.ndarray  # int64 (segments,)
+    row_segment: np.ndarray | None  # int64 (rows,) segment of each row, built lazily
+
+    @classmethod
+    def of(cls, series: np.ndarray) -> Segments:
+        n = series.shape[0]
+        if n == 0:
+            empty = np.zeros(0, dtype=np.int64)
+            return cls(empty, empty, empty)
+        boundary = np.empty(n, dtype=bool)
+        boundary[0] = True
+        np.not_equal(series[1:], series[:-1], out=boundary[1:])
+        starts = np.flatnonzero(boundary)
+        return cls(starts, series[starts].astype(np.int64), None)
+
+    def segment_of_rows(self, n_rows: int) -> np.ndarray:
+        if self.row_segment is not None:
+            return self.row_segment
+        lengths = np.diff(np.append(self.starts, n_rows))
+        return np.repeat(np.arange(self.starts.size, dtype=np.int64), lengths)
+
+    def ends(self, n_rows: int) -> np.ndarray:
+        """Index of the last row of each segment."""
+        return np.append(self.starts[1:], n_rows) - 1
+
+
+def group_by_series(series: np.ndarray) -> np.ndarray | None:
+    """A stable permutation that groups rows by series, or None when already grouped.
+
+    Already-grouped input (any series order, each series contiguous) is the common
+    case for history loads and costs one pass to detect.
+    """
+    n = series.shape[0]
+    if n < 2:
+        return None
+    if np.all(series[1:] >= series[:-1]):
+        return None
+    smallest = int(series.min())
+    span = int(series.max()) - smallest
+    if span < 2**16:
+        # numpy sorts 16-bit keys with a stable radix sort: linear time.
+        return np.argsort((series - smallest).astype(np.uint16), kind="stable")
+    if span < 2**31:
+        return np.argsort((series - smallest).astype(np.int32), kind="stable")
+    return np.argsort(series, kind="stable")
+
+
+def accept_in_order(
+    times: np.ndarray,
+    present: np.ndarray,
+    segments: Segments,
+    last_seen: np.ndarray,
+    strict: bool,
+) -> np.ndarray:
+    """Rows kept by upstream's ordering rule, walking each series in row order.
+
+    A row is kept when it is present and its time is after (strict, CPU) or not
+    before (memory) every earlier present row of its series and the series'
+    `last_seen` time from previous batches.
+    """
+    n = times.shape[0]
+    if n == 0:
+        return np.zeros(0, dtype=bool)
+    first_rows = segments.starts
+    previous = last_seen[segments.series]
+    start_ok = times[first_rows] > previous if strict else times[first_rows] >= previous
+    if bool(start_ok.all()):
+        increasing = np.empty(n, dtype=bool)
+        increasing[0] = True
+        np.greater(times[1:], times[:-1], out=increasing[1:])
+        increasing[first_rows] = True
+        if bool(increasing.all()):
+            return present.copy()
+    # General case: a running maximum restarted per segment by a per-segment offset.
+    base = int(times.min()) - 1
+    value = np.where(present, times - base, 0)
+    floor_value = np.maximum(previous - base, 0)
+    span = max(int(value.max()), int(floor_value.max())) + 1
+    row_segment = segments.segment_of_rows(n)
+    offset = row_segment * span
+    key = offset + value
+    running = np.maximum.accumulate(key)
+    before = np.empty_like(running)
+    before[0] = 0
+    before[1:] = running[:-1]
+    before = np.maximum(before, offset + floor_value[row_segment])
+    newer = key > before if strict else key >= before
+    return present & newer
+
+
+@dataclass(frozen=True)
+class PeakGroups:
+    """One entry per (series, memory interval) touched by a batch."""
+
+    series: np.ndarray  # int64
+    window_end: np.ndarray  # int64, end of the interval (the peak's timestamp)
+    opens: np.ndarray  # bool, True: a new interval (False: continues the current one)
+    first_value: np.ndarray  # float64, first sample of the group
+    peak: np.ndarray  # float64, largest sample of the group
+    last_of_series: np.ndarray  # bool, the series' final group in this batch
+
+
+def memory_peak_groups(
+    series: np.ndarray,
+    times: np.ndarray,
+    values: np.ndarray,
+    window_end: np.ndarray,
+    fresh: np.ndarray,
+    interval: int,
+) -> PeakGroups:
+    """Split accepted memory samples (grouped by series, times non-decreasing) by interval.
+
+    window_end / fresh are per-series state: the current interval's end and
+    whether the series has never had a memory sample. A fresh series' first
+    sample opens an interval ending `interval` after it; later samples at or past
+    the end move it forward by whole intervals.
+    """
+    segments = Segments.of(series)
+    n = series.shape[0]
+    row_segment = segments.segment_of_rows(n)
+    seg_series = segments.series
+    anchor = np.where(fresh[seg_series], times[segments.starts] + interval, window_end[seg_series])
+    row_anchor = anchor[row_segment]
+    late = times >= row_anchor
+    index = np.where(late, (times - row_anchor) // interval + 1, 0)
+    boundary = np.empty(n, dtype=bool)
+    if n:
+        boundary[0] = True
+        np.not_equal(index[1:], index[:-1], out=boundary[1:])
+    boundary[segments.starts] = True
+    starts = np.flatnonzero(boundary)
+    group_series = series[starts].astype(np.int64)
+    group_index = index[starts]
+    last_of_series = np.zeros(starts.size, dtype=bool)
+    if starts.size:
+        last_of_series[:-1] = group_series[1:] != group_series[:-1]
+        last_of_series[-1] = True
+    return PeakGroups(
+        series=group_series,
+        window_end=anchor[row_segment[starts]] + group_index * interval,
+        opens=(group_index > 0) | fresh[group_series],
+        first_value=values[starts],
+        peak=np.maximum.reduceat(values, starts) if n else values[:0],
+        last_of_series=last_of_series,
+    )

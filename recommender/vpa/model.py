@@ -1,0 +1,408 @@
+"""The upstream VPA recommender model for many containers at once.
+
+Histograms belong to aggregates (namespace, workload, container: all pods of a
+workload's container merge, as upstream); the ordering rule, memory-peak
+intervals and OOM bookkeeping belong to series (one pod's container). All state
+is numpy arrays indexed by aggregate or series, so a batch of millions of
+samples costs a handful of array passes.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from recommender.vpa.buckets import cpu_buckets, memory_buckets
+from recommender.vpa.checkpoint import load_histogram, parse_time, status_dicts
+from recommender.vpa.estimators import (
+    VpaRecommendation,
+    confidence_days,
+    estimate_bounds,
+    pod_minimum_share,
+    to_amount,
+)
+from recommender.vpa.histogram import DecayingHistograms, percentile_values
+from recommender.vpa.ingest import Segments, accept_in_order, group_by_series, memory_peak_groups
+from recommender.vpa.settings import ZERO_TIME, VpaSettings
+
+__all__ = ["VpaModel", "VpaRecommendation"]
+
+_FAR_FUTURE = np.iinfo(np.int64).max
+
+
+class VpaModel:
+    """Decaying CPU / memory-peak histograms per aggregate, fed by per-series samples."""
+
+    def __init__(
+        self,
+        series_to_aggregate: np.ndarray,
+        n_aggregates: int | None = None,
+        settings: VpaSettings = VpaSettings(),  # noqa: B008 - frozen, shared safely
+    ) -> None:
+        self.series_to_aggregate = np.asarray(series_to_aggregate, dtype=np.int64).copy()
+        if self.series_to_aggregate.ndim != 1:
+            raise ValueError("series_to_aggregate must be one-dimensional")
+        if self.series_to_aggregate.size and self.series_to_aggregate.min() < 0:
+            raise ValueError("aggregate indices must be non-negative")
+        inferred = int(self.series_to_aggregate.max()) + 1 if self.series_to_aggregate.size else 0
+        self.n_aggregates = inferred if n_aggregates is None else int(n_aggregates)
+        if self.n_aggregates < inferred:
+            raise ValueError("n_aggregates is smaller than the largest aggregate index + 1")
+        self.settings = settings
+        self.cpu_buckets = cpu_buckets(settings)
+        self.memory_buckets = memory_buckets(settings)
+        a, s = self.n_aggregates, self.n_series
+        self.cpu = DecayingHistograms.empty(
+            a,
+            self.cpu_buckets.count,
+            settings.cpu_half_life_seconds,
+            settings.max_decay_exponent,
+            settings.epsilon,
+        )
+        self.memory = DecayingHistograms.empty(
+            a,
+            self.memory_buckets.count,
+            settings.memory_half_life_seconds,
+            settings.max_decay_exponent,
+            settings.epsilon,
+        )
+        # Per aggregate, from CPU samples only (as upstream).
+        self.first_sample = np.full(a, ZERO_TIME, dtype=np.int64)
+        self.last_sample = np.full(a, ZERO_TIME, dtype=np.int64)
+        self.sample_count = np.zeros(a, dtype=np.int64)
+        # Per series.
+        self.last_cpu_time = np.full(s, ZERO_TIME, dtype=np.int64)
+        self.last_memory_time = np.full(s, ZERO_TIME, dtype=np.int64)
+        self.window_end = np.full(s, ZERO_TIME, dtype=np.int64)
+        self.memory_peak = np.zeros(s)
+        self.oom_peak = np.zeros(s)
+
+    @property
+    def n_series(self) -> int:
+        return int(self.series_to_aggregate.shape[0])
+
+    # --- ingest ---------------------------------------------------------------------
+
+    def add_samples(
+        self, series: np.ndarray, t: np.ndarray, cpu: np.ndarray, memory: np.ndarray
+    ) -> None:
+        """Bulk ingest: series index, UNIX seconds, cores, bytes (NaN = resource missing).
+
+        Rows of different series may come in any order; within a series, rows are
+        taken in the given order and one not newer than what the series already
+        saw is dropped (CPU: not after the newest; memory: before the newest).
+        """
+        series = np.asarray(series, dtype=np.int64)
+        t = np.asarray(t, dtype=np.int64)
+        cpu = np.asarray(cpu, dtype=np.float64)
+        memory = np.asarray(memory, dtype=np.float64)
+        if not series.shape == t.shape == cpu.shape == memory.shape or series.ndim != 1:
+            raise ValueError("series, t, cpu and memory must be 1-D arrays of one length")
+        if series.size == 0:
+            return
+        if series.min() < 0 or series.max() >= self.n_series:
+            raise ValueError("series index out of range")
+        order = group_by_series(series)
+        if order is not None:
+            series, t, cpu, memory = series[order], t[order], cpu[order], memory[order]
+        self._ingest(series, t, cpu, memory)
+
+    def add_window(self, t: int, cpu: np.ndarray, memory: np.ndarray) -> None:
+        """Replay fast path: one sample per series at time `t` (NaN = none)."""
+        cpu = np.asarray(cpu, dtype=np.float64)
+        memory = np.asarray(memory, dtype=np.float64)
+        if cpu.shape != (self.n_series,) or memory.shape != (self.n_series,):
+            raise ValueError("cpu and memory must have shape (n_series,)")
+        rows = np.flatnonzero(~(np.isnan(cpu) & np.isnan(memory)))
+        if rows.size == 0:
+            return
+        times = np.full(rows.size, int(t), dtype=np.int64)
+        self._ingest(rows, times, cpu[rows], memory[rows])
+
+    def add_oom(self, series: np.ndarray, t: np.ndarray, memory_request: np.ndarray) -> None:
+        """OOM kills: each adds a memory peak of max(used + bump, used * ratio).
+
+        used = max(memory request, the interval's usage peak). Processed even when
+        older than the last sample, but dropped when before the current interval.
+        Several kills of one series are applied in the given order.
+        """
+        series = np.asarray(series, dtype=np.int64)
+        t = np.asarray(t, dtype=np.int64)
+        request = np.asarray(memory_request, dtype=np.float64)
+        if not series.shape == t.shape == request.shape or series.ndim != 1:
+            raise ValueError("series, t and memory_request must be 1-D arrays of one length")
+        if series.size == 0:
+            return
+        order = np.argsort(series, kind="stable")
+        series, t, request = series[order], t[order], request[order]
+        segments = Segments.of(series)
+        rank = np.arange(series.size) - np.repeat(
+            segments.starts, np.diff(np.append(segments.starts, series.size))
+        )
+        for round_index in range(int(rank.max()) + 1):
+            pick = rank == round_index
+            self._apply_oom(series[pick], t[pick], request[pick])
+
+    def _quantized(self, cpu: np.ndarray, memory: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Usage as the metrics API hands it over: whole millicores / bytes, rounded up."""
+        if not self.settings.quantize_usage:
+            return cpu, memory
+        nanocores = np.rint(cpu * 1e9)
+        return np.ceil(nanocores / 1e6) / 1000.0, np.ceil(memory)
+
+    def _ingest(self, series: np.ndarray, t: np.ndarray, cpu: np.ndarray, memory: np.ndarray):
+        cpu, memory = self._quantized(cpu, memory)
+        segments = Segments.of(series)
+        cpu_kept = accept_in_order(t, cpu >= 0, segments, self.last_cpu_time, strict=True)
+        memory_kept = accept_in_order(t, memory >= 0, segments, self.last_memory_time, strict=False)
+        self._add_cpu(series[cpu_kept], t[cpu_kept], cpu[cpu_kept])
+        self._add_memory(series[memory_kept], t[memory_kept], memory[memory_kept])
+
+    def _add_cpu(self, series: np.ndarray, t: np.ndarray, cores: np.ndarray) -> None:
+        """Accepted CPU samples, grouped by series with strictly increasing times."""
+        if series.size == 0:
+            return
+        segments = Segments.of(series)
+        ends = segments.ends(series.size)
+        self.last_cpu_time[segments.series] = t[ends]
+        segment_aggregate = self.series_to_aggregate[segments.series]
+        first = np.full(self.n_aggregates, _FAR_FUTURE, dtype=np.int64)
+        np.minimum.at(first, segment_aggregate, t[segments.starts])
+        last = np.full(self.n_aggregates, ZERO_TIME, dtype=np.int64)
+        np.maximum.at(last, segment_aggregate, t[ends])
+        rows = self.series_to_aggregate[series]
+        self.cpu.advance_reference(first, last, rows, t)
+        weights = self.settings.cpu_sample_weight * self.cpu.decay_factor(rows, t)
+        if self.settings.quantize_usage:
+            buckets = self.cpu_buckets.find_millicores(cores)
+        else:
+            buckets = self.cpu_buckets.find(cores)
+        self.cpu.add(rows, buckets, weights)
+        self.sample_count += np.bincount(rows, minlength=self.n_aggregates)
+        touched = last > ZERO_TIME
+        earlier = touched & ((self.first_sample == ZERO_TIME) | (first < self.first_sample))
+        self.first_sample = np.where(earlier, first, self.first_sample)
+        self.last_sample = np.maximum(self.last_sample, last)
+
+    def _add_memory(self, series: np.ndarray, t: np.ndarray, used: np.ndarray) -> None:
+        """Accepted memory samples, grouped by series with non-decreasing times."""
+        if series.size == 0:
+            return
+        segments = Segments.of(series)
+        self.last_memory_time[segments.series] = t[segments.ends(series.size)]
+        groups = memory_peak_groups(
+            series,
+            t,
+            used,
+            self.window_end,
+            self.window_end == ZERO_TIME,
+            self.settings.memory_interval,
+        )
+        held = np.maximum(self.memory_peak[groups.series], self.oom_peak[groups.series])
+        # Upstream only replaces a non-zero peak, and an interval opened at 0 stays 0.
+        replaces = ~groups.opens & (held != 0) & (groups.peak > held)
+        opening_peak = np.where(groups.first_value == 0, 0.0, groups.peak)
+        grows = groups.opens | replaces
+        self._change_memory(
+            removed=(groups.series[replaces], held[replaces], groups.window_end[replaces]),
+            added=(
+                groups.series[grows],
+                np.where(groups.opens, opening_peak, groups.peak)[grows],
+                groups.window_end[grows],
+            ),
+        )
+        self.memory_peak[groups.series[replaces]] = groups.peak[replaces]
+        last = groups.last_of_series
+        self.window_end[groups.series[last]] = groups.window_end[last]
+        reopened = last & groups.opens
+        self.memory_peak[groups.series[reopened]] = opening_peak[reopened]
+        self.oom_peak[groups.series[reopened]] = 0.0
+
+    def _apply_oom(self, series: np.ndarray, t: np.ndarray, request: np.ndarray) -> None:
+        """One OOM per series (upstream RecordOOM + addMemorySample(isOOM=True))."""
+        interval = self.settings.memory_interval
+        keep = t >= self.window_end[series] - interval
+        series, t, request = series[keep], t[keep], request[keep]
+        if series.size == 0:
+            return
+        request = to_amount(np.ceil(np.nan_to_num(request, nan=0.0)))
+        used = np.maximum(request, self.memory_peak[series])
+        needed = np.maximum(
+            used + to_amount(np.asarray(self.settings.oom_min_bump)),
+            to_amount(used * self.settings.oom_bump_ratio),
+        )
+        self.last_memory_time[series] = t
+        end = self.window_end[series]
+        end = np.where(end == ZERO_TIME, t, end)
+        inside = t < end
+        held = np.maximum(self.memory_peak[series], self.oom_peak[series])
+        replaces = inside & (held != 0) & (needed > held)
+        new_end = np.where(inside, end, end + (t - end) // interval * interval + interval)
+        grows = replaces | ~inside
+        self._change_memory(
+            removed=(series[replaces], held[replaces], end[replaces]),
+            added=(series[grows], needed[grows], new_end[grows]),
+        )
+        self.window_end[series] = new_end
+        self.memory_peak[series[~inside]] = 0.0
+        self.oom_peak[series[grows]] = needed[grows]
+
+    def _change_memory(
+        self,
+        removed: tuple[np.ndarray, np.ndarray, np.ndarray],
+        added: tuple[np.ndarray, np.ndarray, np.ndarray],
+    ) -> None:
+        """Subtract old peaks and add new ones, each (series, bytes, interval end)."""
+        removed_rows = self.series_to_aggregate[removed[0]]
+        added_rows = self.series_to_aggregate[added[0]]
+        rows = np.concatenate([removed_rows, added_rows])
+        if rows.size == 0:
+            return
+        times = np.concatenate([removed[2], added[2]])
+        first = np.full(self.n_aggregates, _FAR_FUTURE, dtype=np.int64)
+        np.minimum.at(first, rows, times)
+        last = np.full(self.n_aggregates, ZERO_TIME, dtype=np.int64)
+        np.maximum.at(last, rows, times)
+        self.memory.advance_reference(first, last, rows, times)
+        weight = self.settings.memory_peak_weight
+        self.memory.subtract(
+            removed_rows,
+            self.memory_buckets.find(removed[1]),
+            weight * self.memory.decay_factor(removed_rows, removed[2]),
+        )
+        self.memory.add(
+            added_rows,
+            self.memory_buckets.find(added[1]),
+            weight * self.memory.decay_factor(added_rows, added[2]),
+        )
+
+    # --- recommendation ---------------------------------------------------------------
+
+    def confidence(self) -> np.ndarray:
+        """Days of history per aggregate: min(span of CPU samples, CPU samples / 1440)."""
+        return confidence_days(
+            self.first_sample,
+            self.last_sample,
+            self.sample_count,
+            self.settings.confidence_interval,
+        )
+
+    def recommend(self, containers_per_pod: np.ndarray | None = None) -> VpaRecommendation:
+        """Target / lower / upper per aggregate, exactly as upstream's estimators stack.
+
+        containers_per_pod: per aggregate, how many containers share the pod
+        minimum (25 m, 250 MiB by default); 1 when omitted.
+        """
+        s = self.settings
+        if containers_per_pod is None:
+            containers = np.ones(self.n_aggregates)
+        else:
+            containers = np.asarray(containers_per_pod, dtype=np.float64)
+            if containers.shape != (self.n_aggregates,) or np.any(containers < 1):
+                raise ValueError("containers_per_pod needs one count >= 1 per aggregate")
+        percentiles = [s.target_percentile, s.lower_percentile, s.upper_percentile]
+        cpu_cores = percentile_values(self.cpu, self.cpu_buckets.starts, percentiles)
+        memory_bytes = percentile_values(self.memory, self.memory_buckets.starts, percentiles)
+        confidence = self.confidence()
+        cpu = estimate_bounds(
+            to_amount(cpu_cores * 1000.0),
+            confidence,
+            pod_minimum_share(s.pod_min_cpu * 1000.0, containers),
+            s,
+            s.cpu_round_millicores,
+        )
+        memory = estimate_bounds(
+            to_amount(memory_bytes),
+            confidence,
+            pod_minimum_share(s.pod_min_memory, containers),
+            s,
+            s.memory_round_bytes,
+        )
+        return VpaRecommendation(
+            cpu_target=cpu.target / 1000.0,
+            cpu_lower=cpu.lower / 1000.0,
+            cpu_upper=cpu.upper / 1000.0,
+            memory_target=memory.target,
+            memory_lower=memory.lower,
+            memory_upper=memory.upper,
+            confidence=confidence,
+        )
+
+    # --- housekeeping and checkpoints -----------------------------------------------------
+
+    def expire(self, now: int) -> np.ndarray:
+        """Forget aggregates whose last CPU sample is a full memory window old (upstream GC).
+
+        Returns the indices that were reset. Series state is kept, as upstream keeps
+        the container states of pods that still exist.
+        """
+        stale = (self.sample_count > 0) & (
+            now - self.last_sample >= self.settings.memory_window_length
+        )
+        rows = np.flatnonzero(stale)
+        self._reset_aggregates(rows)
+        return rows
+
+    def _reset_aggregates(self, rows: np.ndarray) -> None:
+        self.cpu.reset(rows)
+        self.memory.reset(rows)
+        self.first_sample[rows] = ZERO_TIME
+        self.last_sample[rows] = ZERO_TIME
+        self.sample_count[rows] = 0
+
+    def to_checkpoints(
+        self, aggregate_indices: np.ndarray, now: int | None = None
+    ) -> list[dict[str, Any]]:
+        """VerticalPodAutoscalerCheckpoint `status` dicts, one per requested aggregate.
+
+        With `now`, the peaks of memory intervals still in progress at `now` are
+        left out (upstream's checkpoint writer does this so a restart does not
+        count them twice) and lastUpdateTime is set; without it the dicts hold
+        the complete state.
+        """
+        rows = np.asarray(aggregate_indices, dtype=np.int64)
+        if np.unique(rows).size != rows.size:
+            raise ValueError("aggregate_indices must be distinct")
+        memory = self.memory.select(rows)
+        if now is not None and rows.size:
+            position = np.full(self.n_aggregates, -1, dtype=np.int64)
+            position[rows] = np.arange(rows.size)
+            series_position = position[self.series_to_aggregate]
+            running = np.flatnonzero(
+                (series_position >= 0) & (self.window_end != ZERO_TIME) & (self.window_end > now)
+            )
+            held = np.maximum(self.memory_peak[running], self.oom_peak[running])
+            target_rows = series_position[running]
+            memory.subtract(
+                target_rows,
+                self.memory_buckets.find(held),
+                self.settings.memory_peak_weight
+                * memory.decay_factor(target_rows, self.window_end[running]),
+            )
+        return status_dicts(
+            self.cpu.select(rows),
+            memory,
+            self.first_sample[rows],
+            self.last_sample[rows],
+            self.sample_count[rows],
+            now,
+            self.settings.checkpoint_max_weight,
+        )
+
+    def load_checkpoint(self, aggregate: int, status: dict[str, Any]) -> None:
+        """Replace one aggregate's histograms and sample bookkeeping by a checkpoint status."""
+        version = status.get("version")
+        if version != "v3":
+            raise ValueError(f"unsupported checkpoint version {version!r}")
+        cpu = load_histogram(status.get("cpuHistogram"), self.cpu.n_buckets)
+        memory = load_histogram(status.get("memoryHistogram"), self.memory.n_buckets)
+        row = np.array([aggregate])
+        self._reset_aggregates(row)
+        for histograms, loaded in ((self.cpu, cpu), (self.memory, memory)):
+            histograms.weights[aggregate] = loaded.weights
+            histograms.total[aggregate] = loaded.total
+            histograms.reference[aggregate] = loaded.reference
+        self.first_sample[aggregate] = parse_time(status.get("firstSampleStart"))
+        self.last_sample[aggregate] = parse_time(status.get("lastSampleStart"))
+        self.sample_count[aggregate] = int(status.get("totalSamplesCount") or 0)

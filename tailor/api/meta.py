@@ -1,0 +1,195 @@
+"""Shared pieces of the typed API objects: the base model, metadata, timestamps, resources.
+
+Every model reads and writes the API server's JSON: camelCase keys, quantity
+strings, RFC 3339 timestamps, unset fields omitted (`to_api()`).
+
+Unknown fields are KEPT (`extra="allow"`) and written back unchanged: a newer API
+server or a newer upstream VPA may send fields we do not model (e.g.
+`startupBoost`), and a read-modify-write through our models must not drop them.
+Typos are caught where it matters: our CRD schema is structural, so the API server
+prunes or rejects unknown fields before we ever read them, and every field we do
+model is validated (enums, quantities, timestamps).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from enum import StrEnum
+from typing import Annotated, Any, Self
+
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    GetCoreSchemaHandler,
+    PlainSerializer,
+)
+from pydantic.alias_generators import to_camel
+from pydantic_core import core_schema
+
+from tailor.quantity import Quantity, cpu_quantity, memory_quantity
+
+RESOURCE_CPU = "cpu"
+RESOURCE_MEMORY = "memory"
+
+
+class APIModel(BaseModel):
+    """Base of every API model: camelCase JSON, unknown fields preserved."""
+
+    model_config = ConfigDict(
+        alias_generator=to_camel,
+        validate_by_name=True,
+        validate_by_alias=True,
+        serialize_by_alias=True,
+        extra="allow",
+    )
+
+    @classmethod
+    def from_api(cls, data: Mapping[str, Any]) -> Self:
+        """Build from the API server's JSON (a parsed dict); raises ValidationError."""
+        return cls.model_validate(data)
+
+    def to_api(self) -> dict[str, Any]:
+        """The JSON the API server expects: camelCase, unset fields left out."""
+        return self.model_dump(mode="json", by_alias=True, exclude_none=True)
+
+
+def _require_aware_utc(value: datetime) -> datetime:
+    if value.tzinfo is None:
+        raise ValueError("timestamps must carry a timezone (the API uses RFC 3339 with 'Z')")
+    return value.astimezone(UTC)
+
+
+def _format_rfc3339(value: datetime) -> str:
+    """Whole seconds in UTC with 'Z', as metav1.Time is written."""
+    return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+Timestamp = Annotated[
+    datetime,
+    AfterValidator(_require_aware_utc),
+    PlainSerializer(_format_rfc3339, return_type=str, when_used="always"),
+]
+"""An RFC 3339 time (metav1.Time): read with any offset, written as UTC seconds + 'Z'."""
+
+
+class ResourceList(dict[str, Quantity]):
+    """Resource name -> quantity (requests, limits, targets, minAllowed...).
+
+    Values are parsed on construction, so `ResourceList({"cpu": "250m"})` works.
+    """
+
+    def __init__(
+        self,
+        items: Mapping[str, Quantity | str | int | float] | None = None,
+        /,
+        **named: Quantity | str | int | float,
+    ) -> None:
+        super().__init__()
+        for name, amount in {**(items or {}), **named}.items():
+            self[name] = Quantity.parse(amount)
+
+    @classmethod
+    def from_amounts(
+        cls, cpu_cores: float | None = None, memory_bytes: float | None = None
+    ) -> ResourceList:
+        """From numbers, rounded up as the VPA writes them (1m CPU, 1 byte memory)."""
+        result = cls()
+        if cpu_cores is not None:
+            result[RESOURCE_CPU] = cpu_quantity(cpu_cores)
+        if memory_bytes is not None:
+            result[RESOURCE_MEMORY] = memory_quantity(memory_bytes)
+        return result
+
+    @property
+    def cpu(self) -> Quantity | None:
+        return self.get(RESOURCE_CPU)
+
+    @property
+    def memory(self) -> Quantity | None:
+        return self.get(RESOURCE_MEMORY)
+
+    def cpu_cores(self) -> float | None:
+        """CPU in cores, or None when the list has no cpu entry."""
+        return None if self.cpu is None else float(self.cpu)
+
+    def memory_bytes(self) -> float | None:
+        """Memory in bytes, or None when the list has no memory entry."""
+        return None if self.memory is None else float(self.memory)
+
+    def to_api(self) -> dict[str, str]:
+        return {name: amount.canonical() for name, amount in self.items()}
+
+    @classmethod
+    def __get_pydantic_core_schema__(
+        cls, source: type[Any], handler: GetCoreSchemaHandler
+    ) -> core_schema.CoreSchema:
+        return core_schema.no_info_after_validator_function(
+            cls, handler.generate_schema(dict[str, Quantity])
+        )
+
+
+class OwnerReference(APIModel):
+    api_version: str
+    kind: str
+    name: str
+    uid: str
+    controller: bool | None = None
+    block_owner_deletion: bool | None = None
+
+
+class ObjectMeta(APIModel):
+    """metav1.ObjectMeta: the fields our components read; others are kept as extras."""
+
+    name: str | None = None
+    generate_name: str | None = None
+    namespace: str | None = None
+    uid: str | None = None
+    resource_version: str | None = None
+    generation: int | None = None
+    creation_timestamp: Timestamp | None = None
+    deletion_timestamp: Timestamp | None = None
+    deletion_grace_period_seconds: int | None = None
+    labels: dict[str, str] | None = None
+    annotations: dict[str, str] | None = None
+    owner_references: list[OwnerReference] | None = None
+    finalizers: list[str] | None = None
+    managed_fields: list[dict[str, Any]] | None = None
+
+
+class SelectorOperator(StrEnum):
+    IN = "In"
+    NOT_IN = "NotIn"
+    EXISTS = "Exists"
+    DOES_NOT_EXIST = "DoesNotExist"
+
+
+class LabelSelectorRequirement(APIModel):
+    key: str
+    operator: SelectorOperator
+    values: list[str] | None = None
+
+    def matches(self, labels: Mapping[str, str]) -> bool:
+        present = self.key in labels
+        allowed = self.values or []
+        if self.operator is SelectorOperator.IN:
+            return present and labels[self.key] in allowed
+        if self.operator is SelectorOperator.NOT_IN:
+            return not present or labels[self.key] not in allowed
+        if self.operator is SelectorOperator.EXISTS:
+            return present
+        return not present
+
+
+class LabelSelector(APIModel):
+    """metav1.LabelSelector; an empty selector matches every label set."""
+
+    match_labels: dict[str, str] | None = None
+    match_expressions: list[LabelSelectorRequirement] | None = None
+
+    def matches(self, labels: Mapping[str, str]) -> bool:
+        for key, wanted in (self.match_labels or {}).items():
+            if labels.get(key) != wanted:
+                return False
+        return all(term.matches(labels) for term in self.match_expressions or [])

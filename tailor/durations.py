@@ -1,0 +1,50 @@
+"""Durations as people type them on the command line: `90s`, `5m`, `6h`, `8d`, `1w`, `1h30m`.
+
+One parser for every flag that takes a duration, so `--history 8d` and
+`--warm-up 6h` mean the same thing everywhere.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import timedelta
+
+UNIT_SECONDS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
+_PART = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h|d|w)")
+
+
+class DurationError(ValueError):
+    """A duration string that does not parse."""
+
+
+def parse_duration(text: str) -> timedelta:
+    """Parse a sequence of number+unit parts; a bare number means seconds."""
+    cleaned = text.strip().lower()
+    if not cleaned:
+        raise DurationError("empty duration")
+    try:
+        return timedelta(seconds=float(cleaned))
+    except ValueError:
+        pass
+    position = 0
+    total = 0.0
+    for match in _PART.finditer(cleaned):
+        if match.start() != position:
+            break
+        total += float(match.group(1)) * UNIT_SECONDS[match.group(2)]
+        position = match.end()
+    if position != len(cleaned) or position == 0:
+        raise DurationError(
+            f"invalid duration {text!r}: use a number with a unit (ms, s, m, h, d, w), e.g. 6h or 1h30m"
+        )
+    return timedelta(seconds=total)
+
+
+def format_duration(value: timedelta) -> str:
+    """The shortest whole-unit spelling (`1d`, `90m`), for messages and round trips."""
+    seconds = value.total_seconds()
+    for unit in ("w", "d", "h", "m", "s"):
+        size = UNIT_SECONDS[unit]
+        if seconds and seconds % size == 0:
+            return f"{int(seconds // size)}{unit}"
+    return f"{seconds:g}s"

@@ -1,0 +1,1 @@
+"""Placeholder: the real-cluster fixtures are written by the control-plane engineer."""

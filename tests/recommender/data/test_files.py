@@ -1,0 +1,131 @@
+"""CSV and Parquet round trips of the canonical tables: exact values, UTC kept."""
+
+from __future__ import annotations
+
+import gzip
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from recommender.data.files import read_events, read_usage, write_events, write_usage
+from recommender.data.schema import (
+    TIMESTAMP_DTYPE,
+    DataFormatError,
+    empty_events,
+    validate_events,
+    validate_usage,
+)
+
+SUFFIXES = ["csv", "csv.gz", "parquet"]
+
+
+def awkward_usage() -> pd.DataFrame:
+    """Values that a lossy writer would change: thirds, huge bytes, sub-second times, NaN."""
+    times = pd.to_datetime(
+        ["2024-03-01T00:00:00.25Z", "2024-03-01T00:05:00Z", "2024-03-01T00:00:00Z"],
+        utc=True,
+        format="ISO8601",
+    )
+    return pd.DataFrame(
+        {
+            "timestamp": times,
+            "namespace": ["NA", "NA", "prod"],
+            "workload": ["web", "web", "db"],
+            "pod": ["web-1", "web-1", "db-0"],
+            "container": ["app", "app", "postgres"],
+            "cpu": [1 / 3, 0.1, 2.0**-40],
+            "memory": [1.5e12 + 0.5, 7.0, np.nan],  # db-0 is a CPU-only series
+            "cpu_request": [0.25, 0.25, np.nan],
+            "memory_limit": [2.0**31, 2.0**31, 1e10],
+        }
+    )
+
+
+@pytest.mark.parametrize("suffix", SUFFIXES)
+def test_usage_round_trip_is_exact(tmp_path: Path, suffix: str) -> None:
+    path = tmp_path / f"usage.{suffix}"
+    expected = validate_usage(awkward_usage())
+    write_usage(awkward_usage(), path)
+    loaded = read_usage(path)
+    pd.testing.assert_frame_equal(loaded, expected, check_exact=True)
+    assert str(loaded["timestamp"].dtype) == TIMESTAMP_DTYPE
+    assert loaded["timestamp"].iloc[0] == pd.Timestamp("2024-03-01T00:00:00.25Z")
+
+
+@pytest.mark.parametrize("suffix", SUFFIXES)
+def test_events_round_trip_is_exact(tmp_path: Path, suffix: str) -> None:
+    events = pd.DataFrame(
+        {
+            "timestamp": pd.to_datetime(["2024-03-01T12:00:07Z", "2024-03-02T00:00:00Z"]),
+            "namespace": ["prod", "prod"],
+            "pod": ["web-1", "web-2"],
+            "container": ["app", "app"],
+            "reason": ["OOMKilled", "Evicted"],
+            "memory": [2.0**31 + 1, 1 / 3],
+        }
+    )
+    path = tmp_path / f"events.{suffix}"
+    write_events(events, path)
+    pd.testing.assert_frame_equal(read_events(path), validate_events(events), check_exact=True)
+
+
+@pytest.mark.parametrize("suffix", SUFFIXES)
+def test_no_events_round_trip(tmp_path: Path, suffix: str) -> None:
+    path = tmp_path / f"events.{suffix}"
+    write_events(empty_events(), path)
+    pd.testing.assert_frame_equal(read_events(path), empty_events())
+
+
+def test_csv_is_iso_utc_with_empty_cells_for_nan(tmp_path: Path) -> None:
+    path = tmp_path / "usage.csv"
+    write_usage(awkward_usage(), path)
+    lines = path.read_text().splitlines()
+    assert lines[0] == (
+        "timestamp,namespace,workload,pod,container,cpu,memory,cpu_request,memory_limit"
+    )
+    # sorted by namespace: "NA" < "prod"; sub-second precision only because one value needs it
+    assert lines[1].startswith("2024-03-01T00:00:00.250Z,NA,web,web-1,app,")
+    assert (
+        lines[3]
+        == "2024-03-01T00:00:00.000Z,prod,db,db-0,postgres,9.094947017729282e-13,,,10000000000.0"
+    )
+    write_usage(awkward_usage().iloc[1:2], path)
+    assert path.read_text().splitlines()[1].startswith("2024-03-01T00:05:00Z,")
+
+
+def test_gzip_csv_is_really_compressed(tmp_path: Path) -> None:
+    path = tmp_path / "usage.csv.gz"
+    write_usage(awkward_usage(), path)
+    with gzip.open(path, "rt") as handle:
+        assert handle.readline().startswith("timestamp,")
+
+
+def test_writing_validates_first(tmp_path: Path) -> None:
+    frame = awkward_usage()
+    frame.loc[0, "cpu"] = -1.0
+    path = tmp_path / "usage.parquet"
+    with pytest.raises(DataFormatError, match=r"<frame to write>: row 1, column 'cpu'"):
+        write_usage(frame, path)
+    assert not path.exists()
+
+
+def test_parquet_errors_name_the_file(tmp_path: Path) -> None:
+    broken = tmp_path / "usage.parquet"
+    broken.write_bytes(b"not parquet at all")
+    with pytest.raises(DataFormatError, match="usage.parquet: not a readable Parquet file"):
+        read_usage(broken)
+    frame = awkward_usage()
+    frame["cpu"] = ["0.1", "0.2", "lots"]
+    frame.to_parquet(tmp_path / "typed.parquet")
+    with pytest.raises(DataFormatError, match=r"typed.parquet: row 3, column 'cpu': not a number"):
+        read_usage(tmp_path / "typed.parquet")
+
+
+def test_parquet_with_unix_seconds_is_accepted(tmp_path: Path) -> None:
+    frame = validate_usage(awkward_usage()).drop(columns="workload")
+    frame["timestamp"] = [1_700_000_000, 1_700_000_300, 1_700_000_000]
+    frame.to_parquet(tmp_path / "usage.parquet")
+    loaded = read_usage(tmp_path / "usage.parquet")
+    assert loaded["timestamp"].iloc[0] == pd.Timestamp(1_700_000_000, unit="s", tz="UTC")

@@ -1,0 +1,132 @@
+"""Turning raw query results into canonical frames, on hand-made samples (no server)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from recommender.data import prometheus_frames as frames
+from recommender.data.openmetrics import replicaset_name
+
+STEP = 300
+KEY = {"namespace": "ns", "pod": "p", "container": "c"}
+
+
+def samples(times: list[int], values: list[float], **labels: str) -> pd.DataFrame:
+    columns = {**KEY, **labels}
+    frame = pd.DataFrame({name: [value] * len(times) for name, value in columns.items()})
+    frame["time"] = np.array(times, dtype=np.int64)
+    frame["value"] = np.array(values, dtype=np.float64)
+    return frame
+
+
+def test_cpu_divides_by_the_true_interval_between_samples() -> None:
+    counter = samples([0, 300, 600], [10.0, 70.0, 100.0])
+    stamps = samples([0, 300, 600], [-15.0, 285.0, 600.0])  # scrapes not on the grid
+    cpu = frames.cpu_windows(counter, stamps, STEP)
+    assert cpu["time"].tolist() == [0, 300]
+    assert cpu["cpu"].tolist() == [60.0 / 300.0, 30.0 / 315.0]
+
+
+def test_cpu_skips_resets_stale_samples_and_missing_grid_points() -> None:
+    counter = samples([0, 300, 600, 900, 1500, 1800], [50.0, 5.0, 5.0, 8.0, 9.0, 12.0])
+    stamps = samples([0, 300, 600, 900, 1500, 1800], [0.0, 300.0, 300.0, 900.0, 1500.0, 1800.0])
+    cpu = frames.cpu_windows(counter, stamps, STEP)
+    # 0: reset; 300: same sample seen twice (lookback); 900: no point at 1200.
+    assert cpu["time"].tolist() == [600, 1500]
+    # 600 is averaged over the true interval, from the sample at 300 to the one at 900.
+    assert cpu["cpu"].tolist() == [3.0 / 600.0, 3.0 / 300.0]
+
+
+def test_memory_value_at_t_belongs_to_the_window_before() -> None:
+    memory = frames.memory_windows(samples([300, 600], [7.0, 9.0]), STEP)
+    assert memory["time"].tolist() == [0, 300]
+    assert memory["memory"].tolist() == [7.0, 9.0]
+
+
+@pytest.mark.parametrize(
+    ("kind", "name", "workload"),
+    [
+        ("ReplicaSet", "web-5d8f7c9b6d", "web"),
+        ("ReplicaSet", "api-gateway-7b9c6d5f4", "api-gateway"),
+        ("ReplicaSet", "frontend", "frontend"),
+        ("ReplicaSet", "my-db", "my-db"),  # suffix too short to be a template hash
+        ("ReplicaSet", "cache-aaaaaaaa", "cache-aaaaaaaa"),  # vowels are not in the alphabet
+        ("StatefulSet", "db-5d8f7c9b6d", "db-5d8f7c9b6d"),
+        ("Job", "nightly", "nightly"),
+    ],
+)
+def test_workload_from_owner(kind: str, name: str, workload: str) -> None:
+    assert frames.workload_from_owner(kind, name) == workload
+
+
+@pytest.mark.parametrize("workload", ["web", "a-b-c", 'we"ird\\name'])
+def test_writer_replicaset_names_map_back_to_the_workload(workload: str) -> None:
+    assert frames.workload_from_owner("ReplicaSet", replicaset_name(workload)) == workload
+
+
+def test_pods_without_owner_fall_back_to_the_pod_name() -> None:
+    owners = pd.DataFrame(
+        {
+            "namespace": ["ns", "ns"],
+            "pod": ["p", "q"],
+            "owner_kind": ["ReplicaSet", "<none>"],
+            "owner_name": ["web-5d8f7c9b6d", "<none>"],
+            "time": [0, 0],
+            "value": [1.0, 1.0],
+        }
+    )
+    usage = pd.DataFrame({"namespace": ["ns", "ns"], "pod": ["p", "q"]})
+    named = frames.with_workloads(usage, owners)
+    assert named["workload"].tolist() == ["web", "q"]
+
+
+def _resources(times: list[int], memory_limit: float) -> pd.DataFrame:
+    frame = pd.DataFrame({**{k: [v] * len(times) for k, v in KEY.items()}, "time": times})
+    for column in ("cpu_request", "memory_request", "cpu_limit"):
+        frame[column] = np.nan
+    frame["memory_limit"] = memory_limit
+    return frame
+
+
+def test_oom_needs_a_restart_and_the_oomkilled_reason() -> None:
+    restarts = samples([0, 300, 600, 900], [0.0, 1.0, 1.0, 2.0])
+    reason = samples([600, 900], [1.0, 1.0])  # the first restart was not an OOM kill
+    memory = frames.memory_windows(samples([300, 600, 900], [5.0, 6.0, 7.0]), STEP)
+    with_limit = frames.oom_events(restarts, reason, _resources([900], 64.0), memory, STEP)
+    assert with_limit["timestamp"].tolist() == [pd.Timestamp(900, unit="s", tz="UTC")]
+    assert with_limit["memory"].tolist() == [64.0]
+    without_limit = frames.oom_events(restarts, reason, _resources([], np.nan), memory, STEP)
+    assert without_limit["memory"].tolist() == [7.0]  # peak of the window [600, 900)
+
+
+def test_usage_drops_half_measured_windows_but_keeps_cpu_only_series() -> None:
+    cpu = pd.concat(
+        [
+            samples([0, 300], [0.5, 0.6]).rename(columns={"value": "cpu"}),
+            samples([0], [0.7], container="cpu-only").rename(columns={"value": "cpu"}),
+        ]
+    )
+    memory = samples([0], [100.0]).rename(columns={"value": "memory"})
+    owners = frames.samples_frame(["namespace", "pod", "owner_kind", "owner_name"])
+    resources = frames.resource_columns(frames.samples_frame([]), frames.samples_frame([]))
+    usage = frames.usage_frame(cpu, memory, resources, owners, start=0, end=600)
+    assert usage[["container", "cpu"]].values.tolist() == [["c", 0.5], ["cpu-only", 0.7]]
+    assert usage["memory"].tolist()[0] == 100.0
+    assert np.isnan(usage["memory"].tolist()[1])
+    assert usage["workload"].tolist() == ["p", "p"]
+
+
+def test_eviction_is_reported_once_per_container_with_its_last_peak() -> None:
+    evicted = samples([600, 900], [1.0, 1.0]).drop(columns="container")
+    memory = pd.concat(
+        [
+            frames.memory_windows(samples([300, 600, 900], [5.0, 6.0, 8.0]), STEP),
+            frames.memory_windows(samples([300], [3.0], container="side"), STEP),
+        ]
+    )
+    events = frames.eviction_events(evicted, memory, start=0, step=STEP)
+    assert events[["container", "memory"]].values.tolist() == [["c", 6.0], ["side", 3.0]]
+    assert set(events["timestamp"]) == {pd.Timestamp(600, unit="s", tz="UTC")}
+    assert frames.eviction_events(evicted, memory, start=600, step=STEP).empty

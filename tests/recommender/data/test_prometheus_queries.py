@@ -1,0 +1,173 @@
+"""PromQL building, escaping and settings of the Prometheus source, without a server."""
+
+from __future__ import annotations
+
+import re
+import socket
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+from pydantic import SecretStr, ValidationError
+
+from recommender.data.prometheus import (
+    PrometheusSettings,
+    PrometheusSourceError,
+    connect,
+    load_prometheus_history,
+)
+from recommender.data.promql import (
+    HistoryQueries,
+    LabelNames,
+    Matcher,
+    MetricNames,
+    one_of,
+    plan_chunks,
+    quote,
+    regex_escape,
+    selector,
+    validate_label_name,
+)
+
+T0 = datetime(2024, 5, 1, tzinfo=UTC)
+
+
+def test_quote_escapes_backslash_quote_and_newline() -> None:
+    assert quote('a"b\\c\nd') == '"a\\"b\\\\c\\nd"'
+    assert quote("plain") == '"plain"'
+
+
+@pytest.mark.parametrize("value", ["team.a", "a|b", "x+(y)*", "[z]{2}^$?", "back\\slash"])
+def test_regex_escape_matches_only_the_literal(value: str) -> None:
+    pattern = regex_escape(value)
+    assert re.fullmatch(pattern, value)
+    assert not re.fullmatch(pattern, value.replace(".", "x").replace("|", "") + "_")
+
+
+def test_regex_escape_keeps_the_dot_literal() -> None:
+    assert regex_escape("team.a") == "team\\.a"
+    assert not re.fullmatch(regex_escape("team.a"), "teamxa")
+
+
+@pytest.mark.parametrize("name", ["bad-name", "1abc", "", "a b", 'x"', "ns{"])
+def test_invalid_label_names_are_rejected(name: str) -> None:
+    with pytest.raises(ValueError, match="invalid Prometheus label name"):
+        validate_label_name(name)
+    with pytest.raises(ValueError):
+        Matcher(name, "=", "x")
+    with pytest.raises(ValidationError):
+        PrometheusSettings(url="http://127.0.0.1:9", extra_matchers={name: "x"})
+    with pytest.raises(ValidationError):
+        LabelNames(namespace=name)
+
+
+def test_invalid_metric_names_and_operators_are_rejected() -> None:
+    with pytest.raises(ValidationError):
+        MetricNames(cpu_usage='x{a="b"}')
+    with pytest.raises(ValueError, match="operator"):
+        Matcher("a", "==", "b")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="metric name"):
+        selector("bad metric", [])
+
+
+def test_matchers_render_escaped_values() -> None:
+    rendered = selector("m", [Matcher("pod", "=", 'p"\\'), one_of("namespace", ["a.b", "c"])])
+    assert rendered == 'm{pod="p\\"\\\\",namespace=~"a\\\\.b|c"}'
+
+
+def test_queries_use_configured_labels_namespaces_and_extra_matchers() -> None:
+    queries = HistoryQueries.build(
+        MetricNames(),
+        LabelNames(namespace="exported_namespace", pod="pod_name", container="container_name"),
+        step=300,
+        namespaces=["prod"],
+        extra_matchers={"cluster": 'eu"1'},
+    )
+    assert queries.cpu_counter() == (
+        "max by (exported_namespace, pod_name, container_name) "
+        '(container_cpu_usage_seconds_total{cluster="eu\\"1",exported_namespace=~"prod",'
+        'container_name!="",container_name!="POD",image!=""})'
+    )
+    assert "timestamp(container_cpu_usage_seconds_total{" in queries.cpu_counter_time()
+    assert queries.memory_peak().endswith('image!=""}[300s] offset 1ms))')
+    assert 'resource=~"cpu|memory"' in queries.requests()
+    assert queries.oom_killed().startswith("max by (exported_namespace, pod_name, container_name)")
+    assert 'reason="OOMKilled"' in queries.oom_killed()
+    assert queries.owners().startswith("max by (exported_namespace, pod_name, owner_kind")
+
+
+def test_extra_matcher_names_are_validated_when_building_queries() -> None:
+    with pytest.raises(ValueError, match="label name"):
+        HistoryQueries.build(MetricNames(), LabelNames(), 300, extra_matchers={"a-b": "x"})
+
+
+@pytest.mark.parametrize(
+    ("start", "end", "step", "chunk"),
+    [(0, 3000, 300, 900), (0, 3000, 300, 300), (600, 600, 60, 120), (0, 86400 * 3, 300, 25200)],
+)
+def test_chunks_partition_the_grid(start: int, end: int, step: int, chunk: int) -> None:
+    runs = plan_chunks(start, end, step, chunk)
+    points = [t for first, last in runs for t in range(first, last + step, step)]
+    assert points == list(range(start, end + step, step))  # no gap, no duplicate
+    assert all((last - first) // step + 1 <= chunk // step for first, last in runs)
+
+
+def test_chunk_planning_rejects_bad_grids() -> None:
+    with pytest.raises(ValueError, match="whole number"):
+        plan_chunks(0, 1000, 300, 900)
+    with pytest.raises(ValueError, match="11000"):
+        plan_chunks(0, 300, 1, 20_000)
+
+
+def test_settings_validate_step_and_chunk() -> None:
+    with pytest.raises(ValidationError, match="multiple of step"):
+        PrometheusSettings(url="http://x", step=timedelta(minutes=5), chunk=timedelta(minutes=7))
+    with pytest.raises(ValidationError, match="whole number of seconds"):
+        PrometheusSettings(url="http://x", step=timedelta(seconds=1.5), chunk=timedelta(seconds=3))
+    with pytest.raises(ValidationError, match="11000"):
+        PrometheusSettings(url="http://x", step=timedelta(seconds=1), chunk=timedelta(days=1))
+    with pytest.raises(ValidationError, match="timezone-aware"):
+        PrometheusSettings(url="http://x", start=datetime(2024, 1, 1))
+
+
+def test_range_defaults_to_eight_days_before_now_on_the_step_grid() -> None:
+    settings = PrometheusSettings(url="http://x")
+    now = T0 + timedelta(minutes=7, seconds=3)
+    start, end = settings.resolve_range(now)
+    assert end == int((T0 + timedelta(minutes=5)).timestamp())
+    assert end - start == 8 * 86400
+    explicit = PrometheusSettings(url="http://x", start=T0, end=T0 + timedelta(hours=1))
+    assert explicit.resolve_range() == (int(T0.timestamp()), int(T0.timestamp()) + 3600)
+
+
+def test_settings_are_frozen() -> None:
+    settings = PrometheusSettings(url="http://x")
+    with pytest.raises(ValidationError):
+        settings.url = "http://y"  # type: ignore[misc]
+
+
+def test_connection_carries_token_headers_and_tls_settings(tmp_path: Path) -> None:
+    ca = tmp_path / "ca.pem"
+    settings = PrometheusSettings(
+        url="https://prom.example:9090/",
+        bearer_token=SecretStr("s3cret"),
+        headers={"X-Scope-OrgID": "team"},
+        ca_file=ca,
+    )
+    client = connect(settings)
+    assert client.url == "https://prom.example:9090"
+    assert client.headers == {"X-Scope-OrgID": "team", "Authorization": "Bearer s3cret"}
+    assert client._session.verify == str(ca)
+    insecure = connect(PrometheusSettings(url="https://p", verify_tls=False))
+    assert insecure._session.verify is False
+    assert "s3cret" not in repr(settings)
+
+
+def test_unreachable_server_is_a_source_error_naming_the_url() -> None:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    url = f"http://127.0.0.1:{port}"  # nothing listens once the probe is closed
+    settings = PrometheusSettings(url=url, start=T0, end=T0 + timedelta(hours=1), retries=0)
+    with pytest.raises(PrometheusSourceError, match=f"cannot reach Prometheus at {url}"):
+        load_prometheus_history(settings)

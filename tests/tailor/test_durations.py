@@ -1,0 +1,25 @@
+from datetime import timedelta
+
+import pytest
+
+from tailor.durations import DurationError, format_duration, parse_duration
+
+
+@pytest.mark.parametrize(
+    ("text", "seconds"),
+    [("90s", 90), ("5m", 300), ("6h", 21600), ("8d", 691200), ("1w", 604800),
+     ("1h30m", 5400), ("300", 300), ("1.5h", 5400), ("250ms", 0.25), (" 2D ", 172800)],
+)
+def test_parses_each_unit(text: str, seconds: float) -> None:
+    assert parse_duration(text) == timedelta(seconds=seconds)
+
+
+@pytest.mark.parametrize("text", ["", "h", "5 minutes", "5x", "1h-2m", "m5", "1h 30m"])
+def test_rejects_malformed(text: str) -> None:
+    with pytest.raises(DurationError):
+        parse_duration(text)
+
+
+@pytest.mark.parametrize("text", ["1d", "90m", "6h", "45s", "2w"])
+def test_format_round_trips(text: str) -> None:
+    assert format_duration(parse_duration(text)) == text
