@@ -62,6 +62,10 @@ class KubeletEngine:
         self.nodes[node.name] = node
         self._retry_due = True
 
+    def request_retry(self) -> None:
+        """Re-evaluate Deferred resizes on the next pass (e.g. the node changed)."""
+        self._retry_due = True
+
     def set_usage(self, namespace: str, pod: str, container: str, series: UsageSeries) -> None:
         """`pod` is a name or a prefix ending in '*' (for Deployment pods)."""
         self.usage[(namespace, pod, container)] = series

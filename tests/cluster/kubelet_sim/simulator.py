@@ -25,8 +25,7 @@ from kubernetes.client.exceptions import ApiException
 from tests.cluster.kubelet_sim import podstatus as ps
 from tests.cluster.kubelet_sim.engine import EngineConfig, KubeletEngine, SimNode
 from tests.cluster.kubelet_sim.metrics import ContainerSample, MetricsServer, SimulatorCollector
-from tests.cluster.kubelet_sim.quantities import cpu_millis, memory_bytes
-from tests.cluster.kubelet_sim.quantities import Resources
+from tests.cluster.kubelet_sim.quantities import Resources, cpu_millis, memory_bytes
 from tests.cluster.kubelet_sim.usage import UsageSeries
 
 log = logging.getLogger(__name__)
@@ -66,6 +65,7 @@ class KubeletSimulator:
         self._stopping = threading.Event()
         self._thread: threading.Thread | None = None
         self._published_pressure: dict[str, bool] = {}
+        self._passes_done = 0
 
     # -- lifecycle ----------------------------------------------------------
     def start(self) -> KubeletSimulator:
@@ -181,8 +181,8 @@ class KubeletSimulator:
     def wait_ticks(self, count: int = 2, timeout: float = 10.0) -> None:
         """Block until `count` more full passes of the loop finished (their writes included)."""
         with self._tick_done:
-            target = self.engine.ticks + count
-            if not self._tick_done.wait_for(lambda: self.engine.ticks >= target, timeout):
+            target = self._passes_done + count
+            if not self._tick_done.wait_for(lambda: self._passes_done >= target, timeout):
                 raise TimeoutError(f"kubelet simulator did not finish {count} passes in {timeout}s")
 
     def samples(self) -> list[ContainerSample]:
@@ -216,7 +216,7 @@ class KubeletSimulator:
             if self._published_pressure.get(name) != under_pressure:
                 self._publish_node(self.engine.nodes[name])
         with self._tick_done:
-            self.engine.ticks_done = self.engine.ticks
+            self._passes_done += 1
             self._tick_done.notify_all()
 
     def _write_status(self, pod: dict[str, Any]) -> None:

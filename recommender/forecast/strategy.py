@@ -1,0 +1,109 @@
+"""The `forecast` strategy: the forecasting recommender plus its update policy.
+
+At every block boundary it re-plans from what it has seen (shape, Holt-Winters
+forecast, conformal margin, memory peaks and OOM history) and moves requests
+along that plan through the hysteresis of `schedule`. Between boundaries it only
+reacts: CPU goes up after a shortfall, memory goes up at once after an OOM kill.
+A rolling 24-hour count of changes per container caps planned changes and
+keeps a reserve for those reactions.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from recommender.forecast.buffer import UsageBuffer
+from recommender.forecast.memory import OomHistory
+from recommender.forecast.planner import Plan, make_plan
+from recommender.forecast.schedule import cover, cpu_step, memory_step
+from recommender.forecast.settings import DAY, ForecastSettings
+from recommender.strategy import Fleet, Requests
+
+
+class ForecastStrategy:
+    """Steppable over a block of containers; see `recommender.strategy.Strategy`."""
+
+    name = "forecast"
+
+    def __init__(self, settings: ForecastSettings | None = None) -> None:
+        self.settings = settings or ForecastSettings()
+        self.plan: Plan | None = None
+
+    def reset(self, fleet: Fleet) -> None:
+        s = self.settings
+        n = fleet.size
+        self.fleet = fleet
+        self.period = s.windows_per_block(fleet.step) * fleet.step
+        self.blocks_per_day = max(1, round(DAY / self.period))
+        capacity = max(1, round(s.history_days * DAY / fleet.step))
+        self.buffer = UsageBuffer(fleet.keys, fleet.start, fleet.step, capacity)
+        self.ooms = OomHistory.empty(n)
+        self.oom_now = np.zeros(n, dtype=bool)
+        self.short_run = np.zeros(n, dtype=np.int64)
+        self.last_cpu = np.full(n, np.nan)
+        self.change_times = np.full((n, s.max_changes_per_day), -np.inf)
+        self.plan = None
+
+    def observe(self, step: int, cpu: np.ndarray, memory: np.ndarray) -> None:
+        self.buffer.append(step, cpu, memory)
+        self.last_cpu = cpu.copy()
+
+    def observe_oom(self, step: int, containers: np.ndarray, memory: np.ndarray) -> None:
+        when = np.full(containers.shape, float(self.fleet.time_of(step)))
+        self.ooms.record(containers, when, memory, self.settings)
+        self.oom_now[containers] = True
+
+    def _changes_last_day(self, now: float) -> np.ndarray:
+        return np.sum(self.change_times > now - DAY, axis=1)
+
+    def _record_changes(self, rows: np.ndarray, now: float) -> None:
+        oldest = np.argmin(self.change_times[rows], axis=1)
+        self.change_times[rows, oldest] = now
+
+    def decide(self, step: int, current: Requests) -> Requests:
+        s = self.settings
+        now = float(self.fleet.time_of(step + 1))
+        recent_changes = self._changes_last_day(now)
+        may_plan = recent_changes < s.max_changes_per_day - s.reserved_changes
+        may_react = recent_changes < s.max_changes_per_day
+        cpu, memory = current.cpu.copy(), current.memory.copy()
+        short = self.last_cpu > current.cpu
+        self.short_run = np.where(short, self.short_run + 1, 0)
+        at_boundary = int(now) % self.period == 0
+        if at_boundary or self.plan is None:
+            self.plan = make_plan(self.buffer.view(), self.ooms, s, now=int(now))
+            offset = 0
+        else:
+            offset = max(0, int(now // self.period) - self.plan.first_block)
+        plan = self.plan
+        required = plan.cpu_required[:, offset:]
+        unset = np.isnan(cpu)
+        if at_boundary:
+            cpu = cpu_step(cpu, required, s, may_plan)
+        cpu = np.where(unset, cover(required, s.cover_blocks), cpu)
+        cpu = self._react_cpu(cpu, required, may_react)
+        cpu_moves = ~np.isclose(cpu, current.cpu, equal_nan=True)
+        memory_needed = plan.memory_required[:, min(offset, plan.horizon - 1)]
+        memory_needed = np.fmax(memory_needed, self.ooms.floor_at(now))
+        may_lower_memory = (at_boundary & may_plan) | cpu_moves
+        may_lower_memory &= ~(self.ooms.hold_until > now)
+        memory = memory_step(memory, memory_needed, s, may_lower_memory, cpu_moves)
+        memory = np.where(self.oom_now, np.fmax(memory, self.ooms.floor), memory)
+        self.oom_now[:] = False
+        changed = cpu_moves | ~np.isclose(memory, current.memory, equal_nan=True)
+        counted = changed & ~np.isnan(current.cpu)
+        self._record_changes(np.flatnonzero(counted), now)
+        return Requests(cpu, memory, memory.copy())
+
+    def _react_cpu(self, cpu: np.ndarray, required: np.ndarray, may_react: np.ndarray) -> np.ndarray:
+        """Raise CPU after `react_after_windows` windows in a row above the request."""
+        s = self.settings
+        react = (self.short_run >= s.react_after_windows) & may_react
+        if not react.any():
+            return cpu
+        recent, _ = self.buffer.recent(s.react_after_windows)
+        seen = np.max(np.where(np.isnan(recent), -np.inf, recent), axis=1)
+        wanted = np.fmax(seen * (1.0 + s.react_margin), cover(required, s.cover_blocks))
+        raised = np.where(react & (wanted > cpu), wanted, cpu)
+        self.short_run = np.where(raised > cpu, 0, self.short_run)
+        return raised

@@ -1,0 +1,96 @@
+"""`tailor recommend` through its real entry point: output contract and bad input."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+from recommender.data.files import write_usage
+from recommender.data.synthetic import demo_fleet
+from recommender.recommend import recommend_vpa
+from tailor.cli.main import app
+
+runner = CliRunner()
+
+
+def test_demo_json_matches_library_and_contract() -> None:
+    result = runner.invoke(app, ["recommend", "--demo", "--format", "json"])
+    assert result.exit_code == 0, result.output
+    records = json.loads(result.stdout)
+    usage, events = demo_fleet()
+    expected = recommend_vpa(usage, events)
+    assert len(records) == len(expected)
+    for record in records:
+        assert set(record) >= {"namespace", "workload", "container", "cpu", "memory"}
+        for resource in ("cpu", "memory"):
+            bounds = record[resource]
+            assert set(bounds) == {"target", "lowerBound", "upperBound"}
+            assert bounds["lowerBound"] <= bounds["target"] <= bounds["upperBound"]
+        row = expected[
+            (expected.workload == record["workload"]) & (expected.container == record["container"])
+        ].iloc[0]
+        assert record["cpu"]["target"] == pytest.approx(row.cpu_target)
+        assert record["memory"]["upperBound"] == pytest.approx(row.memory_upper)
+
+
+def test_file_input_yaml_and_csv_outputs(tmp_path: Path) -> None:
+    usage, _ = demo_fleet(days=2)
+    source = tmp_path / "usage.parquet"
+    write_usage(usage, source)
+    result = runner.invoke(app, ["recommend", "--input", str(source), "--format", "yaml"])
+    assert result.exit_code == 0, result.output
+    records = yaml.safe_load(result.stdout)
+    assert {r["workload"] for r in records} == set(usage["workload"])
+    target = tmp_path / "out.csv"
+    result = runner.invoke(
+        app, ["recommend", "--input", str(source), "--format", "csv", "--output", str(target)]
+    )
+    assert result.exit_code == 0, result.output
+    frame = pd.read_csv(target)
+    assert list(frame.columns[:3]) == ["namespace", "workload", "container"]
+    assert (frame["cpu_target"] >= frame["cpu_lower"]).all()
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        [],
+        ["--demo", "--input", "x.csv"],
+        ["--input", "does-not-exist.csv"],
+        ["--demo", "--strategy", "nope"],
+        ["--demo", "--format", "xml"],
+        ["--demo", "--events", "e.csv"],
+        ["--prometheus", "http://127.0.0.1:9", "--history", "eight days"],
+        ["--prometheus", "http://127.0.0.1:9", "--match", "novalue"],
+        ["--prometheus", "http://127.0.0.1:9", "--demo"],
+    ],
+)
+def test_bad_flags_exit_non_zero_with_message(args: list[str]) -> None:
+    result = runner.invoke(app, ["recommend", *args])
+    assert result.exit_code != 0
+    assert result.output.strip(), "a bad flag must say what is wrong"
+
+
+def test_malformed_file_names_row_and_column(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.csv"
+    bad.write_text(
+        "timestamp,namespace,pod,container,cpu,memory\n"
+        "2024-01-01T00:00:00Z,a,p,c,0.5,100\n"
+        "2024-01-01T00:05:00Z,a,p,c,-1,100\n"
+    )
+    result = runner.invoke(app, ["recommend", "--input", str(bad)])
+    assert result.exit_code == 2
+    assert "cpu" in result.output and "bad.csv" in result.output
+
+
+def test_unreachable_prometheus_is_a_clear_error() -> None:
+    result = runner.invoke(
+        app, ["recommend", "--prometheus", "http://127.0.0.1:9", "--history", "1h"]
+    )
+    assert result.exit_code == 2
+    assert "127.0.0.1:9" in result.output
