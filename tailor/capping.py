@@ -116,7 +116,7 @@ def _with_fields(
     update: dict[str, ResourceList | None] = dict(values)
     if update.get("target") is None and "target" in update:
         update["target"] = ResourceList()
-    return recommendation.model_copy(update=update)
+    return recommendation.model_copy(update=update, deep=True)
 
 
 def apply_container_policy(

@@ -16,12 +16,13 @@ from __future__ import annotations
 
 import math
 import numbers
+import operator
 import re
 from dataclasses import dataclass
 from decimal import Decimal
 from enum import StrEnum
 from fractions import Fraction
-from typing import Any
+from typing import Any, SupportsIndex
 
 from pydantic import GetCoreSchemaHandler
 from pydantic_core import core_schema
@@ -32,6 +33,7 @@ INT64_MAX = 2**63 - 1
 # Exponents beyond this are refused: they are far outside anything the API can store
 # and would only make the exact arithmetic slow.
 _MAX_EXPONENT = 1000
+_MAX_TEXT_LENGTH = 256
 
 
 class QuantityError(ValueError):
@@ -99,14 +101,14 @@ class Quantity:
     # --- construction -----------------------------------------------------------
 
     @classmethod
-    def parse(cls, text: str | int | float | Quantity) -> Quantity:
+    def parse(cls, text: QuantityInput) -> Quantity:
         """Parse the API's text form (numbers as a JSON document may hold them too)."""
         if isinstance(text, Quantity):
             return text
         if isinstance(text, bool):
             raise QuantityError(text, "a boolean is not a quantity")
-        if isinstance(text, numbers.Integral):
-            return cls(int(text) * NANOS_PER_UNIT, QuantityFormat.DECIMAL_SI)
+        if isinstance(text, int | numbers.Integral):
+            return cls(operator.index(text) * NANOS_PER_UNIT, QuantityFormat.DECIMAL_SI)
         if isinstance(text, float):
             if not math.isfinite(text):
                 raise QuantityError(text, "not a finite number")
@@ -117,14 +119,15 @@ class Quantity:
 
     @classmethod
     def _parse_text(cls, text: str) -> Quantity:
+        if len(text) > _MAX_TEXT_LENGTH:
+            raise QuantityError(text, f"longer than {_MAX_TEXT_LENGTH} characters")
         match = _QUANTITY_RE.fullmatch(text)
         if match is None:
             raise QuantityError(text, "expected <sign?><number><suffix?>, e.g. 100m, 1.5Gi, 12e6")
-        whole = match["whole"] or ""
+        whole = match["whole"] or "0"
         fraction = match["fraction"] or match["only_fraction"] or ""
         suffix = match["suffix"] or ""
-        number = Fraction(int(whole or "0") * 10 ** len(fraction) + int(fraction or "0"))
-        number /= 10 ** len(fraction)
+        number = Fraction(int(whole + fraction), 10 ** len(fraction))
         if match["sign"] == "-":
             number = -number
 
@@ -273,17 +276,21 @@ class Quantity:
         )
 
 
-def parse_quantity(text: str | int | float | Quantity) -> Quantity:
+QuantityInput = str | int | float | SupportsIndex | Quantity
+"""What `Quantity.parse` accepts: API text, or a number as a JSON document may hold it."""
+
+
+def parse_quantity(text: QuantityInput) -> Quantity:
     """Parse a quantity; raises QuantityError naming the text when it is invalid."""
     return Quantity.parse(text)
 
 
-def cpu_cores(quantity: str | int | float | Quantity) -> float:
+def cpu_cores(quantity: QuantityInput) -> float:
     """CPU cores as a float: `cpu_cores("250m") == 0.25`."""
     return float(Quantity.parse(quantity))
 
 
-def memory_bytes(quantity: str | int | float | Quantity) -> float:
+def memory_bytes(quantity: QuantityInput) -> float:
     """Bytes as a float: `memory_bytes("1Ki") == 1024.0`."""
     return float(Quantity.parse(quantity))
 

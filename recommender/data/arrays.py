@@ -102,10 +102,11 @@ def from_long(frame: pd.DataFrame, step: int | None = None) -> UsageArrays:
         raise ValueError("usage history is empty")
     seconds = frame["timestamp"].astype("datetime64[s, UTC]").astype("int64").to_numpy()
     keys_frame = frame.loc[:, list(KEY_COLUMNS)].astype(str)
-    codes, uniques = pd.MultiIndex.from_frame(keys_frame).factorize()
-    assert isinstance(uniques, pd.MultiIndex)  # factorizing a MultiIndex yields one
-    keys = uniques.to_frame(index=False)
-    keys.columns = list(KEY_COLUMNS)
+    # groupby codes, not MultiIndex.factorize: that builds a Python tuple per row (10x slower).
+    grouped = keys_frame.groupby(list(KEY_COLUMNS), sort=False, dropna=False)
+    codes = grouped.ngroup().to_numpy(np.int64)
+    _, first_rows = np.unique(codes, return_index=True)
+    keys = keys_frame.iloc[first_rows].reset_index(drop=True)
     if step is None:
         step = infer_step(seconds, codes)
     start = int(seconds.min() // step * step)

@@ -47,7 +47,7 @@ class DataFormatError(ValueError):
     """Input that does not follow the canonical format, located by source, row and column."""
 
     def __init__(
-        self, source: str, problem: str, *, row: int | None = None, column: str | None = None
+        self, source: str, problem: str, row: int | None = None, column: str | None = None
     ) -> None:
         self.source = source
         self.row = row
@@ -62,6 +62,10 @@ class DataFormatError(ValueError):
             if part
         )
         super().__init__(f"{source}: {where}: {problem}" if where else f"{source}: {problem}")
+
+    def __reduce__(self) -> tuple[type[DataFormatError], tuple[str, str, int | None, str | None]]:
+        """Survive pickling (errors raised in worker processes cross back to the parent)."""
+        return (type(self), (self.source, self.problem, self.row, self.column))
 
 
 def _fail_at(source: str, column: str, bad: np.ndarray, problem: str) -> None:
@@ -328,14 +332,14 @@ def validate_events(frame: pd.DataFrame, source: str = "<frame>") -> pd.DataFram
     series = _group_codes([labels[name] for name in SERIES_COLUMNS])
     _check_one_workload(series, labels["workload"], source)
     event_key = _group_codes([pd.Series(series), reason])
-    _check_series_order_duplicates(event_key, timestamps.astype("int64").to_numpy(), source)
+    _check_no_duplicate_events(event_key, timestamps.astype("int64").to_numpy(), source)
     columns: dict[str, object] = {"timestamp": timestamps}
     columns.update({name: labels[name] for name in KEY_LABELS})
     columns.update({"reason": reason, "memory": memory})
     return _sorted_frame(columns, labels)
 
 
-def _check_series_order_duplicates(key: np.ndarray, micros: np.ndarray, source: str) -> None:
+def _check_no_duplicate_events(key: np.ndarray, micros: np.ndarray, source: str) -> None:
     """Events may come in any order, but not twice for one key and instant."""
     order = np.lexsort((np.arange(key.size), micros, key))
     same = (key[order][1:] == key[order][:-1]) & (micros[order][1:] == micros[order][:-1])

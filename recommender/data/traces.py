@@ -88,6 +88,11 @@ def _repeat_labels(labels: list[str], codes: np.ndarray) -> pd.Series:
     return pd.Series(pd.array(pa.array(labels).take(pa.array(codes)), dtype=STRING_DTYPE))
 
 
+def _check_limit(limit: int | None) -> None:
+    if limit is not None and limit < 1:
+        raise ValueError(f"limit must be at least 1 series, not {limit}")
+
+
 def _series_frame(
     namespace: str,
     pods: list[str],
@@ -101,12 +106,12 @@ def _series_frame(
     codes = np.repeat(np.arange(len(pods)), lengths)
     frame = pd.DataFrame(
         {
-            "timestamp": pd.to_datetime(columns.pop("seconds"), unit="s", utc=True),
+            "timestamp": pd.to_datetime(columns["seconds"], unit="s", utc=True),
             "namespace": namespace,
             "workload": _repeat_labels(workloads, codes),
             "pod": _repeat_labels(pods, codes),
             "container": "main",
-            **columns,
+            **{name: values for name, values in columns.items() if name != "seconds"},
         }
     )
     result = validate_usage(frame, source)
@@ -129,7 +134,10 @@ def _read_bitbrains_file(path: Path) -> pd.DataFrame:
         raise DataFormatError(source, "no data rows")
     numbers = {}
     for raw_name, name in zip(raw.columns, BITBRAINS_COLUMNS.values(), strict=True):
-        values = numeric_values(raw[raw_name], str(raw_name).strip(), source)
+        column = raw[raw_name]
+        if not pd.api.types.is_numeric_dtype(column):  # only a bad file: show its cells bare
+            column = column.astype(STRING_DTYPE).str.strip()
+        values = numeric_values(column, str(raw_name).strip(), source)
         hits = np.flatnonzero(np.isnan(values))
         if hits.size:
             raise DataFormatError(
@@ -241,6 +249,7 @@ def load_azure(
     """
     if kind not in ("avg", "max"):
         raise ValueError(f"kind must be 'avg' or 'max', not {kind!r}")
+    _check_limit(limit)
     path = Path(root) / AZURE_DIR / f"microsoft_{kind}_100.csv.gz"
     source = str(path)
     raw = pd.read_csv(path)
@@ -345,6 +354,7 @@ def load_google2011(
     k of a series (from 0) is stamped GOOGLE2011_EPOCH + k * 300 s. `limit` keeps
     the first series in (job, n) order.
     """
+    _check_limit(limit)
     path = Path(root) / GOOGLE2011_DIR / GOOGLE2011_ARCHIVE
     members = _google_members(path)
     chosen = sorted(members)[:limit]

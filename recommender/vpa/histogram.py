@@ -40,6 +40,10 @@ class DecayingHistograms:
     half_life: int
     max_decay_exponent: int
     epsilon: float
+    # While a batch is ingested in chunks: references before it and the span of its times.
+    _batch_reference: np.ndarray | None = None
+    _batch_first: np.ndarray | None = None
+    _batch_last: np.ndarray | None = None
 
     @classmethod
     def empty(
@@ -90,6 +94,9 @@ class DecayingHistograms:
         sample_time list the samples themselves, needed only when one batch spans
         more than `max_decay_exponent` half-lives (several jumps).
         """
+        if self._batch_first is not None and self._batch_last is not None:
+            np.minimum(self._batch_first, first_time, out=self._batch_first)
+            np.maximum(self._batch_last, last_time, out=self._batch_last)
         horizon = self.half_life * self.max_decay_exponent
         reference = self.reference.copy()
         has_new = last_time > ZERO_TIME
@@ -106,6 +113,34 @@ class DecayingHistograms:
             reference[due] = round_to_half_life(trigger[due], self.half_life)
             due = has_new & (last_time > reference + horizon)
         self.rebase(reference)
+
+    def begin_batch(self) -> None:
+        """Start a batch that arrives in several chunks (see `end_batch`)."""
+        self._batch_reference = self.reference.copy()
+        self._batch_first = np.full(self.reference.shape, _FAR_FUTURE, dtype=np.int64)
+        self._batch_last = np.full(self.reference.shape, ZERO_TIME, dtype=np.int64)
+
+    def end_batch(self) -> None:
+        """Settle on the reference that time-ordered arrival of the whole batch gives.
+
+        Chunks move the reference in chunk order; when a row's batch needs at most
+        one jump, the time-ordered result follows from the batch's earliest and
+        latest times, and the weights are rebased onto it (exactly: powers of two),
+        so the state does not depend on how the batch was cut. Rows needing
+        several jumps within one batch keep the chunk-order reference.
+        """
+        start, first, last = self._batch_reference, self._batch_first, self._batch_last
+        self._batch_reference = self._batch_first = self._batch_last = None
+        if start is None or first is None or last is None:
+            return
+        horizon = self.half_life * self.max_decay_exponent
+        reference = start.copy()
+        touched = last > ZERO_TIME
+        due = touched & (last > reference + horizon)
+        jump = due & (first > reference + horizon)
+        reference[jump] = round_to_half_life(first[jump], self.half_life)
+        several = (due & ~jump) | (touched & (last > reference + horizon))
+        self.rebase(np.where(several, self.reference, reference))
 
     def rebase(self, new_reference: np.ndarray) -> None:
         """Express all weights relative to `new_reference` (exact powers of two)."""
@@ -131,15 +166,20 @@ class DecayingHistograms:
         """Add weighted samples (already decayed) to their rows and buckets."""
         if rows.size == 0:
             return
-        n_rows, n_buckets = self.weights.shape
+        n_buckets = self.weights.shape[1]
         flat = rows * n_buckets + buckets
         flat_weights = self.weights.reshape(-1)
-        if rows.size * 4 > flat_weights.size:
-            flat_weights += np.bincount(flat, weights=weights, minlength=flat_weights.size)
-            self.total += np.bincount(rows, weights=weights, minlength=n_rows)
-        else:
+        if rows.size < 4096:
             np.add.at(flat_weights, flat, weights)
             np.add.at(self.total, rows, weights)
+            return
+        # Dense sums over just the span of cells this batch touches.
+        low, high = int(flat.min()), int(flat.max()) + 1
+        flat_weights[low:high] += np.bincount(flat - low, weights=weights, minlength=high - low)
+        low_row, high_row = low // n_buckets, (high - 1) // n_buckets + 1
+        self.total[low_row:high_row] += np.bincount(
+            rows - low_row, weights=weights, minlength=high_row - low_row
+        )
 
     def subtract(self, rows: np.ndarray, buckets: np.ndarray, weights: np.ndarray) -> None:
         """Remove weighted samples; a bucket left within epsilon of zero is emptied (upstream)."""

@@ -29,6 +29,15 @@ from recommender.vpa.settings import ZERO_TIME, VpaSettings
 __all__ = ["VpaModel", "VpaRecommendation"]
 
 _FAR_FUTURE = np.iinfo(np.int64).max
+#: Rows ingested per step of a large batch (temporaries of a few MB each).
+_CHUNK_ROWS = 1 << 19
+
+
+def _kept_rows(kept: np.ndarray, *columns: np.ndarray) -> tuple[np.ndarray, ...]:
+    """The kept rows of each column (no copy when every row is kept)."""
+    if bool(kept.all()):
+        return columns
+    return tuple(column[kept] for column in columns)
 
 
 class VpaModel:
@@ -103,10 +112,22 @@ class VpaModel:
             return
         if series.min() < 0 or series.max() >= self.n_series:
             raise ValueError("series index out of range")
-        order = group_by_series(series)
-        if order is not None:
-            series, t, cpu, memory = series[order], t[order], cpu[order], memory[order]
-        self._ingest(series, t, cpu, memory)
+        chunked = series.size > _CHUNK_ROWS
+        if chunked:
+            self.cpu.begin_batch()
+            self.memory.begin_batch()
+        # Chunks in row order keep every series' own order, so they replay the batch
+        # exactly; small chunks also keep temporaries in reused, cache-sized memory.
+        for start in range(0, series.size, _CHUNK_ROWS):
+            rows = slice(start, start + _CHUNK_ROWS)
+            chunk = (series[rows], t[rows], cpu[rows], memory[rows])
+            order = group_by_series(chunk[0])
+            if order is not None:
+                chunk = (chunk[0][order], chunk[1][order], chunk[2][order], chunk[3][order])
+            self._ingest(*chunk)
+        if chunked:
+            self.cpu.end_batch()
+            self.memory.end_batch()
 
     def add_window(self, t: int, cpu: np.ndarray, memory: np.ndarray) -> None:
         """Replay fast path: one sample per series at time `t` (NaN = none)."""
@@ -144,23 +165,19 @@ class VpaModel:
             pick = rank == round_index
             self._apply_oom(series[pick], t[pick], request[pick])
 
-    def _quantized(self, cpu: np.ndarray, memory: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Usage as the metrics API hands it over: whole millicores / bytes, rounded up."""
-        if not self.settings.quantize_usage:
-            return cpu, memory
-        nanocores = np.rint(cpu * 1e9)
-        return np.ceil(nanocores / 1e6) / 1000.0, np.ceil(memory)
-
     def _ingest(self, series: np.ndarray, t: np.ndarray, cpu: np.ndarray, memory: np.ndarray):
-        cpu, memory = self._quantized(cpu, memory)
+        if self.settings.quantize_usage:
+            # As the metrics API hands usage over: whole millicores and bytes, rounded up.
+            cpu = np.ceil(np.rint(cpu * 1e9) / 1e6)
+            memory = np.ceil(memory)
         segments = Segments.of(series)
         cpu_kept = accept_in_order(t, cpu >= 0, segments, self.last_cpu_time, strict=True)
         memory_kept = accept_in_order(t, memory >= 0, segments, self.last_memory_time, strict=False)
-        self._add_cpu(series[cpu_kept], t[cpu_kept], cpu[cpu_kept])
-        self._add_memory(series[memory_kept], t[memory_kept], memory[memory_kept])
+        self._add_cpu(*_kept_rows(cpu_kept, series, t, cpu))
+        self._add_memory(*_kept_rows(memory_kept, series, t, memory))
 
-    def _add_cpu(self, series: np.ndarray, t: np.ndarray, cores: np.ndarray) -> None:
-        """Accepted CPU samples, grouped by series with strictly increasing times."""
+    def _add_cpu(self, series: np.ndarray, t: np.ndarray, usage: np.ndarray) -> None:
+        """Accepted CPU samples (millicores if quantised, else cores), grouped by series."""
         if series.size == 0:
             return
         segments = Segments.of(series)
@@ -173,11 +190,12 @@ class VpaModel:
         np.maximum.at(last, segment_aggregate, t[ends])
         rows = self.series_to_aggregate[series]
         self.cpu.advance_reference(first, last, rows, t)
-        weights = self.settings.cpu_sample_weight * self.cpu.decay_factor(rows, t)
+        weights = self.cpu.decay_factor(rows, t)
+        weights *= self.settings.cpu_sample_weight
         if self.settings.quantize_usage:
-            buckets = self.cpu_buckets.find_millicores(cores)
+            buckets = self.cpu_buckets.find_millicores(usage)
         else:
-            buckets = self.cpu_buckets.find(cores)
+            buckets = self.cpu_buckets.find(usage)
         self.cpu.add(rows, buckets, weights)
         self.sample_count += np.bincount(rows, minlength=self.n_aggregates)
         touched = last > ZERO_TIME

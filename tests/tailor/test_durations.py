@@ -7,8 +7,18 @@ from tailor.durations import DurationError, format_duration, parse_duration
 
 @pytest.mark.parametrize(
     ("text", "seconds"),
-    [("90s", 90), ("5m", 300), ("6h", 21600), ("8d", 691200), ("1w", 604800),
-     ("1h30m", 5400), ("300", 300), ("1.5h", 5400), ("250ms", 0.25), (" 2D ", 172800)],
+    [
+        ("90s", 90),
+        ("5m", 300),
+        ("6h", 21600),
+        ("8d", 691200),
+        ("1w", 604800),
+        ("1h30m", 5400),
+        ("300", 300),
+        ("1.5h", 5400),
+        ("250ms", 0.25),
+        (" 2D ", 172800),
+    ],
 )
 def test_parses_each_unit(text: str, seconds: float) -> None:
     assert parse_duration(text) == timedelta(seconds=seconds)

@@ -4,7 +4,8 @@ Samples go into decaying histograms, weight 2^(-age / half-life): 12 h for CPU,
 48 h for memory. CPU takes the load-adjusted p95 (serving jobs), memory the
 p98; each gets a safety margin (10 % CPU, 15 % memory, within the paper's
 10-15 %), and the recommendation is the maximum of those computed over the last
-hour, so it rises at once and falls only slowly.
+hour, so it rises at once and falls only slowly. Requests never go below
+10 millicores and 100 MiB (the same floor as krr).
 
 Update policy: every window, resize when a value moved by 10 % or more, and
 right after an OOM kill. An OOM kill is a memory sample of 1.2x the memory in
@@ -21,6 +22,7 @@ import numpy as np
 from recommender.backtest.settings import HOUR
 from recommender.backtest.strategies.common import (
     DecayingHistograms,
+    Floor,
     HysteresisPolicy,
     round_requests,
 )
@@ -37,6 +39,7 @@ class AutopilotSettings:
     memory_margin: float = 0.15
     max_over_seconds: int = HOUR
     oom_bump_ratio: float = 1.2
+    floor: Floor = field(default_factory=Floor)
     policy: HysteresisPolicy = field(default_factory=HysteresisPolicy)
 
 
@@ -88,7 +91,7 @@ class AutopilotStrategy:
         memory = memory_hist.quantile(s.memory_percentile) * (1 + s.memory_margin)
         self._recent[step % self._recent.shape[0]] = (cpu, np.fmax(memory, self._bump))
         held = np.fmax.reduce(self._recent, axis=0)
-        cpu, memory = round_requests(held[0], held[1])
+        cpu, memory = round_requests(held[0], held[1], s.floor)
         decided = s.policy.apply(current, cpu, memory, self._oom)
         self._oom[:] = False
         self._bump[:] = np.nan

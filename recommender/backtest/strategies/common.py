@@ -28,9 +28,26 @@ def row_quantile(values: np.ndarray, q: float) -> np.ndarray:
     return np.where(count > 0, result, np.nan)
 
 
-def round_requests(cpu: np.ndarray, memory: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """CPU up to whole millicores, memory up to whole MiB: the grain of a pod spec."""
-    return np.ceil(cpu * 1000 - 1e-9) / 1000, np.ceil(memory / MIB - 1e-9) * MIB
+@dataclass(frozen=True)
+class Floor:
+    """Smallest requests a strategy hands out (KRR's defaults: 10 millicores, 100 MiB).
+
+    Without one, a container that used nothing for a while would get a zero
+    memory limit and, its kills capped at zero, never learn its way out.
+    """
+
+    cpu: float = 0.010
+    memory: float = 100 * MIB
+
+
+def round_requests(
+    cpu: np.ndarray, memory: np.ndarray, floor: Floor | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """At least the floor; CPU up to whole millicores, memory up to whole MiB; NaN stays NaN."""
+    floor = floor or Floor()
+    cpu = np.ceil(np.maximum(cpu, floor.cpu) * 1000 - 1e-9) / 1000
+    memory = np.ceil(np.maximum(memory, floor.memory) / MIB - 1e-9) * MIB
+    return cpu, memory
 
 
 class DecayingHistograms:

@@ -1,7 +1,8 @@
 """`krr`: the simple strategy of Robusta KRR.
 
 CPU request = p95 of the CPU usage over the history window (14 days), memory =
-the maximum memory usage over that window plus 15 %. KRR itself only reports;
+the maximum memory usage over that window plus 15 %, at least KRR's minimums
+(10 millicores, 100 MiB). KRR itself only reports;
 as its enforcer would apply it, the backtest recomputes every hour and resizes
 when a value moved by 10 % or more, and right after an OOM kill (the restarted
 container is admitted with the latest recommendation). KRR does not read OOM
@@ -15,7 +16,12 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from recommender.backtest.settings import DAY, HOUR
-from recommender.backtest.strategies.common import HysteresisPolicy, round_requests, row_quantile
+from recommender.backtest.strategies.common import (
+    Floor,
+    HysteresisPolicy,
+    round_requests,
+    row_quantile,
+)
 from recommender.strategy import Fleet, Requests
 
 
@@ -25,6 +31,7 @@ class KrrSettings:
     cpu_percentile: float = 0.95
     memory_buffer: float = 0.15
     update_period_seconds: int = HOUR
+    floor: Floor = field(default_factory=Floor)
     policy: HysteresisPolicy = field(default_factory=HysteresisPolicy)
 
 
@@ -66,7 +73,7 @@ class KrrStrategy:
         used = min(self._filled, self._cpu.shape[1])
         cpu = row_quantile(self._cpu[rows, :used], self.settings.cpu_percentile)
         peak = np.fmax.reduce(self._memory[rows, :used], axis=1)
-        return round_requests(cpu, peak * (1 + self.settings.memory_buffer))
+        return round_requests(cpu, peak * (1 + self.settings.memory_buffer), self.settings.floor)
 
     def decide(self, step: int, current: Requests) -> Requests:
         due = (self._first_window + step + 1) % self._period == 0 or self._recommended is None

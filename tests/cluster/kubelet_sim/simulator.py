@@ -13,7 +13,6 @@ Typical use (the `kubelet_sim` fixture does the start / stop):
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
 import threading
 import time
@@ -27,6 +26,7 @@ from tests.cluster.kubelet_sim.engine import EngineConfig, KubeletEngine, SimNod
 from tests.cluster.kubelet_sim.metrics import ContainerSample, MetricsServer, SimulatorCollector
 from tests.cluster.kubelet_sim.quantities import Resources, cpu_millis, memory_bytes
 from tests.cluster.kubelet_sim.usage import UsageSeries
+from tests.cluster.rawapi import MERGE_PATCH, RawApi, pod_path
 
 log = logging.getLogger(__name__)
 SIM_LABEL = "kube-tailor.io/kubelet-sim"
@@ -52,7 +52,7 @@ class KubeletSimulator:
     ) -> None:
         """metrics_port: None serves no metrics, 0 a free port on 127.0.0.1."""
         self.api_client = api_client
-        self.core = kubernetes.client.CoreV1Api(api_client)
+        self.api = RawApi(api_client)
         self.engine = KubeletEngine(config)
         self.poll_interval = poll_interval
         self.kubelet_version = kubelet_version
@@ -146,7 +146,7 @@ class KubeletSimulator:
             },
         }
         try:
-            self.core.create_node(body)
+            self.api.create("/api/v1/nodes", body)
         except ApiException as error:
             if error.status != 409:
                 raise
@@ -203,8 +203,7 @@ class KubeletSimulator:
             self._stopping.wait(max(0.0, self.poll_interval - (time.monotonic() - started)))
 
     def _pass(self) -> None:
-        answer = self.core.list_pod_for_all_namespaces(_preload_content=False)
-        pods = json.loads(answer.data)["items"]
+        pods = self.api.get("/api/v1/pods")["items"]
         with self._lock:
             changed, deletions = self.engine.sync(pods, time.time())
             pressure = self.engine.node_pressure()
@@ -222,9 +221,7 @@ class KubeletSimulator:
     def _write_status(self, pod: dict[str, Any]) -> None:
         meta = pod["metadata"]
         try:
-            self.core.replace_namespaced_pod_status(
-                meta["name"], meta["namespace"], pod, _preload_content=False
-            )
+            self.api.replace(pod_path(meta["namespace"], meta["name"], "status"), pod)
             self.status_writes += 1
         except ApiException as error:
             if error.status not in _EXPECTED_HTTP:
@@ -234,9 +231,7 @@ class KubeletSimulator:
         meta = pod["metadata"]
         body = {"gracePeriodSeconds": 0, "preconditions": {"uid": meta["uid"]}}
         try:
-            self.core.delete_namespaced_pod(
-                meta["name"], meta["namespace"], body=body, _preload_content=False
-            )
+            self.api.delete(pod_path(meta["namespace"], meta["name"]), body)
         except ApiException as error:
             if error.status not in _EXPECTED_HTTP:
                 raise
@@ -260,23 +255,24 @@ class KubeletSimulator:
             {"type": "InternalIP", "address": "127.0.0.1"},
             {"type": "Hostname", "address": node.name},
         ]
-        self.core.patch_node_status(node.name, {"status": status})
+        self.api.patch(f"/api/v1/nodes/{node.name}/status", {"status": status})
         self._published_pressure[node.name] = node.memory_pressure
 
     def _remove_not_ready_taint(self, name: str, timeout: float = 10.0) -> None:
         # The TaintNodesByCondition admission plugin adds the taint on creation.
         deadline = time.monotonic() + timeout
         while True:
-            node = self.core.read_node(name)
-            taints = [t for t in node.spec.taints or [] if t.key != _NOT_READY_TAINT]
-            if len(taints) == len(node.spec.taints or []):
+            node = self.api.get(f"/api/v1/nodes/{name}")
+            taints = node["spec"].get("taints") or []
+            kept = [t for t in taints if t.get("key") != _NOT_READY_TAINT]
+            if len(kept) == len(taints):
                 return
             body = {
-                "metadata": {"resourceVersion": node.metadata.resource_version},
-                "spec": {"taints": [self.api_client.sanitize_for_serialization(t) for t in taints]},
+                "metadata": {"resourceVersion": node["metadata"]["resourceVersion"]},
+                "spec": {"taints": kept or None},
             }
             try:
-                self.core.patch_node(name, body)
+                self.api.patch(f"/api/v1/nodes/{name}", body, MERGE_PATCH)
             except ApiException as error:
                 if error.status != 409 or time.monotonic() > deadline:
                     raise
@@ -284,12 +280,10 @@ class KubeletSimulator:
     def _delete_nodes_and_pods(self) -> None:
         names = set(self.engine.nodes)
         with contextlib.suppress(ApiException):
-            for pod in self.core.list_pod_for_all_namespaces().items:
-                if pod.spec.node_name in names:
+            for pod in self.api.get("/api/v1/pods")["items"]:
+                if pod["spec"].get("nodeName") in names:
                     with contextlib.suppress(ApiException):
-                        self.core.delete_namespaced_pod(
-                            pod.metadata.name, pod.metadata.namespace, grace_period_seconds=0
-                        )
+                        self._delete_pod(pod)
         for name in names:
             with contextlib.suppress(ApiException):
-                self.core.delete_node(name)
+                self.api.delete(f"/api/v1/nodes/{name}")

@@ -114,7 +114,7 @@ def test_writing_validates_first(tmp_path: Path) -> None:
 def test_parquet_errors_name_the_file(tmp_path: Path) -> None:
     broken = tmp_path / "usage.parquet"
     broken.write_bytes(b"not parquet at all")
-    with pytest.raises(DataFormatError, match="usage.parquet: not a readable Parquet file"):
+    with pytest.raises(DataFormatError, match=r"usage\.parquet: not a readable Parquet file"):
         read_usage(broken)
     frame = awkward_usage()
     frame["cpu"] = ["0.1", "0.2", "lots"]

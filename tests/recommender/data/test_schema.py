@@ -110,7 +110,7 @@ def test_missing_and_unknown_columns(tmp_path: Path) -> None:
 def test_empty_file_and_header_only(tmp_path: Path) -> None:
     empty = tmp_path / "empty.csv"
     empty.write_text("")
-    with pytest.raises(DataFormatError, match="empty.csv: empty file"):
+    with pytest.raises(DataFormatError, match=r"empty\.csv: empty file"):
         read_usage(empty)
     expect_error(write_csv(tmp_path, [HEADER]), None, None, "no data rows")
 
@@ -132,7 +132,7 @@ def test_whole_series_without_memory_is_cpu_only(tmp_path: Path) -> None:
 def test_key_text_is_never_mistaken_for_missing(tmp_path: Path) -> None:
     lines = [HEADER, "1704067200,NA,null,007,0.5,1"]
     usage = read_usage(write_csv(tmp_path, lines))
-    assert usage.loc[0, ["namespace", "pod", "container"]].tolist() == ["NA", "null", "007"]
+    assert usage[["namespace", "pod", "container"]].iloc[0].tolist() == ["NA", "null", "007"]
 
 
 def test_timestamp_forms_all_become_utc(tmp_path: Path) -> None:
@@ -161,7 +161,7 @@ def test_unsupported_suffix_is_rejected(tmp_path: Path) -> None:
 
 
 def test_missing_file_is_file_not_found(tmp_path: Path) -> None:
-    with pytest.raises(FileNotFoundError, match="nope.csv"):
+    with pytest.raises(FileNotFoundError, match=r"nope\.csv"):
         read_usage(tmp_path / "nope.csv")
 
 
@@ -256,3 +256,11 @@ def test_header_only_events_file_is_no_events(tmp_path: Path) -> None:
     assert events.empty
     pd.testing.assert_frame_equal(events, empty_events())
     assert validate_events(empty_events()).empty
+
+
+def test_error_survives_pickling() -> None:
+    import pickle
+
+    error = DataFormatError("usage.csv", "negative value -1", row=3, column="cpu")
+    copy = pickle.loads(pickle.dumps(error))
+    assert (str(copy), copy.row, copy.column) == (str(error), 3, "cpu")

@@ -189,7 +189,7 @@ class ReferenceModel:
         c = self.containers[series]
         if t < c.window_end - self.s.memory_interval:
             return
-        used = max(amount(math.ceil(request)), c.memory_peak)
+        used = max(0 if math.isnan(request) else amount(math.ceil(request)), c.memory_peak)
         needed = max(used + amount(self.s.oom_min_bump), amount(used * self.s.oom_bump_ratio))
         self.add_memory(series, t, needed, oom=True)
 

@@ -60,6 +60,6 @@ def test_find_bucket_matches_the_log_formula_everywhere() -> None:
 
 def test_millicore_table_agrees_with_find() -> None:
     buckets = cpu_buckets(VpaSettings())
-    cores = np.arange(0, 1_100_000, 7) / 1000.0
-    assert np.array_equal(buckets.find_millicores(cores), buckets.find(cores))
-    assert buckets.find_millicores(np.array([10.0 / 1000.0]))[0] == 1
+    millicores = np.arange(0, 1_100_000, 7)
+    assert np.array_equal(buckets.find_millicores(millicores), buckets.find(millicores / 1000.0))
+    assert buckets.find_millicores(np.array([10.0]))[0] == 1  # 10 m starts bucket 1

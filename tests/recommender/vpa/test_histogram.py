@@ -71,7 +71,7 @@ def test_reference_jump_keeps_percentiles() -> None:
         add_cpu(stepwise, [t], [c])
     assert stepwise.cpu.reference[0] > MIDNIGHT  # it did jump
     # Expected percentiles from weights relative to the last sample, no reference at all.
-    weights = {}
+    weights: dict[int, float] = {}
     buckets = stepwise.cpu_buckets
     for t, c in zip(times, cores, strict=True):
         b = int(buckets.find(np.array([c]))[0])

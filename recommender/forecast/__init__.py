@@ -1,0 +1,1 @@
+"""The forecasting recommender: shape-aware forecasts, conformal margins, schedules."""

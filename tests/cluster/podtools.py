@@ -1,0 +1,88 @@
+"""Small helpers for tests that create, resize and inspect pods on the real API server."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tests.cluster.rawapi import Json, RawApi, pod_path
+
+
+def pod_manifest(
+    name: str,
+    *,
+    node: str | None = None,
+    requests: dict[str, str] | None = None,
+    limits: dict[str, str] | None = None,
+    container: str = "app",
+    labels: dict[str, str] | None = None,
+    priority_class: str | None = None,
+    resize_policy: list[dict[str, str]] | None = None,
+) -> Json:
+    """A one-container pod; `node` binds it directly (no scheduler needed)."""
+    resources: Json = {}
+    if requests:
+        resources["requests"] = requests
+    if limits:
+        resources["limits"] = limits
+    spec: Json = {
+        "containers": [{"name": container, "image": "registry.k8s.io/pause:3.10", "resources": resources}],
+        "terminationGracePeriodSeconds": 30,
+    }
+    if resize_policy:
+        spec["containers"][0]["resizePolicy"] = resize_policy
+    if node:
+        spec["nodeName"] = node
+    if priority_class:
+        spec["priorityClassName"] = priority_class
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "labels": labels or {"app": name}},
+        "spec": spec,
+    }
+
+
+def create_pod(api: RawApi, namespace: str, manifest: Json) -> Json:
+    return dict(api.create(f"/api/v1/namespaces/{namespace}/pods", manifest))
+
+
+def get_pod(api: RawApi, namespace: str, name: str) -> Json:
+    return dict(api.get(pod_path(namespace, name)))
+
+
+def resize(
+    api: RawApi,
+    namespace: str,
+    name: str,
+    *,
+    container: str = "app",
+    requests: dict[str, str] | None = None,
+    limits: dict[str, str] | None = None,
+) -> Json:
+    """PATCH pods/{name}/resize with a strategic merge patch of one container."""
+    resources: Json = {}
+    if requests:
+        resources["requests"] = requests
+    if limits:
+        resources["limits"] = limits
+    body = {"spec": {"containers": [{"name": container, "resources": resources}]}}
+    return dict(api.patch(pod_path(namespace, name, "resize"), body))
+
+
+def condition(pod: Json, kind: str) -> Json | None:
+    """The pod condition of type `kind`, if present."""
+    return next((c for c in pod["status"].get("conditions") or [] if c["type"] == kind), None)
+
+
+def container_status(pod: Json, name: str = "app") -> Json:
+    statuses = pod["status"].get("containerStatuses") or []
+    return dict(next((s for s in statuses if s["name"] == name), {}))
+
+
+def applied_requests(pod: Json, name: str = "app") -> Any:
+    """status.containerStatuses[].resources.requests (what the kubelet applied)."""
+    return (container_status(pod, name).get("resources") or {}).get("requests")
+
+
+def allocated(pod: Json, name: str = "app") -> Any:
+    return container_status(pod, name).get("allocatedResources")

@@ -1,0 +1,125 @@
+"""VerticalPodAutoscalerCheckpoint export / import."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from recommender.vpa.checkpoint import format_time, parse_time
+from recommender.vpa.model import VpaModel
+from recommender.vpa.settings import ZERO_TIME
+
+DAY = 86400
+HOUR = 3600
+MIDNIGHT = 19675 * DAY  # 2023-11-14T00:00:00Z
+FIELDS = ("cpu_target", "cpu_lower", "cpu_upper", "memory_target", "memory_lower", "memory_upper")
+
+
+def busy_model() -> VpaModel:
+    rng = np.random.default_rng(5)
+    n_series, n = 4, 6000
+    model = VpaModel(np.array([0, 0, 1, 2]), n_aggregates=4)
+    series = np.repeat(np.arange(n_series - 1), n // 3)
+    times = MIDNIGHT + np.tile(np.arange(n // 3) * 300, 3)
+    cpu = rng.gamma(2.0, 0.25, n)
+    memory = rng.uniform(2e8, 6e8, n)
+    model.add_samples(series, times, cpu, memory)
+    return model
+
+
+def test_time_format_round_trip() -> None:
+    assert format_time(MIDNIGHT) == "2023-11-14T00:00:00Z"
+    assert parse_time("2023-11-14T00:00:00Z") == MIDNIGHT
+    assert format_time(ZERO_TIME) is None and parse_time(None) == ZERO_TIME
+
+
+def test_checkpoint_has_upstream_shape() -> None:
+    model = busy_model()
+    status = model.to_checkpoints(np.array([0]))[0]
+    assert status["version"] == "v3"
+    assert set(status) >= {
+        "cpuHistogram",
+        "memoryHistogram",
+        "firstSampleStart",
+        "lastSampleStart",
+        "totalSamplesCount",
+    }
+    cpu = status["cpuHistogram"]
+    assert max(cpu["bucketWeights"].values()) == 10000
+    assert all(isinstance(k, str) and isinstance(v, int) for k, v in cpu["bucketWeights"].items())
+    assert cpu["totalWeight"] == pytest.approx(model.cpu.total[0])
+    assert cpu["referenceTimestamp"] == format_time(int(model.cpu.reference[0]))
+    assert status["firstSampleStart"] == "2023-11-14T00:00:00Z"
+    assert status["totalSamplesCount"] == 4000
+    json.dumps(status)  # plain JSON types only
+
+
+def test_normalised_weights_round_to_nearest_and_drop_zeros() -> None:
+    model = VpaModel(np.array([0]))
+    low, mid, high = model.cpu_buckets.find(np.array([0.1, 0.5, 1.0]))
+    model.cpu.weights[0, [low, mid, high]] = [2.0, 0.000302, 0.0000498]
+    model.cpu.total[0] = 2.0003518
+    weights = model.to_checkpoints(np.array([0]))[0]["cpuHistogram"]["bucketWeights"]
+    assert weights == {str(low): 10000, str(mid): 2}  # 1.51 -> 2; 0.249 -> 0 dropped
+
+
+def test_empty_aggregate_writes_empty_histograms() -> None:
+    status = VpaModel(np.array([0])).to_checkpoints(np.array([0]))[0]
+    assert status["cpuHistogram"]["bucketWeights"] == {}
+    assert status["cpuHistogram"]["referenceTimestamp"] is None
+    assert status["firstSampleStart"] is None
+
+
+def test_round_trip_gives_the_same_recommendation() -> None:
+    model = busy_model()
+    statuses = model.to_checkpoints(np.arange(4))
+    restored = VpaModel(np.array([0, 0, 1, 2]), n_aggregates=4)
+    for aggregate, status in enumerate(json.loads(json.dumps(statuses))):
+        restored.load_checkpoint(aggregate, status)
+    got, want = restored.recommend(), model.recommend()
+    for field in (*FIELDS, "confidence"):
+        np.testing.assert_array_equal(getattr(got, field), getattr(want, field), err_msg=field)
+    np.testing.assert_array_equal(restored.cpu.reference, model.cpu.reference)
+    np.testing.assert_allclose(restored.cpu.total, model.cpu.total)
+
+
+def test_restored_model_keeps_learning_on_the_same_reference() -> None:
+    model = busy_model()
+    restored = VpaModel(np.array([0, 0, 1, 2]), n_aggregates=4)
+    restored.load_checkpoint(1, model.to_checkpoints(np.array([1]))[0])
+    later = MIDNIGHT + 8 * DAY  # after everything series 2 has seen
+    for m in (model, restored):
+        m.add_samples(np.array([2]), np.array([later]), np.array([3.0]), np.array([np.nan]))
+    assert restored.cpu.reference[1] == model.cpu.reference[1]
+    assert restored.cpu.total[1] == pytest.approx(model.cpu.total[1])
+
+
+def test_checkpoint_at_now_leaves_out_peaks_of_intervals_in_progress() -> None:
+    model = VpaModel(np.array([0]))
+    model.add_samples(
+        np.zeros(3, int),
+        np.array([MIDNIGHT, MIDNIGHT + DAY + HOUR, MIDNIGHT + DAY + 2 * HOUR]),
+        np.full(3, 0.5),
+        np.array([1e8, 4e8, 5e8]),
+    )
+    full = model.to_checkpoints(np.array([0]))[0]["memoryHistogram"]
+    now = MIDNIGHT + DAY + 3 * HOUR  # the second interval (ending +48 h) is in progress
+    written = model.to_checkpoints(np.array([0]), now=now)[0]
+    closed = str(int(model.memory_buckets.find(np.array([1e8]))[0]))
+    running = str(int(model.memory_buckets.find(np.array([5e8]))[0]))
+    assert set(full["bucketWeights"]) == {closed, running}
+    assert set(written["memoryHistogram"]["bucketWeights"]) == {closed}
+    assert written["lastUpdateTime"] == format_time(now)
+    assert model.memory.total[0] == pytest.approx(full["totalWeight"])  # live state untouched
+
+
+def test_load_rejects_other_versions_and_bad_buckets() -> None:
+    model = VpaModel(np.array([0]))
+    with pytest.raises(ValueError, match="version"):
+        model.load_checkpoint(0, {"version": "v2"})
+    with pytest.raises(ValueError, match="bucket"):
+        model.load_checkpoint(
+            0, {"version": "v3", "cpuHistogram": {"bucketWeights": {"176": 1}, "totalWeight": 1}}
+        )
