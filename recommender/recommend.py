@@ -12,7 +12,7 @@ from collections.abc import Callable
 import numpy as np
 import pandas as pd
 
-from recommender.data.arrays import KEY_COLUMNS
+from recommender.data.arrays import KEY_COLUMNS, factorize_rows
 from recommender.vpa.model import VpaModel
 from recommender.vpa.settings import VpaSettings
 
@@ -31,20 +31,9 @@ INGEST_CHUNK = 2_000_000
 ProgressCallback = Callable[[int, int], None]
 
 
-def _series_codes(usage: pd.DataFrame) -> tuple[np.ndarray, pd.DataFrame]:
-    keys = usage.loc[:, list(KEY_COLUMNS)].astype(str)
-    codes, uniques = pd.MultiIndex.from_frame(keys).factorize()
-    series = uniques.to_frame(index=False)
-    series.columns = list(KEY_COLUMNS)
-    return codes.astype(np.int64), series
-
-
 def aggregate_index(series: pd.DataFrame) -> tuple[np.ndarray, pd.DataFrame]:
     """Map each (pod, container) series to its (namespace, workload, container) aggregate."""
-    codes, uniques = pd.MultiIndex.from_frame(series.loc[:, list(AGGREGATE_COLUMNS)]).factorize()
-    aggregates = uniques.to_frame(index=False)
-    aggregates.columns = list(AGGREGATE_COLUMNS)
-    return codes.astype(np.int64), aggregates
+    return factorize_rows(series, AGGREGATE_COLUMNS)
 
 
 def containers_per_pod(aggregates: pd.DataFrame) -> np.ndarray:
@@ -61,20 +50,38 @@ def recommend_vpa(
 ) -> pd.DataFrame:
     """Upstream-VPA recommendations for a validated canonical usage frame."""
     settings = settings or VpaSettings()
-    codes, series = _series_codes(usage)
+    codes, series = factorize_rows(usage, KEY_COLUMNS)
     to_aggregate, aggregates = aggregate_index(series)
     model = VpaModel(to_aggregate, len(aggregates), settings)
     seconds = usage["timestamp"].astype("datetime64[s, UTC]").astype("int64").to_numpy()
-    cpu = usage["cpu"].to_numpy(dtype=np.float64)
-    memory = usage["memory"].to_numpy(dtype=np.float64)
-    total = len(usage)
-    for begin in range(0, total, INGEST_CHUNK):
-        end = min(begin + INGEST_CHUNK, total)
-        model.add_samples(codes[begin:end], seconds[begin:end], cpu[begin:end], memory[begin:end])
+    order = np.argsort(seconds, kind="stable")
+    seconds = seconds[order]
+    codes = codes[order]
+    cpu = usage["cpu"].to_numpy(dtype=np.float64)[order]
+    memory = usage["memory"].to_numpy(dtype=np.float64)[order]
+    ooms = _oom_arrays(events, series, usage)
+    # Upstream only accepts an OOM inside the series' current 24 h interval, so
+    # samples and OOMs are fed in time order, as the live recommender sees them.
+    cuts: np.ndarray | list[int] = (
+        np.searchsorted(seconds, ooms[1], side="right") if ooms is not None else []
+    )
+    total = len(seconds)
+    done = 0
+    boundaries = sorted({*range(INGEST_CHUNK, total, INGEST_CHUNK), *map(int, cuts), total})
+    oom_at = 0
+    for end in boundaries:
+        if end > done:
+            model.add_samples(codes[done:end], seconds[done:end], cpu[done:end], memory[done:end])
+            done = end
+        while ooms is not None and oom_at < len(cuts) and cuts[oom_at] <= done:
+            model.add_oom(
+                ooms[0][oom_at : oom_at + 1],
+                ooms[1][oom_at : oom_at + 1],
+                ooms[2][oom_at : oom_at + 1],
+            )
+            oom_at += 1
         if progress is not None:
-            progress(end, total)
-    if events is not None and not events.empty:
-        _add_ooms(model, events, series, usage)
+            progress(done, total)
     result = model.recommend(containers_per_pod(aggregates))
     frame = aggregates.copy()
     frame["cpu_target"] = result.cpu_target
@@ -86,26 +93,26 @@ def recommend_vpa(
     return frame
 
 
-def _add_ooms(
-    model: VpaModel, events: pd.DataFrame, series: pd.DataFrame, usage: pd.DataFrame
-) -> None:
-    """Feed OOM kills; the memory they carry counts as the request at the time."""
+def _oom_arrays(
+    events: pd.DataFrame | None, series: pd.DataFrame, usage: pd.DataFrame
+) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """OOM kills as (series index, UNIX seconds, memory) sorted by time.
+
+    Events match usage on (namespace, pod, container); the memory they carry
+    counts as the request at the time. Events of unknown series are ignored.
+    """
+    if events is None or events.empty:
+        return None
     ooms = events[events["reason"] == "OOMKilled"]
     if ooms.empty:
-        return
-    if "workload" not in ooms.columns:
-        pod_workload = usage.drop_duplicates(["namespace", "pod"]).set_index(["namespace", "pod"])
-        ooms = ooms.join(pod_workload["workload"], on=["namespace", "pod"])
-        ooms["workload"] = ooms["workload"].fillna(ooms["pod"])
-    lookup = pd.MultiIndex.from_frame(series.loc[:, list(KEY_COLUMNS)])
-    wanted = pd.MultiIndex.from_frame(ooms.loc[:, list(KEY_COLUMNS)].astype(str))
+        return None
+    lookup = pd.MultiIndex.from_frame(series.loc[:, ["namespace", "pod", "container"]])
+    wanted = pd.MultiIndex.from_frame(ooms.loc[:, ["namespace", "pod", "container"]].astype(str))
     index = lookup.get_indexer(wanted)
     known = index >= 0
     if not known.any():
-        return
-    seconds = ooms["timestamp"].astype("datetime64[s, UTC]").astype("int64").to_numpy()
-    model.add_oom(
-        index[known].astype(np.int64),
-        seconds[known],
-        ooms["memory"].to_numpy(dtype=np.float64)[known],
-    )
+        return None
+    seconds = ooms["timestamp"].astype("datetime64[s, UTC]").astype("int64").to_numpy()[known]
+    memory = ooms["memory"].to_numpy(dtype=np.float64)[known]
+    order = np.argsort(seconds, kind="stable")
+    return index[known].astype(np.int64)[order], seconds[order], memory[order]

@@ -35,7 +35,8 @@ def parse_duration(text: str) -> timedelta:
         position = match.end()
     if position != len(cleaned) or position == 0:
         raise DurationError(
-            f"invalid duration {text!r}: use a number with a unit (ms, s, m, h, d, w), e.g. 6h or 1h30m"
+            f"invalid duration {text!r}: use a number with a unit (ms, s, m, h, d, w),"
+            " e.g. 6h or 1h30m"
         )
     return timedelta(seconds=total)
 

@@ -85,12 +85,22 @@ def grouped_quantile(groups: np.ndarray, values: np.ndarray, q: float, size: int
     counts = np.bincount(groups, minlength=size)
     starts = np.concatenate(([0], np.cumsum(counts)[:-1]))
     filled = counts > 0
-    position = starts[filled] + q * (counts[filled] - 1)
-    low = np.floor(position).astype(np.int64)
+    rank = q * (counts[filled] - 1)  # within the group: independent of where it sits
+    below = np.floor(rank)
+    fraction = rank - below
+    low = starts[filled] + below.astype(np.int64)
     high = np.minimum(low + 1, starts[filled] + counts[filled] - 1)
-    fraction = position - low
     out[filled] = ordered[low] * (1 - fraction) + ordered[high] * fraction
     return out
+
+
+def _per_row(values: np.ndarray) -> np.ndarray:
+    """Sum each container's windows: (windows, n) -> (n,).
+
+    Summed as contiguous rows, so a container's total is bit-identical however
+    many other containers its block holds (engines and block sizes agree exactly).
+    """
+    return np.ascontiguousarray(np.asarray(values, dtype=np.float64).T).sum(axis=1)
 
 
 def block_metrics(block: ReplayBlock, trajectory: Trajectory) -> BlockMetrics:
@@ -108,18 +118,19 @@ def block_metrics(block: ReplayBlock, trajectory: Trajectory) -> BlockMetrics:
     mem_request = np.where(mem_ok, trajectory.memory, 0.0)
     mem_used = np.where(mem_ok, peak, 0.0)
     hours = step / HOUR
+    evaluated_windows = evaluated.sum(axis=0)
     sums = {
         "row": block.rows,
-        "evaluated_windows": evaluated.sum(axis=0),
-        "container_days": evaluated.sum(axis=0) * step / DAY,
+        "evaluated_windows": evaluated_windows,
+        "container_days": evaluated_windows * step / DAY,
         "cpu_windows": cpu_ok.sum(axis=0),
         "cpu_shortfall_windows": (cpu_ok & (cpu_used > cpu_request)).sum(axis=0),
-        "cpu_slack_core_hours": np.maximum(cpu_request - cpu_used, 0).sum(axis=0) * hours,
-        "cpu_core_hours_requested": cpu_request.sum(axis=0) * hours,
-        "cpu_core_hours_used": cpu_used.sum(axis=0) * hours,
+        "cpu_slack_core_hours": _per_row(np.maximum(cpu_request - cpu_used, 0)) * hours,
+        "cpu_core_hours_requested": _per_row(cpu_request) * hours,
+        "cpu_core_hours_used": _per_row(cpu_used) * hours,
         "memory_windows": mem_ok.sum(axis=0),
-        "memory_slack_gib_hours": np.maximum(mem_request - mem_used, 0).sum(axis=0) * hours / GIB,
-        "memory_gib_hours_requested": mem_request.sum(axis=0) * hours / GIB,
+        "memory_slack_gib_hours": _per_row(np.maximum(mem_request - mem_used, 0)) * hours / GIB,
+        "memory_gib_hours_requested": _per_row(mem_request) * hours / GIB,
         "ooms": (trajectory.oom & after).sum(axis=0),
         "changes": (trajectory.changed & after).sum(axis=0),
     }
@@ -143,7 +154,9 @@ def _container_days(
     group = np.arange(n)[None, :] * n_days + day
     size = n * n_days
     covered = np.bincount(group[evaluated], minlength=size)
-    changes = np.bincount(group[after], weights=trajectory.changed[after].astype(np.float64), minlength=size)
+    changes = np.bincount(
+        group[after], weights=trajectory.changed[after].astype(np.float64), minlength=size
+    )
     groups = group[mem_ok]
     peak_p95 = grouped_quantile(groups, block.usage.memory.T[mem_ok], 0.95, size)
     limit_mean = _ratio(
@@ -210,7 +223,7 @@ def per_container(sums: pd.DataFrame, days: pd.DataFrame) -> pd.DataFrame:
     frame = sums.copy()
     for name, values in metrics_from_sums(sums).items():
         frame[name] = values
-    rates = days.assign(rate=_ratio(days["changes"], days["evaluated_days"]))
+    rates = days.assign(rate=_ratio(days["changes"].to_numpy(), days["evaluated_days"].to_numpy()))
     grouped = rates.groupby("row")
     frame = frame.set_index("row")
     frame["changes_per_container_day_p50"] = grouped["rate"].median()

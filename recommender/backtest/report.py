@@ -27,7 +27,6 @@ from recommender.backtest.runner import replay_rows
 from recommender.backtest.settings import format_duration
 
 if TYPE_CHECKING:
-    from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
 COLOURS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2")
@@ -94,8 +93,15 @@ def _tradeoff_plot(result: BacktestResult) -> str:
             detail = result.per_container[result.per_container["strategy"] == name]
             axes.scatter(detail[slack], detail[risk], s=8, alpha=0.25, color=colour)
             fleet = result.summary[name]
-            axes.scatter([fleet[slack]], [fleet[risk]], s=90, color=colour, edgecolor="black",
-                         label=name, zorder=3)  # fmt: skip
+            axes.scatter(
+                [fleet[slack]],
+                [fleet[risk]],
+                s=90,
+                color=colour,
+                edgecolor="black",
+                label=name,
+                zorder=3,
+            )
         axes.set_xlabel(slack.replace("_", " "))
         axes.set_ylabel(label)
         axes.set_yscale("symlog", linthresh=0.01)
@@ -133,17 +139,26 @@ def _container_plot(history: ReplayHistory, specs: Sequence[StrategySpec], row: 
         block, trajectory = replay_rows(history, spec, [row])
         hours = (np.arange(block.usage.n_windows) * block.usage.step) / 3600
         colour = COLOURS[index % len(COLOURS)]
-        cpu_axes.step(hours, trajectory.cpu[:, 0], where="post", color=colour, label=spec.name)
-        memory_axes.step(hours, trajectory.memory[:, 0] / GIB, where="post", color=colour)
+        line = {"lw": 0.7, "alpha": 0.6} if spec.name.startswith("oracle") else {"lw": 1.4}
+        cpu_axes.step(
+            hours, trajectory.cpu[:, 0], where="post", color=colour, label=spec.name, **line
+        )
+        memory_axes.step(hours, trajectory.memory[:, 0] / GIB, where="post", color=colour, **line)
         killed = np.flatnonzero(trajectory.oom[:, 0])
         if killed.size:
-            memory_axes.scatter(hours[killed], block.usage.memory[0, killed] / GIB, marker="x",
-                                color=colour, s=18, zorder=3)  # fmt: skip
+            memory_axes.scatter(
+                hours[killed],
+                block.usage.memory[0, killed] / GIB,
+                marker="x",
+                color=colour,
+                s=18,
+                zorder=3,
+            )
     if block is None:
         return ""
     hours = (np.arange(block.usage.n_windows) * block.usage.step) / 3600
-    cpu_axes.plot(hours, block.usage.cpu[0], color="black", lw=0.6, alpha=0.6, label="usage")
-    memory_axes.plot(hours, block.usage.memory[0] / GIB, color="black", lw=0.6, alpha=0.6)
+    cpu_axes.plot(hours, block.usage.cpu[0], color="black", lw=0.6, alpha=0.8, label="usage")
+    memory_axes.plot(hours, block.usage.memory[0] / GIB, color="black", lw=0.6, alpha=0.8)
     warm_up = block.evaluation_start[0] * block.usage.step / 3600
     for axes in (cpu_axes, memory_axes):
         axes.axvspan(0, warm_up, color="grey", alpha=0.12)

@@ -105,8 +105,11 @@ def assemble(
         summary[name] = summarize(sums, day_rows)
         detail = per_container(sums, day_rows)
         labels = keys.iloc[detail["row"].to_numpy()].reset_index(drop=True)
-        containers.append(pd.concat([pd.DataFrame({"strategy": name}, index=labels.index),
-                                     labels, detail], axis=1))  # fmt: skip
+        containers.append(
+            pd.concat(
+                [pd.DataFrame({"strategy": name}, index=labels.index), labels, detail], axis=1
+            )
+        )
         days.append(day_rows.assign(strategy=name))
     return BacktestResult(
         containers=int(evaluated.sum()),
@@ -123,7 +126,9 @@ def assemble(
     )
 
 
-def representative_rows(result: BacktestResult, history: ReplayHistory, count: int = 3) -> list:
+def representative_rows(
+    result: BacktestResult, history: ReplayHistory, count: int = 3
+) -> list[int]:
     """History rows worth plotting: the burstiest CPU, the most OOMs, the median footprint."""
     usage = history.usage
     evaluated = np.flatnonzero(history.evaluated)
@@ -135,7 +140,7 @@ def representative_rows(result: BacktestResult, history: ReplayHistory, count: i
         chosen.append(int(evaluated[np.nanargmax(np.where(np.isfinite(spread), spread, -1))]))
     ooms = result.per_container.groupby("row")["ooms"].sum()
     if not ooms.empty and ooms.max() > 0:
-        chosen.append(int(ooms.idxmax()))
+        chosen.append(int(ooms.index.to_numpy()[np.argmax(ooms.to_numpy())]))
     footprint = np.nanmean(usage.cpu[evaluated], axis=1)
     order = evaluated[np.argsort(footprint, kind="stable")]
     chosen.append(int(order[len(order) // 2]))

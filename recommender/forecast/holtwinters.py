@@ -57,10 +57,7 @@ class HoltWintersFit:
         `first_block_id` must be the block right after the last one fitted.
         """
         h = np.arange(1, steps + 1, dtype=np.float64)
-        if self.phi == 1.0:
-            damp = h
-        else:
-            damp = np.cumsum(self.phi**h)
+        damp = h if self.phi == 1.0 else np.cumsum(self.phi**h)
         ids = first_block_id + np.arange(steps, dtype=np.int64)
         slots = ids[None, :] % self.period[:, None]
         seasonal = np.take_along_axis(self.season, slots, axis=1)

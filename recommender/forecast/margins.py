@@ -1,54 +1,207 @@
-"""Conformal margins: how far above the forecast a request must sit.
+"""Conformal margins, calibrated on the update policy that will use them.
 
-The margin of a series is the (1 - target shortfall) quantile of its own recent
-one-step forecast errors, measured window by window against the forecast of the
-block each window fell in. Quantiles of past out-of-sample errors are what make
-the realised shortfall rate land near the target whatever the noise looks like
-(the split-conformal argument), without assuming any error distribution.
+A request is forecast + margin, and the strategy raises it mid-block after a
+shortfall. So the margin of a series is chosen by replaying that policy over the
+series' own recent past, out of sample (each block against its one-step
+forecast): among candidate margins (quantiles of the past errors), the smallest
+whose replay keeps the shortfall rate at or below the target and needs no more
+mid-block reactions per day than the reserve of changes allows. With the
+reactions left out this is the split-conformal quantile; with them in, a job
+that starts mid-block costs one window of shortfall instead of a margin that
+would cover its start all day long.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 MIN_ERRORS = 12  # fewer past errors than this and a series has no margin of its own
+CANDIDATE_LEVELS = (0.5, 0.7, 0.8, 0.9, 0.93, 0.95, 0.97, 0.98, 0.99, 0.995, 0.999, 1.0)
 
 
-def upper_quantile(values: np.ndarray, level: float) -> tuple[np.ndarray, np.ndarray]:
-    """The `level` quantile of each row ignoring NaN, and how many values it came from.
+@dataclass(frozen=True)
+class ReactionRule:
+    """The mid-block reaction the margin is calibrated with."""
 
-    Uses a partition rather than a sort (the rows can be thousands of windows long)
-    and the "higher" rule, so the result is always an observed value: a margin
-    is never interpolated below an error that really happened.
+    after_windows: int  # consecutive windows clearly above the request before raising
+    margin: float  # the raise goes to the last usage * (1 + margin)
+    per_day: float  # reactions per day the policy can afford
+    min_fraction: float  # "clearly above": by more than this share of the series' peak
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """Per-series, per-level-bin margins and what their replay over the past achieved.
+
+    Arrays are (series, bins); bin k holds blocks whose forecast, relative to the
+    series' recent peak, falls in [LEVEL_EDGES[k], LEVEL_EDGES[k + 1]).
     """
-    n, length = values.shape
-    valid = ~np.isnan(values)
-    count = valid.sum(axis=1)
-    if length == 0:
-        return np.full(n, np.nan), count
-    filled = np.where(valid, values, -np.inf)
-    # rank from the top: the k-th largest, k = count - ceil(level * (count - 1))
-    rank_low = np.ceil(level * np.maximum(count - 1, 0)).astype(np.int64)
-    from_top = count - 1 - rank_low  # 0 = the largest
-    position = np.clip(length - 1 - from_top, 0, length - 1)
-    result = np.full(n, np.nan)
-    for kth in np.unique(position[count > 0]):
-        rows = np.flatnonzero((position == kth) & (count > 0))
-        result[rows] = np.partition(filled[rows], kth, axis=1)[:, kth]
-    return result, count
+
+    margin: np.ndarray  # cores above the forecast; NaN = too little history
+    shortfall_rate: np.ndarray  # replayed shortfall rate at that margin
+    reactions_per_day: np.ndarray  # replayed mid-block raises per day
+    errors: np.ndarray  # past errors behind each margin
+    level: np.ndarray  # quantile level of the chosen candidate
+    scale: np.ndarray  # (series,) the recent peak the bins are relative to
+
+    def margin_for(self, forecast: np.ndarray) -> np.ndarray:
+        """The margin for blocks with these forecasts: (series, blocks) like `forecast`."""
+        bins = level_bins(forecast, self.scale)
+        return np.take_along_axis(self.margin, bins, axis=1)
 
 
-def window_errors(
-    windows: np.ndarray, block_forecast: np.ndarray, block_of_window: np.ndarray
-) -> np.ndarray:
-    """Error of every sample window against its block's one-step forecast: (series, windows)."""
-    return windows - block_forecast[:, block_of_window]
+LEVEL_EDGES = (0.0, 0.2, 0.6)
+MIN_BIN_ERRORS = 120  # below this a bin borrows the most cautious margin of the series
 
 
-def conformal_margin(
-    errors: np.ndarray, target_shortfall: float, recent_windows: int
+def level_bins(forecast: np.ndarray, scale: np.ndarray) -> np.ndarray:
+    """Bin index of each forecast relative to its series' scale: same shape, int64."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        relative = np.nan_to_num(forecast / scale[:, None], nan=0.0, posinf=1.0)
+    return np.clip(np.searchsorted(LEVEL_EDGES, relative, side="right") - 1, 0, None)
+
+
+def error_quantiles(errors: np.ndarray, levels: tuple[float, ...]) -> tuple[np.ndarray, np.ndarray]:
+    """Quantiles ("higher" rule: always an observed error) of each row: (series, levels)."""
+    n, length = errors.shape
+    ordered = np.sort(np.where(np.isnan(errors), np.inf, errors), axis=1)
+    count = np.sum(~np.isnan(errors), axis=1)
+    rank = np.ceil(np.asarray(levels)[None, :] * np.maximum(count - 1, 0)[:, None]).astype(np.int64)
+    rank = np.clip(rank, 0, max(length - 1, 0))
+    picked = np.take_along_axis(ordered, rank, axis=1) if length else np.full((n, len(levels)), 0.0)
+    return np.where(count[:, None] > 0, picked, np.nan), count
+
+
+def replay_margins(
+    usage: np.ndarray,
+    forecast: np.ndarray,
+    margins: np.ndarray,
+    rule: ReactionRule,
+    scale: np.ndarray,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Margin per series from its last `recent_windows` errors, and the error count used."""
-    recent = errors[:, -recent_windows:] if recent_windows < errors.shape[1] else errors
-    margin, count = upper_quantile(recent, 1.0 - target_shortfall)
-    return np.where(count >= MIN_ERRORS, margin, np.nan), count
+    """Replay request = forecast + margin with mid-block reactions.
+
+    usage: (series, blocks, windows per block); forecast: (series, blocks);
+    margins: (series, candidates, blocks); scale: (series,) peak usage. Returns
+    shortfall windows and reactions per block, both (series, candidates, blocks).
+    """
+    request = forecast[:, None, :] + margins
+    clearly = (rule.min_fraction * scale)[:, None, None]
+    shortfalls = np.zeros(margins.shape)
+    reactions = np.zeros(margins.shape)
+    run = np.zeros(request.shape)
+    for position in range(usage.shape[2]):
+        used = usage[:, None, :, position]
+        seen = ~np.isnan(used)
+        short = seen & (used > request)
+        shortfalls += short
+        run = np.where(short & (used > request + clearly), run + 1, np.where(seen, 0, run))
+        react = run >= rule.after_windows
+        if react.any():
+            raised = np.where(react, np.maximum(request, used * (1.0 + rule.margin)), request)
+            reactions += react & (raised > request)
+            request = raised
+            run = np.where(react, 0, run)
+    return shortfalls, reactions
+
+
+def _best_levels(
+    candidates: np.ndarray,
+    shortfalls: np.ndarray,
+    per_day: np.ndarray,
+    bin_windows: np.ndarray,
+    allowed_shortfalls: np.ndarray,
+    budget: float,
+) -> np.ndarray:
+    """Candidate index per bin: the cheapest combination meeting both per-series limits.
+
+    candidates, shortfalls (replayed shortfall windows), per_day (replayed
+    reactions per day): (series, bins, levels). Every combination of one
+    candidate per bin is scored (shortfalls, reactions and margin cost add up
+    over bins); the cheapest within the shortfall allowance and the reaction
+    budget wins, else the one exceeding them least. Spending a series' shortfall
+    allowance where it saves most margin is what a per-series target allows and
+    a per-bin target would forbid.
+    """
+    n, n_bins, levels = candidates.shape
+    cost = candidates * bin_windows[:, :, None]
+    allowed = np.maximum(allowed_shortfalls, 1e-9)
+    total_cost = np.zeros((n, 1))
+    total_short = np.zeros((n, 1))
+    total_react = np.zeros((n, 1))
+    for k in range(n_bins):
+        total_cost = (total_cost[:, :, None] + cost[:, k, None, :]).reshape(n, -1)
+        total_short = (total_short[:, :, None] + shortfalls[:, k, None, :]).reshape(n, -1)
+        total_react = (total_react[:, :, None] + per_day[:, k, None, :]).reshape(n, -1)
+    excess = np.maximum(total_short - allowed[:, None], 0) / allowed[:, None]
+    excess += np.maximum(total_react - budget, 0) / max(budget, 1e-9)
+    scale = np.maximum(total_cost.max(axis=1, keepdims=True), 1e-12)
+    best = np.argmin(excess * 1e6 + total_cost / scale, axis=1)
+    return np.stack(np.unravel_index(best, (levels,) * n_bins), axis=1)
+
+
+def calibrate(
+    usage: np.ndarray,
+    forecast: np.ndarray,
+    target_shortfall: float,
+    rule: ReactionRule,
+    blocks_per_day: float,
+) -> Calibration:
+    """Choose each series' margin per level bin by replaying candidates over its past.
+
+    usage: (series, blocks, windows per block) recent usage on the block grid;
+    forecast: (series, blocks) the one-step forecast of each of those blocks
+    (NaN where none existed yet). Within a bin, the smallest candidate (a
+    quantile of that bin's errors) whose replay meets both the shortfall target
+    and the reaction budget wins (Mondrian conformal: coverage per bin).
+    """
+    n = usage.shape[0]
+    usable = np.where(np.isnan(forecast)[:, :, None], np.nan, usage)
+    with np.errstate(invalid="ignore"):
+        scale = np.nanmax(np.where(np.isnan(usable), -np.inf, usable).reshape(n, -1), axis=1)
+    scale = np.where(np.isfinite(scale) & (scale > 0), scale, 1.0)
+    bins = level_bins(forecast, scale)
+    n_bins = len(LEVEL_EDGES)
+    levels = len(CANDIDATE_LEVELS)
+    errors = usable - forecast[:, :, None]
+    candidates = np.full((n, n_bins, levels), np.nan)
+    count = np.zeros((n, n_bins), dtype=np.int64)
+    for k in range(n_bins):
+        in_bin = np.where((bins == k)[:, :, None], errors, np.nan).reshape(n, -1)
+        candidates[:, k], count[:, k] = error_quantiles(in_bin, CANDIDATE_LEVELS)
+    candidates = np.maximum(np.nan_to_num(candidates), 0.0)
+    per_block_margin = np.take_along_axis(candidates, bins[:, :, None], axis=1)  # (n, B, L)
+    shortfalls, reactions = replay_margins(
+        usable, np.nan_to_num(forecast), per_block_margin.transpose(0, 2, 1), rule, scale
+    )
+    windows = np.sum(~np.isnan(usable), axis=2)  # (n, B)
+    short_count = np.zeros((n, n_bins, levels))
+    per_day = np.zeros((n, n_bins, levels))
+    bin_windows = np.zeros((n, n_bins))
+    days = np.maximum(np.sum(windows > 0, axis=1), 1) / blocks_per_day
+    for k in range(n_bins):
+        mask = (bins == k)[:, None, :]
+        bin_windows[:, k] = np.sum(np.where(bins == k, windows, 0), axis=1)
+        short_count[:, k] = np.sum(shortfalls * mask, axis=2)
+        per_day[:, k] = np.sum(reactions * mask, axis=2) / days[:, None]
+    allowed = target_shortfall * bin_windows.sum(axis=1)
+    choice = _best_levels(candidates, short_count, per_day, bin_windows, allowed, rule.per_day)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        rate = short_count / bin_windows[:, :, None]
+    pick = choice[:, :, None]
+    margin = np.take_along_axis(candidates, pick, axis=2)[:, :, 0]
+    enough = count >= MIN_BIN_ERRORS
+    cautious = np.max(np.where(enough, margin, -np.inf), axis=1, keepdims=True)
+    margin = np.where(enough, margin, cautious)
+    margin = np.where(np.isfinite(margin), margin, np.nan)
+    margin[count.sum(axis=1) < MIN_ERRORS] = np.nan
+    return Calibration(
+        margin=margin,
+        shortfall_rate=np.take_along_axis(rate, pick, axis=2)[:, :, 0],
+        reactions_per_day=np.take_along_axis(per_day, pick, axis=2)[:, :, 0],
+        errors=count,
+        level=np.asarray(CANDIDATE_LEVELS)[choice],
+        scale=scale,
+    )

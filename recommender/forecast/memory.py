@@ -31,7 +31,9 @@ class OomHistory:
 
     @classmethod
     def empty(cls, n: int) -> OomHistory:
-        return cls(np.zeros(n), np.full(n, -np.inf), np.zeros(n, dtype=np.int64), np.full(n, np.nan))
+        return cls(
+            np.zeros(n), np.full(n, -np.inf), np.zeros(n, dtype=np.int64), np.full(n, np.nan)
+        )
 
     def record(
         self, rows: np.ndarray, seconds: np.ndarray, memory: np.ndarray, settings: ForecastSettings

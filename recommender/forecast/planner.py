@@ -17,9 +17,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from recommender.data.arrays import UsageArrays
-from recommender.forecast.blocks import block_mean, layout_for
+from recommender.forecast.blocks import as_blocks, layout_for
 from recommender.forecast.holtwinters import HoltWintersFit, SmoothingParams, fit
-from recommender.forecast.margins import conformal_margin, upper_quantile, window_errors
+from recommender.forecast.margins import Calibration, ReactionRule, calibrate, error_quantiles
 from recommender.forecast.memory import OomHistory, memory_level, recent_peak
 from recommender.forecast.settings import DAY, HOUR, ForecastSettings
 from recommender.forecast.shape import ShapeReport, detect_shape
@@ -38,8 +38,9 @@ class Plan:
     cpu_forecast: np.ndarray  # forecast mean usage per block, cores
     cpu_required: np.ndarray  # request covering the forecast at the target shortfall
     memory_required: np.ndarray  # memory request (= limit), bytes; NaN = no memory data
-    cpu_margin: np.ndarray  # (series,) cores added to the forecast
-    margin_errors: np.ndarray  # (series,) past errors the margin came from (0 = fallback)
+    cpu_margin: np.ndarray  # (series, horizon) cores added to the forecast (NaN = fallback)
+    calibration: Calibration
+    model: np.ndarray  # (series,) "holt-winters" or "persistence"
     alpha: np.ndarray  # (series,) level smoothing in use
     shape: ShapeReport
     memory_peak: np.ndarray  # (series,) peak over the memory look-back, bytes
@@ -56,9 +57,30 @@ class Plan:
 
 def _fallback_cpu(cpu: np.ndarray, settings: ForecastSettings) -> np.ndarray:
     """Without enough past errors: a high quantile of what was seen, plus headroom."""
-    level = 1.0 - settings.target_cpu_shortfall
-    seen, _ = upper_quantile(cpu, level)
-    return seen * (1.0 + settings.react_margin)
+    seen, _ = error_quantiles(cpu, (1.0 - settings.target_cpu_shortfall,))
+    return seen[:, 0] * (1.0 + settings.react_margin)
+
+
+def persistence_one_step(windows: np.ndarray, recent: int) -> np.ndarray:
+    """Forecast of each block = mean of the last `recent` windows before it.
+
+    windows: (series, blocks, windows per block). Returns (series, blocks), NaN
+    for the first block. Batch jobs switch state and stay there, so the latest
+    windows beat any smoothed level right after a switch.
+    """
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        tail = np.nanmean(windows[:, :, -recent:], axis=2)
+    out = np.full(tail.shape, np.nan)
+    out[:, 1:] = tail[:, :-1]
+    return out
+
+
+def _mean_abs_error(forecast: np.ndarray, actual: np.ndarray, last: int) -> np.ndarray:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        score = np.nanmean(np.abs(forecast[:, -last:] - actual[:, -last:]), axis=1)
+    return np.where(np.isnan(score), np.inf, score)
 
 
 def make_plan(
@@ -75,39 +97,54 @@ def make_plan(
     per_block = settings.windows_per_block(step)
     layout = layout_for(usage.start, step, usage.n_windows, per_block)
     period = layout.period
-    blocks = block_mean(usage.cpu, layout)
+    cpu_blocks = as_blocks(usage.cpu, layout)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        blocks = np.nanmean(cpu_blocks, axis=2)
     residual_windows = max(1, round(settings.residual_days * DAY / step))
+    residual_blocks = max(1, residual_windows // per_block)
     recent_cpu = usage.cpu[:, -residual_windows:]
     shape = detect_shape(recent_cpu, blocks, period, settings)
     params = SmoothingParams(
         settings.level_alphas, settings.trend_beta, settings.season_gamma, settings.trend_damping
     )
-    residual_blocks = max(1, residual_windows // per_block)
     hw: HoltWintersFit = fit(blocks, layout.block_ids, shape.period, params, residual_blocks)
-    errors = window_errors(usage.cpu, hw.one_step, layout.block_of_window())
-    margin, count = conformal_margin(errors, settings.target_cpu_shortfall, residual_windows)
     first_block = math.ceil(now / period)
     horizon = settings.blocks_per(settings.horizon_seconds)
-    forecast = np.maximum(hw.forecast(first_block, horizon), 0.0)
-    use_margin = np.where(
-        shape.batch & (settings.batch_cpu_sizing == "mean"), 0.0, np.maximum(margin, 0.0)
+    persist = persistence_one_step(cpu_blocks, settings.persistence_windows)
+    use_persist = _mean_abs_error(persist, blocks, residual_blocks) < _mean_abs_error(
+        hw.one_step, blocks, residual_blocks
     )
-    required = forecast + use_margin[:, None]
-    fallback = _fallback_cpu(recent_cpu, settings)
-    required = np.where(np.isnan(margin)[:, None], fallback[:, None], required)
-    required = np.maximum(required, settings.min_cpu_cores)
+    one_step = np.where(use_persist[:, None], persist, hw.one_step)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
-        no_cpu = np.all(np.isnan(usage.cpu), axis=1)
+        latest = np.nanmean(usage.cpu[:, -settings.persistence_windows :], axis=1)
+    forecast = np.where(use_persist[:, None], latest[:, None], hw.forecast(first_block, horizon))
+    forecast = np.maximum(forecast, 0.0)
+    rule = ReactionRule(
+        settings.react_after_windows,
+        settings.react_margin,
+        float(settings.reserved_changes),
+        settings.react_min_fraction,
+    )
+    calibration = calibrate(
+        cpu_blocks[:, -residual_blocks:],
+        one_step[:, -residual_blocks:],
+        settings.target_cpu_shortfall,
+        rule,
+        DAY / period,
+    )
+    margin = calibration.margin_for(forecast)
+    mean_sized = shape.batch & (settings.batch_cpu_sizing == "mean")
+    use_margin = np.where(mean_sized[:, None], 0.0, np.maximum(margin, 0.0))
+    required = forecast + use_margin
+    fallback = _fallback_cpu(recent_cpu, settings)
+    required = np.where(np.isnan(margin), fallback[:, None], required)
+    required = np.maximum(required, settings.min_cpu_cores)
+    no_cpu = np.all(np.isnan(usage.cpu), axis=1)
     required[no_cpu] = np.nan
     memory = memory_level(usage.memory, step, float(now), ooms, settings)
     memory_required = np.repeat(memory[:, None], horizon, axis=1)
-    starts = (first_block + np.arange(horizon)) * period
-    holding = ooms.floor[:, None] * (ooms.hold_until[:, None] > starts[None, :])
-    peak_part = recent_peak(usage.memory, max(1, round(settings.memory_peak_hours * HOUR / step)))
-    after_hold = np.fmax(peak_part * (1.0 + settings.memory_margin), settings.min_memory_bytes)
-    memory_required = np.where(holding > 0, np.fmax(after_hold[:, None], holding), memory_required)
-    memory_required = np.where(np.isnan(memory)[:, None], np.nan, memory_required)
     return Plan(
         first_block=first_block,
         period=period,
@@ -115,9 +152,12 @@ def make_plan(
         cpu_required=required,
         memory_required=memory_required,
         cpu_margin=np.where(np.isnan(margin), np.nan, use_margin),
-        margin_errors=np.where(np.isnan(margin), 0, count),
+        calibration=calibration,
+        model=np.where(use_persist, "persistence", "holt-winters"),
         alpha=hw.alpha,
         shape=shape,
-        memory_peak=peak_part,
+        memory_peak=recent_peak(
+            usage.memory, max(1, round(settings.memory_peak_hours * HOUR / step))
+        ),
         oom_floor=ooms.floor_at(float(now)),
     )

@@ -85,9 +85,7 @@ def build_schedule(
         may_decrease = recent < budget
         new_cpu = cpu_step(cpu, cpu_required[:, k:], settings, may_decrease)
         cpu_moves = ~np.isclose(new_cpu, cpu, equal_nan=True)
-        new_memory = memory_step(
-            memory, memory_required[:, k], settings, may_decrease, cpu_moves
-        )
+        new_memory = memory_step(memory, memory_required[:, k], settings, may_decrease, cpu_moves)
         moved = cpu_moves | ~np.isclose(new_memory, memory, equal_nan=True)
         changed[:, k] = moved & ~(np.isnan(cpu) & np.isnan(memory))
         cpu, memory = new_cpu, new_memory

@@ -42,6 +42,8 @@ class ForecastSettings:
     Forecast (Holt-Winters on block means; alphas are per block, gamma per cycle)
       level_alphas: candidate level smoothing values; each container uses the one
           with the smallest recent one-step error.
+      persistence_windows: the persistence forecast (mean of the last windows) that
+          competes with Holt-Winters, per series, on recent one-step error.
       trend_beta, trend_damping, season_gamma: the other smoothing parameters.
       season_threshold: autocorrelation at the cycle length above which a daily
           or weekly cycle counts as detected.
@@ -55,6 +57,9 @@ class ForecastSettings:
       react_after_windows: consecutive windows above the request before a
           mid-block increase.
       react_margin: headroom over the recent usage in such an increase.
+      react_min_fraction: a window counts towards a reaction only when its usage
+          exceeds the request by this share of the series' recent peak (noise
+          does not trigger resizes; a job starting does).
     Memory
       memory_margin: headroom over the recent peak.
       memory_peak_hours: how far back the peak the limit covers reaches.
@@ -77,6 +82,7 @@ class ForecastSettings:
     residual_days: float = 7.0
 
     level_alphas: tuple[float, ...] = (0.3, 0.6, 0.9)
+    persistence_windows: int = 3
     trend_beta: float = 0.02
     trend_damping: float = 0.9
     season_gamma: float = 0.2
@@ -89,6 +95,7 @@ class ForecastSettings:
     cover_blocks: int = 3
     react_after_windows: int = 1
     react_margin: float = 0.1
+    react_min_fraction: float = 0.1
 
     memory_margin: float = 0.1
     memory_peak_hours: float = 72.0
@@ -116,6 +123,7 @@ class ForecastSettings:
                 len(self.level_alphas) > 0 and all(0.0 < a <= 1.0 for a in self.level_alphas),
                 "level_alphas must be non-empty values in (0, 1]",
             ),
+            (self.persistence_windows >= 1, "persistence_windows must be at least 1"),
             (0.0 <= self.trend_beta <= 1.0, "trend_beta must be in [0, 1]"),
             (0.0 <= self.trend_damping <= 1.0, "trend_damping must be in [0, 1]"),
             (0.0 <= self.season_gamma <= 1.0, "season_gamma must be in [0, 1]"),
@@ -129,6 +137,7 @@ class ForecastSettings:
             (self.cover_blocks >= 1, "cover_blocks must be at least 1"),
             (self.react_after_windows >= 1, "react_after_windows must be at least 1"),
             (self.react_margin >= 0.0, "react_margin cannot be negative"),
+            (self.react_min_fraction >= 0.0, "react_min_fraction cannot be negative"),
             (self.memory_margin >= 0.0, "memory_margin cannot be negative"),
             (self.memory_peak_hours > 0.0, "memory_peak_hours must be positive"),
             (self.memory_decrease_hours >= 0.0, "memory_decrease_hours cannot be negative"),

@@ -143,7 +143,9 @@ def detect_shape(
         & (np.nan_to_num(weekly, nan=-1.0) >= threshold)
         & (np.nan_to_num(weekly, nan=-1.0) >= np.nan_to_num(daily) + settings.weekly_gain)
     )
-    period = np.where(has_weekly, week_blocks, np.where(has_daily & (day_blocks > 1), day_blocks, 1))
+    period = np.where(
+        has_weekly, week_blocks, np.where(has_daily & (day_blocks > 1), day_blocks, 1)
+    )
     burstiness, persistence, batch = _on_off(windows)
     return ShapeReport(
         period=period.astype(np.int64),

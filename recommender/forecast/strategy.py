@@ -68,7 +68,8 @@ class ForecastStrategy:
         may_plan = recent_changes < s.max_changes_per_day - s.reserved_changes
         may_react = recent_changes < s.max_changes_per_day
         cpu, memory = current.cpu.copy(), current.memory.copy()
-        short = self.last_cpu > current.cpu
+        clearly = 0.0 if self.plan is None else s.react_min_fraction * self.plan.calibration.scale
+        short = self.last_cpu > current.cpu + clearly
         self.short_run = np.where(short, self.short_run + 1, 0)
         at_boundary = int(now) % self.period == 0
         if at_boundary or self.plan is None:
@@ -96,7 +97,9 @@ class ForecastStrategy:
         self._record_changes(np.flatnonzero(counted), now)
         return Requests(cpu, memory, memory.copy())
 
-    def _react_cpu(self, cpu: np.ndarray, required: np.ndarray, may_react: np.ndarray) -> np.ndarray:
+    def _react_cpu(
+        self, cpu: np.ndarray, required: np.ndarray, may_react: np.ndarray
+    ) -> np.ndarray:
         """Raise CPU after `react_after_windows` windows in a row above the request."""
         s = self.settings
         react = (self.short_run >= s.react_after_windows) & may_react

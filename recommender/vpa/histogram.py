@@ -169,12 +169,12 @@ class DecayingHistograms:
         n_buckets = self.weights.shape[1]
         flat = rows * n_buckets + buckets
         flat_weights = self.weights.reshape(-1)
-        if rows.size < 4096:
+        low, high = int(flat.min()), int(flat.max()) + 1
+        if high - low > 16 * rows.size:  # sparse: scattered adds beat a dense pass
             np.add.at(flat_weights, flat, weights)
             np.add.at(self.total, rows, weights)
             return
         # Dense sums over just the span of cells this batch touches.
-        low, high = int(flat.min()), int(flat.max()) + 1
         flat_weights[low:high] += np.bincount(flat - low, weights=weights, minlength=high - low)
         low_row, high_row = low // n_buckets, (high - 1) // n_buckets + 1
         self.total[low_row:high_row] += np.bincount(
@@ -186,8 +186,7 @@ class DecayingHistograms:
         if rows.size == 0:
             return
         n_buckets = self.weights.shape[1]
-        flat = np.unique(rows * n_buckets + buckets, return_inverse=True)
-        cells, inverse = flat
+        cells, inverse = np.unique(rows * n_buckets + buckets, return_inverse=True)
         amount = np.bincount(inverse, weights=weights, minlength=cells.size)
         flat_weights = self.weights.reshape(-1)
         held = flat_weights[cells]

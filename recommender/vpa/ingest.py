@@ -1,11 +1,9 @@
-"""Vectorised per-series bookkeeping of a batch of samples.
+"""Grouping a batch by series and upstream's "drop out-of-order samples" rule.
 
 Upstream feeds samples one by one into per-container state machines. Here a
-batch is first grouped by series (keeping each series' own order) and the state
-machines are replayed in closed form: "newer than everything seen before" is a
-segmented running maximum, and the memory-peak intervals of a series are a grid
-anchored at its current interval end, so each (series, interval) group reduces
-to one peak.
+batch is grouped by series (keeping each series' own order) and the ordering
+rule, "newer than everything the series saw before", becomes a running maximum
+restarted at every series.
 """
 
 from __future__ import annotations
@@ -108,60 +106,3 @@ def accept_in_order(
     before = np.maximum(before, offset + floor_value[row_segment])
     newer = key > before if strict else key >= before
     return present & newer
-
-
-@dataclass(frozen=True)
-class PeakGroups:
-    """One entry per (series, memory interval) touched by a batch."""
-
-    series: np.ndarray  # int64
-    window_end: np.ndarray  # int64, end of the interval (the peak's timestamp)
-    opens: np.ndarray  # bool, True: a new interval (False: continues the current one)
-    first_value: np.ndarray  # float64, first sample of the group
-    peak: np.ndarray  # float64, largest sample of the group
-    last_of_series: np.ndarray  # bool, the series' final group in this batch
-
-
-def memory_peak_groups(
-    series: np.ndarray,
-    times: np.ndarray,
-    values: np.ndarray,
-    window_end: np.ndarray,
-    fresh: np.ndarray,
-    interval: int,
-) -> PeakGroups:
-    """Split accepted memory samples (grouped by series, times non-decreasing) by interval.
-
-    window_end / fresh are per-series state: the current interval's end and
-    whether the series has never had a memory sample. A fresh series' first
-    sample opens an interval ending `interval` after it; later samples at or past
-    the end move it forward by whole intervals.
-    """
-    segments = Segments.of(series)
-    n = series.shape[0]
-    row_segment = segments.segment_of_rows(n)
-    seg_series = segments.series
-    anchor = np.where(fresh[seg_series], times[segments.starts] + interval, window_end[seg_series])
-    row_anchor = anchor[row_segment]
-    late = times >= row_anchor
-    index = np.where(late, (times - row_anchor) // interval + 1, 0)
-    boundary = np.empty(n, dtype=bool)
-    if n:
-        boundary[0] = True
-        np.not_equal(index[1:], index[:-1], out=boundary[1:])
-    boundary[segments.starts] = True
-    starts = np.flatnonzero(boundary)
-    group_series = series[starts].astype(np.int64)
-    group_index = index[starts]
-    last_of_series = np.zeros(starts.size, dtype=bool)
-    if starts.size:
-        last_of_series[:-1] = group_series[1:] != group_series[:-1]
-        last_of_series[-1] = True
-    return PeakGroups(
-        series=group_series,
-        window_end=anchor[row_segment[starts]] + group_index * interval,
-        opens=(group_index > 0) | fresh[group_series],
-        first_value=values[starts],
-        peak=np.maximum.reduceat(values, starts) if n else values[:0],
-        last_of_series=last_of_series,
-    )

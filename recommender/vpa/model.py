@@ -23,7 +23,8 @@ from recommender.vpa.estimators import (
     to_amount,
 )
 from recommender.vpa.histogram import DecayingHistograms, percentile_values
-from recommender.vpa.ingest import Segments, accept_in_order, group_by_series, memory_peak_groups
+from recommender.vpa.ingest import Segments, accept_in_order, group_by_series
+from recommender.vpa.peaks import MemoryPeaks, PeakChanges
 from recommender.vpa.settings import ZERO_TIME, VpaSettings
 
 __all__ = ["VpaModel", "VpaRecommendation"]
@@ -82,10 +83,9 @@ class VpaModel:
         self.sample_count = np.zeros(a, dtype=np.int64)
         # Per series.
         self.last_cpu_time = np.full(s, ZERO_TIME, dtype=np.int64)
-        self.last_memory_time = np.full(s, ZERO_TIME, dtype=np.int64)
-        self.window_end = np.full(s, ZERO_TIME, dtype=np.int64)
-        self.memory_peak = np.zeros(s)
-        self.oom_peak = np.zeros(s)
+        self.peaks = MemoryPeaks(
+            s, settings.memory_interval, settings.oom_min_bump, settings.oom_bump_ratio
+        )
 
     @property
     def n_series(self) -> int:
@@ -163,7 +163,7 @@ class VpaModel:
         )
         for round_index in range(int(rank.max()) + 1):
             pick = rank == round_index
-            self._apply_oom(series[pick], t[pick], request[pick])
+            self._change_memory(self.peaks.record_oom(series[pick], t[pick], request[pick]))
 
     def _ingest(self, series: np.ndarray, t: np.ndarray, cpu: np.ndarray, memory: np.ndarray):
         if self.settings.quantize_usage:
@@ -172,9 +172,11 @@ class VpaModel:
             memory = np.ceil(memory)
         segments = Segments.of(series)
         cpu_kept = accept_in_order(t, cpu >= 0, segments, self.last_cpu_time, strict=True)
-        memory_kept = accept_in_order(t, memory >= 0, segments, self.last_memory_time, strict=False)
+        memory_kept = accept_in_order(t, memory >= 0, segments, self.peaks.last_time, strict=False)
         self._add_cpu(*_kept_rows(cpu_kept, series, t, cpu))
-        self._add_memory(*_kept_rows(memory_kept, series, t, memory))
+        memory_rows = _kept_rows(memory_kept, series, t, memory)
+        if memory_rows[0].size:
+            self._change_memory(self.peaks.observe(*memory_rows))
 
     def _add_cpu(self, series: np.ndarray, t: np.ndarray, usage: np.ndarray) -> None:
         """Accepted CPU samples (millicores if quantised, else cores), grouped by series."""
@@ -203,81 +205,16 @@ class VpaModel:
         self.first_sample = np.where(earlier, first, self.first_sample)
         self.last_sample = np.maximum(self.last_sample, last)
 
-    def _add_memory(self, series: np.ndarray, t: np.ndarray, used: np.ndarray) -> None:
-        """Accepted memory samples, grouped by series with non-decreasing times."""
-        if series.size == 0:
-            return
-        segments = Segments.of(series)
-        self.last_memory_time[segments.series] = t[segments.ends(series.size)]
-        groups = memory_peak_groups(
-            series,
-            t,
-            used,
-            self.window_end,
-            self.window_end == ZERO_TIME,
-            self.settings.memory_interval,
-        )
-        held = np.maximum(self.memory_peak[groups.series], self.oom_peak[groups.series])
-        # Upstream only replaces a non-zero peak, and an interval opened at 0 stays 0.
-        replaces = ~groups.opens & (held != 0) & (groups.peak > held)
-        opening_peak = np.where(groups.first_value == 0, 0.0, groups.peak)
-        grows = groups.opens | replaces
-        self._change_memory(
-            removed=(groups.series[replaces], held[replaces], groups.window_end[replaces]),
-            added=(
-                groups.series[grows],
-                np.where(groups.opens, opening_peak, groups.peak)[grows],
-                groups.window_end[grows],
-            ),
-        )
-        self.memory_peak[groups.series[replaces]] = groups.peak[replaces]
-        last = groups.last_of_series
-        self.window_end[groups.series[last]] = groups.window_end[last]
-        reopened = last & groups.opens
-        self.memory_peak[groups.series[reopened]] = opening_peak[reopened]
-        self.oom_peak[groups.series[reopened]] = 0.0
-
-    def _apply_oom(self, series: np.ndarray, t: np.ndarray, request: np.ndarray) -> None:
-        """One OOM per series (upstream RecordOOM + addMemorySample(isOOM=True))."""
-        interval = self.settings.memory_interval
-        keep = t >= self.window_end[series] - interval
-        series, t, request = series[keep], t[keep], request[keep]
-        if series.size == 0:
-            return
-        request = to_amount(np.ceil(np.nan_to_num(request, nan=0.0)))
-        used = np.maximum(request, self.memory_peak[series])
-        needed = np.maximum(
-            used + to_amount(np.asarray(self.settings.oom_min_bump)),
-            to_amount(used * self.settings.oom_bump_ratio),
-        )
-        self.last_memory_time[series] = t
-        end = self.window_end[series]
-        end = np.where(end == ZERO_TIME, t, end)
-        inside = t < end
-        held = np.maximum(self.memory_peak[series], self.oom_peak[series])
-        replaces = inside & (held != 0) & (needed > held)
-        new_end = np.where(inside, end, end + (t - end) // interval * interval + interval)
-        grows = replaces | ~inside
-        self._change_memory(
-            removed=(series[replaces], held[replaces], end[replaces]),
-            added=(series[grows], needed[grows], new_end[grows]),
-        )
-        self.window_end[series] = new_end
-        self.memory_peak[series[~inside]] = 0.0
-        self.oom_peak[series[grows]] = needed[grows]
-
-    def _change_memory(
-        self,
-        removed: tuple[np.ndarray, np.ndarray, np.ndarray],
-        added: tuple[np.ndarray, np.ndarray, np.ndarray],
-    ) -> None:
-        """Subtract old peaks and add new ones, each (series, bytes, interval end)."""
-        removed_rows = self.series_to_aggregate[removed[0]]
-        added_rows = self.series_to_aggregate[added[0]]
+    def _change_memory(self, changes: PeakChanges) -> None:
+        """Apply peak changes of series to their aggregates' memory histograms."""
+        removed_series, removed_bytes, removed_times = changes.removed
+        added_series, added_bytes, added_times = changes.added
+        removed_rows = self.series_to_aggregate[removed_series]
+        added_rows = self.series_to_aggregate[added_series]
         rows = np.concatenate([removed_rows, added_rows])
         if rows.size == 0:
             return
-        times = np.concatenate([removed[2], added[2]])
+        times = np.concatenate([removed_times, added_times])
         first = np.full(self.n_aggregates, _FAR_FUTURE, dtype=np.int64)
         np.minimum.at(first, rows, times)
         last = np.full(self.n_aggregates, ZERO_TIME, dtype=np.int64)
@@ -286,13 +223,13 @@ class VpaModel:
         weight = self.settings.memory_peak_weight
         self.memory.subtract(
             removed_rows,
-            self.memory_buckets.find(removed[1]),
-            weight * self.memory.decay_factor(removed_rows, removed[2]),
+            self.memory_buckets.find(removed_bytes),
+            weight * self.memory.decay_factor(removed_rows, removed_times),
         )
         self.memory.add(
             added_rows,
-            self.memory_buckets.find(added[1]),
-            weight * self.memory.decay_factor(added_rows, added[2]),
+            self.memory_buckets.find(added_bytes),
+            weight * self.memory.decay_factor(added_rows, added_times),
         )
 
     # --- recommendation ---------------------------------------------------------------
@@ -386,17 +323,14 @@ class VpaModel:
         if now is not None and rows.size:
             position = np.full(self.n_aggregates, -1, dtype=np.int64)
             position[rows] = np.arange(rows.size)
-            series_position = position[self.series_to_aggregate]
-            running = np.flatnonzero(
-                (series_position >= 0) & (self.window_end != ZERO_TIME) & (self.window_end > now)
-            )
-            held = np.maximum(self.memory_peak[running], self.oom_peak[running])
-            target_rows = series_position[running]
+            series, held, ends = self.peaks.in_progress(now)
+            target = position[self.series_to_aggregate[series]]
+            wanted = target >= 0
             memory.subtract(
-                target_rows,
-                self.memory_buckets.find(held),
+                target[wanted],
+                self.memory_buckets.find(held[wanted]),
                 self.settings.memory_peak_weight
-                * memory.decay_factor(target_rows, self.window_end[running]),
+                * memory.decay_factor(target[wanted], ends[wanted]),
             )
         return status_dicts(
             self.cpu.select(rows),

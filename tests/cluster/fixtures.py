@@ -21,6 +21,7 @@ import contextlib
 import re
 import shutil
 import tempfile
+import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -102,7 +103,8 @@ def _kube_cluster_pool(request: pytest.FixtureRequest) -> Iterator[ClusterPool]:
         yield pool
     finally:
         pool.stop_all()
-        if request.session.testsfailed or pool.failures:
+        failed = request.session.testsfailed or pool.failures
+        if failed and any(root.iterdir()):
             request.config.stash.setdefault(_KEPT_LOGS, []).append(root)
         else:
             shutil.rmtree(root, ignore_errors=True)
@@ -174,8 +176,6 @@ def kube_namespace(kube_cluster: ControlPlane, request: pytest.FixtureRequest) -
 
 def namespace_name(test_name: str) -> str:
     """A valid, unique-enough namespace name derived from a test name."""
-    import uuid
-
     stem = re.sub(r"[^a-z0-9-]+", "-", test_name.lower()).strip("-")[:40].strip("-")
     return f"{stem or 't'}-{uuid.uuid4().hex[:6]}"
 

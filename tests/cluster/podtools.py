@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from tests.cluster.rawapi import Json, RawApi, pod_path
+from tests.cluster.waiting import wait_until
 
 
 def pod_manifest(
@@ -25,7 +27,9 @@ def pod_manifest(
     if limits:
         resources["limits"] = limits
     spec: Json = {
-        "containers": [{"name": container, "image": "registry.k8s.io/pause:3.10", "resources": resources}],
+        "containers": [
+            {"name": container, "image": "registry.k8s.io/pause:3.10", "resources": resources}
+        ],
         "terminationGracePeriodSeconds": 30,
     }
     if resize_policy:
@@ -86,3 +90,28 @@ def applied_requests(pod: Json, name: str = "app") -> Any:
 
 def allocated(pod: Json, name: str = "app") -> Any:
     return container_status(pod, name).get("allocatedResources")
+
+
+def wait_for_pod(
+    api: RawApi,
+    namespace: str,
+    name: str,
+    predicate: Callable[[Json], object],
+    *,
+    what: str,
+    timeout: float = 15.0,
+) -> Json:
+    """Poll the pod until `predicate(pod)` holds; returns that pod."""
+
+    def probe() -> Json | None:
+        pod = get_pod(api, namespace, name)
+        return pod if predicate(pod) else None
+
+    return wait_until(probe, timeout=timeout, what=f"{namespace}/{name}: {what}")
+
+
+def required_condition(pod: Json, kind: str) -> Json:
+    """The condition of type `kind`; fails the test when it is missing."""
+    found = condition(pod, kind)
+    assert found is not None, f"pod has no {kind} condition: {pod['status'].get('conditions')}"
+    return found

@@ -3,7 +3,7 @@
 Fixtures must stop exactly what they started, even when a test fails or the
 test run itself dies, so every process is tracked by PID, stopped with
 SIGTERM then SIGKILL, and (for test runs) tied to its parent with
-PR_SET_PDEATHSIG so a killed pytest does not leave an API server behind.
+PR_SET_PDEATHSIG (SIGKILL) so a killed pytest leaves no API server behind.
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -34,9 +35,9 @@ def free_port() -> int:
 
 
 def _die_with_parent() -> None:
-    """Runs in the child before exec: SIGTERM it when the parent thread exits."""
+    """Runs in the child before exec: SIGKILL it when the parent thread exits."""
     libc = ctypes.CDLL(None, use_errno=True)
-    libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+    libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
 
 
 def log_tail(path: Path, lines: int = 30) -> str:
@@ -99,14 +100,24 @@ class ManagedProcess:
         tie_to_parent=False leaves the process running after we exit (cluster-up).
         """
         self.log_file.parent.mkdir(parents=True, exist_ok=True)
+        argv = list(self.argv)
+        preexec = None
+        if tie_to_parent:
+            # setpriv (util-linux) sets the death signal and execs: same PID, and no
+            # Python code runs between fork and exec (unsafe with threads around).
+            setpriv = shutil.which("setpriv")
+            if setpriv:
+                argv = [setpriv, "--pdeathsig", "KILL", "--", *argv]
+            else:
+                preexec = _die_with_parent
         with self.log_file.open("ab") as log:
             self.popen = subprocess.Popen(
-                list(self.argv),
+                argv,
                 stdin=subprocess.DEVNULL,
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,
-                preexec_fn=_die_with_parent if tie_to_parent else None,
+                preexec_fn=preexec,
                 env=env,
             )
 

@@ -271,3 +271,31 @@ def test_a_pod_that_does_not_fit_is_rejected_on_admission() -> None:
     assert status["phase"] == "Failed"
     assert status["reason"] == "OutOfcpu"
     assert status["message"].startswith("Pod was rejected: Node didn't have enough resource: cpu")
+
+
+def test_init_containers_complete_and_sidecars_run_and_count() -> None:
+    engine = engine_with_node(cpu=2000)
+    pod = make_pod("with-sidecar", cpu="1")
+    pod["spec"]["initContainers"] = [
+        {"name": "setup", "image": "busybox", "resources": {"requests": {"cpu": "1900m"}}},
+        {
+            "name": "proxy",
+            "image": "envoy",
+            "restartPolicy": "Always",
+            "resources": {"requests": {"cpu": "500m", "memory": "64Mi"}},
+        },
+    ]
+    server = FakeServer(engine, pod)
+    server.sync()
+    inits = {s["name"]: s for s in server.pods["with-sidecar"]["status"]["initContainerStatuses"]}
+    assert inits["setup"]["state"]["terminated"]["reason"] == "Completed"
+    assert "running" in inits["proxy"]["state"]
+    assert inits["proxy"]["allocatedResources"] == {"cpu": "500m", "memory": "64Mi"}
+    # The sidecar's 500m counts beside the app container: 1 + 0.5 + 0.6 > 2 CPUs.
+    server.resize("with-sidecar", cpu="1600m")
+    server.sync()
+    pending = server.condition("with-sidecar", "PodResizePending")
+    assert pending is not None and pending["reason"] == "Infeasible"
+    assert pending["message"] == (
+        "Node didn't have enough capacity: cpu, requested: 2100, capacity: 2000"
+    )

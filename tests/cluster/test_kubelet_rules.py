@@ -17,8 +17,8 @@ Mi = 2**20
 NODE = rules.NodeLimits(allocatable=Resources(4000, 8192 * Mi), max_pods=110)
 
 
-def shape(*containers: tuple[int, int], **kwargs: object) -> rules.PodShape:
-    return rules.PodShape(tuple(Resources(c, m) for c, m in containers), **kwargs)  # type: ignore[arg-type]
+def shape(*containers: tuple[int, int], overhead: Resources = rules.NO_RESOURCES) -> rules.PodShape:
+    return rules.PodShape(tuple(Resources(c, m) for c, m in containers), overhead=overhead)
 
 
 @pytest.mark.parametrize(
@@ -65,8 +65,7 @@ def test_a_resize_above_the_node_allocatable_is_infeasible_with_the_kubelet_mess
 def test_memory_is_named_first_when_both_resources_exceed_the_node() -> None:
     decision = rules.decide_resize(shape((5000, 9000 * Mi)), [], NODE)
     assert decision.message == (
-        f"Node didn't have enough capacity: memory, requested: {9000 * Mi}, "
-        f"capacity: {8192 * Mi}"
+        f"Node didn't have enough capacity: memory, requested: {9000 * Mi}, capacity: {8192 * Mi}"
     )
 
 
@@ -93,7 +92,7 @@ def test_a_resize_that_exactly_fills_the_node_is_accepted() -> None:
 
 def test_the_pod_count_is_checked_before_cpu() -> None:
     tiny = rules.NodeLimits(Resources(1000, Mi * 100), max_pods=2)
-    decision = rules.decide_resize(shape((5000 // 10, Mi)), [Resources(900, 0)] * 2, tiny)
+    decision = rules.decide_resize(shape((500, Mi)), [Resources(900, 0)] * 2, tiny)
     assert decision.message == (
         "Node didn't have enough resource: pods, requested: 1, used: 2, capacity: 2"
     )

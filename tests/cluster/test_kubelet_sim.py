@@ -21,7 +21,9 @@ from tests.cluster.podtools import (
     create_pod,
     get_pod,
     pod_manifest,
+    required_condition,
     resize,
+    wait_for_pod,
 )
 from tests.cluster.rawapi import Json, RawApi, pod_path
 from tests.cluster.waiting import wait_until
@@ -39,9 +41,8 @@ def api(kube_cluster: ControlPlane) -> Iterator[RawApi]:
 def start_pod(api: RawApi, namespace: str, manifest: Json) -> Json:
     name = manifest["metadata"]["name"]
     create_pod(api, namespace, manifest)
-    return wait_until(
-        lambda: (pod := get_pod(api, namespace, name))["status"].get("phase") == "Running" and pod,
-        what=f"{name} Running",
+    return wait_for_pod(
+        api, namespace, name, lambda pod: pod["status"].get("phase") == "Running", what="Running"
     )
 
 
@@ -75,10 +76,11 @@ def test_the_kep_worked_sequence_on_an_api_server_without_the_1_36_validator(
         sim.hold_actuation(namespace, "kep")
 
         resize(api, namespace, "kep", requests={"cpu": "1500m"})
-        pod = wait_until(
-            lambda: (p := get_pod(api, namespace, "kep"))
-            and condition(p, "PodResizeInProgress")
-            and p,
+        pod = wait_for_pod(
+            api,
+            namespace,
+            "kep",
+            lambda p: condition(p, "PodResizeInProgress"),
             what="resize #1 in progress",
         )
         assert allocated(pod)["cpu"] == "1500m"
@@ -95,20 +97,22 @@ def test_the_kep_worked_sequence_on_an_api_server_without_the_1_36_validator(
         assert allocated(pod)["cpu"] == "1500m"
 
         sim.release_actuation(namespace, "kep")
-        pod = wait_until(
-            lambda: (p := get_pod(api, namespace, "kep"))
-            and applied_requests(p)["cpu"] == "1500m"
-            and p,
+        pod = wait_for_pod(
+            api,
+            namespace,
+            "kep",
+            lambda p: applied_requests(p)["cpu"] == "1500m",
             what="resize #1 applied",
         )
         assert condition(pod, "PodResizeInProgress") is None
-        assert condition(pod, "PodResizePending")["reason"] == "Deferred"  # type: ignore[index]
+        assert required_condition(pod, "PodResizePending")["reason"] == "Deferred"
 
         resize(api, namespace, "kep", requests={"cpu": "1600m"})
-        pod = wait_until(
-            lambda: (p := get_pod(api, namespace, "kep"))
-            and applied_requests(p)["cpu"] == "1600m"
-            and p,
+        pod = wait_for_pod(
+            api,
+            namespace,
+            "kep",
+            lambda p: applied_requests(p)["cpu"] == "1600m",
             what="resize #3 applied",
         )
         assert condition(pod, "PodResizePending") is None
@@ -189,12 +193,14 @@ def test_an_oom_kill_shows_in_the_pod_status(
         "leaky", node=node, requests={"cpu": "100m", "memory": "128Mi"}, limits={"memory": "256Mi"}
     )
     start_pod(api, kube_namespace, manifest)
-    status = wait_until(
-        lambda: (s := container_status(get_pod(api, kube_namespace, "leaky")))
-        and s.get("restartCount", 0) >= 1
-        and s,
+    pod = wait_for_pod(
+        api,
+        kube_namespace,
+        "leaky",
+        lambda p: container_status(p).get("restartCount", 0) >= 1,
         what="OOM kill",
     )
+    status = container_status(pod)
     terminated = status["lastState"]["terminated"]
     assert (terminated["reason"], terminated["exitCode"]) == ("OOMKilled", 137)
     assert "running" in status["state"]
@@ -211,12 +217,14 @@ def test_a_memory_limit_cut_below_usage_stays_in_progress_with_error(
     )
     start_pod(api, kube_namespace, manifest)
     resize(api, kube_namespace, "app", limits={"memory": "256Mi"})
-    error = wait_until(
-        lambda: (c := condition(get_pod(api, kube_namespace, "app"), "PodResizeInProgress"))
-        and c.get("reason") == "Error"
-        and c,
+    pod = wait_for_pod(
+        api,
+        kube_namespace,
+        "app",
+        lambda p: (condition(p, "PodResizeInProgress") or {}).get("reason") == "Error",
         what="resize Error",
     )
+    error = required_condition(pod, "PodResizeInProgress")
     assert error["message"] == (
         "cannot decrease memory limits: ["
         f"attempting to set pod memory limit ({256 * Mi}) below current usage ({300 * Mi}), "
@@ -224,10 +232,11 @@ def test_a_memory_limit_cut_below_usage_stays_in_progress_with_error(
         f"({300 * Mi})]"
     )
     kubelet_sim.set_usage(kube_namespace, "app", "app", UsageSeries.constant(0.1, 200 * Mi))
-    pod = wait_until(
-        lambda: (p := get_pod(api, kube_namespace, "app"))
-        and condition(p, "PodResizeInProgress") is None
-        and p,
+    pod = wait_for_pod(
+        api,
+        kube_namespace,
+        "app",
+        lambda p: condition(p, "PodResizeInProgress") is None,
         what="resize applied once usage fell",
     )
     assert container_status(pod)["resources"]["limits"]["memory"] == "256Mi"
@@ -243,14 +252,16 @@ def test_memory_pressure_evicts_the_greediest_pod(
     for name, request in (("greedy", "128Mi"), ("modest", "512Mi")):
         manifest = pod_manifest(name, node=node, requests={"cpu": "100m", "memory": request})
         create_pod(api, kube_namespace, manifest)
-    evicted = wait_until(
-        lambda: (p := get_pod(api, kube_namespace, "greedy"))["status"].get("reason") == "Evicted"
-        and p,
+    evicted = wait_for_pod(
+        api,
+        kube_namespace,
+        "greedy",
+        lambda p: p["status"].get("reason") == "Evicted",
         what="eviction",
     )
     assert evicted["status"]["phase"] == "Failed"
     assert "Container app was using 600Mi, request is 128Mi" in evicted["status"]["message"]
-    assert condition(evicted, "DisruptionTarget")["reason"] == "TerminationByKubelet"  # type: ignore[index]
+    assert required_condition(evicted, "DisruptionTarget")["reason"] == "TerminationByKubelet"
     assert get_pod(api, kube_namespace, "modest")["status"]["phase"] == "Running"
 
 
@@ -268,9 +279,12 @@ def test_graceful_deletions_and_evictions_are_finished(
         "metadata": {"name": "evicted", "namespace": kube_namespace},
     }
     api.create(pod_path(kube_namespace, "evicted", "eviction"), eviction)
-    names = lambda: {p["metadata"]["name"] for p in api.get(  # noqa: E731
-        f"/api/v1/namespaces/{kube_namespace}/pods")["items"]}
-    wait_until(lambda: not names(), what="both pods gone")
+
+    def remaining() -> set[str]:
+        pods = api.get(f"/api/v1/namespaces/{kube_namespace}/pods")["items"]
+        return {p["metadata"]["name"] for p in pods}
+
+    wait_until(lambda: not remaining(), what="both pods gone")
 
 
 def test_a_pod_that_does_not_fit_its_node_is_rejected(
@@ -279,11 +293,13 @@ def test_a_pod_that_does_not_fit_its_node_is_rejected(
     node = f"small-{kube_namespace}"
     kubelet_sim.register_node(node, cpu="2", memory="8Gi")
     create_pod(api, kube_namespace, pod_manifest("huge", node=node, requests={"cpu": "3"}))
-    status = wait_until(
-        lambda: (s := get_pod(api, kube_namespace, "huge")["status"]).get("phase") == "Failed"
-        and s,
+    status = wait_for_pod(
+        api,
+        kube_namespace,
+        "huge",
+        lambda p: p["status"].get("phase") == "Failed",
         what="admission rejection",
-    )
+    )["status"]
     assert status["reason"] == "OutOfcpu"
     assert status["message"] == (
         "Pod was rejected: Node didn't have enough resource: cpu, requested: 3000, "

@@ -59,10 +59,13 @@ def test_a_resize_through_the_resize_subresource_is_accepted(
     assert answer["spec"]["containers"][0]["resources"]["requests"]["cpu"] == "750m"
     assert answer["metadata"]["generation"] == before["metadata"]["generation"] + 1
     actuated = wait_until(
-        lambda: applied_requests(get_pod(api, kube_namespace, running_pod)) == {
-            "cpu": "750m",
-            "memory": "128Mi",
-        },
+        lambda: (
+            applied_requests(get_pod(api, kube_namespace, running_pod))
+            == {
+                "cpu": "750m",
+                "memory": "128Mi",
+            }
+        ),
         what="resize applied by the simulated kubelet",
     )
     assert actuated
@@ -94,9 +97,10 @@ def test_a_resize_that_would_change_the_qos_class_is_rejected(
             limits={"cpu": "500m", "memory": "256Mi"},
         )
     assert raised.value.status == 422
-    assert "Pod QOS Class may not change as a result of resizing" in error_body(raised.value)[
-        "message"
-    ]
+    assert (
+        "Pod QOS Class may not change as a result of resizing"
+        in error_body(raised.value)["message"]
+    )
 
 
 def test_a_resize_may_not_touch_other_resources(

@@ -16,6 +16,7 @@ import argparse
 import json
 import os
 import shutil
+import ssl
 import sys
 import time
 import urllib.request
@@ -151,8 +152,6 @@ def status(args: argparse.Namespace) -> int:
 
 
 def _ready(state: dict[str, Any]) -> bool:
-    import ssl
-
     pki = Path(state["ca_file"]).parent
     context = ssl.create_default_context(cafile=state["ca_file"])
     context.load_cert_chain(str(pki / "admin.crt"), str(pki / "admin.key"))

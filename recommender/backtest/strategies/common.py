@@ -66,7 +66,9 @@ class DecayingHistograms:
         count = math.ceil(math.log(max_value * growth / first + 1) / math.log(ratio)) + 1
         self._first, self._log_ratio, self._growth = first, math.log(ratio), growth
         index = np.arange(count + 1, dtype=np.float64)
-        self.edges = first * (np.power(ratio, index) - 1) / growth  # bucket b: [edges[b], edges[b+1])
+        self.edges = (
+            first * (np.power(ratio, index) - 1) / growth
+        )  # bucket b: [edges[b], edges[b+1])
         self.upper = self.edges[1:]
         self.weights = np.zeros((rows, count))
         self._rows = np.arange(rows)
@@ -130,7 +132,11 @@ class HysteresisPolicy:
             memory_off = (
                 np.abs(memory - current.memory) >= self.min_relative_change * current.memory
             )
-        unset = np.isnan(current.cpu) | np.isnan(current.memory)
+        # A resource the strategy cannot recommend (memory of CPU-only data) stays unset
+        # without forcing a resize every time.
+        unset = (np.isnan(current.cpu) & ~np.isnan(cpu)) | (
+            np.isnan(current.memory) & ~np.isnan(memory)
+        )
         act = (unset | forced | cpu_off | memory_off) & ~(np.isnan(cpu) & np.isnan(memory))
         new_cpu = np.where(act & ~np.isnan(cpu), cpu, current.cpu)
         new_memory = np.where(act & ~np.isnan(memory), memory, current.memory)

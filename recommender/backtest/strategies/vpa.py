@@ -83,9 +83,13 @@ class VpaStrategy:
         if self._bounds is None or due or self._oom.any():
             r = model.recommend()
             self._bounds = Bounds(
-                r.cpu_target, r.cpu_lower, r.cpu_upper,
-                r.memory_target, r.memory_lower, r.memory_upper,
-            )  # fmt: skip
+                r.cpu_target,
+                r.cpu_lower,
+                r.cpu_upper,
+                r.memory_target,
+                r.memory_lower,
+                r.memory_upper,
+            )
         return self._bounds
 
     def decide(self, step: int, current: Requests) -> Requests:

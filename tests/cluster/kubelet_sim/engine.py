@@ -157,7 +157,7 @@ class KubeletEngine:
             name=meta["name"],
             node=node.name,
             pod=pod,
-            pod_ip=f"10.244.{node.index}.{self._next_ip}",
+            pod_ip=f"10.244.{node.index % 256}.{self._next_ip % 254 + 1}",  # valid, rarely reused
             evaluated_generation=int(meta.get("generation") or 1),
         )
         self._next_ip += 1

@@ -14,6 +14,10 @@ DAY = 86400
 MIDNIGHT = 19675 * DAY
 
 
+def millicores(cores: float) -> int:
+    return round(cores * 1000)
+
+
 def model_with_minutes(minutes: int, step: int = 60, cores: float = 0.5) -> VpaModel:
     model = VpaModel(np.array([0]))
     times = MIDNIGHT + step * np.arange(minutes)
@@ -53,9 +57,9 @@ def test_margin_and_confidence_multipliers_in_whole_millicores() -> None:
     edge = model.cpu_buckets.start(int(model.cpu_buckets.find(np.array([0.5]))[0]) + 1)
     base = math.trunc(edge * 1000.0)  # percentile as whole millicores (truncated)
     with_margin = base + math.trunc(base * 0.15)
-    assert rec.cpu_target[0] * 1000 == with_margin
-    assert rec.cpu_upper[0] * 1000 == math.trunc(with_margin * (1 + 1 / c))  # about x3
-    assert rec.cpu_lower[0] * 1000 == math.trunc(with_margin * (1 + 0.001 / c) ** -2)
+    assert millicores(rec.cpu_target[0]) == with_margin
+    assert millicores(rec.cpu_upper[0]) == math.trunc(with_margin * (1 + 1 / c))  # about x3
+    assert millicores(rec.cpu_lower[0]) == math.trunc(with_margin * (1 + 0.001 / c) ** -2)
     assert rec.cpu_upper[0] / rec.cpu_target[0] == pytest.approx(1 + 1 / c, rel=1e-3)
 
 
@@ -90,9 +94,9 @@ def test_two_container_pod_minimum_is_truncated_per_container() -> None:
 
 def test_cpu_is_whole_millicores_and_rounding_unit_rounds_up() -> None:
     plain = model_with_minutes(1440, cores=0.7)
-    assert plain.recommend().cpu_target[0] * 1000 == pytest.approx(
-        round(plain.recommend().cpu_target[0] * 1000), abs=1e-9
-    )
+    fine = plain.recommend().cpu_target[0] * 1000
+    assert fine == pytest.approx(round(fine), abs=1e-9)  # whole millicores
+    assert round(fine) % 50 != 0
     coarse = VpaModel(np.array([0]), settings=VpaSettings(cpu_round_millicores=50))
     coarse.add_samples(
         np.zeros(1440, int),
@@ -100,12 +104,35 @@ def test_cpu_is_whole_millicores_and_rounding_unit_rounds_up() -> None:
         np.full(1440, 0.7),
         np.full(1440, np.nan),
     )
-    fine = plain.recommend().cpu_target[0] * 1000
-    assert fine % 50 != 0
-    assert coarse.recommend().cpu_target[0] * 1000 == math.ceil(fine / 50) * 50
-    assert coarse.recommend().cpu_target[0] * 1000 % 50 == 0
+    assert millicores(coarse.recommend().cpu_target[0]) == math.ceil(round(fine) / 50) * 50
 
 
 def test_containers_per_pod_must_be_positive() -> None:
     with pytest.raises(ValueError, match="containers_per_pod"):
         VpaModel(np.array([0])).recommend(containers_per_pod=np.array([0]))
+
+
+def test_bounds_use_p50_p90_p95_of_the_cpu_distribution() -> None:
+    # 100 pods of one workload, two samples each a day apart: equal weight per pod,
+    # each pod in its own bucket (20 .. 119), so every percentile picks a distinct edge.
+    model = VpaModel(np.zeros(100, int))
+    starts = model.cpu_buckets.starts
+    values = np.ceil((starts[20:120] + starts[21:121]) / 2 * 1000) / 1000
+    for t in (MIDNIGHT, MIDNIGHT + DAY):
+        model.add_samples(np.arange(100), np.full(100, t), values, np.full(100, np.nan))
+    buckets = np.sort(model.cpu_buckets.find(values))
+    edges = model.cpu_buckets.starts
+
+    def with_margin(p: float) -> int:
+        # first bucket whose cumulative count reaches p * 100, its upper edge, + 15 %
+        base = math.trunc(float(edges[buckets[math.ceil(p * 100) - 1] + 1]) * 1000)
+        return base + math.trunc(base * 0.15)
+
+    c = min(1.0, 200 / 1440)
+    rec = model.recommend()
+    assert rec.confidence[0] == pytest.approx(c)
+    assert millicores(rec.cpu_target[0]) == with_margin(0.9)
+    assert millicores(rec.cpu_lower[0]) == math.trunc(with_margin(0.5) * (1 + 0.001 / c) ** -2)
+    assert millicores(rec.cpu_upper[0]) == math.trunc(with_margin(0.95) * (1 + 1 / c))
+    assert len(set(model.cpu_buckets.find(values))) == 100
+    assert with_margin(0.5) < with_margin(0.9) < with_margin(0.95) < with_margin(0.97)

@@ -32,7 +32,7 @@ def test_first_sample_opens_an_interval_a_day_long() -> None:
     model = VpaModel(np.array([0]))
     t0 = MIDNIGHT + 5 * HOUR
     add_memory(model, [0], [t0], [100e6])
-    assert model.window_end[0] == t0 + DAY
+    assert model.peaks.window_end[0] == t0 + DAY
     # The peak is stamped at the interval end: weight 2^((end - ref) / 24 h).
     ref = model.memory.reference[0]
     assert ref == MIDNIGHT + DAY  # round(t0 + 24 h) to the day
@@ -48,7 +48,7 @@ def test_larger_sample_replaces_the_interval_peak() -> None:
     weights = peak_weights(model)
     assert list(weights) == [bucket(model, 300e6)]  # 100 MB removed, 200 MB never added
     assert model.memory.total[0] == pytest.approx(1.0)
-    assert model.memory_peak[0] == 300e6
+    assert model.peaks.usage_peak[0] == 300e6
 
 
 def test_replacement_also_works_across_calls() -> None:
@@ -64,7 +64,7 @@ def test_sample_past_interval_end_opens_a_new_interval() -> None:
     t0 = MIDNIGHT
     add_memory(model, [0, 0, 0], [t0, t0 + DAY, t0 + 3 * DAY + HOUR], [300e6, 100e6, 200e6])
     # t0 + 24 h is not before the end: new interval ending t0 + 48 h; then one ending t0 + 96 h.
-    assert model.window_end[0] == t0 + 4 * DAY
+    assert model.peaks.window_end[0] == t0 + 4 * DAY
     weights = peak_weights(model)
     ref = model.memory.reference[0]
     expected = {
@@ -73,7 +73,7 @@ def test_sample_past_interval_end_opens_a_new_interval() -> None:
         bucket(model, 200e6): 2 ** ((t0 + 4 * DAY - ref) / DAY),
     }
     assert weights == pytest.approx(expected)
-    assert model.memory_peak[0] == 200e6
+    assert model.peaks.usage_peak[0] == 200e6
 
 
 def test_interval_opened_at_zero_is_never_raised() -> None:
@@ -104,7 +104,7 @@ def test_oom_bump_uses_the_larger_of_min_bump_and_ratio(
     model = VpaModel(np.array([0]))
     add_memory(model, [0], [MIDNIGHT], [50e6])
     model.add_oom(np.array([0]), np.array([MIDNIGHT + HOUR]), np.array([request_bytes]))
-    assert model.oom_peak[0] == expected_needed
+    assert model.peaks.oom_peak[0] == expected_needed
     assert list(peak_weights(model)) == [bucket(model, expected_needed)]  # replaced the 50 MB peak
 
 
@@ -112,25 +112,25 @@ def test_oom_uses_the_usage_peak_when_larger_than_the_request() -> None:
     model = VpaModel(np.array([0]))
     add_memory(model, [0], [MIDNIGHT], [2000 * MIB])
     model.add_oom(np.array([0]), np.array([MIDNIGHT + HOUR]), np.array([500 * MIB]))
-    assert model.oom_peak[0] == int(2000 * MIB * 1.2)
+    assert model.peaks.oom_peak[0] == int(2000 * MIB * 1.2)
 
 
 def test_oom_on_a_fresh_series_opens_an_interval() -> None:
     model = VpaModel(np.array([0]))
     model.add_oom(np.array([0]), np.array([MIDNIGHT]), np.array([200 * MIB]))
-    assert model.window_end[0] == MIDNIGHT + DAY
-    assert model.oom_peak[0] == 300 * MIB
-    assert model.last_memory_time[0] == MIDNIGHT
+    assert model.peaks.window_end[0] == MIDNIGHT + DAY
+    assert model.peaks.oom_peak[0] == 300 * MIB
+    assert model.peaks.last_time[0] == MIDNIGHT
 
 
 def test_old_oom_is_processed_but_one_before_the_interval_is_dropped() -> None:
     model = VpaModel(np.array([0]))
     add_memory(model, [0, 0], [MIDNIGHT, MIDNIGHT + DAY + HOUR], [50e6, 60e6])
-    assert model.window_end[0] == MIDNIGHT + 2 * DAY
+    assert model.peaks.window_end[0] == MIDNIGHT + 2 * DAY
     # Older than the last sample but inside the current interval: processed.
     model.add_oom(np.array([0]), np.array([MIDNIGHT + DAY]), np.array([200 * MIB]))
-    assert model.oom_peak[0] == 300 * MIB
-    assert model.last_memory_time[0] == MIDNIGHT + DAY  # upstream moves it back
+    assert model.peaks.oom_peak[0] == 300 * MIB
+    assert model.peaks.last_time[0] == MIDNIGHT + DAY  # upstream moves it back
     # Before the current interval's start: discarded.
     before = model.memory.weights.copy()
     model.add_oom(np.array([0]), np.array([MIDNIGHT + DAY - 1]), np.array([400 * MIB]))
@@ -144,8 +144,8 @@ def test_several_ooms_of_one_series_apply_in_order() -> None:
         np.array([MIDNIGHT, MIDNIGHT, MIDNIGHT + HOUR]),
         np.array([200 * MIB, 100 * MIB, 400 * MIB]),
     )
-    assert model.oom_peak[0] == 500 * MIB
-    assert model.oom_peak[1] == 200 * MIB
+    assert model.peaks.oom_peak[0] == 500 * MIB
+    assert model.peaks.oom_peak[1] == 200 * MIB
     assert model.memory.total[0] == pytest.approx(2.0)  # one peak per pod
 
 
@@ -157,4 +157,4 @@ def test_usage_after_oom_replaces_only_when_larger() -> None:
     assert list(peak_weights(model)) == [bucket(model, 300 * MIB)]
     add_memory(model, [0], [MIDNIGHT + 3 * HOUR], [400 * MIB])
     assert list(peak_weights(model)) == [bucket(model, 400 * MIB)]
-    assert model.window_end[0] != ZERO_TIME
+    assert model.peaks.window_end[0] != ZERO_TIME

@@ -153,9 +153,9 @@ def test_matches_sample_by_sample_reference(seed: int) -> None:
         for field, value in expected.items():
             assert getattr(rec, field)[a] == pytest.approx(value, rel=1e-12), field
     for s, container in enumerate(reference.containers):
-        assert model.window_end[s] == container.window_end
-        assert model.memory_peak[s] == container.memory_peak
-        assert model.oom_peak[s] == container.oom_peak
+        assert model.peaks.window_end[s] == container.window_end
+        assert model.peaks.usage_peak[s] == container.memory_peak
+        assert model.peaks.oom_peak[s] == container.oom_peak
 
 
 def test_expire_forgets_idle_aggregates_after_the_memory_window() -> None:
@@ -178,3 +178,33 @@ def test_input_validation() -> None:
     with pytest.raises(ValueError, match="n_aggregates"):
         VpaModel(np.array([0, 3]), n_aggregates=2)
     assert VpaModel(np.array([0, 0]), n_aggregates=5).recommend().cpu_target.shape == (5,)
+
+
+def test_chunked_batches_give_the_same_state(monkeypatch: pytest.MonkeyPatch) -> None:
+    import recommender.vpa.model as model_module
+
+    rng = np.random.default_rng(21)
+    mapping = np.array([0, 0, 1, 1, 2, 0])
+    rows = []
+    for batch in range(3):
+        series, times, cpu, memory = random_batch(rng, 5, MIDNIGHT + batch * DAY, 400)
+        rows.append((series, times, cpu, memory))
+    # Series 5 (aggregate 0) starts a day before the others but comes last: a later
+    # chunk holds the aggregate's earliest time.
+    early_times = MIDNIGHT - DAY + 600 * np.arange(50)
+    early = (np.full(50, 5), early_times, np.full(50, 0.3), np.full(50, 1e8))
+    order = [np.concatenate(parts) for parts in zip(*rows, early, strict=True)]
+    whole = VpaModel(mapping)
+    whole.add_samples(*order)
+    monkeypatch.setattr(model_module, "_CHUNK_ROWS", 37)
+    chunked = VpaModel(mapping)
+    chunked.add_samples(*order)
+    for name in ("cpu", "memory"):
+        got, want = getattr(chunked, name), getattr(whole, name)
+        np.testing.assert_array_equal(got.reference, want.reference)
+        np.testing.assert_allclose(got.weights, want.weights, rtol=1e-9, atol=1e-12)
+    assert whole.cpu.reference[0] == MIDNIGHT - DAY  # chronological, not chunk order
+    np.testing.assert_array_equal(chunked.last_cpu_time, whole.last_cpu_time)
+    np.testing.assert_array_equal(chunked.sample_count, whole.sample_count)
+    for name in ("window_end", "usage_peak", "oom_peak", "last_time"):
+        np.testing.assert_array_equal(getattr(chunked.peaks, name), getattr(whole.peaks, name))

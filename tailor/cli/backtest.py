@@ -1,0 +1,226 @@
+"""`tailor backtest`: how much would each strategy have saved on this history, at what risk?
+
+Replays the history (demo fleet, a file, or a shared dataset) through every
+named strategy and prints the metrics side by side (rich table with each
+strategy's ratio to vpa, or JSON), optionally with per-container metrics and a
+self-contained HTML report.
+"""
+
+from __future__ import annotations
+
+import sys
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from recommender.backtest import (
+    METRIC_NAMES,
+    BacktestInputError,
+    BacktestResult,
+    ExecutionSettings,
+    ReplaySettings,
+    default_warm_up,
+    parse_duration,
+    prepare_history,
+    resolve_strategies,
+    run_backtest,
+)
+from recommender.backtest.result import BASELINE
+from tailor.cli.inputs import load_history
+
+SOURCES = {
+    "bitbrains": "Bitbrains GWA-T-12 Rnd trace (Grid Workloads Archive, TU Delft; Shen, van Beek, "
+    "Iosup, CCGrid 2015).",
+    "azure": "Azure Public Dataset V1 (Cortez et al., Resource Central, SOSP 2017; CC-BY 4.0).",
+    "google2011": "Google cluster-data 2011, job series prepared by HiPro-IT.",
+}
+
+
+class BacktestFormat(StrEnum):
+    table = "table"
+    json = "json"
+
+
+class EngineChoice(StrEnum):
+    local = "local"
+    dask = "dask"
+
+
+def _dataset_options(dataset: str | None, months: str | None, limit: int | None) -> dict[str, Any]:
+    options: dict[str, Any] = {}
+    if months is not None:
+        if dataset != "bitbrains":
+            raise typer.BadParameter("--months goes with --dataset bitbrains")
+        options["months"] = [part.strip() for part in months.split(",") if part.strip()]
+    if limit is not None:
+        if dataset not in ("azure", "google2011"):
+            raise typer.BadParameter("--limit goes with --dataset azure or google2011")
+        options["limit"] = limit
+    return options
+
+
+def _cell(value: float, ratio: float | None) -> str:
+    if value != value:  # NaN: undefined (e.g. memory on CPU-only data)
+        return "n/a"
+    text = f"{value:,.0f}" if abs(value) >= 1000 else f"{value:.4g}"
+    if ratio is not None and ratio == ratio:
+        text += f"\n[dim]{ratio:.2f}x[/dim]"
+    return text
+
+
+def result_table(result: BacktestResult) -> Table:
+    """Metrics as rows, strategies as columns; under each value its ratio to vpa."""
+    ratios = result.ratios(BASELINE)
+    title = (
+        f"backtest: {result.containers} containers, {result.container_days:,.1f} container-days"
+        + (f" (grey: ratio to {BASELINE})" if ratios else "")
+    )
+    table = Table(title=title, header_style="bold")
+    table.add_column("metric", no_wrap=True)
+    for name in result.strategies:
+        table.add_column(name, justify="right")
+    for metric in METRIC_NAMES:
+        cells = []
+        for name in result.strategies:
+            ratio = ratios[name][metric] if ratios and name != BASELINE else None
+            cells.append(_cell(result.summary[name][metric], ratio))
+        table.add_row(metric, *cells)
+    return table
+
+
+def _write_per_container(result: BacktestResult, path: Path) -> None:
+    frame = result.per_container
+    if path.suffix == ".parquet":
+        frame.to_parquet(path, index=False)
+    elif path.suffix == ".json":
+        frame.to_json(path, orient="records", indent=1)
+    else:
+        frame.to_csv(path, index=False)
+
+
+def _emit(result: BacktestResult, fmt: BacktestFormat, output: Path | None) -> None:
+    if fmt is BacktestFormat.json:
+        text = result.to_json() + "\n"
+        if output is None:
+            sys.stdout.write(text)
+        else:
+            output.write_text(text)
+        return
+    Console().print(result_table(result))
+    if output is not None:
+        recorder = Console(file=open(output, "w"), width=200)  # noqa: SIM115 - closed below
+        try:
+            recorder.print(result_table(result))
+        finally:
+            recorder.file.close()
+
+
+def backtest_command(
+    demo: Annotated[bool, typer.Option("--demo", help="Replay the built-in demo fleet.")] = False,
+    input: Annotated[
+        Path | None, typer.Option("--input", help="Usage history file (canonical format).")
+    ] = None,
+    events: Annotated[
+        Path | None, typer.Option("--events", help="OOM / eviction events file (with --input).")
+    ] = None,
+    dataset: Annotated[
+        str | None, typer.Option("--dataset", help="Shared trace: bitbrains, azure or google2011.")
+    ] = None,
+    months: Annotated[
+        str | None, typer.Option("--months", help="Bitbrains months, e.g. 2013-9 or 2013-8,2013-9.")
+    ] = None,
+    limit: Annotated[
+        int | None, typer.Option("--limit", min=1, help="Azure / Google 2011: first N series.")
+    ] = None,
+    strategies: Annotated[
+        str, typer.Option("--strategies", help="Comma-separated strategy names.")
+    ] = "vpa,krr,autopilot,oracle",
+    warm_up: Annotated[
+        str | None,
+        typer.Option(
+            "--warm-up",
+            help="Per-container warm-up left out of the metrics, e.g. 1d, 6h "
+            "(default 1d; 6h for google2011, whose series last one day).",
+        ),
+    ] = None,
+    fmt: Annotated[BacktestFormat, typer.Option("--format", help="table or json.")] = (
+        BacktestFormat.table
+    ),
+    output: Annotated[
+        Path | None, typer.Option("--output", help="Write the table / JSON to this file.")
+    ] = None,
+    report: Annotated[
+        Path | None, typer.Option("--report", help="Write a self-contained HTML report here.")
+    ] = None,
+    per_container: Annotated[
+        Path | None,
+        typer.Option("--per-container", help="Per-container metrics (.csv, .parquet or .json)."),
+    ] = None,
+    engine: Annotated[
+        EngineChoice, typer.Option("--engine", help="local processes or a dask cluster.")
+    ] = EngineChoice.local,
+    scheduler: Annotated[
+        str | None,
+        typer.Option("--scheduler", help="Dask scheduler address (default: a LocalCluster)."),
+    ] = None,
+    workers: Annotated[
+        int | None, typer.Option("--workers", min=1, help="Parallel workers (default: cores).")
+    ] = None,
+    progress: Annotated[
+        bool, typer.Option("--progress/--no-progress", help="Progress bar on stderr.")
+    ] = True,
+) -> None:
+    """Replay usage history through recommendation strategies and compare them."""
+    try:
+        specs = resolve_strategies(strategies)
+        warm_up_seconds = parse_duration(warm_up) if warm_up else default_warm_up(dataset)
+        replay = ReplaySettings(warm_up_seconds=warm_up_seconds)
+        execution = ExecutionSettings(
+            engine=engine.value,
+            workers=workers,
+            scheduler=scheduler,
+        )
+    except BacktestInputError as error:
+        raise typer.BadParameter(str(error)) from error
+    options = _dataset_options(dataset, months, limit)
+    usage, event_frame = load_history(demo, input, events, dataset, options)
+    try:
+        history = prepare_history(usage, event_frame, replay)
+    except BacktestInputError as error:
+        raise typer.BadParameter(str(error)) from error
+    err = Console(stderr=True)
+    if history.unevaluated:
+        err.print(f"note: {history.unevaluated} series shorter than the warm-up are not evaluated")
+    with Progress(
+        TextColumn("replaying"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("containers"),
+        TimeElapsedColumn(),
+        console=err,
+        transient=True,
+        disable=not progress,
+    ) as bar:
+        task = bar.add_task("replay", total=history.size)
+
+        def advance(done: int, total: int) -> None:
+            bar.update(task, completed=done * history.size / max(total, 1))
+
+        try:
+            result = run_backtest(history, strategies=specs, execution=execution, progress=advance)
+        except BacktestInputError as error:
+            raise typer.BadParameter(str(error)) from error
+    _emit(result, fmt, output)
+    if per_container is not None:
+        _write_per_container(result, per_container)
+    if report is not None:
+        from recommender.backtest.report import write_report
+
+        notes = [f"Data: {SOURCES[dataset]}"] if dataset in SOURCES else []
+        write_report(report, history, result, specs, notes=notes)
+        err.print(f"report written to {report}")

@@ -1,0 +1,128 @@
+"""`tailor backtest` end to end on small inputs, and the HTML report."""
+
+from __future__ import annotations
+
+import base64
+import json
+import re
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+import typer
+from typer.testing import CliRunner
+
+from recommender.backtest import (
+    ExecutionSettings,
+    prepare_history,
+    resolve_strategies,
+    run_backtest,
+)
+from recommender.data.synthetic import demo_fleet
+from tailor.cli.backtest import backtest_command
+from tests.recommender.backtest.helpers import PER_DAY, history
+
+app = typer.Typer()
+app.command("backtest")(backtest_command)
+app.command("noop")(lambda: None)  # two commands: the first argument names the command
+
+
+def invoke(*args: str) -> tuple[int, str]:
+    outcome = CliRunner().invoke(app, ["backtest", *args])
+    return outcome.exit_code, outcome.output
+
+
+def write_usage(tmp_path: Path, frame: pd.DataFrame) -> Path:
+    path = tmp_path / "usage.csv"
+    out = frame.copy()
+    out["timestamp"] = out["timestamp"].dt.strftime("%Y-%m-%dT%H:%M:%SZ")
+    out.to_csv(path, index=False)
+    return path
+
+
+def test_json_output_and_per_container_file(tmp_path: Path) -> None:
+    usage = write_usage(tmp_path, history(np.tile(np.full(2 * PER_DAY, 0.5), (2, 1))))
+    per_container = tmp_path / "per.csv"
+    code, output = invoke(
+        "--input",
+        str(usage),
+        "--strategies",
+        "krr,oracle",
+        "--format",
+        "json",
+        "--workers",
+        "1",
+        "--no-progress",
+        "--per-container",
+        str(per_container),
+    )
+    assert code == 0, output
+    document = json.loads(output)
+    assert document["containers"] == 2
+    assert set(document["strategies"]) == {"krr", "oracle"}
+    detail = pd.read_csv(per_container)
+    assert len(detail) == 4 and {"strategy", "pod", "cpu_relative_slack"} <= set(detail.columns)
+
+
+def test_table_shows_metrics_and_ratios_to_vpa(tmp_path: Path) -> None:
+    usage = write_usage(tmp_path, history(np.full(2 * PER_DAY, 0.5)))
+    out = tmp_path / "table.txt"
+    code, output = invoke(
+        "--input",
+        str(usage),
+        "--strategies",
+        "vpa,oracle",
+        "--workers",
+        "1",
+        "--no-progress",
+        "--output",
+        str(out),
+    )
+    assert code == 0, output
+    text = out.read_text()
+    assert "cpu_relative_slack" in text and "0.00x" in text
+    assert "autopilot_memory_relative_slack" in text
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--strategies", "nope"], "unknown strategy"),
+        (["--warm-up", "forever"], "duration"),
+        (["--warm-up", "30d"], "leaves no window"),
+        (["--months", "2013-9"], "--months goes with --dataset bitbrains"),
+        (["--scheduler", "tcp://x:1"], "needs the dask engine"),
+    ],
+)
+def test_bad_options_get_clear_errors(tmp_path: Path, args: list[str], message: str) -> None:
+    usage = write_usage(tmp_path, history(np.full(2 * PER_DAY, 0.5)))
+    code, output = invoke("--input", str(usage), "--no-progress", *args)
+    assert code != 0
+    assert message in " ".join(output.split())
+
+
+def test_empty_file_is_a_clear_error(tmp_path: Path) -> None:
+    path = tmp_path / "empty.csv"
+    path.write_text("")
+    code, output = invoke("--input", str(path), "--no-progress")
+    assert code != 0 and "Traceback" not in output
+
+
+def test_report_is_one_readable_html_file(tmp_path: Path) -> None:
+    pytest.importorskip("matplotlib")
+    from recommender.backtest.report import write_report
+
+    usage, events = demo_fleet(days=3)
+    history_ = prepare_history(usage, events)
+    specs = resolve_strategies("vpa,krr,oracle")
+    result = run_backtest(history_, strategies=specs, execution=ExecutionSettings(workers=1))
+    path = write_report(tmp_path / "report.html", history_, result, specs, notes=["demo"])
+    text = path.read_text()
+    assert text.startswith("<!DOCTYPE html>") and "</html>" in text
+    assert 'src="http' not in text  # self-contained
+    images = re.findall(r'src="data:image/png;base64,([A-Za-z0-9+/=]+)"', text)
+    assert len(images) >= 5  # trade-off, changes, three containers
+    assert all(base64.b64decode(image)[:8] == b"\x89PNG\r\n\x1a\n" for image in images)
+    for name in ("vpa", "krr", "oracle", "memory_relative_slack", "0.00x vpa"):
+        assert name in text

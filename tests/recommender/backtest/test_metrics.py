@@ -1,0 +1,97 @@
+"""Metrics on hand-built series whose answers are known in closed form."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from recommender.backtest import ExecutionSettings, run_backtest
+from recommender.backtest.metrics import METRIC_NAMES, grouped_quantile
+from tests.recommender.backtest.helpers import GIB, MIB, PER_DAY, days, fixed_spec, history
+
+SERIAL = ExecutionSettings(workers=1)
+
+
+def fixed_run(frame: pd.DataFrame, cpu: float, memory: float) -> dict[str, float]:
+    result = run_backtest(frame, strategies=[fixed_spec(cpu, memory)], execution=SERIAL)
+    return result.summary["fixed"]
+
+
+def test_constant_load_with_double_requests() -> None:
+    frame = history(np.full(3 * PER_DAY, 0.5), np.full(3 * PER_DAY, 1 * GIB))
+    result = run_backtest(frame, strategies=[fixed_spec(1.0, 2 * GIB)], execution=SERIAL)
+    m = result.summary["fixed"]
+    assert result.container_days == pytest.approx(2.0)  # 3 days minus the 1-day warm-up
+    assert m["cpu_relative_slack"] == pytest.approx(0.5)
+    assert m["cpu_shortfall_rate"] == 0.0
+    assert m["memory_relative_slack"] == pytest.approx(0.5)
+    assert m["oom_per_container_day"] == 0.0
+    assert m["changes_per_container_day"] == 0.0  # the first setting is not a change
+    assert m["changes_per_container_day_p50"] == m["changes_per_container_day_p99"] == 0.0
+    assert m["cpu_core_hours_requested"] == pytest.approx(48.0)
+    assert m["memory_gib_hours_requested"] == pytest.approx(96.0)
+    assert m["autopilot_memory_relative_slack"] == pytest.approx(0.5)
+    assert list(m) == list(METRIC_NAMES)
+
+
+def test_step_up_falls_short_after_the_step() -> None:
+    windows = days(3)
+    cpu = np.where(windows < 1.5 * PER_DAY, 0.5, 1.5)
+    m = fixed_run(history(cpu), 1.0, 2 * GIB)
+    evaluated = 2 * PER_DAY
+    short = 3 * PER_DAY - int(1.5 * PER_DAY)
+    assert m["cpu_shortfall_rate"] == pytest.approx(short / evaluated)
+    assert m["cpu_relative_slack"] == pytest.approx(0.5 * (evaluated - short) / evaluated)
+
+
+def test_daily_sine_slack_is_one_minus_mean_over_peak() -> None:
+    windows = days(4)
+    cpu = 1.0 + 0.5 * np.sin(2 * np.pi * windows / PER_DAY)
+    m = fixed_run(history(cpu), 1.5, 2 * GIB)
+    assert m["cpu_relative_slack"] == pytest.approx(1 - 1.0 / 1.5)
+    assert m["cpu_shortfall_rate"] == 0.0
+    tight = fixed_run(history(cpu), 1.25, 2 * GIB)  # above 1.25 a third of each day
+    assert tight["cpu_shortfall_rate"] == pytest.approx(1 / 3, abs=2 / PER_DAY)
+
+
+def test_memory_leak_ooms_every_window_above_the_limit() -> None:
+    windows = days(3)
+    memory = 100 * MIB + windows * 0.5 * MIB  # passes 300 MiB at window 400
+    m = fixed_run(history(np.full(windows.size, 0.1), memory), 1.0, 300 * MIB)
+    ooms = int(np.sum((memory > 300 * MIB) & (windows >= PER_DAY)))
+    assert ooms == windows.size - 401
+    assert m["oom_per_container_day"] == pytest.approx(ooms / 2.0)
+    peak_slack = np.maximum(300 * MIB - memory[PER_DAY:], 0).sum() / (300 * MIB * 2 * PER_DAY)
+    assert m["memory_relative_slack"] == pytest.approx(peak_slack)
+
+
+def test_memory_limit_keeps_the_data_limit_to_request_ratio() -> None:
+    windows = days(3)
+    memory = np.where(windows == 2 * PER_DAY, 3.5 * GIB, 1 * GIB)  # one spike
+    frame = history(
+        np.full(windows.size, 0.1), memory, memory_request=1 * GIB, memory_limit=2 * GIB
+    )
+    # request 2 GiB, ratio 2 -> limit 4 GiB: the 3.5 GiB spike is no OOM
+    assert fixed_run(frame, 1.0, 2 * GIB)["oom_per_container_day"] == 0.0
+    plain = history(np.full(windows.size, 0.1), memory)
+    assert fixed_run(plain, 1.0, 2 * GIB)["oom_per_container_day"] == pytest.approx(0.5)
+
+
+def test_gaps_are_left_out_of_every_metric() -> None:
+    windows = days(3)
+    cpu = np.where((windows >= 2 * PER_DAY) & (windows < 2.25 * PER_DAY), np.nan, 0.5)
+    result = run_backtest(history(cpu), strategies=[fixed_spec(1.0, 2 * GIB)], execution=SERIAL)
+    assert result.container_days == pytest.approx(1.75)
+    assert result.summary["fixed"]["cpu_core_hours_requested"] == pytest.approx(1.75 * 24)
+    assert result.summary["fixed"]["cpu_relative_slack"] == pytest.approx(0.5)
+
+
+def test_grouped_quantile_matches_numpy() -> None:
+    rng = np.random.default_rng(3)
+    groups = rng.integers(0, 5, size=200)
+    values = rng.normal(size=200)
+    got = grouped_quantile(groups, values, 0.95, 6)
+    for group in range(5):
+        assert got[group] == pytest.approx(np.quantile(values[groups == group], 0.95))
+    assert np.isnan(got[5])

@@ -1,0 +1,157 @@
+"""The baseline strategies: the oracle bounds the rest, OOMs are learnt, rules as documented."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from recommender.backtest import ExecutionSettings, ReplaySettings, prepare_history, run_backtest
+from recommender.backtest.blocks import ReplayBlock, cut_block, plan_blocks
+from recommender.backtest.engine import Trajectory, replay
+from recommender.backtest.registry import builtin_strategies
+from recommender.backtest.strategies.common import HysteresisPolicy, row_quantile
+from recommender.backtest.strategies.krr import KrrSettings, KrrStrategy
+from recommender.backtest.strategies.vpa_updater import (
+    Bounds,
+    VpaUpdaterSettings,
+    update_candidates,
+)
+from recommender.data.synthetic import demo_fleet
+from recommender.strategy import Requests
+from tests.recommender.backtest.helpers import GIB, MIB, PER_DAY, days, fixed_spec, history
+
+SERIAL = ExecutionSettings(workers=1)
+REAL = ("vpa", "krr", "autopilot")
+
+
+def shapes() -> dict[str, pd.DataFrame]:
+    w = days(3)
+    rng = np.random.default_rng(7)
+    noise = rng.gamma(2.0, 0.05, w.size)
+    return {
+        "constant": history(np.full(w.size, 0.5), np.full(w.size, GIB)),
+        "step": history(
+            np.where(w < 1.5 * PER_DAY, 0.3, 1.2) + noise,
+            np.where(w < 1.5 * PER_DAY, 0.5, 1.5) * GIB,
+        ),
+        "sine": history(
+            1 + 0.5 * np.sin(2 * np.pi * w / PER_DAY) + noise,
+            (1 + 0.3 * np.sin(2 * np.pi * w / PER_DAY)) * GIB,
+        ),
+        "leak": history(0.2 + noise, 200 * MIB + w * 2 * MIB),
+    }
+
+
+def replayed(frame: pd.DataFrame, name: str) -> tuple[ReplayBlock, Trajectory]:
+    prepared = prepare_history(frame, settings=ReplaySettings(warm_up_seconds=0))
+    (rows,) = plan_blocks(prepared)
+    block = cut_block(prepared, 0, rows)
+    return block, replay(block, builtin_strategies()[name].factory(block.usage))
+
+
+@pytest.mark.parametrize("shape", ["constant", "step", "sine", "leak", "demo"])
+def test_the_oracle_never_falls_short_and_has_the_least_slack(shape: str) -> None:
+    frame, events = demo_fleet(days=3) if shape == "demo" else (shapes()[shape], None)
+    names = [*REAL, "oracle", "oracle-1h"]
+    specs = [builtin_strategies()[name] for name in names] + [fixed_spec(1.0, 2 * GIB)]
+    result = run_backtest(frame, events, strategies=specs, execution=SERIAL)
+    oracle = result.summary["oracle"]
+    for name in ("oracle", "oracle-1h"):
+        assert result.summary[name]["cpu_shortfall_rate"] == 0.0
+        assert result.summary[name]["oom_per_container_day"] == 0.0
+    for name, metrics in result.summary.items():
+        for slack in ("cpu_relative_slack", "memory_relative_slack"):
+            assert oracle[slack] <= metrics[slack], (name, slack)
+        assert (
+            oracle["cpu_core_hours_requested"] <= metrics["cpu_core_hours_requested"] * (1 + 1e-12)
+            or metrics["cpu_shortfall_rate"] > 0
+        )
+
+
+@pytest.mark.parametrize("name", REAL)
+def test_an_oom_raises_the_next_memory_request(name: str) -> None:
+    w = days(2)
+    memory = np.where(w < 1.2 * PER_DAY, 400 * MIB, 3 * GIB)
+    _, trajectory = replayed(history(np.full(w.size, 0.2), memory), name)
+    killed = np.flatnonzero(trajectory.oom[:, 0])
+    assert killed.size, "the jump must OOM under the learnt limit"
+    first = int(killed[0])
+    assert trajectory.memory[first + 1, 0] > trajectory.memory[first, 0]
+    assert trajectory.memory[-1, 0] >= 3 * GIB  # it learns its way out of the loop
+    assert not trajectory.oom[-PER_DAY // 4 :, 0].any()
+
+
+def test_krr_requests_p95_cpu_and_max_memory_plus_15_percent() -> None:
+    w = days(1)
+    cpu = (w % 100) / 100.0
+    memory = 300 * MIB + (w % 50) * MIB
+    prepared = prepare_history(history(cpu, memory), settings=ReplaySettings(warm_up_seconds=0))
+    block = cut_block(prepared, 0, plan_blocks(prepared)[0])
+    always = KrrStrategy(KrrSettings(policy=HysteresisPolicy(min_relative_change=0.0)))
+    trajectory = replay(block, always)
+    hour = 12
+    for end in (5 * hour, 23 * hour):  # recommendations made at the end of hours 5 and 23
+        seen = slice(0, end)
+        expected_cpu = np.ceil(np.percentile(cpu[seen], 95) * 1000 - 1e-9) / 1000
+        expected_memory = np.ceil(memory[seen].max() * 1.15 / MIB - 1e-9) * MIB
+        assert trajectory.cpu[end, 0] == pytest.approx(expected_cpu)
+        assert trajectory.memory[end, 0] == pytest.approx(expected_memory)
+    assert np.all(trajectory.cpu[5 * hour : 6 * hour, 0] == trajectory.cpu[5 * hour, 0])
+
+
+def test_autopilot_rises_fast_and_falls_slowly() -> None:
+    w = days(5)
+    high = (w >= PER_DAY) & (w < 1.5 * PER_DAY)  # 12 hours at 2 cores, else 0.5
+    _, trajectory = replayed(history(np.where(high, 2.0, 0.5)), "autopilot")
+    assert trajectory.cpu[PER_DAY + 12, 0] > 2.0  # within the hour
+    after = int(1.5 * PER_DAY)
+    assert np.all(trajectory.cpu[after : after + 6 * 12, 0] > 2.0)  # held for hours
+    assert trajectory.cpu[-1, 0] < 1.0  # and gone days later
+
+
+def test_vpa_settles_near_p90_of_a_steady_load() -> None:
+    w = days(2)
+    rng = np.random.default_rng(1)
+    cpu = rng.uniform(0.4, 0.6, w.size)
+    _, trajectory = replayed(history(cpu, np.full(w.size, GIB)), "vpa")
+    final = trajectory.cpu[-1, 0]
+    assert np.quantile(cpu, 0.9) * 1.15 <= final <= np.quantile(cpu, 0.9) * 1.15 * 1.06
+    assert trajectory.changed[PER_DAY:, 0].sum() <= 2  # the updater does not churn
+
+
+def bounds(target: float, lower: float, upper: float) -> Bounds:
+    one = np.ones(1)
+    return Bounds(target * one, lower * one, upper * one, GIB * one, 0.5 * GIB * one, 2 * GIB * one)
+
+
+@pytest.mark.parametrize(
+    ("request_cpu", "age_hours", "oom", "expected"),
+    [
+        (np.nan, 0, False, True),  # no request yet
+        (0.3, 0, False, True),  # below the lower bound
+        (5.0, 0, False, True),  # above the upper bound
+        (1.05, 13, False, False),  # old but only 5 % off
+        (1.2, 11, False, False),  # 20 % off but young
+        (1.2, 13, False, True),  # old and 20 % off
+        (1.0, 0, True, True),  # right after an OOM
+    ],
+)
+def test_vpa_updater_rules(request_cpu: float, age_hours: float, oom: bool, expected: bool) -> None:
+    current = Requests(np.array([request_cpu]), np.array([GIB]), np.array([GIB]))
+    act = update_candidates(
+        current,
+        bounds(1.0, 0.5, 2.0),
+        np.array([age_hours * 3600.0]),
+        np.array([oom]),
+        VpaUpdaterSettings(),
+    )
+    assert bool(act[0]) is expected
+
+
+def test_row_quantile_ignores_nan_like_numpy() -> None:
+    values = np.array([[1.0, 2.0, np.nan, 4.0], [np.nan] * 4, [3.0, 1.0, 2.0, 5.0]])
+    got = row_quantile(values, 0.95)
+    assert got[0] == pytest.approx(np.nanpercentile(values[0], 95))
+    assert np.isnan(got[1])
+    assert got[2] == pytest.approx(np.percentile(values[2], 95))
