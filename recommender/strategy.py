@@ -87,6 +87,9 @@ class Strategy(Protocol):
         """Requests in force from window `step + 1` on.
 
         Return `current` values unchanged where the strategy's update policy
-        would not act; every changed value counts as an applied change.
+        would not act; every changed value counts as an applied change. NaN
+        keeps the current value. The memory limit is not the strategy's to
+        choose: the replay derives it from the memory request and
+        `Fleet.memory_limit_ratio`, as the admission controller would.
         """
         ...
