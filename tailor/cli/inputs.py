@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import typer
@@ -34,7 +35,7 @@ def load_history(
     input: Path | None,
     events: Path | None,
     dataset: str | None,
-    dataset_options: dict[str, object] | None = None,
+    dataset_options: dict[str, Any] | None = None,
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Exactly one source must be named; events only go with --input."""
     chosen = [

@@ -32,8 +32,7 @@ class OutputFormat(StrEnum):
 def recommendation_records(frame: pd.DataFrame) -> list[dict[str, Any]]:
     """One nested record per container, numbers in cores and bytes."""
     records: list[dict[str, Any]] = []
-    for row in frame.itertuples(index=False):
-        values = row._asdict()
+    for values in frame.to_dict(orient="records"):
         record: dict[str, Any] = {
             "namespace": values["namespace"],
             "workload": values["workload"],
@@ -69,8 +68,7 @@ def build_table(frame: pd.DataFrame, title: str) -> Table:
     for resource in ("cpu", "memory"):
         for api, _ in BOUNDS:
             table.add_column(f"{resource} {api}", justify="right")
-    for row in frame.itertuples(index=False):
-        values = row._asdict()
+    for values in frame.to_dict(orient="records"):
         cells = [str(values["namespace"]), str(values["workload"]), str(values["container"])]
         cells += [format_cpu(values[f"cpu_{column}"]) for _, column in BOUNDS]
         cells += [format_memory(values[f"memory_{column}"], human=True) for _, column in BOUNDS]

@@ -44,8 +44,9 @@ def api(kube_cluster: Any) -> Iterator[RawApi]:
             except ApiException as error:
                 if error.status != 409:
                     raise
+            name = crd["metadata"]["name"]
             wait_until(
-                lambda name=crd["metadata"]["name"]: _established(raw, name),
+                lambda: _established(raw, name),  # noqa: B023
                 what=f"CRD {crd['metadata']['name']} established",
             )
         yield raw
@@ -128,6 +129,7 @@ def test_status_recommendation_goes_through_the_status_subresource(
     app = recommendation.for_container("app")
     assert app is not None
     assert app.target.cpu_cores() == pytest.approx(0.587)
+    assert app.upper_bound is not None
     assert app.upper_bound.memory_bytes() == 2**30
     assert model.to_api()["status"] == status
     # A write to the main resource cannot change status (the subresource owns it).
