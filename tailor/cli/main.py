@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import typer
 
+from tailor.cli.backtest import backtest_command
 from tailor.cli.recommend import recommend_command
 
 app = typer.Typer(
@@ -14,6 +15,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 app.command("recommend")(recommend_command)
+app.command("backtest")(backtest_command)
 
 
 @app.callback()
