@@ -4,9 +4,10 @@ A factory takes the block's usage and returns a fresh strategy. Only the
 oracle may look at that usage (it is the hindsight limit); real strategies
 ignore it and see samples one window at a time through `observe`.
 
-Besides the built-in names, `module.path:factory` names any importable factory
-with the same signature, so a new strategy (e.g. the forecasting one) plugs in
-without touching this module; `StrategySpec` values can be passed directly too.
+Besides the built-in names, `module.path:factory` (or `label=module.path:factory`
+to choose the name results are reported under) names any importable factory
+with the same signature, so a new strategy plugs in without touching this
+module; `StrategySpec` values can be passed directly too.
 Factories must be picklable (module-level) to run on worker processes.
 """
 
@@ -50,6 +51,12 @@ def make_autopilot(future: UsageArrays) -> Strategy:
     return AutopilotStrategy()
 
 
+def make_forecast(future: UsageArrays) -> Strategy:
+    from recommender.forecast.strategy import make_forecast as build  # the project's own
+
+    return build(future)
+
+
 def make_oracle(future: UsageArrays) -> Strategy:
     return OracleStrategy(future)
 
@@ -64,13 +71,15 @@ def builtin_strategies() -> dict[str, StrategySpec]:
         StrategySpec("vpa", make_vpa, "upstream VPA recommender + updater rules"),
         StrategySpec("krr", make_krr, "Robusta KRR: CPU p95 over 14 d, memory max + 15 %"),
         StrategySpec("autopilot", make_autopilot, "Google Autopilot moving window"),
+        StrategySpec("forecast", make_forecast, "kube-tailor's forecasting strategy"),
         StrategySpec("oracle", make_oracle, "hindsight: requests = usage of each window"),
         StrategySpec("oracle-1h", make_hourly_oracle, "hindsight, resizing at most hourly"),
     )
     return {spec.name: spec for spec in specs}
 
 
-def _imported(name: str) -> StrategySpec:
+def _imported(text: str) -> StrategySpec:
+    label, _, name = text.rpartition("=")
     module_name, _, attribute = name.partition(":")
     try:
         factory = getattr(importlib.import_module(module_name), attribute)
@@ -78,7 +87,7 @@ def _imported(name: str) -> StrategySpec:
         raise BacktestInputError(f"cannot import strategy factory {name!r}: {error}") from None
     if not callable(factory):
         raise BacktestInputError(f"strategy factory {name!r} is not callable")
-    return StrategySpec(name, factory, f"imported from {name}")
+    return StrategySpec(label or name, factory, f"imported from {name}")
 
 
 def resolve_strategies(strategies: str | Sequence[str | StrategySpec]) -> list[StrategySpec]:

@@ -131,19 +131,29 @@ def _changes_plot(result: BacktestResult) -> str:
     return _png(figure)
 
 
+def _evaluated_max(values: np.ndarray, start: int) -> float:
+    tail = values[start:]
+    finite = tail[np.isfinite(tail)]
+    return float(finite.max()) if finite.size else 0.0
+
+
 def _container_plot(history: ReplayHistory, specs: Sequence[StrategySpec], row: int) -> str:
+    """Usage against each strategy's requests; the y range fits the evaluated windows
+    (the data's original requests before the first decision can be far larger)."""
     figure = _figure(11, 5.2)
     cpu_axes, memory_axes = figure.subplots(2, 1, sharex=True)
     block = None
+    top = [0.0, 0.0]
     for index, spec in enumerate(specs):
         block, trajectory = replay_rows(history, spec, [row])
+        start = int(block.evaluation_start[0])
         hours = (np.arange(block.usage.n_windows) * block.usage.step) / 3600
         colour = COLOURS[index % len(COLOURS)]
         line = {"lw": 0.7, "alpha": 0.6} if spec.name.startswith("oracle") else {"lw": 1.4}
-        cpu_axes.step(
-            hours, trajectory.cpu[:, 0], where="post", color=colour, label=spec.name, **line
-        )
-        memory_axes.step(hours, trajectory.memory[:, 0] / GIB, where="post", color=colour, **line)
+        cpu, memory = trajectory.cpu[:, 0], trajectory.memory[:, 0] / GIB
+        cpu_axes.step(hours, cpu, where="post", color=colour, label=spec.name, **line)
+        memory_axes.step(hours, memory, where="post", color=colour, **line)
+        top = [max(top[0], _evaluated_max(cpu, start)), max(top[1], _evaluated_max(memory, start))]
         killed = np.flatnonzero(trajectory.oom[:, 0])
         if killed.size:
             memory_axes.scatter(
@@ -156,13 +166,20 @@ def _container_plot(history: ReplayHistory, specs: Sequence[StrategySpec], row: 
             )
     if block is None:
         return ""
+    start = int(block.evaluation_start[0])
     hours = (np.arange(block.usage.n_windows) * block.usage.step) / 3600
     cpu_axes.plot(hours, block.usage.cpu[0], color="black", lw=0.6, alpha=0.8, label="usage")
     memory_axes.plot(hours, block.usage.memory[0] / GIB, color="black", lw=0.6, alpha=0.8)
-    warm_up = block.evaluation_start[0] * block.usage.step / 3600
-    for axes in (cpu_axes, memory_axes):
+    top = [
+        max(top[0], _evaluated_max(block.usage.cpu[0], start)),
+        max(top[1], _evaluated_max(block.usage.memory[0] / GIB, start)),
+    ]
+    warm_up = start * block.usage.step / 3600
+    for axes, highest in zip((cpu_axes, memory_axes), top, strict=True):
         axes.axvspan(0, warm_up, color="grey", alpha=0.12)
         axes.grid(alpha=0.3)
+        if highest > 0:
+            axes.set_ylim(0, highest * 1.08)
     cpu_axes.set_ylabel("CPU (cores)")
     memory_axes.set_ylabel("memory (GiB)")
     memory_axes.set_xlabel("hours since the container's first sample (grey: warm-up; x: OOM)")

@@ -8,12 +8,15 @@ fixed order, so both engines give identical numbers.
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
-from multiprocessing import get_context
+from multiprocessing import get_all_start_methods, get_context
+from multiprocessing.context import BaseContext
 
+import numpy as np
 import pandas as pd
 
 from recommender.backtest.blocks import ReplayBlock, cut_block, plan_blocks
@@ -55,6 +58,15 @@ def run_task(task: ReplayTask) -> TaskOutcome:
     return TaskOutcome(task.spec.name, task.block.index, task.block.size, metrics)
 
 
+def _context() -> BaseContext:
+    """fork while this process has one thread (works from scripts without a main guard);
+    spawn once other threads run (a progress bar, a dask client), since forking a
+    process whose other threads may hold locks is unsafe."""
+    if threading.active_count() == 1 and "fork" in get_all_start_methods():
+        return get_context("fork")
+    return get_context("spawn")
+
+
 def run_local(
     tasks: Sequence[ReplayTask], workers: int, on_done: Callable[[TaskOutcome], None]
 ) -> None:
@@ -64,8 +76,7 @@ def run_local(
         for task in ordered:
             on_done(run_task(task))
         return
-    context = get_context("spawn")  # no fork of a process that may hold threads (rich, dask)
-    with ProcessPoolExecutor(max_workers=min(workers, len(ordered)), mp_context=context) as pool:
+    with ProcessPoolExecutor(max_workers=min(workers, len(ordered)), mp_context=_context()) as pool:
         futures = [pool.submit(run_task, task) for task in ordered]
         for future in as_completed(futures):
             on_done(future.result())
@@ -132,7 +143,5 @@ def replay_rows(
     history: ReplayHistory, spec: StrategySpec, rows: Sequence[int]
 ) -> tuple[ReplayBlock, Trajectory]:
     """Replay some containers alone and keep the full trajectory (plots, analysis)."""
-    import numpy as np
-
     block = cut_block(history, 0, np.asarray(sorted(rows), dtype=np.int64))
     return block, replay(block, spec.factory(block.usage))

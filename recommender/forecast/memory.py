@@ -12,7 +12,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from recommender.forecast.settings import HOUR, ForecastSettings
+from recommender.forecast.margins import error_quantiles
+from recommender.forecast.settings import DAY, HOUR, ForecastSettings
 
 
 @dataclass
@@ -36,11 +37,28 @@ class OomHistory:
         )
 
     def record(
-        self, rows: np.ndarray, seconds: np.ndarray, memory: np.ndarray, settings: ForecastSettings
+        self,
+        rows: np.ndarray,
+        seconds: np.ndarray,
+        memory: np.ndarray,
+        settings: ForecastSettings,
+        history_peak: np.ndarray | None = None,
     ) -> None:
-        """OOM kills of `rows` at `seconds` with `memory` in use (bytes): bump and hold."""
-        for row, when, used in zip(rows.tolist(), seconds.tolist(), memory.tolist(), strict=True):
-            bumped = bump_after_oom(np.array([used]), settings)[0]
+        """OOM kills of `rows` at `seconds` with `memory` in use (bytes): bump and hold.
+
+        The kill only says demand reached the limit, so the limit jumps at least to
+        the highest peak of the remembered history (`history_peak`, per kill) plus
+        the margin: a job that comes back needs what it needed before, and raising
+        20 % per kill would cost one kill per step of the climb.
+        """
+        peaks = np.zeros(rows.shape) if history_peak is None else np.nan_to_num(history_peak)
+        for row, when, used, peak in zip(
+            rows.tolist(), seconds.tolist(), memory.tolist(), peaks.tolist(), strict=True
+        ):
+            bumped = max(
+                bump_after_oom(np.array([used]), settings)[0],
+                peak * (1.0 + settings.memory_margin),
+            )
             holding = when < self.hold_until[row]
             base = self.floor[row] if holding else 0.0
             self.floor[row] = max(base, bumped)
@@ -65,12 +83,117 @@ def recent_peak(memory: np.ndarray, windows: int) -> np.ndarray:
     return np.where(np.isneginf(peak), np.nan, peak)
 
 
-def memory_level(
-    memory: np.ndarray, step: int, now: float, ooms: OomHistory, settings: ForecastSettings
-) -> np.ndarray:
-    """The memory request (= limit) each series needs now, bytes (series,); NaN = unknown."""
-    windows = max(1, round(settings.memory_peak_hours * HOUR / step))
-    level = recent_peak(memory, windows) * (1.0 + settings.memory_margin)
-    level = np.fmax(level, ooms.floor_at(now))
-    level = np.where(level > 0, np.maximum(level, settings.min_memory_bytes), level)
-    return np.where(np.isnan(recent_peak(memory, memory.shape[1])), np.nan, level)
+@dataclass(frozen=True)
+class MemoryPlan:
+    """Memory request (= limit) per coming block and the reasons behind it."""
+
+    required: np.ndarray  # (series, blocks) bytes; NaN = no memory data
+    by_state: np.ndarray  # (series,) bool: sized per CPU state rather than on the overall peak
+    peak: np.ndarray  # (series,) highest peak remembered
+    state_peak: np.ndarray  # (series, bins) highest peak seen in each CPU state
+    recent: np.ndarray  # (series,) highest peak of the last few blocks
+    extra_oom_per_day: np.ndarray  # (series,) kills per day sizing by state would have added
+    floor: np.ndarray  # (series,) floor set by OOM kills now (0 = none)
+
+
+def _prefix_max(values: np.ndarray) -> np.ndarray:
+    """Largest value strictly before each column (-inf before the first)."""
+    filled = np.where(np.isnan(values), -np.inf, values)
+    running = np.maximum.accumulate(filled, axis=1)
+    out = np.full(values.shape, -np.inf)
+    out[:, 1:] = running[:, :-1]
+    return out
+
+
+def _recent_before(blocks: np.ndarray, recent_blocks: int) -> np.ndarray:
+    """Per window: the peak of the previous `recent_blocks` blocks and of the block so far.
+
+    blocks: (series, blocks, windows per block) -> (series, blocks * windows per block).
+    """
+    n, count, _per_block = blocks.shape
+    filled = np.where(np.isnan(blocks), -np.inf, blocks)
+    block_peak = filled.max(axis=2)
+    previous = np.full((n, count), -np.inf)
+    for back in range(1, recent_blocks + 1):
+        previous[:, back:] = np.maximum(previous[:, back:], block_peak[:, :-back])
+    so_far = np.full(filled.shape, -np.inf)
+    so_far[:, :, 1:] = np.maximum.accumulate(filled, axis=2)[:, :, :-1]
+    return np.maximum(so_far, previous[:, :, None]).reshape(n, -1)
+
+
+def _episodes_per_day(exceeds: np.ndarray, days: np.ndarray) -> np.ndarray:
+    """Runs of windows above the level, per day: each run costs one kill (the jump covers it)."""
+    starts = exceeds.copy()
+    starts[:, 1:] &= ~exceeds[:, :-1]
+    return starts.sum(axis=1) / days
+
+
+def plan_memory(
+    memory: np.ndarray,
+    cpu_states: np.ndarray,
+    future_states: np.ndarray,
+    per_block: int,
+    ooms: OomHistory,
+    block_starts: np.ndarray,
+    now: float,
+    settings: ForecastSettings,
+) -> MemoryPlan:
+    """Memory per coming block: the peak of the CPU state the block is forecast in.
+
+    memory: (series, blocks * per_block) on the block grid; cpu_states: same
+    shape, the CPU level bin each window's usage fell in (-1 = no sample);
+    future_states: (series, horizon) the bin of each coming block's forecast.
+    A state's peak is the `memory_state_quantile` of the memory seen while the CPU
+    stayed in that state (a window and the one before it), so the windows where
+    a job starts, which an OOM kill and its jump cover, do not set it. A series
+    is sized by state only when, replayed over its own past (each window against
+    the level of the state of the window before), that costs at most
+    `oom_tolerance_per_day` kills per day more than sizing on the overall peak
+    (each window against the peak before it).
+    """
+    n, total = memory.shape
+    margin = 1.0 + settings.memory_margin
+    n_bins = int(max(cpu_states.max(initial=0), future_states.max(initial=0))) + 1
+    recent_blocks = max(1, settings.blocks_per(settings.memory_recent_hours * HOUR))
+    recent_level = _recent_before(memory.reshape(n, -1, per_block), recent_blocks)
+    overall_level = _prefix_max(memory)
+    previous = np.full(cpu_states.shape, -1)
+    previous[:, 1:] = cpu_states[:, :-1]
+    stable = (previous == cpu_states) & (cpu_states >= 0)
+    state_peak = np.full((n, n_bins), np.nan)
+    for k in range(n_bins):
+        in_state = np.where(stable & (cpu_states == k), memory, np.nan)
+        state_peak[:, k] = error_quantiles(in_state, (settings.memory_state_quantile,))[0][:, 0]
+    state_level = np.take_along_axis(
+        np.where(np.isnan(state_peak), np.inf, state_peak), np.clip(previous, 0, None), axis=1
+    )
+    state_level = np.where(previous < 0, overall_level, state_level)
+    seen = ~np.isnan(memory)
+    days = np.maximum(seen.sum(axis=1) * settings.update_period_seconds / per_block / DAY, 1e-9)
+    with np.errstate(invalid="ignore"):
+        by_peak = seen & (memory > margin * np.maximum(overall_level, recent_level))
+        by_state_exceeds = seen & (memory > margin * np.maximum(state_level, recent_level))
+    extra = _episodes_per_day(by_state_exceeds, days) - _episodes_per_day(by_peak, days)
+    by_state = (days >= 1.0) & (extra <= settings.oom_tolerance_per_day)
+    peak = recent_peak(memory, total)
+    recent = recent_peak(memory, recent_blocks * per_block)
+    known = state_peak
+    state_future = np.take_along_axis(known, np.clip(future_states, 0, n_bins - 1), axis=1)
+    state_future = np.where(np.isnan(state_future), peak[:, None], state_future)
+    base = np.where(by_state[:, None], state_future, peak[:, None])
+    horizon = future_states.shape[1]
+    recent_part = np.where(np.arange(horizon)[None, :] < recent_blocks, recent[:, None], 0.0)
+    required = margin * np.fmax(base, recent_part)
+    holding = ooms.floor[:, None] * (ooms.hold_until[:, None] > block_starts[None, :])
+    required = np.fmax(required, holding)
+    required = np.maximum(required, settings.min_memory_bytes)
+    required = np.where(np.isnan(peak)[:, None], np.nan, required)
+    return MemoryPlan(
+        required=required,
+        by_state=by_state,
+        peak=peak,
+        state_peak=known,
+        recent=recent,
+        extra_oom_per_day=extra,
+        floor=ooms.floor_at(now),
+    )

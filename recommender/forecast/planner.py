@@ -19,9 +19,15 @@ import numpy as np
 from recommender.data.arrays import UsageArrays
 from recommender.forecast.blocks import as_blocks, layout_for
 from recommender.forecast.holtwinters import HoltWintersFit, SmoothingParams, fit
-from recommender.forecast.margins import Calibration, ReactionRule, calibrate, error_quantiles
-from recommender.forecast.memory import OomHistory, memory_level, recent_peak
-from recommender.forecast.settings import DAY, HOUR, ForecastSettings
+from recommender.forecast.margins import (
+    Calibration,
+    ReactionRule,
+    calibrate,
+    error_quantiles,
+    level_bins,
+)
+from recommender.forecast.memory import MemoryPlan, OomHistory, plan_memory
+from recommender.forecast.settings import DAY, ForecastSettings
 from recommender.forecast.shape import ShapeReport, detect_shape
 
 
@@ -37,14 +43,12 @@ class Plan:
     period: int
     cpu_forecast: np.ndarray  # forecast mean usage per block, cores
     cpu_required: np.ndarray  # request covering the forecast at the target shortfall
-    memory_required: np.ndarray  # memory request (= limit), bytes; NaN = no memory data
+    memory: MemoryPlan  # memory request (= limit) per block and why
     cpu_margin: np.ndarray  # (series, horizon) cores added to the forecast (NaN = fallback)
     calibration: Calibration
     model: np.ndarray  # (series,) "holt-winters" or "persistence"
     alpha: np.ndarray  # (series,) level smoothing in use
     shape: ShapeReport
-    memory_peak: np.ndarray  # (series,) peak over the memory look-back, bytes
-    oom_floor: np.ndarray  # (series,) floor set by OOM kills, bytes (0 = none)
 
     @property
     def horizon(self) -> int:
@@ -143,21 +147,27 @@ def make_plan(
     required = np.maximum(required, settings.min_cpu_cores)
     no_cpu = np.all(np.isnan(usage.cpu), axis=1)
     required[no_cpu] = np.nan
-    memory = memory_level(usage.memory, step, float(now), ooms, settings)
-    memory_required = np.repeat(memory[:, None], horizon, axis=1)
+    grid_cpu = cpu_blocks.reshape(usage.n_series, -1)
+    cpu_states = np.where(np.isnan(grid_cpu), -1, level_bins(grid_cpu, calibration.scale))
+    memory = plan_memory(
+        as_blocks(usage.memory, layout).reshape(usage.n_series, -1),
+        cpu_states,
+        level_bins(forecast, calibration.scale),
+        per_block,
+        ooms,
+        (first_block + np.arange(horizon)) * period,
+        float(now),
+        settings,
+    )
     return Plan(
         first_block=first_block,
         period=period,
         cpu_forecast=forecast,
         cpu_required=required,
-        memory_required=memory_required,
+        memory=memory,
         cpu_margin=np.where(np.isnan(margin), np.nan, use_margin),
         calibration=calibration,
         model=np.where(use_persist, "persistence", "holt-winters"),
         alpha=hw.alpha,
         shape=shape,
-        memory_peak=recent_peak(
-            usage.memory, max(1, round(settings.memory_peak_hours * HOUR / step))
-        ),
-        oom_floor=ooms.floor_at(float(now)),
     )

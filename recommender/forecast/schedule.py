@@ -25,17 +25,22 @@ def cover(required: np.ndarray, blocks: int) -> np.ndarray:
 
 
 def cpu_step(
-    current: np.ndarray, required: np.ndarray, settings: ForecastSettings, may_decrease: np.ndarray
+    current: np.ndarray,
+    required: np.ndarray,
+    settings: ForecastSettings,
+    may_increase: np.ndarray,
+    may_decrease: np.ndarray,
 ) -> np.ndarray:
     """The CPU request for the coming block given the requirement of the blocks ahead.
 
     current: (series,) request in force (NaN = none yet); required: (series,
-    blocks ahead) starting with the coming block; may_decrease: (series,) bool.
+    blocks ahead) starting with the coming block; may_increase, may_decrease:
+    (series,) bool, what the change budget still allows.
     """
     now = required[:, 0]
     level = cover(required, settings.cover_blocks)
     unset = np.isnan(current) & ~np.isnan(level)
-    up = now > current
+    up = may_increase & (now > current)
     down = may_decrease & (level < current * (1.0 - settings.decrease_threshold))
     return np.where(unset | up | down, level, current)
 
@@ -44,17 +49,20 @@ def memory_step(
     current: np.ndarray,
     required: np.ndarray,
     settings: ForecastSettings,
+    may_increase: np.ndarray,
     may_decrease: np.ndarray,
     resizing: np.ndarray,
 ) -> np.ndarray:
     """The memory request (= limit) for the coming block.
 
-    Up as soon as the requirement eats into half the headroom; down only where
-    allowed (no OOM hold, budget left) and by more than the decrease threshold,
-    or by a little when the container is being resized anyway (`resizing`).
+    Up as soon as the requirement eats into half the headroom (or at once when
+    the container is being resized anyway); down only where allowed (no OOM
+    hold, budget left) and by more than the decrease threshold, or by a little
+    when the container is being resized anyway (`resizing`).
     """
     unset = np.isnan(current) & ~np.isnan(required)
-    up = required > current * (1.0 + settings.memory_margin / 2.0)
+    wanted_up = required > current * (1.0 + settings.memory_margin / 2.0)
+    up = (may_increase & wanted_up) | (resizing & (required > current))
     threshold = np.where(resizing, FREE_RIDE_DECREASE, settings.decrease_threshold)
     down = may_decrease & (required < current * (1.0 - threshold))
     return np.where(unset | up | down, required, current)
@@ -78,14 +86,17 @@ def build_schedule(
     cpu_out = np.empty((n, horizon))
     memory_out = np.empty((n, horizon))
     changed = np.zeros((n, horizon), dtype=bool)
-    budget = settings.max_changes_per_day - settings.reserved_changes
+    planned = settings.max_changes_per_day - settings.reserved_changes
     cpu, memory = current_cpu.copy(), current_memory.copy()
     for k in range(horizon):
         recent = changed[:, max(0, k - blocks_per_day + 1) : k].sum(axis=1)
-        may_decrease = recent < budget
-        new_cpu = cpu_step(cpu, cpu_required[:, k:], settings, may_decrease)
+        may_decrease = recent < planned
+        may_increase = recent < settings.max_changes_per_day
+        new_cpu = cpu_step(cpu, cpu_required[:, k:], settings, may_increase, may_decrease)
         cpu_moves = ~np.isclose(new_cpu, cpu, equal_nan=True)
-        new_memory = memory_step(memory, memory_required[:, k], settings, may_decrease, cpu_moves)
+        new_memory = memory_step(
+            memory, memory_required[:, k], settings, may_increase, may_decrease, cpu_moves
+        )
         moved = cpu_moves | ~np.isclose(new_memory, memory, equal_nan=True)
         changed[:, k] = moved & ~(np.isnan(cpu) & np.isnan(memory))
         cpu, memory = new_cpu, new_memory

@@ -31,8 +31,9 @@ class ForecastSettings:
       batch_cpu_sizing: "mean" sizes batch (on/off, throughput) containers on the
           forecast mean, as the original VPA design asks; "percentile" treats them
           like serving containers.
-      oom_tolerance_per_day: expected OOM kills per container-day the memory
-          limit may risk; it sets how far above recent peaks the limit sits.
+      oom_tolerance_per_day: extra OOM kills per container-day that sizing memory
+          per CPU state (low while a batch job is idle) may cost, replayed over the
+          container's own past; above it the limit covers the overall peak.
     Time
       update_period_seconds: length of one schedule block (requests change at
           most once per block, apart from reactions to a shortfall or an OOM).
@@ -61,10 +62,10 @@ class ForecastSettings:
           exceeds the request by this share of the series' recent peak (noise
           does not trigger resizes; a job starting does).
     Memory
-      memory_margin: headroom over the recent peak.
-      memory_peak_hours: how far back the peak the limit covers reaches.
-      memory_decrease_hours: a decrease needs this long without usage near the
-          level it leaves (the "confident" forecast).
+      memory_margin: headroom over the peaks the limit covers.
+      memory_recent_hours: the limit never drops below the peak of this recent past.
+      memory_state_quantile: quantile of the memory seen in a CPU state that sizes
+          the limit while the container is forecast in that state (1 = the peak).
       oom_bump_factor, oom_bump_min_bytes: an OOM raises the limit to
           max(limit * factor, limit + min_bytes) at once ...
       oom_hold_hours: ... and no decrease follows for this long.
@@ -98,8 +99,8 @@ class ForecastSettings:
     react_min_fraction: float = 0.1
 
     memory_margin: float = 0.1
-    memory_peak_hours: float = 72.0
-    memory_decrease_hours: float = 24.0
+    memory_recent_hours: float = 2.0
+    memory_state_quantile: float = 1.0
     oom_bump_factor: float = 1.2
     oom_bump_min_bytes: float = 100 * MIB
     oom_hold_hours: float = 24.0
@@ -139,8 +140,8 @@ class ForecastSettings:
             (self.react_margin >= 0.0, "react_margin cannot be negative"),
             (self.react_min_fraction >= 0.0, "react_min_fraction cannot be negative"),
             (self.memory_margin >= 0.0, "memory_margin cannot be negative"),
-            (self.memory_peak_hours > 0.0, "memory_peak_hours must be positive"),
-            (self.memory_decrease_hours >= 0.0, "memory_decrease_hours cannot be negative"),
+            (self.memory_recent_hours > 0.0, "memory_recent_hours must be positive"),
+            (0.5 <= self.memory_state_quantile <= 1.0, "memory_state_quantile in [0.5, 1]"),
             (self.oom_bump_factor >= 1.0, "oom_bump_factor must be at least 1"),
             (self.oom_bump_min_bytes >= 0.0, "oom_bump_min_bytes cannot be negative"),
             (self.oom_hold_hours >= 0.0, "oom_hold_hours cannot be negative"),

@@ -51,7 +51,10 @@ class ForecastStrategy:
 
     def observe_oom(self, step: int, containers: np.ndarray, memory: np.ndarray) -> None:
         when = np.full(containers.shape, float(self.fleet.time_of(step)))
-        self.ooms.record(containers, when, memory, self.settings)
+        _, remembered = self.buffer.recent(self.buffer.capacity)
+        seen = remembered[containers]
+        peak = np.max(np.where(np.isnan(seen), -np.inf, seen), axis=1, initial=-np.inf)
+        self.ooms.record(containers, when, memory, self.settings, np.maximum(peak, 0.0))
         self.oom_now[containers] = True
 
     def _changes_last_day(self, now: float) -> np.ndarray:
@@ -81,15 +84,15 @@ class ForecastStrategy:
         required = plan.cpu_required[:, offset:]
         unset = np.isnan(cpu)
         if at_boundary:
-            cpu = cpu_step(cpu, required, s, may_plan)
+            cpu = cpu_step(cpu, required, s, may_react, may_plan)
         cpu = np.where(unset, cover(required, s.cover_blocks), cpu)
         cpu = self._react_cpu(cpu, required, may_react)
         cpu_moves = ~np.isclose(cpu, current.cpu, equal_nan=True)
-        memory_needed = plan.memory_required[:, min(offset, plan.horizon - 1)]
+        memory_needed = plan.memory.required[:, min(offset, plan.horizon - 1)]
         memory_needed = np.fmax(memory_needed, self.ooms.floor_at(now))
         may_lower_memory = (at_boundary & may_plan) | cpu_moves
         may_lower_memory &= ~(self.ooms.hold_until > now)
-        memory = memory_step(memory, memory_needed, s, may_lower_memory, cpu_moves)
+        memory = memory_step(memory, memory_needed, s, may_react, may_lower_memory, cpu_moves)
         memory = np.where(self.oom_now, np.fmax(memory, self.ooms.floor), memory)
         self.oom_now[:] = False
         changed = cpu_moves | ~np.isclose(memory, current.memory, equal_nan=True)

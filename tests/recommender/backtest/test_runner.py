@@ -105,6 +105,12 @@ def test_imported_factories_plug_in_by_name() -> None:
     name = "tests.recommender.backtest.helpers:make_fixed"
     result = run_backtest(history(np.full(2 * PER_DAY, 0.5)), strategies=name, execution=SERIAL)
     assert result.summary[name]["cpu_relative_slack"] == pytest.approx(0.5)
+    labelled = run_backtest(
+        history(np.full(2 * PER_DAY, 0.5)), strategies=f"mine={name}", execution=SERIAL
+    )
+    assert list(labelled.summary) == ["mine"]
+    with pytest.raises(BacktestInputError, match="cannot import"):
+        run_backtest(history(np.full(2 * PER_DAY, 0.5)), strategies="no.such.module:make")
 
 
 def test_short_series_are_skipped_and_counted() -> None:
@@ -190,3 +196,14 @@ def test_gaps_do_not_break_the_replay() -> None:
     first = 1  # window 0 is one of the gaps: the warm-up counts from the first sample
     expected = np.sum(~np.isnan(cpu[first + PER_DAY :])) / PER_DAY
     assert result.container_days == pytest.approx(expected)
+
+
+def test_the_forecasting_strategy_plugs_in_by_name() -> None:
+    pytest.importorskip("recommender.forecast.strategy")
+    usage, events = small_fleet()
+    result = run_backtest(usage, events, "vpa,forecast", execution=SERIAL)
+    again = run_backtest(usage, events, "vpa,forecast", execution=SERIAL)
+    assert result.to_dict() == again.to_dict()
+    forecast = result.summary["forecast"]
+    assert 0.0 <= forecast["cpu_relative_slack"] < 1.0
+    assert forecast["cpu_core_hours_requested"] > 0
