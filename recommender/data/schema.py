@@ -7,9 +7,9 @@ naming the source, the 1-based data row and the column; nothing is ever
 silently dropped or repaired. A series is identified by (namespace, pod,
 container); `workload` is a label that defaults to the pod name.
 
-Missing measurements: `cpu` is never NaN. `memory` is either measured for a
-whole series or NaN for the whole series (CPU-only data such as the Azure
-trace); a NaN inside an otherwise measured series is an error. Requests and
+Missing measurements: `cpu` is never NaN. `memory` NaN means "not measured in
+that sample" (a whole CPU-only series such as the Azure trace, or single
+unreported samples); models skip it, they never read it as zero. Requests and
 limits are optional and NaN means "not set".
 """
 
@@ -241,20 +241,6 @@ def _check_one_workload(series: np.ndarray, workload: pd.Series, source: str) ->
     )
 
 
-def _check_memory_measured(series: np.ndarray, memory: np.ndarray, source: str) -> None:
-    missing = np.isnan(memory)
-    if not missing.any():
-        return
-    measured = np.bincount(series, weights=~missing)
-    _fail_at(
-        source,
-        "memory",
-        missing & (measured[series] > 0),
-        "missing value in a series whose memory is measured elsewhere "
-        "(memory may be NaN only for a whole CPU-only series)",
-    )
-
-
 def _labels(frame: pd.DataFrame, source: str) -> dict[str, pd.Series]:
     labels = {name: _text(frame[name], name, source) for name in SERIES_COLUMNS}
     labels["workload"] = (
@@ -296,7 +282,6 @@ def validate_usage(frame: pd.DataFrame, source: str = "<frame>") -> pd.DataFrame
     series = _group_codes([labels[name] for name in SERIES_COLUMNS])
     _check_one_workload(series, labels["workload"], source)
     _check_series_order(series, timestamps.astype("int64").to_numpy(), source)
-    _check_memory_measured(series, numbers["memory"], source)
     columns: dict[str, object] = {"timestamp": timestamps}
     columns.update({name: labels[name] for name in KEY_LABELS})
     columns.update(numbers)

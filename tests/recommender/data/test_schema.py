@@ -77,7 +77,6 @@ def test_negative_value_message_names_file_row_and_column(tmp_path: Path) -> Non
         ("2024-01-01T00:10:00Z,shop,web-1,app,,1000", 3, "cpu", "missing value"),
         ("2024-01-01T00:10:00Z,shop,web-1,app,inf,1000", 3, "cpu", "infinite value"),
         ("2024-01-01T00:10:00Z,shop,web-1,app,0.1,-5", 3, "memory", "negative value -5"),
-        ("2024-01-01T00:10:00Z,shop,web-1,app,0.1,", 3, "memory", "memory is measured"),
         ("2024-01-01T00:10:00Z,shop,,app,0.1,1000", 3, "pod", "missing value"),
         ("2024-01-01T00:10:00Z,,web-1,app,0.1,1000", 3, "namespace", "missing value"),
         ("yesterday,shop,web-1,app,0.1,1000", 3, "timestamp", "unparsable timestamp 'yesterday'"),
@@ -264,3 +263,14 @@ def test_error_survives_pickling() -> None:
     error = DataFormatError("usage.csv", "negative value -1", row=3, column="cpu")
     copy = pickle.loads(pickle.dumps(error))
     assert (str(copy), copy.row, copy.column) == (str(error), 3, "cpu")
+
+
+def test_memory_may_be_unmeasured_in_single_samples(tmp_path: Path) -> None:
+    """An empty memory cell means "not measured then", not zero: kept as NaN, never dropped."""
+    path = write_csv(
+        tmp_path, [HEADER, *GOOD_ROWS[:2], "2024-01-01T00:10:00Z,shop,web-1,app,0.1,", GOOD_ROWS[2]]
+    )
+    frame = read_usage(path)
+    assert len(frame) == 4
+    assert frame["memory"].isna().sum() == 1
+    assert frame["cpu"].notna().all()

@@ -139,18 +139,23 @@ def test_bitbrains_repairs_are_explicit_and_counted(tmp_path: Path) -> None:
             bb_row(900, 2, 5000.0, 1250.0, 20.0),
             bb_row(300, 2, 5000.0, 1000.0, 10.0),  # out of order: sorted
             bb_row(900, 2, 5000.0, 2500.0, 30.0),  # duplicate timestamp: the last one wins
+            bb_row(1200, 2, 5000.0, 500.0, 0.0),  # memory not reported: NaN, row kept
         ],
     )
     frame = load_bitbrains(tmp_path, months=("2013-7",))
-    assert frame["timestamp"].tolist() == pd.to_datetime([300, 900], unit="s", utc=True).tolist()
-    assert frame["cpu"].tolist() == [1000.0 / 2500.0, 2500.0 / 2500.0]
-    assert frame["memory"].tolist() == [10.0 * 1024, 30.0 * 1024]
+    assert (
+        frame["timestamp"].tolist() == pd.to_datetime([300, 900, 1200], unit="s", utc=True).tolist()
+    )
+    assert frame["cpu"].tolist() == [1000.0 / 2500.0, 2500.0 / 2500.0, 500.0 / 2500.0]
+    assert frame["memory"].tolist()[:2] == [10.0 * 1024, 30.0 * 1024]
+    assert np.isnan(frame["memory"].iloc[2])
     assert frame.attrs["cleaning"] == {
         "files": 1,
-        "rows_read": 4,
+        "rows_read": 5,
         "unprovisioned_rows_dropped": 1,
         "duplicate_timestamps_dropped": 1,
         "files_reordered": 1,
+        "zero_memory_samples_unmeasured": 1,
     }
 
 
