@@ -7,9 +7,11 @@ values; nothing is read from globals or the environment.
 from __future__ import annotations
 
 import os
-import re
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Literal
+
+from tailor import durations
 
 DAY = 86_400
 HOUR = 3_600
@@ -18,8 +20,6 @@ HOUR = 3_600
 # nothing to evaluate, so that dataset warms up for 6 hours instead.
 DATASET_WARM_UP = {"bitbrains": DAY, "azure": DAY, "google2011": 6 * HOUR}
 
-_UNITS = {"s": 1, "m": 60, "h": HOUR, "d": DAY, "w": 7 * DAY}
-_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw]?)\s*$")
 
 
 class BacktestInputError(ValueError):
@@ -27,22 +27,16 @@ class BacktestInputError(ValueError):
 
 
 def parse_duration(text: str) -> int:
-    """Seconds in a duration like '1d', '6h', '90m', '30s' or '0' (bare numbers are seconds)."""
-    match = _DURATION.match(text)
-    if match is None:
-        raise BacktestInputError(
-            f"cannot read duration {text!r}: use a number with s, m, h, d or w, e.g. 1d or 6h"
-        )
-    value, unit = match.groups()
-    return round(float(value) * _UNITS[unit or "s"])
+    """Whole seconds in a duration like '1d', '6h', '90m' (the CLI's one duration syntax)."""
+    try:
+        return round(durations.parse_duration(text).total_seconds())
+    except durations.DurationError as error:
+        raise BacktestInputError(str(error)) from error
 
 
 def format_duration(seconds: int) -> str:
     """The shortest exact form: 86400 -> '1d', 21600 -> '6h'."""
-    for unit, size in (("w", 7 * DAY), ("d", DAY), ("h", HOUR), ("m", 60)):
-        if seconds and seconds % size == 0:
-            return f"{seconds // size}{unit}"
-    return f"{seconds}s"
+    return durations.format_duration(timedelta(seconds=seconds))
 
 
 def default_warm_up(dataset: str | None) -> int:
