@@ -17,8 +17,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from recommender.forecast.allocation import Offer, allocate
+
 MIN_ERRORS = 12  # fewer past errors than this and a series has no margin of its own
-CANDIDATE_LEVELS = (0.5, 0.7, 0.8, 0.9, 0.93, 0.95, 0.97, 0.98, 0.99, 0.995, 0.999, 1.0)
+CANDIDATE_LEVELS = (0.5, 0.8, 0.9, 0.95, 0.97, 0.98, 0.99, 0.995, 0.999, 1.0)
 
 
 @dataclass(frozen=True)
@@ -33,10 +35,10 @@ class ReactionRule:
 
 @dataclass(frozen=True)
 class Calibration:
-    """Per-series, per-level-bin margins and what their replay over the past achieved.
+    """Per-series, per-state margins and what their replay over the past achieved.
 
-    Arrays are (series, bins); bin k holds blocks whose forecast, relative to the
-    series' recent peak, falls in [LEVEL_EDGES[k], LEVEL_EDGES[k + 1]).
+    Arrays are (series, states); the planner decides which state each block is
+    in (see `block_states`).
     """
 
     margin: np.ndarray  # cores above the forecast; NaN = too little history
@@ -45,22 +47,34 @@ class Calibration:
     errors: np.ndarray  # past errors behind each margin
     level: np.ndarray  # quantile level of the chosen candidate
     scale: np.ndarray  # (series,) the recent peak the bins are relative to
+    price: np.ndarray  # (series,) core-windows of margin one shortfall window was worth
 
-    def margin_for(self, forecast: np.ndarray) -> np.ndarray:
-        """The margin for blocks with these forecasts: (series, blocks) like `forecast`."""
-        bins = level_bins(forecast, self.scale)
-        return np.take_along_axis(self.margin, bins, axis=1)
-
-
-LEVEL_EDGES = (0.0, 0.2, 0.6)
-MIN_BIN_ERRORS = 120  # below this a bin borrows the most cautious margin of the series
+    def margin_for(self, states: np.ndarray) -> np.ndarray:
+        """The margin for blocks in these states: (series, blocks) like `states`."""
+        return np.take_along_axis(self.margin, states, axis=1)
 
 
-def level_bins(forecast: np.ndarray, scale: np.ndarray) -> np.ndarray:
-    """Bin index of each forecast relative to its series' scale: same shape, int64."""
+LEVEL_EDGES = (0.0, 0.2, 0.6)  # idle, part-busy, busy: forecast relative to the recent peak
+STATES = 4  # the three levels, plus idle right after a busy spell
+MIN_BIN_ERRORS = 120  # below this a state borrows the most cautious margin of the series
+
+
+def level_bins(values: np.ndarray, scale: np.ndarray) -> np.ndarray:
+    """Level bin (0 idle, 1 part-busy, 2 busy) of values relative to their series' scale."""
     with np.errstate(divide="ignore", invalid="ignore"):
-        relative = np.nan_to_num(forecast / scale[:, None], nan=0.0, posinf=1.0)
+        relative = np.nan_to_num(values / scale[:, None], nan=0.0, posinf=1.0)
     return np.clip(np.searchsorted(LEVEL_EDGES, relative, side="right") - 1, 0, None)
+
+
+def block_states(forecast: np.ndarray, recently_busy: np.ndarray, scale: np.ndarray) -> np.ndarray:
+    """State of each block: its forecast's level bin, or 3 when idle right after a busy spell.
+
+    Batch jobs come in bursts: just after one ends another is likely, long after
+    it is not. Told apart, the two idle states get their own margins, so a
+    request drops during a long lull without paying a reaction per job in a burst.
+    """
+    bins = level_bins(forecast, scale)
+    return np.where((bins == 0) & recently_busy, STATES - 1, bins)
 
 
 def error_quantiles(errors: np.ndarray, levels: tuple[float, ...]) -> tuple[np.ndarray, np.ndarray]:
@@ -107,45 +121,13 @@ def replay_margins(
     return shortfalls, reactions
 
 
-def _best_levels(
-    candidates: np.ndarray,
-    shortfalls: np.ndarray,
-    per_day: np.ndarray,
-    bin_windows: np.ndarray,
-    allowed_shortfalls: np.ndarray,
-    budget: float,
-) -> np.ndarray:
-    """Candidate index per bin: the cheapest combination meeting both per-series limits.
-
-    candidates, shortfalls (replayed shortfall windows), per_day (replayed
-    reactions per day): (series, bins, levels). Every combination of one
-    candidate per bin is scored (shortfalls, reactions and margin cost add up
-    over bins); the cheapest within the shortfall allowance and the reaction
-    budget wins, else the one exceeding them least. Spending a series' shortfall
-    allowance where it saves most margin is what a per-series target allows and
-    a per-bin target would forbid.
-    """
-    n, n_bins, levels = candidates.shape
-    cost = candidates * bin_windows[:, :, None]
-    allowed = np.maximum(allowed_shortfalls, 1e-9)
-    total_cost = np.zeros((n, 1))
-    total_short = np.zeros((n, 1))
-    total_react = np.zeros((n, 1))
-    for k in range(n_bins):
-        total_cost = (total_cost[:, :, None] + cost[:, k, None, :]).reshape(n, -1)
-        total_short = (total_short[:, :, None] + shortfalls[:, k, None, :]).reshape(n, -1)
-        total_react = (total_react[:, :, None] + per_day[:, k, None, :]).reshape(n, -1)
-    excess = np.maximum(total_short - allowed[:, None], 0) / allowed[:, None]
-    excess += np.maximum(total_react - budget, 0) / max(budget, 1e-9)
-    scale = np.maximum(total_cost.max(axis=1, keepdims=True), 1e-12)
-    best = np.argmin(excess * 1e6 + total_cost / scale, axis=1)
-    return np.stack(np.unravel_index(best, (levels,) * n_bins), axis=1)
-
-
 def calibrate(
     usage: np.ndarray,
     forecast: np.ndarray,
+    states: np.ndarray,
+    scale: np.ndarray,
     target_shortfall: float,
+    container_cap: float,
     rule: ReactionRule,
     blocks_per_day: float,
 ) -> Calibration:
@@ -153,17 +135,15 @@ def calibrate(
 
     usage: (series, blocks, windows per block) recent usage on the block grid;
     forecast: (series, blocks) the one-step forecast of each of those blocks
-    (NaN where none existed yet). Within a bin, the smallest candidate (a
-    quantile of that bin's errors) whose replay meets both the shortfall target
-    and the reaction budget wins (Mondrian conformal: coverage per bin).
+    (NaN where none existed yet); states: (series, blocks) the state of each
+    block; scale: (series,) the recent peak. Candidates per state are quantiles
+    of that state's errors (Mondrian conformal); `allocation.allocate` picks one
+    per state so that the whole fleet meets `target_shortfall`.
     """
     n = usage.shape[0]
     usable = np.where(np.isnan(forecast)[:, :, None], np.nan, usage)
-    with np.errstate(invalid="ignore"):
-        scale = np.nanmax(np.where(np.isnan(usable), -np.inf, usable).reshape(n, -1), axis=1)
-    scale = np.where(np.isfinite(scale) & (scale > 0), scale, 1.0)
-    bins = level_bins(forecast, scale)
-    n_bins = len(LEVEL_EDGES)
+    bins = states
+    n_bins = STATES
     levels = len(CANDIDATE_LEVELS)
     errors = usable - forecast[:, :, None]
     candidates = np.full((n, n_bins, levels), np.nan)
@@ -186,8 +166,13 @@ def calibrate(
         bin_windows[:, k] = np.sum(np.where(bins == k, windows, 0), axis=1)
         short_count[:, k] = np.sum(shortfalls * mask, axis=2)
         per_day[:, k] = np.sum(reactions * mask, axis=2) / days[:, None]
-    allowed = target_shortfall * bin_windows.sum(axis=1)
-    choice = _best_levels(candidates, short_count, per_day, bin_windows, allowed, rule.per_day)
+    offer = Offer(
+        cost=candidates * bin_windows[:, :, None],
+        shortfalls=short_count,
+        reactions=per_day,
+        windows=bin_windows.sum(axis=1),
+    )
+    choice, price = allocate(offer, target_shortfall, container_cap, rule.per_day)
     with np.errstate(invalid="ignore", divide="ignore"):
         rate = short_count / bin_windows[:, :, None]
     pick = choice[:, :, None]
@@ -204,4 +189,5 @@ def calibrate(
         errors=count,
         level=np.asarray(CANDIDATE_LEVELS)[choice],
         scale=scale,
+        price=price,
     )

@@ -88,12 +88,23 @@ class MemoryPlan:
     """Memory request (= limit) per coming block and the reasons behind it."""
 
     required: np.ndarray  # (series, blocks) bytes; NaN = no memory data
+    level_by_state: np.ndarray  # (series, states) what the limit should be in each CPU state now
     by_state: np.ndarray  # (series,) bool: sized per CPU state rather than on the overall peak
     peak: np.ndarray  # (series,) highest peak remembered
     state_peak: np.ndarray  # (series, bins) highest peak seen in each CPU state
     recent: np.ndarray  # (series,) highest peak of the last few blocks
     extra_oom_per_day: np.ndarray  # (series,) kills per day sizing by state would have added
     floor: np.ndarray  # (series,) floor set by OOM kills now (0 = none)
+
+    def for_states(self, states: np.ndarray) -> np.ndarray:
+        """The limit each series needs now if its CPU is in `states` (series,)."""
+        top = self.level_by_state.shape[1] - 1
+        return np.take_along_axis(self.level_by_state, np.clip(states, 0, top)[:, None], axis=1)[
+            :, 0
+        ]
+
+
+STATE_HYSTERESIS = 0.1  # kills per day the state-sizing decision must move by to flip
 
 
 def _prefix_max(values: np.ndarray) -> np.ndarray:
@@ -137,6 +148,7 @@ def plan_memory(
     block_starts: np.ndarray,
     now: float,
     settings: ForecastSettings,
+    sized_by_state: np.ndarray | None = None,
 ) -> MemoryPlan:
     """Memory per coming block: the peak of the CPU state the block is forecast in.
 
@@ -149,7 +161,9 @@ def plan_memory(
     is sized by state only when, replayed over its own past (each window against
     the level of the state of the window before), that costs at most
     `oom_tolerance_per_day` kills per day more than sizing on the overall peak
-    (each window against the peak before it).
+    (each window against the peak before it). `sized_by_state` (the previous
+    decision) adds hysteresis so the choice does not flip on noise: every flip
+    would be a resize.
     """
     n, total = memory.shape
     margin = 1.0 + settings.memory_margin
@@ -174,14 +188,23 @@ def plan_memory(
         by_peak = seen & (memory > margin * np.maximum(overall_level, recent_level))
         by_state_exceeds = seen & (memory > margin * np.maximum(state_level, recent_level))
     extra = _episodes_per_day(by_state_exceeds, days) - _episodes_per_day(by_peak, days)
-    by_state = (days >= 1.0) & (extra <= settings.oom_tolerance_per_day)
+    tolerance = settings.oom_tolerance_per_day
+    slack = max(STATE_HYSTERESIS, tolerance)
+    if sized_by_state is None:
+        by_state = extra <= tolerance
+    else:
+        by_state = np.where(sized_by_state, extra <= tolerance + slack, extra <= tolerance - slack)
+    by_state &= days >= 1.0
     peak = recent_peak(memory, total)
     recent = recent_peak(memory, recent_blocks * per_block)
-    known = state_peak
-    state_future = np.take_along_axis(known, np.clip(future_states, 0, n_bins - 1), axis=1)
-    state_future = np.where(np.isnan(state_future), peak[:, None], state_future)
-    base = np.where(by_state[:, None], state_future, peak[:, None])
+    per_state = np.where(np.isnan(state_peak), peak[:, None], state_peak)
+    per_state = np.where(by_state[:, None], per_state, peak[:, None])
+    floor_now = ooms.floor_at(now)
+    level_by_state = np.fmax(margin * np.fmax(per_state, recent[:, None]), floor_now[:, None])
+    level_by_state = np.maximum(level_by_state, settings.min_memory_bytes)
+    level_by_state = np.where(np.isnan(peak)[:, None], np.nan, level_by_state)
     horizon = future_states.shape[1]
+    base = np.take_along_axis(per_state, np.clip(future_states, 0, n_bins - 1), axis=1)
     recent_part = np.where(np.arange(horizon)[None, :] < recent_blocks, recent[:, None], 0.0)
     required = margin * np.fmax(base, recent_part)
     holding = ooms.floor[:, None] * (ooms.hold_until[:, None] > block_starts[None, :])
@@ -190,9 +213,10 @@ def plan_memory(
     required = np.where(np.isnan(peak)[:, None], np.nan, required)
     return MemoryPlan(
         required=required,
+        level_by_state=level_by_state,
         by_state=by_state,
         peak=peak,
-        state_peak=known,
+        state_peak=state_peak,
         recent=recent,
         extra_oom_per_day=extra,
         floor=ooms.floor_at(now),

@@ -20,14 +20,16 @@ from recommender.data.arrays import UsageArrays
 from recommender.forecast.blocks import as_blocks, layout_for
 from recommender.forecast.holtwinters import HoltWintersFit, SmoothingParams, fit
 from recommender.forecast.margins import (
+    LEVEL_EDGES,
     Calibration,
     ReactionRule,
+    block_states,
     calibrate,
     error_quantiles,
     level_bins,
 )
 from recommender.forecast.memory import MemoryPlan, OomHistory, plan_memory
-from recommender.forecast.settings import DAY, ForecastSettings
+from recommender.forecast.settings import DAY, HOUR, ForecastSettings
 from recommender.forecast.shape import ShapeReport, detect_shape
 
 
@@ -42,6 +44,7 @@ class Plan:
     first_block: int
     period: int
     cpu_forecast: np.ndarray  # forecast mean usage per block, cores
+    cpu_states: np.ndarray  # state of each block (see margins.block_states)
     cpu_required: np.ndarray  # request covering the forecast at the target shortfall
     memory: MemoryPlan  # memory request (= limit) per block and why
     cpu_margin: np.ndarray  # (series, horizon) cores added to the forecast (NaN = fallback)
@@ -87,13 +90,42 @@ def _mean_abs_error(forecast: np.ndarray, actual: np.ndarray, last: int) -> np.n
     return np.where(np.isnan(score), np.inf, score)
 
 
+def _recent_scale(cpu: np.ndarray) -> np.ndarray:
+    """The recent peak of each series (1 where there is none): what levels are relative to."""
+    peak = np.max(np.where(np.isnan(cpu), -np.inf, cpu), axis=1, initial=-np.inf)
+    return np.where(np.isfinite(peak) & (peak > 0), peak, 1.0)
+
+
+def _recently_busy(
+    cpu_blocks: np.ndarray, scale: np.ndarray, lookback: int, horizon: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """Whether the `lookback` blocks before each block held a busy window.
+
+    Returns (past blocks, horizon blocks); a horizon block only knows the history
+    part of its look-back.
+    """
+    n, count, _ = cpu_blocks.shape
+    peaks = np.max(np.where(np.isnan(cpu_blocks), -np.inf, cpu_blocks), axis=2)
+    busy = peaks >= LEVEL_EDGES[-1] * scale[:, None]
+    extended = np.concatenate([busy, np.zeros((n, horizon), dtype=bool)], axis=1)
+    before = np.zeros(extended.shape, dtype=bool)
+    for back in range(1, lookback + 1):
+        before[:, back:] |= extended[:, :-back]
+    return before[:, :count], before[:, count:]
+
+
 def make_plan(
-    usage: UsageArrays, ooms: OomHistory, settings: ForecastSettings, now: int | None = None
+    usage: UsageArrays,
+    ooms: OomHistory,
+    settings: ForecastSettings,
+    now: int | None = None,
+    previous: Plan | None = None,
 ) -> Plan:
     """Plan the next horizon of blocks for every series of `usage`.
 
     `now` (UNIX seconds) defaults to the end of the last window; the plan starts at
-    the first block boundary at or after it.
+    the first block boundary at or after it. `previous` (the last plan for the
+    same series) keeps slow decisions such as memory sizing by state stable.
     """
     step = usage.step
     end = usage.start + usage.n_windows * step
@@ -131,14 +163,22 @@ def make_plan(
         float(settings.reserved_changes),
         settings.react_min_fraction,
     )
+    scale = _recent_scale(recent_cpu)
+    busy_blocks = max(1, settings.blocks_per(settings.busy_memory_hours * HOUR))
+    past_busy, future_busy = _recently_busy(cpu_blocks, scale, busy_blocks, horizon)
+    past_states = block_states(one_step, past_busy, scale)
+    future_states = block_states(forecast, future_busy, scale)
     calibration = calibrate(
         cpu_blocks[:, -residual_blocks:],
         one_step[:, -residual_blocks:],
+        past_states[:, -residual_blocks:],
+        scale,
         settings.target_cpu_shortfall,
+        settings.max_container_shortfall,
         rule,
         DAY / period,
     )
-    margin = calibration.margin_for(forecast)
+    margin = calibration.margin_for(future_states)
     mean_sized = shape.batch & (settings.batch_cpu_sizing == "mean")
     use_margin = np.where(mean_sized[:, None], 0.0, np.maximum(margin, 0.0))
     required = forecast + use_margin
@@ -158,11 +198,13 @@ def make_plan(
         (first_block + np.arange(horizon)) * period,
         float(now),
         settings,
+        None if previous is None else previous.memory.by_state,
     )
     return Plan(
         first_block=first_block,
         period=period,
         cpu_forecast=forecast,
+        cpu_states=future_states,
         cpu_required=required,
         memory=memory,
         cpu_margin=np.where(np.isnan(margin), np.nan, use_margin),

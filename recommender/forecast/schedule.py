@@ -1,8 +1,8 @@
 """Hysteresis: turning per-block requirements into requests that change rarely.
 
 Every change is a resize on a live pod, so a request moves only when it matters:
-up as soon as the coming block needs more than is in force, down only when the
-next few blocks all need clearly less; either way the new level covers the
+up as soon as the coming block needs clearly more than is in force, down only
+when the next few blocks all need clearly less; either way the new level covers the
 requirement of those next few blocks, so a ramp costs one change, not one per
 block. A rolling 24-hour budget caps planned changes and keeps a reserve for
 reactions to shortfalls and OOM kills.
@@ -40,7 +40,7 @@ def cpu_step(
     now = required[:, 0]
     level = cover(required, settings.cover_blocks)
     unset = np.isnan(current) & ~np.isnan(level)
-    up = may_increase & (now > current)
+    up = may_increase & (now > current * (1.0 + settings.increase_threshold))
     down = may_decrease & (level < current * (1.0 - settings.decrease_threshold))
     return np.where(unset | up | down, level, current)
 

@@ -26,8 +26,11 @@ class ForecastSettings:
     """Settings of the `forecast` strategy and of `recommend_forecast`.
 
     Targets
-      target_cpu_shortfall: fraction of windows whose CPU usage may exceed the
-          request; the conformal margin is the (1 - this) quantile of errors.
+      target_cpu_shortfall: fraction of windows, over all containers planned
+          together, whose CPU usage may exceed the request; margins spend it
+          where it saves the most cores (see `allocation`).
+      max_container_shortfall: the largest shortfall rate any one container is
+          planned for.
       batch_cpu_sizing: "mean" sizes batch (on/off, throughput) containers on the
           forecast mean, as the original VPA design asks; "percentile" treats them
           like serving containers.
@@ -54,6 +57,8 @@ class ForecastSettings:
       max_changes_per_day: hard cap on request changes in any 24 h.
       reserved_changes: part of that cap kept for reactions (shortfall, OOM).
       decrease_threshold: a planned decrease must lower the request by this much.
+      increase_threshold: a planned increase waits until the need exceeds the
+          request by this much (a shortfall still triggers a reaction).
       cover_blocks: a new level covers the requirement of this many blocks ahead.
       react_after_windows: consecutive windows above the request before a
           mid-block increase.
@@ -61,6 +66,8 @@ class ForecastSettings:
       react_min_fraction: a window counts towards a reaction only when its usage
           exceeds the request by this share of the series' recent peak (noise
           does not trigger resizes; a job starting does).
+      busy_memory_hours: an idle block this soon after a busy window has its own
+          margin (jobs come in bursts).
     Memory
       memory_margin: headroom over the peaks the limit covers.
       memory_recent_hours: the limit never drops below the peak of this recent past.
@@ -74,6 +81,7 @@ class ForecastSettings:
     """
 
     target_cpu_shortfall: float = 0.01
+    max_container_shortfall: float = 0.05
     batch_cpu_sizing: BatchSizing = "percentile"
     oom_tolerance_per_day: float = 0.02
 
@@ -93,11 +101,13 @@ class ForecastSettings:
     max_changes_per_day: int = 6
     reserved_changes: int = 2
     decrease_threshold: float = 0.15
+    increase_threshold: float = 0.1
     cover_blocks: int = 3
     react_after_windows: int = 1
     react_margin: float = 0.1
     react_min_fraction: float = 0.1
 
+    busy_memory_hours: float = 3.0
     memory_margin: float = 0.1
     memory_recent_hours: float = 2.0
     memory_state_quantile: float = 1.0
@@ -111,6 +121,10 @@ class ForecastSettings:
     def __post_init__(self) -> None:
         checks = [
             (0.0 < self.target_cpu_shortfall < 0.5, "target_cpu_shortfall must be in (0, 0.5)"),
+            (
+                self.target_cpu_shortfall <= self.max_container_shortfall < 1.0,
+                "max_container_shortfall must be in [target_cpu_shortfall, 1)",
+            ),
             (self.batch_cpu_sizing in ("mean", "percentile"), "batch_cpu_sizing: mean|percentile"),
             (self.oom_tolerance_per_day >= 0.0, "oom_tolerance_per_day cannot be negative"),
             (self.update_period_seconds >= 60, "update_period_seconds must be at least 60"),
@@ -135,10 +149,12 @@ class ForecastSettings:
                 "reserved_changes must be below max_changes_per_day",
             ),
             (0.0 <= self.decrease_threshold < 1.0, "decrease_threshold must be in [0, 1)"),
+            (self.increase_threshold >= 0.0, "increase_threshold cannot be negative"),
             (self.cover_blocks >= 1, "cover_blocks must be at least 1"),
             (self.react_after_windows >= 1, "react_after_windows must be at least 1"),
             (self.react_margin >= 0.0, "react_margin cannot be negative"),
             (self.react_min_fraction >= 0.0, "react_min_fraction cannot be negative"),
+            (self.busy_memory_hours > 0.0, "busy_memory_hours must be positive"),
             (self.memory_margin >= 0.0, "memory_margin cannot be negative"),
             (self.memory_recent_hours > 0.0, "memory_recent_hours must be positive"),
             (0.5 <= self.memory_state_quantile <= 1.0, "memory_state_quantile in [0.5, 1]"),

@@ -14,11 +14,14 @@ import numpy as np
 
 from recommender.data.arrays import UsageArrays
 from recommender.forecast.buffer import UsageBuffer
+from recommender.forecast.margins import level_bins
 from recommender.forecast.memory import OomHistory
 from recommender.forecast.planner import Plan, make_plan
-from recommender.forecast.schedule import cover, cpu_step, memory_step
+from recommender.forecast.schedule import cover, cpu_step
 from recommender.forecast.settings import DAY, ForecastSettings
 from recommender.strategy import Fleet, Requests
+
+MEMORY_ALONE_DECREASE = 0.5  # a memory-only resize down must at least halve the limit
 
 
 class ForecastStrategy:
@@ -70,50 +73,77 @@ class ForecastStrategy:
         recent_changes = self._changes_last_day(now)
         may_plan = recent_changes < s.max_changes_per_day - s.reserved_changes
         may_react = recent_changes < s.max_changes_per_day
-        cpu, memory = current.cpu.copy(), current.memory.copy()
-        clearly = 0.0 if self.plan is None else s.react_min_fraction * self.plan.calibration.scale
+        scale = None if self.plan is None else self.plan.calibration.scale
+        clearly = 0.0 if scale is None else s.react_min_fraction * scale
         short = self.last_cpu > current.cpu + clearly
         self.short_run = np.where(short, self.short_run + 1, 0)
         at_boundary = int(now) % self.period == 0
         if at_boundary or self.plan is None:
-            self.plan = make_plan(self.buffer.view(), self.ooms, s, now=int(now))
+            self.plan = make_plan(self.buffer.view(), self.ooms, s, int(now), self.plan)
             offset = 0
         else:
             offset = max(0, int(now // self.period) - self.plan.first_block)
         plan = self.plan
+        offset = min(offset, plan.horizon - 1)
         required = plan.cpu_required[:, offset:]
-        unset = np.isnan(cpu)
+        cpu = current.cpu.copy()
         if at_boundary:
             cpu = cpu_step(cpu, required, s, may_react, may_plan)
-        cpu = np.where(unset, cover(required, s.cover_blocks), cpu)
-        cpu = self._react_cpu(cpu, required, may_react)
+        cpu = np.where(np.isnan(cpu), cover(required, s.cover_blocks), cpu)
+        states = plan.cpu_states[:, offset].copy()
+        cpu, reacted = self._react_cpu(cpu, required, may_react)
+        usage_state = level_bins(self.last_cpu[:, None], plan.calibration.scale)[:, 0]
+        states = np.where(reacted, np.maximum(states, usage_state), states)
         cpu_moves = ~np.isclose(cpu, current.cpu, equal_nan=True)
-        memory_needed = plan.memory.required[:, min(offset, plan.horizon - 1)]
-        memory_needed = np.fmax(memory_needed, self.ooms.floor_at(now))
-        may_lower_memory = (at_boundary & may_plan) | cpu_moves
-        may_lower_memory &= ~(self.ooms.hold_until > now)
-        memory = memory_step(memory, memory_needed, s, may_react, may_lower_memory, cpu_moves)
+        memory = self._memory(current.memory, states, cpu_moves, at_boundary, may_plan, may_react)
         memory = np.where(self.oom_now, np.fmax(memory, self.ooms.floor), memory)
         self.oom_now[:] = False
         changed = cpu_moves | ~np.isclose(memory, current.memory, equal_nan=True)
-        counted = changed & ~np.isnan(current.cpu)
-        self._record_changes(np.flatnonzero(counted), now)
+        self._record_changes(np.flatnonzero(changed & ~np.isnan(current.cpu)), now)
         return Requests(cpu, memory, memory.copy())
+
+    def _memory(
+        self,
+        current: np.ndarray,
+        states: np.ndarray,
+        cpu_moves: np.ndarray,
+        at_boundary: bool,
+        may_plan: np.ndarray,
+        may_react: np.ndarray,
+    ) -> np.ndarray:
+        """Memory rides along with CPU changes; alone it moves only up, or far down.
+
+        When CPU is resized anyway, memory is set to what the CPU state it moves to
+        needs (one change for both). Otherwise it rises when the need eats into
+        the headroom (budget permitting), and falls at a block boundary only when
+        the planned budget allows and the saving is large.
+        """
+        s = self.settings
+        now = float(self.fleet.time_of(self.buffer.next_window))
+        assert self.plan is not None
+        needed = np.fmax(self.plan.memory.for_states(states), self.ooms.floor_at(now))
+        unset = np.isnan(current) & ~np.isnan(needed)
+        along = cpu_moves & ~np.isnan(needed)
+        up = may_react & (needed > current * (1.0 + s.memory_margin / 2.0))
+        alone_down = at_boundary & may_plan & (needed < current * (1.0 - MEMORY_ALONE_DECREASE))
+        alone_down &= ~(self.ooms.hold_until > now)
+        along &= (needed > current) | ~(self.ooms.hold_until > now)
+        return np.where(unset | along | up | alone_down, needed, current)
 
     def _react_cpu(
         self, cpu: np.ndarray, required: np.ndarray, may_react: np.ndarray
-    ) -> np.ndarray:
-        """Raise CPU after `react_after_windows` windows in a row above the request."""
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Raise CPU after `react_after_windows` windows in a row clearly above the request."""
         s = self.settings
         react = (self.short_run >= s.react_after_windows) & may_react
         if not react.any():
-            return cpu
+            return cpu, react
         recent, _ = self.buffer.recent(s.react_after_windows)
         seen = np.max(np.where(np.isnan(recent), -np.inf, recent), axis=1)
         wanted = np.fmax(seen * (1.0 + s.react_margin), cover(required, s.cover_blocks))
-        raised = np.where(react & (wanted > cpu), wanted, cpu)
-        self.short_run = np.where(raised > cpu, 0, self.short_run)
-        return raised
+        raised = react & (wanted > cpu)
+        self.short_run = np.where(raised, 0, self.short_run)
+        return np.where(raised, wanted, cpu), raised
 
 
 def make_forecast(future: UsageArrays) -> ForecastStrategy:
