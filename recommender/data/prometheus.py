@@ -18,13 +18,23 @@ import math
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
 import requests
 from prometheus_api_client import PrometheusConnect
 from prometheus_api_client.exceptions import PrometheusApiClientException
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SecretStr,
+    TypeAdapter,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 from urllib3.util.retry import Retry
 
 from recommender.data import prometheus_frames as frames
@@ -40,6 +50,8 @@ from recommender.data.schema import validate_events, validate_usage
 
 LOG = logging.getLogger(__name__)
 Progress = Callable[[int, int], None]
+DEFAULT_CHUNK = timedelta(days=1)
+_DURATION = TypeAdapter(timedelta)
 
 
 class PrometheusSourceError(RuntimeError):
@@ -53,7 +65,9 @@ class PrometheusSettings(BaseModel):
     and `start` to end - `history`. Both are rounded down to multiples of `step`.
     `step` is the sample period of the result: cpu is the average over each step,
     memory the peak within it; it should not be shorter than the scrape (or
-    backfill) interval. `chunk` bounds the range of one query. `extra_matchers`
+    backfill) interval. `chunk` bounds the range of one query; left unset it is
+    one day, or the whole steps that fit Prometheus's 11,000 points when `step`
+    is shorter than 8 s (so `step=5s` works without naming a chunk). `extra_matchers`
     (e.g. {"cluster": "prod"}) apply to every metric, cAdvisor and kube-state-metrics
     alike. There is no rate window: cpu comes from the raw counter (see
     `prometheus_frames`). The token, headers, TLS options, timeout and retries go
@@ -67,7 +81,7 @@ class PrometheusSettings(BaseModel):
     end: datetime | None = None
     history: timedelta = timedelta(days=8)
     step: timedelta = timedelta(minutes=5)
-    chunk: timedelta = timedelta(days=1)
+    chunk: timedelta = DEFAULT_CHUNK
     namespaces: tuple[str, ...] = ()
     labels: LabelNames = LabelNames()
     metrics: MetricNames = MetricNames()
@@ -78,6 +92,22 @@ class PrometheusSettings(BaseModel):
     ca_file: Path | None = None
     timeout_seconds: float = 60.0
     retries: int = Field(default=3, ge=0)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _default_chunk(cls, data: Any) -> Any:
+        """An unset chunk that the step allows; an explicit one is validated as given."""
+        if not isinstance(data, dict) or data.get("chunk") is not None:
+            return data
+        try:
+            step = _DURATION.validate_python(data.get("step", cls.model_fields["step"].default))
+        except ValidationError:
+            return data  # the field's own validation reports it
+        seconds = step.total_seconds()
+        if seconds < 1 or not seconds.is_integer():
+            return data
+        points = min(DEFAULT_CHUNK.total_seconds() // seconds, MAX_POINTS_PER_SERIES)
+        return {**data, "chunk": timedelta(seconds=points * seconds)}
 
     @field_validator("extra_matchers")
     @classmethod

@@ -132,7 +132,9 @@ def workloads(owners: pd.DataFrame) -> pd.DataFrame:
 def with_workloads(frame: pd.DataFrame, owners: pd.DataFrame) -> pd.DataFrame:
     """Add the `workload` column, falling back to the pod name for pods with no owner."""
     named = frame.merge(workloads(owners), on=["namespace", "pod"], how="left")
-    named["workload"] = named["workload"].fillna(named["pod"]).astype(str)
+    # object first: with no owner at all the merged column is float NaN, and
+    # filling a float column with strings is deprecated in pandas 3.
+    named["workload"] = named["workload"].astype(object).fillna(named["pod"]).astype(str)
     return named
 
 

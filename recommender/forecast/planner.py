@@ -160,7 +160,7 @@ def make_plan(
     rule = ReactionRule(
         settings.react_after_windows,
         settings.react_margin,
-        float(settings.reserved_changes),
+        settings.reactions_per_day,
         settings.react_min_fraction,
     )
     scale = _recent_scale(recent_cpu)

@@ -55,7 +55,10 @@ class ForecastSettings:
           for a weekly cycle to be used instead of a daily one.
     Schedule hysteresis
       max_changes_per_day: hard cap on request changes in any 24 h.
-      reserved_changes: part of that cap kept for reactions (shortfall, OOM).
+      reserved_changes: part of that cap a planned decrease leaves for the
+          reaction that may have to undo it.
+      reactions_per_day: mid-block raises per day the margins are calibrated to
+          need at most (the rest of the cap goes to planned changes).
       decrease_threshold: a planned decrease must lower the request by this much.
       increase_threshold: a planned increase waits until the need exceeds the
           request by this much (a shortfall still triggers a reaction).
@@ -99,7 +102,8 @@ class ForecastSettings:
     weekly_gain: float = 0.1
 
     max_changes_per_day: int = 6
-    reserved_changes: int = 2
+    reserved_changes: int = 1
+    reactions_per_day: float = 2.0
     decrease_threshold: float = 0.15
     increase_threshold: float = 0.1
     cover_blocks: int = 3

@@ -74,7 +74,7 @@ class PrometheusOptions:
     url: str
     history: str = "8d"
     step: str = "5m"
-    chunk: str = "1d"
+    chunk: str | None = None  # None: the source's default for the step
     namespaces: tuple[str, ...] = ()
     matchers: tuple[str, ...] = ()
     token_file: Path | None = None
@@ -96,11 +96,12 @@ def prometheus_settings(options: PrometheusOptions) -> PrometheusSettings:
         except OSError as err:
             raise typer.BadParameter(f"--bearer-token-file: {err}") from err
     try:
+        chunk = {} if options.chunk is None else {"chunk": parse_duration(options.chunk)}
         return PrometheusSettings(
             url=options.url,
             history=parse_duration(options.history),
             step=parse_duration(options.step),
-            chunk=parse_duration(options.chunk),
+            **chunk,
             namespaces=options.namespaces,
             extra_matchers=extra,
             bearer_token=token,

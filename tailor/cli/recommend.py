@@ -31,7 +31,12 @@ def recommend_command(
     ] = None,
     history: Annotated[str, typer.Option(help="With --prometheus: how far back.")] = "8d",
     step: Annotated[str, typer.Option(help="With --prometheus: sample period.")] = "5m",
-    chunk: Annotated[str, typer.Option(help="With --prometheus: range per query.")] = "1d",
+    chunk: Annotated[
+        str | None,
+        typer.Option(
+            help="With --prometheus: range per query [default: 1d, less for steps under 8s]."
+        ),
+    ] = None,
     namespace: Annotated[
         list[str] | None, typer.Option("--namespace", "-n", help="Only these namespaces.")
     ] = None,

@@ -2,10 +2,13 @@
 
 `prometheus_server` is a session-scoped factory: `start(openmetrics_text)` backfills
 the text with `promtool tsdb create-blocks-from openmetrics` into a fresh data dir,
-starts `prometheus` on a free loopback port with an empty scrape config and
-returns once /-/ready answers. Every server it started is stopped at session end
-(SIGTERM, then SIGKILL, by PID). Data dirs and logs are removed after a clean
-session and kept, with their paths printed, when any test failed.
+starts `prometheus` on a free loopback port and returns once /-/ready answers.
+The scrape config is empty unless `scrape_targets` (loopback `host:port`s, e.g. a
+kubelet simulator's metrics port) are given: then the job `kubelet-sim` scrapes
+them every `scrape_interval`, and `instance.wait_for_scrape()` waits for the first.
+Every server it started is stopped at session end (SIGTERM, then SIGKILL, by PID).
+Data dirs and logs are removed after a clean session and kept, with their paths
+printed, when any test failed.
 
 Debian's `prometheus` package provides both binaries; it is installed with apt
 when they are missing (CI may run on a fresh machine).
@@ -13,14 +16,18 @@ when they are missing (CI may run on a fresh machine).
 
 from __future__ import annotations
 
+import ipaddress
+import json
 import os
+import re
 import shutil
 import socket
 import subprocess
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -29,6 +36,8 @@ import pytest
 READY_TIMEOUT_SECONDS = 60.0
 STOP_TIMEOUT_SECONDS = 10.0
 EMPTY_SCRAPE_CONFIG = "global: {}\nscrape_configs: []\n"
+SCRAPE_JOB = "kubelet-sim"
+_DURATION = re.compile(r"([0-9]+(ms|s|m|h))+")
 
 
 @dataclass(frozen=True)
@@ -40,6 +49,25 @@ class PrometheusInstance:
     log_file: Path
     backfill_seconds: float
     startup_seconds: float
+    scrape_targets: tuple[str, ...] = ()
+
+    def query(self, promql: str) -> list[dict]:
+        """An instant query's result vector (for waiting and debugging, not for the product)."""
+        url = f"{self.url}/api/v1/query?" + urllib.parse.urlencode({"query": promql})
+        with urllib.request.urlopen(url, timeout=5) as response:
+            return list(json.load(response)["data"]["result"])
+
+    def wait_for_scrape(self, timeout: float = 30.0) -> None:
+        """Block until every scrape target has been scraped successfully once."""
+        wanted = f'up{{job="{SCRAPE_JOB}"}} == 1'
+        deadline = time.monotonic() + timeout
+        while len(self.query(wanted)) < len(self.scrape_targets):
+            if time.monotonic() > deadline:
+                raise TimeoutError(
+                    f"prometheus at {self.url} did not scrape {self.scrape_targets} "
+                    f"within {timeout} s; log: {self.log_file}"
+                )
+            time.sleep(0.2)
 
 
 @dataclass
@@ -51,16 +79,42 @@ class PrometheusFactory:
     promtool: str
     processes: list[subprocess.Popen[bytes]] = field(default_factory=list)
     instances: list[PrometheusInstance] = field(default_factory=list)
+    serving: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
 
-    def start(self, openmetrics_text: str) -> PrometheusInstance:
-        """Backfill `openmetrics_text` (must end with `# EOF`) and serve it."""
+    def start(
+        self,
+        openmetrics_text: str | None = None,
+        scrape_targets: Sequence[str] = (),
+        scrape_interval: str = "1s",
+    ) -> PrometheusInstance:
+        """Backfill `openmetrics_text` (must end with `# EOF`), if any, and serve it,
+        scraping `scrape_targets` (loopback host:port) every `scrape_interval`."""
+        config_text = scrape_config(scrape_targets, scrape_interval)
         workdir = self.base_dir / f"instance-{len(self.instances)}"
         data_dir = workdir / "data"
         data_dir.mkdir(parents=True)
-        history = workdir / "history.om"
-        history.write_text(openmetrics_text)
         log_file = workdir / "prometheus.log"
         begun = time.monotonic()
+        if openmetrics_text is not None:
+            self._backfill(openmetrics_text, workdir, data_dir)
+        backfilled = time.monotonic()
+        config = workdir / "prometheus.yml"
+        config.write_text(config_text)
+        url = self._serve(config, data_dir, log_file)
+        instance = PrometheusInstance(
+            url=url,
+            data_dir=data_dir,
+            log_file=log_file,
+            backfill_seconds=backfilled - begun,
+            startup_seconds=time.monotonic() - backfilled,
+            scrape_targets=tuple(scrape_targets),
+        )
+        self.instances.append(instance)
+        return instance
+
+    def _backfill(self, openmetrics_text: str, workdir: Path, data_dir: Path) -> None:
+        history = workdir / "history.om"
+        history.write_text(openmetrics_text)
         backfill = subprocess.run(
             [
                 self.promtool,
@@ -80,19 +134,6 @@ class PrometheusFactory:
                 f"promtool backfill failed ({backfill.returncode}); "
                 f"log in {workdir}/promtool.log:\n" + backfill.stderr[-2000:]
             )
-        backfilled = time.monotonic()
-        config = workdir / "prometheus.yml"
-        config.write_text(EMPTY_SCRAPE_CONFIG)
-        url = self._serve(config, data_dir, log_file)
-        instance = PrometheusInstance(
-            url=url,
-            data_dir=data_dir,
-            log_file=log_file,
-            backfill_seconds=backfilled - begun,
-            startup_seconds=time.monotonic() - backfilled,
-        )
-        self.instances.append(instance)
-        return instance
 
     def _serve(self, config: Path, data_dir: Path, log_file: Path) -> str:
         # A port picked free can be taken before prometheus binds it: retry a few times.
@@ -114,6 +155,7 @@ class PrometheusFactory:
             self.processes.append(process)
             url = f"http://127.0.0.1:{port}"
             if _wait_ready(url, process):
+                self.serving[url] = process
                 return url
             _stop(process)
             if "address already in use" not in log_file.read_text(errors="replace"):
@@ -123,9 +165,52 @@ class PrometheusFactory:
             + log_file.read_text(errors="replace")[-3000:]
         )
 
+    def stop(self, instance: PrometheusInstance) -> None:
+        """Stop one server early (e.g. so it stops scraping a target that goes away)."""
+        _stop(self.serving[instance.url])
+
     def stop_all(self) -> None:
         for process in self.processes:
             _stop(process)
+
+
+def scrape_config(targets: Sequence[str], interval: str) -> str:
+    """prometheus.yml text: empty, or one static job scraping loopback `targets`.
+
+    Only loopback addresses are accepted: these tests must never reach another host.
+    The timeout equals the interval (Prometheus refuses a longer one).
+    """
+    if not targets:
+        return EMPTY_SCRAPE_CONFIG
+    if not _DURATION.fullmatch(interval):
+        raise ValueError(f"scrape_interval {interval!r} is not a Prometheus duration like '1s'")
+    for target in targets:
+        host, sep, port = target.rpartition(":")
+        host = host.strip("[]")
+        loopback = host == "localhost" or (_is_ip(host) and ipaddress.ip_address(host).is_loopback)
+        if not sep or not port.isdigit() or not loopback:
+            raise ValueError(f"scrape target {target!r} is not a loopback host:port")
+    config = {
+        "global": {"scrape_interval": interval, "scrape_timeout": interval},
+        "scrape_configs": [
+            {
+                "job_name": SCRAPE_JOB,
+                "scrape_interval": interval,
+                "scrape_timeout": interval,
+                "metrics_path": "/metrics",
+                "static_configs": [{"targets": list(targets)}],
+            }
+        ],
+    }
+    return json.dumps(config, indent=2) + "\n"  # JSON is YAML
+
+
+def _is_ip(text: str) -> bool:
+    try:
+        ipaddress.ip_address(text)
+    except ValueError:
+        return False
+    return True
 
 
 def _free_port() -> int:
@@ -186,7 +271,8 @@ def _ensure_binaries() -> tuple[str, str]:
 def prometheus_server(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[PrometheusFactory]:
-    """Factory of real Prometheus servers; each `start(text)` serves its own history."""
+    """Factory of real Prometheus servers; each `start(...)` serves its own history and
+    scrapes its own targets."""
     prometheus, promtool = _ensure_binaries()
     base_dir = tmp_path_factory.mktemp("prometheus")
     factory = PrometheusFactory(base_dir, prometheus, promtool)

@@ -13,6 +13,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from tests.cluster.controlplane import ClusterOptions, ControlPlane
 from tests.cluster.fixtures import create_namespace, namespace_name
 from tests.cluster.kubelet_sim import KubeletSimulator, UsageSeries
+from tests.cluster.kubelet_sim.podstatus import fake_id
 from tests.cluster.podtools import (
     allocated,
     applied_requests,
@@ -332,7 +333,10 @@ def test_usage_is_served_as_cadvisor_and_kube_state_metrics(
     )
     uid = start_pod(api, kube_namespace, manifest)["metadata"]["uid"]
     ids = {"namespace": kube_namespace, "pod": "web", "container": "app"}
-    key = frozenset(ids.items())
+    # cAdvisor's image and name (the containerd id): the Prometheus source drops
+    # series without an image, as it must for pod cgroups and pause containers.
+    cadvisor = {**ids, "image": "registry.k8s.io/pause:3.10", "name": fake_id(uid, "app", "0")}
+    key = frozenset(cadvisor.items())
     first = scrape(sim.metrics_url)
     time.sleep(1.0)
     second = scrape(sim.metrics_url)

@@ -128,7 +128,7 @@ class KubeletEngine:
         return changed, deletions
 
     def samples(self) -> list[ContainerSample]:
-        """Current numbers of every running container (for the metrics endpoint)."""
+        """Current numbers of every container the metrics endpoint shows."""
         return container_samples(self.records.values())
 
     def node_pressure(self) -> dict[str, bool]:

@@ -3,7 +3,10 @@
 Served over HTTP on 127.0.0.1 for a real Prometheus to scrape, or written as
 OpenMetrics text with timestamps for `promtool tsdb create-blocks-from
 openmetrics` (backfilled history). Metric and label names are the ones a
-real cluster has, so the live recommender's queries run unchanged.
+real cluster has, so the recommender's Prometheus source (see
+`recommender.data.promql`) runs unchanged: cAdvisor series carry `image` and
+`name` because the source drops series without an image (pod cgroups, pause).
+History text comes from the product's own writer, never a second encoding.
 """
 
 from __future__ import annotations
@@ -14,20 +17,26 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
+import numpy as np
+import pandas as pd
 from prometheus_client import CollectorRegistry, start_http_server
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
+from recommender.data.openmetrics import usage_to_openmetrics
 from tests.cluster.kubelet_sim.quantities import Resources
 from tests.cluster.kubelet_sim.usage import UsageSeries
 
-_CONTAINER_LABELS = ("namespace", "pod", "container")
+_CONTAINER_LABELS = ("namespace", "pod", "container", "image", "name")
 _KSM_LABELS = ("namespace", "pod", "uid", "container", "node", "resource", "unit")
+# kube-state-metrics' kube_pod_status_reason reasons (one 0/1 series each per pod).
+POD_STATUS_REASONS = ("Evicted", "NodeAffinity", "NodeLost", "Shutdown", "UnexpectedAdmissionError")
 
 
 @dataclass(frozen=True)
 class ContainerSample:
-    """One running container's current numbers."""
+    """One container's current numbers; an evicted pod's containers are no longer
+    running (no cAdvisor series) but kube-state-metrics still shows the pod."""
 
     namespace: str
     pod: str
@@ -40,8 +49,11 @@ class ContainerSample:
     limits: Resources | None
     restart_count: int
     last_terminated_reason: str | None
+    image: str
+    container_id: str  # cAdvisor's `name` under containerd: a new one per restart
     owner_kind: str = ""
     owner_name: str = ""
+    evicted: bool = False
 
 
 def _resource_samples(
@@ -99,11 +111,23 @@ class SimulatorCollector(Collector):
             "Information about the Pod's owner.",
             labels=("namespace", "pod", "uid", "owner_kind", "owner_name", "owner_is_controller"),
         )
+        reasons = GaugeMetricFamily(
+            "kube_pod_status_reason",
+            "The pod status reasons",
+            labels=("namespace", "pod", "uid", "reason"),
+        )
         seen_pods: set[str] = set()
         for sample in samples:
-            names = [sample.namespace, sample.pod, sample.container]
-            cpu.add_metric(names, sample.cpu_seconds)
-            memory.add_metric(names, sample.memory_bytes)
+            if not sample.evicted:
+                names = [
+                    sample.namespace,
+                    sample.pod,
+                    sample.container,
+                    sample.image,
+                    sample.container_id,
+                ]
+                cpu.add_metric(names, sample.cpu_seconds)
+                memory.add_metric(names, sample.memory_bytes)
             _resource_samples(requests, sample, sample.requests)
             _resource_samples(limits, sample, sample.limits)
             ids = [sample.namespace, sample.pod, sample.uid, sample.container]
@@ -115,10 +139,12 @@ class SimulatorCollector(Collector):
                 kind = sample.owner_kind or "<none>"
                 name = sample.owner_name or "<none>"
                 is_controller = "true" if sample.owner_kind else "<none>"
-                owners.add_metric(
-                    [sample.namespace, sample.pod, sample.uid, kind, name, is_controller], 1
-                )
-        yield from (cpu, memory, requests, limits, restarts, terminated, owners)
+                pod = [sample.namespace, sample.pod, sample.uid]
+                owners.add_metric([*pod, kind, name, is_controller], 1)
+                for reason in POD_STATUS_REASONS:
+                    shown = sample.evicted and reason == "Evicted"
+                    reasons.add_metric([*pod, reason], 1 if shown else 0)
+        yield from (cpu, memory, requests, limits, restarts, terminated, owners, reasons)
 
 
 class MetricsServer:
@@ -144,7 +170,11 @@ class MetricsServer:
 
 @dataclass(frozen=True)
 class ContainerHistory:
-    """A container's usage over a past window, for backfilling Prometheus."""
+    """A container's usage over a past window, for backfilling Prometheus.
+
+    `workload` (optional) is written as the pod's owner, so a reader groups the
+    pod under it; without one the pod is its own workload.
+    """
 
     namespace: str
     pod: str
@@ -152,25 +182,68 @@ class ContainerHistory:
     series: UsageSeries
     requests: Resources | None = None
     limits: Resources | None = None
-    node: str = ""
-    uid: str = ""
+    workload: str = ""
 
 
-def _label_text(labels: dict[str, str]) -> str:
-    def escape(value: str) -> str:
-        return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+def _cumulative_cpu(series: UsageSeries, elapsed: np.ndarray) -> np.ndarray:
+    """Core-seconds used from the container's start to each `elapsed` (exact for steps)."""
+    cores = np.asarray(series.cpu_cores, dtype=np.float64)
+    step = series.step_seconds
+    before = np.concatenate([[0.0], np.cumsum(cores) * step])  # at the start of each step
+    laps = np.zeros_like(elapsed)
+    if series.repeat:
+        laps, elapsed = np.divmod(elapsed, cores.size * step)
+    index = np.minimum(np.floor(elapsed / step).astype(np.int64), cores.size - 1)
+    return laps * before[-1] + before[index] + cores[index] * (elapsed - index * step)
 
-    return ",".join(f'{key}="{escape(value)}"' for key, value in labels.items())
+
+def _peak_memory(series: UsageSeries, begin: np.ndarray, end: np.ndarray) -> np.ndarray:
+    """Largest working set of any step overlapping [begin, end) (elapsed seconds)."""
+    memory = np.asarray(series.memory_bytes, dtype=np.int64)
+    step = series.step_seconds
+    first = np.floor(begin / step).astype(np.int64)
+    last = np.ceil(end / step).astype(np.int64) - 1
+    # n consecutive steps already hold every value (repeat) or reach the last one.
+    width = int(min(np.max(last - first) + 1, memory.size))
+    index = first[:, None] + np.arange(width)
+    mapped = index % memory.size if series.repeat else np.minimum(index, memory.size - 1)
+    values = np.where(index <= last[:, None], memory[mapped], -1)
+    return np.asarray(values.max(axis=1))
 
 
-def _number(value: float) -> str:
-    """Exact text for a sample value (no exponent rounding of byte counts)."""
-    return str(int(value)) if float(value).is_integer() else repr(float(value))
-
-
-def _times(start: float, end: float, interval: float) -> list[float]:
-    count = math.floor((end - start) / interval) + 1
-    return [start + i * interval for i in range(max(count, 0))]
+def history_frame(
+    histories: Iterable[ContainerHistory], *, start: float, end: float, interval: int
+) -> pd.DataFrame:
+    """Canonical usage rows: one per container and whole window [t, t + interval) in
+    [start, end), cpu the window's exact average, memory its peak."""
+    begins = np.arange(math.floor((end - start) / interval)) * float(interval)
+    if begins.size == 0:
+        raise ValueError(f"no whole {interval} s window between {start} and {end}")
+    stamps = pd.to_datetime(start + begins, unit="s", utc=True)
+    frames = []
+    histories = list(histories)
+    if not histories:
+        raise ValueError("no container histories to write")
+    named = any(history.workload for history in histories)
+    for history in histories:
+        used = _cumulative_cpu(history.series, np.append(begins, begins[-1] + interval))
+        columns: dict[str, object] = {
+            "timestamp": stamps,
+            "namespace": history.namespace,
+            "pod": history.pod,
+            "container": history.container,
+            "cpu": np.diff(used) / interval,
+            "memory": _peak_memory(history.series, begins, begins + interval).astype(np.float64),
+        }
+        if named:
+            columns["workload"] = history.workload or history.pod
+        for kind, amounts in (("request", history.requests), ("limit", history.limits)):
+            cpu = amounts.cpu / 1000 if amounts is not None and amounts.cpu else math.nan
+            memory = amounts.memory if amounts is not None and amounts.memory else math.nan
+            columns[f"cpu_{kind}"] = cpu
+            columns[f"memory_{kind}"] = float(memory)
+        frames.append(pd.DataFrame(columns))
+    return pd.concat(frames, ignore_index=True)
 
 
 def write_openmetrics_history(
@@ -183,67 +256,18 @@ def write_openmetrics_history(
 ) -> int:
     """Write the histories as timestamped OpenMetrics text (ending with # EOF).
 
-    Every container starts at `start`; samples every `scrape_interval` up to
-    `end` (UNIX seconds). CPU is integrated into a counter. Returns the number
-    of samples written.
+    Every container starts at `start`; windows of `scrape_interval` (whole
+    seconds) up to `end` (UNIX seconds) are written by the product's
+    `usage_to_openmetrics`, so backfilled and live-read history share one
+    encoding. Returns the number of samples written.
     """
-    histories = list(histories)
-    times = _times(start, end, scrape_interval)
-    lines: list[str] = []
-
-    def family(name: str, kind: str, help_text: str) -> None:
-        lines.append(f"# HELP {name} {help_text}")
-        lines.append(f"# TYPE {name} {kind}")
-
-    family("container_cpu_usage_seconds", "counter", "Cumulative cpu time consumed in seconds.")
-    for history in histories:
-        labels = _label_text(
-            {"namespace": history.namespace, "pod": history.pod, "container": history.container}
-        )
-        total = 0.0
-        previous = start
-        for stamp in times:
-            cores, _ = history.series.at(previous - start)
-            total += cores * (stamp - previous)
-            previous = stamp
-            lines.append(f"container_cpu_usage_seconds_total{{{labels}}} {total:.6f} {stamp:.3f}")
-    family("container_memory_working_set_bytes", "gauge", "Current working set in bytes.")
-    for history in histories:
-        labels = _label_text(
-            {"namespace": history.namespace, "pod": history.pod, "container": history.container}
-        )
-        for stamp in times:
-            _, memory = history.series.at(stamp - start)
-            lines.append(f"container_memory_working_set_bytes{{{labels}}} {memory} {stamp:.3f}")
-    for kind, attribute in (("requests", "requests"), ("limits", "limits")):
-        name = f"kube_pod_container_resource_{kind}"
-        family(name, "gauge", f"The number of requested {kind[:-1]} resource by a container.")
-        for history in histories:
-            amounts: Resources | None = getattr(history, attribute)
-            if amounts is None:
-                continue
-            for resource, unit, value in (
-                ("cpu", "core", amounts.cpu / 1000),
-                ("memory", "byte", float(amounts.memory)),
-            ):
-                if not value:
-                    continue
-                labels = _label_text(
-                    {
-                        "namespace": history.namespace,
-                        "pod": history.pod,
-                        "uid": history.uid,
-                        "container": history.container,
-                        "node": history.node,
-                        "resource": resource,
-                        "unit": unit,
-                    }
-                )
-                lines.extend(f"{name}{{{labels}}} {_number(value)} {stamp:.3f}" for stamp in times)
-    lines.append("# EOF")
-    text = "\n".join(lines) + "\n"
+    if scrape_interval <= 0 or not float(scrape_interval).is_integer():
+        raise ValueError(f"scrape_interval must be a whole number of seconds: {scrape_interval}")
+    interval = int(scrape_interval)
+    frame = history_frame(histories, start=start, end=end, interval=interval)
+    text = usage_to_openmetrics(frame, step=interval)
     if isinstance(out, Path):
         out.write_text(text)
     else:
         out.write(text)
-    return sum(1 for line in lines if not line.startswith("#"))
+    return sum(1 for line in text.splitlines() if not line.startswith("#"))

@@ -82,10 +82,12 @@ def pod_status(record: PodRecord, now: float) -> Json:
 
 
 def container_samples(records: Iterable[PodRecord]) -> list[ContainerSample]:
-    """Current numbers of every running container (for the metrics endpoint)."""
+    """Current numbers of every running container, and of evicted pods' containers
+    (kube-state-metrics keeps showing a Failed pod until it is deleted)."""
     out = []
     for record in records:
-        if not record.running:
+        evicted = record.terminal_reason == "Evicted"
+        if not (record.running or evicted):
             continue
         owners = record.pod["metadata"].get("ownerReferences") or []
         owner = next((o for o in owners if o.get("controller")), None)
@@ -106,8 +108,11 @@ def container_samples(records: Iterable[PodRecord]) -> list[ContainerSample]:
                     limits=optional_resources(declared.get("limits")),
                     restart_count=runtime.restart_count,
                     last_terminated_reason=termination.reason if termination else None,
+                    image=specs.get(name, {}).get("image", "registry.k8s.io/pause:3.10"),
+                    container_id=ps.fake_id(record.uid, name, str(runtime.restart_count)),
                     owner_kind=owner["kind"] if owner else "",
                     owner_name=owner["name"] if owner else "",
+                    evicted=evicted,
                 )
             )
     return out

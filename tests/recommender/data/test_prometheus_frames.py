@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -80,6 +82,25 @@ def test_pods_without_owner_fall_back_to_the_pod_name() -> None:
     usage = pd.DataFrame({"namespace": ["ns", "ns"], "pod": ["p", "q"]})
     named = frames.with_workloads(usage, owners)
     assert named["workload"].tolist() == ["web", "q"]
+
+
+def test_no_pod_with_an_owner_still_names_every_workload() -> None:
+    """Bare pods only (a kubelet simulator's): the merged column is all NaN."""
+    owners = pd.DataFrame(
+        {
+            "namespace": ["ns"],
+            "pod": ["q"],
+            "owner_kind": ["<none>"],
+            "owner_name": ["<none>"],
+            "time": [0],
+            "value": [1.0],
+        }
+    )
+    usage = pd.DataFrame({"namespace": ["ns", "ns"], "pod": ["p", "q"]})
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # pandas 3 deprecates filling floats with strings
+        named = frames.with_workloads(usage, owners)
+    assert named["workload"].tolist() == ["p", "q"]
 
 
 def _resources(times: list[int], memory_limit: float) -> pd.DataFrame:

@@ -130,6 +130,20 @@ def test_settings_validate_step_and_chunk() -> None:
         PrometheusSettings(url="http://x", start=datetime(2024, 1, 1))
 
 
+def test_an_unset_chunk_fits_any_whole_second_step() -> None:
+    """Only an explicit chunk can be refused: the default shrinks for short steps."""
+    chunks = {
+        step: PrometheusSettings(url="http://x", step=timedelta(seconds=step)).chunk
+        for step in (300, 60, 7, 5, 1)
+    }
+    assert chunks[300] == chunks[60] == timedelta(days=1)
+    assert chunks[5] == timedelta(seconds=5 * 11_000)
+    assert chunks[1] == timedelta(seconds=11_000)
+    assert chunks[7] == timedelta(seconds=7 * 11_000)  # a day is not a multiple of 7 s
+    string_step = PrometheusSettings.model_validate({"url": "http://x", "step": "PT5S"})
+    assert string_step.chunk == timedelta(seconds=5 * 11_000)
+
+
 def test_range_defaults_to_eight_days_before_now_on_the_step_grid() -> None:
     settings = PrometheusSettings(url="http://x")
     now = T0 + timedelta(minutes=7, seconds=3)

@@ -94,3 +94,13 @@ def test_unreachable_prometheus_is_a_clear_error() -> None:
     )
     assert result.exit_code == 2
     assert "127.0.0.1:9" in result.output
+
+
+def test_a_short_step_needs_no_chunk_but_an_explicit_chunk_is_checked() -> None:
+    base = ["recommend", "--prometheus", "http://127.0.0.1:9", "--history", "2m"]
+    short_step = runner.invoke(app, [*base, "--step", "5s"])
+    assert short_step.exit_code == 2
+    assert "cannot reach Prometheus" in short_step.output  # got past the settings
+    too_long = runner.invoke(app, [*base, "--step", "1s", "--chunk", "1d"])
+    assert too_long.exit_code == 2
+    assert "11000" in too_long.output
