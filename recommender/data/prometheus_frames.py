@@ -19,20 +19,9 @@ import re
 import numpy as np
 import pandas as pd
 
+from recommender.data.schema import RESOURCE_COLUMNS, USAGE_COLUMNS
+
 KEYS = ["namespace", "pod", "container"]
-USAGE_COLUMNS = [
-    "timestamp",
-    "namespace",
-    "workload",
-    "pod",
-    "container",
-    "cpu",
-    "memory",
-    "cpu_request",
-    "memory_request",
-    "cpu_limit",
-    "memory_limit",
-]
 EVENT_COLUMNS = ["timestamp", "namespace", "pod", "container", "reason", "memory"]
 # A Deployment's ReplicaSet is `<deployment>-<pod-template-hash>`; the hash is a
 # 32-bit number spelled in kube-controller-manager's safe alphabet (usually 8-10 chars).
@@ -163,9 +152,9 @@ def usage_frame(
     usage["timestamp"] = pd.to_datetime(usage["time"].to_numpy(dtype=np.int64), unit="s", utc=True)
     for column in ("namespace", "workload", "pod", "container"):
         usage[column] = usage[column].astype(str)
-    for column in USAGE_COLUMNS[5:]:
+    for column in ("cpu", "memory", *RESOURCE_COLUMNS):
         usage[column] = usage[column].astype(np.float64)
-    return usage[USAGE_COLUMNS]
+    return usage[list(USAGE_COLUMNS)]
 
 
 def oom_events(

@@ -34,7 +34,7 @@ def test_memory_quantities_and_their_canonical_text() -> None:
     assert memory_bytes("1G") == 10**9
     assert format_memory(300 * Mi) == "300Mi"
     assert format_memory(1536 * 1024) == "1536Ki"
-    assert format_memory(1_500_000) == "1500k"
+    assert format_memory(1_500_000) == "1500000"  # whole bytes, not a 1024 multiple: no suffix
     assert format_memory(1001) == "1001"
     assert format_cpu(2000) == "2"
     assert format_cpu(1500) == "1500m"

@@ -7,27 +7,9 @@ works in integers and converts at the API edge.
 
 from __future__ import annotations
 
-import math
 from typing import Any, NamedTuple
 
-from kubernetes.utils import parse_quantity
-
-_BINARY_SUFFIXES = (
-    ("Ei", 2**60),
-    ("Pi", 2**50),
-    ("Ti", 2**40),
-    ("Gi", 2**30),
-    ("Mi", 2**20),
-    ("Ki", 2**10),
-)
-_DECIMAL_SUFFIXES = (
-    ("E", 10**18),
-    ("P", 10**15),
-    ("T", 10**12),
-    ("G", 10**9),
-    ("M", 10**6),
-    ("k", 10**3),
-)
+from tailor.quantity import Quantity, QuantityFormat
 
 
 class Resources(NamedTuple):
@@ -48,37 +30,22 @@ class Resources(NamedTuple):
 
 def cpu_millis(quantity: Any) -> int:
     """'1500m' / '2' / 0.5 -> millicores, rounded up like Quantity.MilliValue."""
-    if quantity is None:
-        return 0
-    return math.ceil(parse_quantity(quantity) * 1000)
+    return 0 if quantity is None else Quantity.parse(quantity).milli_value()
 
 
 def memory_bytes(quantity: Any) -> int:
     """'128Mi' / '1G' / 1024 -> bytes, rounded up like Quantity.Value."""
-    if quantity is None:
-        return 0
-    return math.ceil(parse_quantity(quantity))
+    return 0 if quantity is None else Quantity.parse(quantity).int_value()
 
 
 def format_cpu(millis: int) -> str:
     """Millicores as the API prints them: '2' for whole cores, else '1500m'."""
-    return str(millis // 1000) if millis % 1000 == 0 else f"{millis}m"
+    return str(Quantity.from_milli(millis, QuantityFormat.DECIMAL_SI))
 
 
 def format_memory(amount: int) -> str:
-    """Bytes as a binary-SI Quantity prints them: '300Mi', '1536Ki', else decimal ('1500k').
-
-    Like Quantity.String(): binary suffixes when exact and |amount| >= 1024,
-    otherwise the decimal-SI form.
-    """
-    if abs(amount) >= 1024:
-        for suffix, size in _BINARY_SUFFIXES:
-            if amount % size == 0:
-                return f"{amount // size}{suffix}"
-    for suffix, size in _DECIMAL_SUFFIXES:
-        if amount != 0 and amount % size == 0:
-            return f"{amount // size}{suffix}"
-    return str(amount)
+    """Bytes as a binary-SI Quantity prints them: '300Mi', '1536Ki', else decimal ('1500k')."""
+    return str(Quantity.from_value(amount, QuantityFormat.BINARY_SI))
 
 
 def resources_of(resource_list: dict[str, Any] | None) -> Resources:
