@@ -21,7 +21,6 @@ HOUR = 3_600
 DATASET_WARM_UP = {"bitbrains": DAY, "azure": DAY, "google2011": 6 * HOUR}
 
 
-
 class BacktestInputError(ValueError):
     """History, events or settings a backtest cannot run on, with the reason."""
 
