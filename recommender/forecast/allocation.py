@@ -20,6 +20,7 @@ import numpy as np
 PRICE_GRID = np.concatenate([[0.0], np.geomspace(1e-4, 1e6, 61), [np.inf]])
 REACTION_GRID = np.concatenate([[0.0], np.geomspace(1e-4, 1e2, 13)])
 BISECTION_STEPS = 7  # enough to search a 63-point grid
+REACTION_BISECTION = 10  # steps between two reaction prices of the grid
 
 
 @dataclass(frozen=True)
@@ -32,31 +33,51 @@ class Offer:
     windows: np.ndarray  # (series,) replayed windows
 
 
+def _picks(base: np.ndarray, reactions: np.ndarray, mu: np.ndarray) -> np.ndarray:
+    """Candidate per (series, state) minimising base + mu * reactions; mu is (series,)."""
+    return np.argmin(base + mu[:, None, None] * reactions, axis=2)
+
+
+def _reactions_of(reactions: np.ndarray, picks: np.ndarray) -> np.ndarray:
+    return np.take_along_axis(reactions, picks[..., None], axis=2)[..., 0].sum(axis=1)
+
+
 def _choose(offer: Offer, price: np.ndarray, budget: float) -> tuple[np.ndarray, np.ndarray]:
     """Per series, at shortfall price `price` (series,): the candidate per state.
 
-    Minimises cost + price * shortfalls per state; the reaction price is the
-    smallest on the grid that brings reactions within `budget`. Returns the
-    choice (series, states) and the shortfall windows it implies (series,).
+    Minimises cost + price * shortfalls per state, plus mu * reactions with the
+    smallest reaction price mu that brings reactions within `budget` (a coarse
+    grid brackets it, bisection narrows it). Returns the choice (series, states)
+    and the shortfall windows it implies (series,).
     """
-    n, _, levels = offer.cost.shape
+    n = offer.cost.shape[0]
     scale = np.maximum(offer.cost.max(axis=(1, 2)), 1e-12)
-    mu = scale[:, None] * REACTION_GRID[None, :]  # (n, R)
     finite = np.isfinite(price)
-    shortfall_term = np.where(
-        finite[:, None, None], np.where(finite, price, 0.0)[:, None, None] * offer.shortfalls, 0.0
-    )
-    base = offer.cost + shortfall_term
+    shortfall_term = np.where(finite, price, 0.0)[:, None, None] * offer.shortfalls
+    base = np.where(finite[:, None, None], offer.cost + shortfall_term, 0.0)
     # an infinite price: fewest shortfalls first, cost breaks ties
     base = np.where(finite[:, None, None], base, offer.shortfalls * 1e12 + offer.cost)
-    objective = base[:, None] + mu[:, :, None, None] * offer.reactions[:, None]
-    picks = np.argmin(objective, axis=3)  # (n, R, K)
-    reactions = np.take_along_axis(offer.reactions[:, None], picks[..., None], axis=3)[..., 0]
-    within = reactions.sum(axis=2) <= budget + 1e-9
-    grid_index = np.where(within.any(axis=1), np.argmax(within, axis=1), len(REACTION_GRID) - 1)
-    choice = picks[np.arange(n), grid_index]
+    grid = scale[:, None] * REACTION_GRID[None, :]  # (n, R)
+    within = np.stack(
+        [
+            _reactions_of(offer.reactions, _picks(base, offer.reactions, grid[:, r]))
+            <= budget + 1e-9
+            for r in range(grid.shape[1])
+        ],
+        axis=1,
+    )
+    first = np.where(within.any(axis=1), np.argmax(within, axis=1), grid.shape[1] - 1)
+    high = grid[np.arange(n), first]
+    low = np.where(first > 0, grid[np.arange(n), np.maximum(first - 1, 0)], 0.0)
+    for _ in range(REACTION_BISECTION):
+        middle = (low + high) / 2.0
+        fits = (
+            _reactions_of(offer.reactions, _picks(base, offer.reactions, middle)) <= budget + 1e-9
+        )
+        high = np.where(fits, middle, high)
+        low = np.where(fits, low, middle)
+    choice = _picks(base, offer.reactions, high)
     shortfalls = np.take_along_axis(offer.shortfalls, choice[..., None], axis=2)[..., 0]
-    del levels
     return choice, shortfalls.sum(axis=1)
 
 

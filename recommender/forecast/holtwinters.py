@@ -3,8 +3,9 @@
 statsmodels fits one series at a time (0.25-0.7 s at a season of 288); here the
 recursion is one Python loop over blocks with numpy over all series and over a
 few candidate level-smoothing values, so each series can keep the candidate
-with the smallest recent one-step error. The equations are statsmodels'
-`ExponentialSmoothing(trend="add", damped_trend=True, seasonal="add")`:
+whose recent one-step errors would have cost the least (see `planner`). The
+equations are statsmodels' `ExponentialSmoothing(trend="add", damped_trend=True,
+seasonal="add")`:
 
     level_t  = alpha (y_t - s_{t-m}) + (1 - alpha) (level_{t-1} + phi trend_{t-1})
     trend_t  = beta (level_t - level_{t-1}) + (1 - beta) phi trend_{t-1}
@@ -84,18 +85,39 @@ def initial_state(
     return level, np.zeros(n), season
 
 
-def fit(
-    y: np.ndarray,
-    block_ids: np.ndarray,
-    period: np.ndarray,
-    params: SmoothingParams,
-    select_last: int,
-) -> HoltWintersFit:
-    """Run the recursion over `y` (series, blocks) for every alpha candidate.
+@dataclass(frozen=True)
+class HoltWintersCandidates:
+    """The recursion run once per level-smoothing candidate: arrays (series, candidates, ...)."""
 
-    Each series keeps the candidate with the smallest mean absolute one-step
-    error over its last `select_last` blocks. Block t of series i is used for
-    initialisation when t < period[i] and smoothed afterwards.
+    one_step: np.ndarray  # (series, candidates, blocks), NaN while initialising
+    alphas: np.ndarray  # (candidates,)
+    level: np.ndarray
+    trend: np.ndarray
+    season: np.ndarray  # (series, candidates, max period)
+    period: np.ndarray  # (series,)
+    phi: float
+
+    def pick(self, choice: np.ndarray) -> HoltWintersFit:
+        """The fit of candidate `choice[i]` for each series i."""
+        rows = np.arange(self.one_step.shape[0])
+        return HoltWintersFit(
+            one_step=self.one_step[rows, choice],
+            alpha=self.alphas[choice],
+            level=self.level[rows, choice],
+            trend=self.trend[rows, choice],
+            season=self.season[rows, choice],
+            period=self.period.astype(np.int64),
+            phi=self.phi,
+        )
+
+
+def fit(
+    y: np.ndarray, block_ids: np.ndarray, period: np.ndarray, params: SmoothingParams
+) -> HoltWintersCandidates:
+    """Run the recursion over `y` (series, blocks) for every alpha candidate at once.
+
+    Block t of series i is used for initialisation when t < period[i] and smoothed
+    afterwards; which candidate a series keeps is the caller's choice.
     """
     n, blocks = y.shape
     alphas = np.asarray(params.alphas, dtype=np.float64)[None, :]
@@ -124,17 +146,12 @@ def fit(
         new_season = gamma * (obs - base) + (1.0 - gamma) * s_old
         season[rows, :, slot] = np.where(seen, new_season, s_old)
         level, trend = new_level, new_trend
-    errors = np.abs(one_step[:, :, max(0, blocks - select_last) :] - y[:, None, -select_last:])
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        score = np.nanmean(errors, axis=2)
-    choice = np.argmin(np.where(np.isnan(score), np.inf, score), axis=1)
-    return HoltWintersFit(
-        one_step=one_step[rows, choice],
-        alpha=alphas[0, choice],
-        level=level[rows, choice],
-        trend=trend[rows, choice],
-        season=season[rows, choice],
+    return HoltWintersCandidates(
+        one_step=one_step,
+        alphas=alphas[0],
+        level=level,
+        trend=trend,
+        season=season,
         period=period.astype(np.int64),
         phi=phi,
     )

@@ -48,8 +48,10 @@ class OomHistory:
 
         The kill only says demand reached the limit, so the limit jumps at least to
         the highest peak of the remembered history (`history_peak`, per kill) plus
-        the margin: a job that comes back needs what it needed before, and raising
-        20 % per kill would cost one kill per step of the climb.
+        the margin: a job that comes back needs what it needed before. A kill
+        soon after another (the demand is new and larger than anything seen)
+        doubles the limit instead of adding 20 %, so finding a new peak costs a
+        few kills, not one per 20 % of the climb.
         """
         peaks = np.zeros(rows.shape) if history_peak is None else np.nan_to_num(history_peak)
         for row, when, used, peak in zip(
@@ -59,6 +61,9 @@ class OomHistory:
                 bump_after_oom(np.array([used]), settings)[0],
                 peak * (1.0 + settings.memory_margin),
             )
+            again = not np.isnan(self.last[row]) and when - self.last[row] <= REPEAT_SECONDS
+            if again:
+                bumped = max(bumped, used * REPEAT_FACTOR)
             holding = when < self.hold_until[row]
             base = self.floor[row] if holding else 0.0
             self.floor[row] = max(base, bumped)
@@ -104,6 +109,8 @@ class MemoryPlan:
         ]
 
 
+REPEAT_SECONDS = 3_600  # a kill within this time of the previous one escalates
+REPEAT_FACTOR = 2.0
 STATE_HYSTERESIS = 0.1  # kills per day the state-sizing decision must move by to flip
 
 

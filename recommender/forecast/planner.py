@@ -18,7 +18,7 @@ import numpy as np
 
 from recommender.data.arrays import UsageArrays
 from recommender.forecast.blocks import as_blocks, layout_for
-from recommender.forecast.holtwinters import HoltWintersFit, SmoothingParams, fit
+from recommender.forecast.holtwinters import SmoothingParams, fit
 from recommender.forecast.margins import (
     LEVEL_EDGES,
     Calibration,
@@ -29,6 +29,7 @@ from recommender.forecast.margins import (
     level_bins,
 )
 from recommender.forecast.memory import MemoryPlan, OomHistory, plan_memory
+from recommender.forecast.parity import parity_target
 from recommender.forecast.settings import DAY, HOUR, ForecastSettings
 from recommender.forecast.shape import ShapeReport, detect_shape
 
@@ -45,6 +46,8 @@ class Plan:
     period: int
     cpu_forecast: np.ndarray  # forecast mean usage per block, cores
     cpu_states: np.ndarray  # state of each block (see margins.block_states)
+    base_shortfall_target: float  # fleet CPU shortfall rate aimed at (before feedback)
+    shortfall_target: float  # the rate the margins were allocated for
     cpu_required: np.ndarray  # request covering the forecast at the target shortfall
     memory: MemoryPlan  # memory request (= limit) per block and why
     cpu_margin: np.ndarray  # (series, horizon) cores added to the forecast (NaN = fallback)
@@ -60,6 +63,9 @@ class Plan:
     def block_starts(self) -> np.ndarray:
         """UNIX seconds at which each horizon block starts, int64 (horizon,)."""
         return (self.first_block + np.arange(self.horizon, dtype=np.int64)) * self.period
+
+
+MIN_MODEL_ERRORS = 12  # a model needs this many past errors to be judged
 
 
 def _fallback_cpu(cpu: np.ndarray, settings: ForecastSettings) -> np.ndarray:
@@ -83,11 +89,26 @@ def persistence_one_step(windows: np.ndarray, recent: int) -> np.ndarray:
     return out
 
 
-def _mean_abs_error(forecast: np.ndarray, actual: np.ndarray, last: int) -> np.ndarray:
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        score = np.nanmean(np.abs(forecast[:, -last:] - actual[:, -last:]), axis=1)
-    return np.where(np.isnan(score), np.inf, score)
+def _cheapest_model(usage: np.ndarray, forecasts: np.ndarray, target: float) -> np.ndarray:
+    """Per series, the forecast whose calibrated request would have left the least slack.
+
+    usage: (series, blocks, windows per block); forecasts: (series, models, blocks)
+    one-step forecasts. A request forecast + q, with q the (1 - target) quantile of
+    the errors, leaves on average q - mean(error) above usage; the model with the
+    smallest such slack wins (a noisy flat series keeps a slow level, a batch job
+    the latest windows, a cycle its seasonal fit).
+    """
+    n, models, _ = forecasts.shape
+    score = np.full((n, models), np.inf)
+    for m in range(models):
+        errors = (usage - forecasts[:, m, :, None]).reshape(n, -1)
+        quantile, count = error_quantiles(errors, (1.0 - target,))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            slack = quantile[:, 0] - np.nanmean(errors, axis=1)
+        score[:, m] = np.where(count >= MIN_MODEL_ERRORS, slack, np.inf)
+    best = np.argmin(score, axis=1)
+    return np.where(np.isfinite(score).any(axis=1), best, 0)
 
 
 def _recent_scale(cpu: np.ndarray) -> np.ndarray:
@@ -120,12 +141,14 @@ def make_plan(
     settings: ForecastSettings,
     now: int | None = None,
     previous: Plan | None = None,
+    shortfall_gain: float = 1.0,
 ) -> Plan:
     """Plan the next horizon of blocks for every series of `usage`.
 
     `now` (UNIX seconds) defaults to the end of the last window; the plan starts at
     the first block boundary at or after it. `previous` (the last plan for the
-    same series) keeps slow decisions such as memory sizing by state stable.
+    same series) keeps slow decisions such as memory sizing by state stable;
+    `shortfall_gain` scales the fleet shortfall target (the live feedback loop).
     """
     step = usage.step
     end = usage.start + usage.n_windows * step
@@ -144,14 +167,27 @@ def make_plan(
     params = SmoothingParams(
         settings.level_alphas, settings.trend_beta, settings.season_gamma, settings.trend_damping
     )
-    hw: HoltWintersFit = fit(blocks, layout.block_ids, shape.period, params, residual_blocks)
+    candidates = fit(blocks, layout.block_ids, shape.period, params)
     first_block = math.ceil(now / period)
     horizon = settings.blocks_per(settings.horizon_seconds)
+    target = settings.target_cpu_shortfall
+    if settings.cpu_shortfall_mode == "vpa":
+        target = parity_target(
+            usage.cpu,
+            step,
+            settings.vpa_parity_factor,
+            settings.target_cpu_shortfall,
+            settings.max_container_shortfall,
+        )
+    base_target = target
+    target = float(np.clip(target * shortfall_gain, 1e-4, settings.max_container_shortfall))
     persist = persistence_one_step(cpu_blocks, settings.persistence_windows)
-    use_persist = _mean_abs_error(persist, blocks, residual_blocks) < _mean_abs_error(
-        hw.one_step, blocks, residual_blocks
-    )
-    one_step = np.where(use_persist[:, None], persist, hw.one_step)
+    options = np.concatenate([candidates.one_step, persist[:, None]], axis=1)
+    recent = cpu_blocks[:, -residual_blocks:]
+    choice = _cheapest_model(recent, options[:, :, -residual_blocks:], target)
+    use_persist = choice == options.shape[1] - 1
+    hw = candidates.pick(np.minimum(choice, options.shape[1] - 2))
+    one_step = options[np.arange(usage.n_series), choice]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         latest = np.nanmean(usage.cpu[:, -settings.persistence_windows :], axis=1)
@@ -173,7 +209,7 @@ def make_plan(
         one_step[:, -residual_blocks:],
         past_states[:, -residual_blocks:],
         scale,
-        settings.target_cpu_shortfall,
+        target,
         settings.max_container_shortfall,
         rule,
         DAY / period,
@@ -205,6 +241,8 @@ def make_plan(
         period=period,
         cpu_forecast=forecast,
         cpu_states=future_states,
+        base_shortfall_target=base_target,
+        shortfall_target=target,
         cpu_required=required,
         memory=memory,
         cpu_margin=np.where(np.isnan(margin), np.nan, use_margin),

@@ -15,6 +15,8 @@ DAY = 86_400
 MIB = 2**20
 
 BatchSizing = Literal["mean", "percentile"]
+ShortfallMode = Literal["vpa", "fixed"]
+Scheduler = Literal["optimal", "greedy"]
 
 
 class ForecastSettingsError(ValueError):
@@ -26,9 +28,15 @@ class ForecastSettings:
     """Settings of the `forecast` strategy and of `recommend_forecast`.
 
     Targets
+      cpu_shortfall_mode: "vpa" (default) targets `vpa_parity_factor` times the
+          shortfall rate the upstream VPA's sizing rule would have had on the same
+          containers' recent past (see `parity`), never below
+          `target_cpu_shortfall`; "fixed" targets `target_cpu_shortfall`.
       target_cpu_shortfall: fraction of windows, over all containers planned
           together, whose CPU usage may exceed the request; margins spend it
           where it saves the most cores (see `allocation`).
+      shortfall_feedback: let the live strategy scale the target by how far its
+          own realised shortfall drifted from it (see `feedback`).
       max_container_shortfall: the largest shortfall rate any one container is
           planned for.
       batch_cpu_sizing: "mean" sizes batch (on/off, throughput) containers on the
@@ -45,7 +53,7 @@ class ForecastSettings:
       residual_days: how much recent error history calibrates the margins.
     Forecast (Holt-Winters on block means; alphas are per block, gamma per cycle)
       level_alphas: candidate level smoothing values; each container uses the one
-          with the smallest recent one-step error.
+          (or the persistence forecast) whose recent errors cost the least margin.
       persistence_windows: the persistence forecast (mean of the last windows) that
           competes with Holt-Winters, per series, on recent one-step error.
       trend_beta, trend_damping, season_gamma: the other smoothing parameters.
@@ -54,6 +62,9 @@ class ForecastSettings:
       weekly_gain: how much more the weekly than the daily autocorrelation must be
           for a weekly cycle to be used instead of a daily one.
     Schedule hysteresis
+      scheduler: "optimal" plans the cheapest step function over the horizon
+          within the change budget (dynamic programming, re-planned every block);
+          "greedy" moves block by block with the thresholds below.
       max_changes_per_day: hard cap on request changes in any 24 h.
       reserved_changes: part of that cap a planned decrease leaves for the
           reaction that may have to undo it.
@@ -83,8 +94,11 @@ class ForecastSettings:
       min_cpu_cores, min_memory_bytes: smallest request ever proposed.
     """
 
-    target_cpu_shortfall: float = 0.01
-    max_container_shortfall: float = 0.05
+    cpu_shortfall_mode: ShortfallMode = "vpa"
+    target_cpu_shortfall: float = 0.005
+    vpa_parity_factor: float = 0.9
+    shortfall_feedback: bool = False
+    max_container_shortfall: float = 0.1
     batch_cpu_sizing: BatchSizing = "percentile"
     oom_tolerance_per_day: float = 0.02
 
@@ -93,7 +107,7 @@ class ForecastSettings:
     history_days: float = 14.0
     residual_days: float = 7.0
 
-    level_alphas: tuple[float, ...] = (0.3, 0.6, 0.9)
+    level_alphas: tuple[float, ...] = (0.05, 0.2, 0.5, 0.9)
     persistence_windows: int = 3
     trend_beta: float = 0.02
     trend_damping: float = 0.9
@@ -101,13 +115,14 @@ class ForecastSettings:
     season_threshold: float = 0.3
     weekly_gain: float = 0.1
 
+    scheduler: Scheduler = "greedy"
     max_changes_per_day: int = 6
     reserved_changes: int = 1
     reactions_per_day: float = 2.0
     decrease_threshold: float = 0.15
     increase_threshold: float = 0.1
     cover_blocks: int = 3
-    react_after_windows: int = 1
+    react_after_windows: int = 2
     react_margin: float = 0.1
     react_min_fraction: float = 0.1
 
@@ -129,6 +144,8 @@ class ForecastSettings:
                 self.target_cpu_shortfall <= self.max_container_shortfall < 1.0,
                 "max_container_shortfall must be in [target_cpu_shortfall, 1)",
             ),
+            (self.cpu_shortfall_mode in ("vpa", "fixed"), "cpu_shortfall_mode: vpa|fixed"),
+            (0.0 < self.vpa_parity_factor <= 1.0, "vpa_parity_factor must be in (0, 1]"),
             (self.batch_cpu_sizing in ("mean", "percentile"), "batch_cpu_sizing: mean|percentile"),
             (self.oom_tolerance_per_day >= 0.0, "oom_tolerance_per_day cannot be negative"),
             (self.update_period_seconds >= 60, "update_period_seconds must be at least 60"),
@@ -147,6 +164,7 @@ class ForecastSettings:
             (0.0 <= self.trend_damping <= 1.0, "trend_damping must be in [0, 1]"),
             (0.0 <= self.season_gamma <= 1.0, "season_gamma must be in [0, 1]"),
             (-1.0 < self.season_threshold < 1.0, "season_threshold must be in (-1, 1)"),
+            (self.scheduler in ("optimal", "greedy"), "scheduler: optimal|greedy"),
             (self.max_changes_per_day >= 1, "max_changes_per_day must be at least 1"),
             (
                 0 <= self.reserved_changes < self.max_changes_per_day,

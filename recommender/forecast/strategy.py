@@ -14,13 +14,15 @@ import numpy as np
 
 from recommender.data.arrays import UsageArrays
 from recommender.forecast.buffer import UsageBuffer
+from recommender.forecast.feedback import ShortfallFeedback
 from recommender.forecast.margins import level_bins
 from recommender.forecast.memory import OomHistory
 from recommender.forecast.planner import Plan, make_plan
-from recommender.forecast.schedule import cover, cpu_step
+from recommender.forecast.schedule import cover, plan_cpu
 from recommender.forecast.settings import DAY, ForecastSettings
 from recommender.strategy import Fleet, Requests
 
+BUDGET_WINDOWS = (0.5, 0.75, 1.0)  # trailing windows (days) the change cap is checked over
 MEMORY_ALONE_DECREASE = 0.5  # a memory-only resize down must at least halve the limit
 
 
@@ -47,6 +49,7 @@ class ForecastStrategy:
         self.last_cpu = np.full(n, np.nan)
         self.change_times = np.full((n, s.max_changes_per_day), -np.inf)
         self.plan = None
+        self.feedback = ShortfallFeedback(self.period, n)
 
     def observe(self, step: int, cpu: np.ndarray, memory: np.ndarray) -> None:
         self.buffer.append(step, cpu, memory)
@@ -60,8 +63,17 @@ class ForecastStrategy:
         self.ooms.record(containers, when, memory, self.settings, np.maximum(peak, 0.0))
         self.oom_now[containers] = True
 
-    def _changes_last_day(self, now: float) -> np.ndarray:
-        return np.sum(self.change_times > now - DAY, axis=1)
+    def _budget_left(self, now: float) -> np.ndarray:
+        """Changes still allowed now, pro rata: at most `max_changes_per_day` x w / 24 h
+        in every trailing window of w = 12 h, 18 h and 24 h, so that even a part-day
+        (the start or end of a series) stays within the daily rate."""
+        cap = self.settings.max_changes_per_day
+        left = np.full(self.change_times.shape[0], cap)
+        for share in BUDGET_WINDOWS:
+            allowed = int(cap * share)
+            used = np.sum(self.change_times > now - share * DAY, axis=1)
+            left = np.minimum(left, allowed - used)
+        return left
 
     def _record_changes(self, rows: np.ndarray, now: float) -> None:
         oldest = np.argmin(self.change_times[rows], axis=1)
@@ -70,16 +82,23 @@ class ForecastStrategy:
     def decide(self, step: int, current: Requests) -> Requests:
         s = self.settings
         now = float(self.fleet.time_of(step + 1))
-        recent_changes = self._changes_last_day(now)
-        may_plan = recent_changes < s.max_changes_per_day - s.reserved_changes
-        may_react = recent_changes < s.max_changes_per_day
+        left = self._budget_left(now)
+        may_plan = left > s.reserved_changes
+        may_react = left > 0
         scale = None if self.plan is None else self.plan.calibration.scale
         clearly = 0.0 if scale is None else s.react_min_fraction * scale
         short = self.last_cpu > current.cpu + clearly
         self.short_run = np.where(short, self.short_run + 1, 0)
+        self.feedback.record(self.last_cpu, current.cpu)
         at_boundary = int(now) % self.period == 0
         if at_boundary or self.plan is None:
-            self.plan = make_plan(self.buffer.view(), self.ooms, s, int(now), self.plan)
+            gain = 1.0
+            if self.plan is not None:
+                per_block = self.period // self.fleet.step
+                gain = self.feedback.update(self.plan.base_shortfall_target, per_block)
+                gain = gain if self.settings.shortfall_feedback else 1.0
+            view = self.buffer.view()
+            self.plan = make_plan(view, self.ooms, s, int(now), self.plan, gain)
             offset = 0
         else:
             offset = max(0, int(now // self.period) - self.plan.first_block)
@@ -88,7 +107,12 @@ class ForecastStrategy:
         required = plan.cpu_required[:, offset:]
         cpu = current.cpu.copy()
         if at_boundary:
-            cpu = cpu_step(cpu, required, s, may_react, may_plan)
+            planned = np.where(may_plan, s.max_changes_per_day - s.reserved_changes, 0)
+            planned_cpu = plan_cpu(cpu, required, s, planned, may_react)[:, 0]
+            # never plan below what the container is using right now
+            using = self.last_cpu * (1.0 + s.react_margin)
+            below = (self.last_cpu > planned_cpu) & (planned_cpu < cpu)
+            cpu = np.where(below, np.fmin(cpu, np.fmax(planned_cpu, using)), planned_cpu)
         cpu = np.where(np.isnan(cpu), cover(required, s.cover_blocks), cpu)
         states = plan.cpu_states[:, offset].copy()
         cpu, reacted = self._react_cpu(cpu, required, may_react)
@@ -97,6 +121,7 @@ class ForecastStrategy:
         cpu_moves = ~np.isclose(cpu, current.cpu, equal_nan=True)
         memory = self._memory(current.memory, states, cpu_moves, at_boundary, may_plan, may_react)
         memory = np.where(self.oom_now, np.fmax(memory, self.ooms.floor), memory)
+        cpu = self._ride_along(cpu, current, memory, plan.calibration.scale)
         self.oom_now[:] = False
         changed = cpu_moves | ~np.isclose(memory, current.memory, equal_nan=True)
         self._record_changes(np.flatnonzero(changed & ~np.isnan(current.cpu)), now)
@@ -121,7 +146,8 @@ class ForecastStrategy:
         s = self.settings
         now = float(self.fleet.time_of(self.buffer.next_window))
         assert self.plan is not None
-        needed = np.fmax(self.plan.memory.for_states(states), self.ooms.floor_at(now))
+        level = self.plan.memory.for_states(states)
+        needed = np.where(np.isnan(level), np.nan, np.fmax(level, self.ooms.floor_at(now)))
         unset = np.isnan(current) & ~np.isnan(needed)
         along = cpu_moves & ~np.isnan(needed)
         up = may_react & (needed > current * (1.0 + s.memory_margin / 2.0))
@@ -129,6 +155,18 @@ class ForecastStrategy:
         alone_down &= ~(self.ooms.hold_until > now)
         along &= (needed > current) | ~(self.ooms.hold_until > now)
         return np.where(unset | along | up | alone_down, needed, current)
+
+    def _ride_along(
+        self, cpu: np.ndarray, current: Requests, memory: np.ndarray, scale: np.ndarray
+    ) -> np.ndarray:
+        """When memory is resized anyway (an OOM kill), CPU short in the last window
+        is raised in the same resize instead of a separate reaction later."""
+        s = self.settings
+        resized = ~np.isclose(memory, current.memory, equal_nan=True)
+        short = self.last_cpu > cpu + s.react_min_fraction * scale
+        raise_now = resized & short & np.isclose(cpu, current.cpu, equal_nan=True)
+        wanted = self.last_cpu * (1.0 + s.react_margin)
+        return np.where(raise_now, np.fmax(cpu, wanted), cpu)
 
     def _react_cpu(
         self, cpu: np.ndarray, required: np.ndarray, may_react: np.ndarray

@@ -1,0 +1,160 @@
+"""The batch entry point: usage history in, recommendations and a 24 h schedule out.
+
+`recommend_forecast` is what `tailor recommend --strategy forecast` and
+`tailor schedule` call. It plans every series once from the history it is given
+(the same planner the live strategy runs every block), then lays the plan out
+two ways: a stable recommendation in the VPA API's shape (target, lowerBound,
+upperBound), a drop-in for the upstream recommender, and the schedule of
+requests per update period that the updater applies in place.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from recommender.data.arrays import KEY_COLUMNS, UsageArrays
+from recommender.forecast.explain import explain, explanation_columns
+from recommender.forecast.memory import OomHistory
+from recommender.forecast.planner import Plan, make_plan
+from recommender.forecast.schedule import build_schedule
+from recommender.forecast.settings import DAY, ForecastSettings
+
+RECOMMENDATION_COLUMNS = (
+    *KEY_COLUMNS,
+    "cpu_target",
+    "cpu_lower",
+    "cpu_upper",
+    "memory_target",
+    "memory_lower",
+    "memory_upper",
+    "explanation",
+)
+SCHEDULE_COLUMNS = (
+    *KEY_COLUMNS,
+    "start",
+    "end",
+    "cpu_request",
+    "memory_request",
+    "memory_limit",
+)
+
+
+@dataclass(frozen=True)
+class ForecastResult:
+    """What `recommend_forecast` returns.
+
+    recommendations: one row per series, RECOMMENDATION_COLUMNS then the reasons
+        as columns (season, workload_class, model, cpu_margin, ...).
+    schedule: long table, one row per (series, block), SCHEDULE_COLUMNS; start
+        and end are UTC timestamps.
+    plan: the raw per-series arrays behind both (for analysis).
+    """
+
+    recommendations: pd.DataFrame
+    schedule: pd.DataFrame
+    plan: Plan
+
+
+def oom_history(
+    usage: UsageArrays, events: pd.DataFrame | None, settings: ForecastSettings
+) -> OomHistory:
+    """OOM kills from an events table (reason "OOMKilled") as the planner's OOM history.
+
+    Events are matched to series by namespace, pod and container; kills after the
+    end of the history or for unknown series are ignored.
+    """
+    ooms = OomHistory.empty(usage.n_series)
+    if events is None or events.empty:
+        return ooms
+    kills = events[events["reason"] == "OOMKilled"]
+    if kills.empty:
+        return ooms
+    match = ("namespace", "pod", "container")
+    lookup = pd.MultiIndex.from_frame(usage.keys.loc[:, list(match)].astype(str))
+    rows = lookup.get_indexer(pd.MultiIndex.from_frame(kills.loc[:, list(match)].astype(str)))
+    seconds = kills["timestamp"].astype("datetime64[s, UTC]").astype("int64").to_numpy()
+    end = usage.start + usage.n_windows * usage.step
+    known = (rows >= 0) & (seconds < end)
+    if not known.any():
+        return ooms
+    order = np.argsort(seconds[known], kind="stable")
+    rows, seconds = rows[known][order], seconds[known][order]
+    memory = kills["memory"].to_numpy(dtype=np.float64)[known][order]
+    peaks = np.max(np.where(np.isnan(usage.memory), -np.inf, usage.memory), axis=1)
+    ooms.record(rows, seconds.astype(np.float64), memory, settings, np.maximum(peaks[rows], 0.0))
+    return ooms
+
+
+def _stable(
+    plan: Plan, cpu: np.ndarray, memory: np.ndarray, usage: UsageArrays, s: ForecastSettings
+) -> pd.DataFrame:
+    """target / lower / upper per series from the schedule (see the module docstring)."""
+    with np.errstate(invalid="ignore"):
+        recent_cpu = np.max(np.where(np.isnan(usage.cpu), -np.inf, usage.cpu), axis=1)
+    recent_cpu = np.where(np.isfinite(recent_cpu), recent_cpu, np.nan)
+    cpu_target = np.nanmax(np.where(np.isnan(cpu), -np.inf, cpu), axis=1)
+    cpu_target = np.where(np.isfinite(cpu_target), cpu_target, np.nan)
+    cpu_lower = np.nanmin(np.where(np.isnan(cpu), np.inf, cpu), axis=1)
+    cpu_lower = np.where(np.isfinite(cpu_lower), cpu_lower, np.nan)
+    cpu_upper = np.fmax(cpu_target, recent_cpu) * (1.0 + s.increase_threshold)
+    memory_target = np.max(np.where(np.isnan(memory), -np.inf, memory), axis=1)
+    memory_target = np.where(np.isfinite(memory_target), memory_target, np.nan)
+    memory_lower = np.min(np.where(np.isnan(memory), np.inf, memory), axis=1)
+    memory_lower = np.where(np.isfinite(memory_lower), memory_lower, np.nan)
+    memory_upper = np.fmax(memory_target, plan.memory.peak * (1.0 + s.memory_margin))
+    return pd.DataFrame(
+        {
+            "cpu_target": cpu_target,
+            "cpu_lower": cpu_lower,
+            "cpu_upper": cpu_upper,
+            "memory_target": memory_target,
+            "memory_lower": memory_lower,
+            "memory_upper": memory_upper,
+        }
+    )
+
+
+def _schedule_frame(
+    keys: pd.DataFrame, plan: Plan, cpu: np.ndarray, memory: np.ndarray
+) -> pd.DataFrame:
+    n, horizon = cpu.shape
+    starts = plan.block_starts()
+    frame = keys.loc[np.repeat(np.arange(n), horizon), list(KEY_COLUMNS)].reset_index(drop=True)
+    start = pd.to_datetime(np.tile(starts, n), unit="s", utc=True)
+    frame["start"] = start
+    frame["end"] = start + pd.Timedelta(seconds=plan.period)
+    frame["cpu_request"] = cpu.ravel()
+    frame["memory_request"] = memory.ravel()
+    frame["memory_limit"] = memory.ravel()
+    return frame
+
+
+def recommend_forecast(
+    usage: UsageArrays,
+    events: pd.DataFrame | None = None,
+    settings: ForecastSettings | None = None,
+) -> ForecastResult:
+    """Stable recommendations and the next horizon's schedule for every series of `usage`.
+
+    events: optional canonical events table; OOM kills raise and hold memory as
+    in the live strategy. Series without samples get NaN everywhere; CPU-only
+    data (memory all NaN) gets NaN memory figures.
+    """
+    settings = settings or ForecastSettings()
+    ooms = oom_history(usage, events, settings)
+    plan = make_plan(usage, ooms, settings)
+    blocks_per_day = max(1, round(DAY / plan.period))
+    unset = np.full(usage.n_series, np.nan)
+    cpu, memory = build_schedule(
+        unset, unset, plan.cpu_required, plan.memory.required, settings, blocks_per_day
+    )
+    keys = usage.keys.reset_index(drop=True)
+    stable = _stable(plan, cpu, memory, usage, settings)
+    recommendations = pd.concat(
+        [keys.loc[:, list(KEY_COLUMNS)], stable, explanation_columns(plan, ooms, settings)], axis=1
+    )
+    recommendations.insert(len(KEY_COLUMNS) + 6, "explanation", explain(plan, ooms, settings))
+    return ForecastResult(recommendations, _schedule_frame(keys, plan, cpu, memory), plan)

@@ -1,0 +1,116 @@
+"""Every recommendation says why: which shape was found, which margin, what the OOMs did.
+
+One short sentence per container built from the plan's arrays, plus the same
+facts as columns for machines (dashboards, the CLI's JSON output).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from recommender.forecast.memory import OomHistory
+from recommender.forecast.planner import Plan
+from recommender.forecast.settings import DAY, ForecastSettings
+
+GIB = 2.0**30
+STATE_NAMES = ("idle", "part-busy", "busy", "idle after busy")
+
+
+def _cores(value: float) -> str:
+    return f"{value * 1000:.0f}m" if value < 1 else f"{value:.2f}"
+
+
+def _gib(value: float) -> str:
+    return f"{value / GIB:.2f} GiB"
+
+
+def _utc(seconds: float) -> str:
+    return pd.Timestamp(seconds, unit="s", tz="UTC").strftime("%Y-%m-%d %H:%M UTC")
+
+
+def explanation_columns(plan: Plan, ooms: OomHistory, settings: ForecastSettings) -> pd.DataFrame:
+    """Machine-readable reasons, one row per series."""
+    day_blocks = max(1, round(DAY / plan.period))
+    shape = plan.shape
+    first_state = plan.cpu_states[:, 0]
+    return pd.DataFrame(
+        {
+            "season": shape.season_name(day_blocks),
+            "workload_class": shape.workload_class(),
+            "daily_acf": shape.daily_acf,
+            "weekly_acf": shape.weekly_acf,
+            "trend_per_day": shape.trend_per_day,
+            "burstiness": shape.burstiness,
+            "model": plan.model,
+            "alpha": np.where(plan.model == "persistence", np.nan, plan.alpha),
+            "cpu_state": np.asarray(STATE_NAMES, dtype=object)[first_state],
+            "cpu_margin": plan.cpu_margin[:, 0],
+            "cpu_margin_quantile": np.take_along_axis(
+                plan.calibration.level, first_state[:, None], axis=1
+            )[:, 0],
+            "shortfall_target": plan.shortfall_target,
+            "memory_by_cpu_state": plan.memory.by_state,
+            "memory_peak": plan.memory.peak,
+            "oom_kills": ooms.count,
+            "oom_floor": plan.memory.floor,
+        }
+    )
+
+
+def _cpu_sentence(plan: Plan, i: int, day_blocks: int) -> str:
+    shape = plan.shape
+    season = shape.season_name(day_blocks)[i]
+    kind = shape.workload_class()[i]
+    if season == "none":
+        found = "no cycle (stationary)"
+    else:
+        acf = shape.daily_acf[i] if season == "daily" else shape.weekly_acf[i]
+        found = f"{season} cycle (autocorrelation {acf:.2f})"
+    if plan.model[i] == "persistence":
+        model = "forecast = latest windows (switches state and stays)"
+    else:
+        model = f"Holt-Winters level smoothing {plan.alpha[i]:.2f}"
+    state = int(plan.cpu_states[i, 0])
+    margin = plan.cpu_margin[i, 0]
+    if np.isnan(margin):
+        sizing = "too little history: high quantile of what was seen plus headroom"
+    else:
+        level = plan.calibration.level[i, state]
+        sizing = (
+            f"margin +{_cores(float(margin))} cores in state {STATE_NAMES[state]} "
+            f"(P{level * 100:g} of its recent errors; fleet shortfall target "
+            f"{plan.shortfall_target:.2%})"
+        )
+    return f"cpu: {found}, {kind}; {model}; {sizing}"
+
+
+def _memory_sentence(plan: Plan, ooms: OomHistory, i: int, settings: ForecastSettings) -> str:
+    mp = plan.memory
+    if np.isnan(mp.peak[i]):
+        return "memory: not measured"
+    margin = f"+{settings.memory_margin:.0%}"
+    if mp.by_state[i]:
+        levels = ", ".join(
+            f"{name} {_gib(float(v))}"
+            for name, v in zip(("idle", "part-busy", "busy"), mp.state_peak[i], strict=False)
+            if not np.isnan(v)
+        )
+        sized = f"sized per CPU state ({levels}) {margin}"
+    else:
+        sized = f"covers the peak of the remembered history {_gib(float(mp.peak[i]))} {margin}"
+    text = f"memory: {sized}"
+    if ooms.count[i]:
+        text += f"; {ooms.count[i]} OOM kill(s), last {_utc(float(ooms.last[i]))}"
+        if mp.floor[i] > 0:
+            text += f", limit held >= {_gib(float(mp.floor[i]))} until {_utc(ooms.hold_until[i])}"
+    return text
+
+
+def explain(plan: Plan, ooms: OomHistory, settings: ForecastSettings) -> list[str]:
+    """One sentence per series: shape, model, margin, memory rule and OOM history."""
+    day_blocks = max(1, round(DAY / plan.period))
+    return [
+        f"{_cpu_sentence(plan, i, day_blocks)}. {_memory_sentence(plan, ooms, i, settings)}."
+        for i in range(plan.cpu_required.shape[0])
+    ]

@@ -1,0 +1,90 @@
+"""The shortfall rate the upstream VPA would run a fleet at: our default risk budget.
+
+The project promises requests that are never riskier than the upstream VPA's
+and cost less. So, by default, the fleet's CPU shortfall target is not a number
+picked once for every workload: it is what the VPA's own estimator would have
+let through on the same containers over the same recent past, times a safety
+factor. That estimator is emulated the way upstream computes it: a histogram of
+CPU samples in exponential buckets (first bucket 0.01 core, ratio 1.05) whose
+weights halve every 24 h, target = the upper edge of the P90 bucket x 1.15, at
+least the 25 millicore pod minimum. Noisy fleets, where the VPA lets more
+through, get a larger allowance; calm ones a smaller one. Only the past is read.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+VPA_PERCENTILE = 0.9
+VPA_SAFETY_MARGIN = 1.15
+VPA_MIN_CPU = 0.025  # cores: the upstream pod minimum (one container per pod)
+FIRST_BUCKET = 0.01  # cores
+BUCKET_RATIO = 1.05
+BUCKETS = 176
+HALF_LIFE_SECONDS = 86_400
+HISTORY_CHUNKS = 8  # upstream keeps about eight days of weight that matters
+MIN_CHUNKS = 3  # the first chunks only build history (the VPA's own cold start is not its norm)
+
+
+def bucket_edges() -> np.ndarray:
+    """Start of each CPU bucket and the end of the last: (BUCKETS + 1,) cores."""
+    k = np.arange(BUCKETS + 1, dtype=np.float64)
+    return FIRST_BUCKET * (BUCKET_RATIO**k - 1.0) / (BUCKET_RATIO - 1.0)
+
+
+def _chunk_histograms(cpu: np.ndarray, chunk: int) -> np.ndarray:
+    """Sample counts per (series, chunk, bucket); NaN samples are left out."""
+    n, total = cpu.shape
+    chunks = total // chunk
+    values = cpu[:, total - chunks * chunk :]
+    edges = bucket_edges()
+    seen = ~np.isnan(values)
+    bucket = np.clip(
+        np.searchsorted(edges, np.nan_to_num(values), side="right") - 1, 0, BUCKETS - 1
+    )
+    cell = (np.arange(n)[:, None] * chunks + np.arange(values.shape[1])[None, :] // chunk) * BUCKETS
+    counts = np.bincount((cell + bucket)[seen], minlength=n * chunks * BUCKETS)
+    return counts.reshape(n, chunks, BUCKETS).astype(np.float64)
+
+
+def vpa_shortfall(cpu: np.ndarray, chunk: int, step: int) -> tuple[np.ndarray, np.ndarray]:
+    """Shortfall windows and judged windows per series under the VPA's estimator.
+
+    cpu: (series, windows) recent usage with `step` seconds per window; each chunk
+    of `chunk` windows is judged against the target the decayed histogram of the
+    chunks before it gives.
+    """
+    n, total = cpu.shape
+    chunks = total // chunk
+    if chunks < MIN_CHUNKS:
+        return np.zeros(n), np.zeros(n)
+    values = cpu[:, total - chunks * chunk :]
+    histograms = _chunk_histograms(cpu, chunk)
+    upper = bucket_edges()[1:]
+    shortfalls = np.zeros(n)
+    judged = np.zeros(n)
+    for index in range(MIN_CHUNKS - 1, chunks):
+        first = max(0, index - HISTORY_CHUNKS)
+        age = (index - np.arange(first, index) - 0.5) * chunk * step
+        weights = 2.0 ** (-age / HALF_LIFE_SECONDS)
+        weighted = np.einsum("ncb,c->nb", histograms[:, first:index], weights)
+        cumulative = np.cumsum(weighted, axis=1)
+        total_weight = cumulative[:, -1]
+        position = np.argmax(cumulative >= VPA_PERCENTILE * total_weight[:, None], axis=1)
+        level = np.maximum(upper[position] * VPA_SAFETY_MARGIN, VPA_MIN_CPU)
+        window = values[:, index * chunk : (index + 1) * chunk]
+        seen = ~np.isnan(window) & (total_weight[:, None] > 0)
+        shortfalls += np.sum(seen & (window > level[:, None]), axis=1)
+        judged += np.sum(seen, axis=1)
+    return shortfalls, judged
+
+
+def parity_target(cpu: np.ndarray, step: int, factor: float, floor: float, ceiling: float) -> float:
+    """The fleet shortfall target: `factor` x the VPA's rate, within [floor, ceiling]."""
+    per_day = max(1, round(HALF_LIFE_SECONDS / step))
+    seen = int(np.max(np.sum(~np.isnan(cpu), axis=1), initial=0))
+    chunk = per_day if seen >= 3 * per_day else max(12, seen // 4)
+    shortfalls, judged = vpa_shortfall(cpu, chunk, step)
+    if judged.sum() == 0:
+        return floor
+    return float(np.clip(factor * shortfalls.sum() / judged.sum(), floor, ceiling))

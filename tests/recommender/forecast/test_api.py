@@ -1,0 +1,111 @@
+"""The batch API the CLI and the live recommender call."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from recommender.data.arrays import KEY_COLUMNS, UsageArrays
+from recommender.forecast.api import (
+    RECOMMENDATION_COLUMNS,
+    SCHEDULE_COLUMNS,
+    recommend_forecast,
+)
+from recommender.forecast.settings import ForecastSettings
+from tests.recommender.forecast import synthetic as syn
+
+
+def _usage(days: float = 5.0) -> UsageArrays:
+    cpu = [syn.daily(days), syn.noise(days), syn.on_off(days)]
+    memory = [
+        np.full(cpu[0].size, 2.0 * syn.GIB),
+        np.full(cpu[1].size, 1.0 * syn.GIB),
+        np.where(cpu[2] > 1, 6.0 * syn.GIB, 0.5 * syn.GIB),
+    ]
+    return syn.fleet(cpu, memory)
+
+
+def test_recommendations_have_the_vpa_shape_and_explain_themselves() -> None:
+    result = recommend_forecast(_usage())
+    frame = result.recommendations
+    assert list(frame.columns[: len(RECOMMENDATION_COLUMNS)]) == list(RECOMMENDATION_COLUMNS)
+    assert len(frame) == 3
+    numbers = frame[["cpu_lower", "cpu_target", "cpu_upper"]].to_numpy()
+    assert (numbers[:, 0] <= numbers[:, 1]).all() and (numbers[:, 1] <= numbers[:, 2]).all()
+    memory = frame[["memory_lower", "memory_target", "memory_upper"]].to_numpy()
+    assert (memory[:, 0] <= memory[:, 1]).all() and (memory[:, 1] <= memory[:, 2]).all()
+    assert frame.loc[0, "season"] == "daily" and "daily cycle" in frame.loc[0, "explanation"]
+    assert frame.loc[1, "season"] == "none" and "stationary" in frame.loc[1, "explanation"]
+    assert frame.loc[2, "workload_class"] == "batch"
+    assert all("margin" in text or "too little history" in text for text in frame.explanation)
+
+
+def test_the_schedule_covers_the_horizon_in_update_periods() -> None:
+    usage = _usage()
+    result = recommend_forecast(usage)
+    schedule = result.schedule
+    assert list(schedule.columns) == list(SCHEDULE_COLUMNS)
+    assert len(schedule) == 3 * 24
+    end = pd.Timestamp(usage.start + usage.n_windows * usage.step, unit="s", tz="UTC")
+    first = schedule.groupby("pod")["start"].min()
+    assert (first == end.ceil("h")).all()
+    assert ((schedule["end"] - schedule["start"]) == pd.Timedelta(hours=1)).all()
+    assert (schedule["memory_limit"] == schedule["memory_request"]).all()
+    daily = schedule[schedule.pod == "pod-0"]["cpu_request"].to_numpy()
+    assert daily.max() > 1.5 * daily.min()  # the schedule follows the cycle
+    # the stable target covers every scheduled value
+    merged = schedule.merge(
+        result.recommendations[[*KEY_COLUMNS, "cpu_target"]], on=list(KEY_COLUMNS)
+    )
+    assert (merged.cpu_request <= merged.cpu_target + 1e-12).all()
+
+
+def test_an_oom_event_raises_and_explains_the_memory_recommendation() -> None:
+    usage = _usage()
+    end = pd.Timestamp(usage.start + usage.n_windows * usage.step, unit="s", tz="UTC")
+    events = pd.DataFrame(
+        {
+            "timestamp": [end - pd.Timedelta(hours=1)],
+            "namespace": ["ns"],
+            "workload": ["pod-1"],
+            "pod": ["pod-1"],
+            "container": ["main"],
+            "reason": ["OOMKilled"],
+            "memory": [3.0 * syn.GIB],
+        }
+    )
+    quiet = recommend_forecast(usage).recommendations
+    killed = recommend_forecast(usage, events).recommendations
+    assert killed.loc[1, "memory_target"] >= 3.0 * 1.2 * syn.GIB
+    assert quiet.loc[1, "memory_target"] < 2.0 * syn.GIB
+    assert killed.loc[1, "oom_kills"] == 1 and "OOM kill" in killed.loc[1, "explanation"]
+    assert killed.loc[0, "memory_target"] == quiet.loc[0, "memory_target"]
+
+
+def test_cpu_only_history_gives_nan_memory_and_short_history_still_works() -> None:
+    cpu = np.vstack([syn.noise(0.25), syn.daily(0.25)])
+    usage = UsageArrays(syn.keys(2), syn.START, syn.STEP, cpu, np.full(cpu.shape, np.nan))
+    result = recommend_forecast(usage)
+    frame = result.recommendations
+    assert frame[["memory_target", "memory_lower", "memory_upper"]].isna().all().all()
+    assert np.isfinite(frame["cpu_target"]).all()
+    assert result.schedule["memory_request"].isna().all()
+    assert "memory: not measured" in frame.loc[0, "explanation"]
+
+
+def test_a_series_without_samples_gets_nan_not_an_error() -> None:
+    cpu = np.vstack([syn.noise(2.0), np.full(2 * syn.PER_DAY, np.nan)])
+    memory = np.vstack([np.full(2 * syn.PER_DAY, syn.GIB), np.full(2 * syn.PER_DAY, np.nan)])
+    frame = recommend_forecast(
+        UsageArrays(syn.keys(2), syn.START, syn.STEP, cpu, memory)
+    ).recommendations
+    assert np.isfinite(frame.loc[0, "cpu_target"])
+    assert np.isnan(frame.loc[1, "cpu_target"])
+
+
+@pytest.mark.parametrize("period_hours", [1, 2])
+def test_the_update_period_is_a_setting(period_hours: int) -> None:
+    settings = ForecastSettings(update_period_seconds=period_hours * 3600)
+    schedule = recommend_forecast(_usage(), settings=settings).schedule
+    assert len(schedule) == 3 * 24 // period_hours

@@ -1,0 +1,85 @@
+"""Memory: never below recent peaks, an OOM bumps at once and holds."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from recommender.forecast.memory import OomHistory, plan_memory
+from recommender.forecast.settings import HOUR, MIB, ForecastSettings
+from tests.recommender.forecast import synthetic as syn
+
+SETTINGS = ForecastSettings()
+
+
+def test_an_oom_jumps_to_the_remembered_peak_and_holds() -> None:
+    ooms = OomHistory.empty(2)
+    ooms.record(
+        np.array([0, 1]),
+        np.array([1000.0, 1000.0]),
+        np.array([1.0 * syn.GIB, 1.0 * syn.GIB]),
+        SETTINGS,
+        history_peak=np.array([0.5 * syn.GIB, 8.0 * syn.GIB]),
+    )
+    # series 0: 20 % above the limit it was killed at; series 1: back to its known peak
+    assert ooms.floor[0] == pytest.approx(1.2 * syn.GIB)
+    assert ooms.floor[1] == pytest.approx(8.0 * syn.GIB * (1 + SETTINGS.memory_margin))
+    held = 1000.0 + SETTINGS.oom_hold_hours * HOUR
+    assert (ooms.floor_at(held - 1) == ooms.floor).all()
+    assert (ooms.floor_at(held + 1) == 0).all()
+    assert ooms.count.tolist() == [1, 1]
+
+
+def test_a_small_kill_raises_by_at_least_the_minimum_step() -> None:
+    ooms = OomHistory.empty(1)
+    ooms.record(np.array([0]), np.array([0.0]), np.array([100.0 * MIB]), SETTINGS)
+    assert ooms.floor[0] == pytest.approx(200.0 * MIB)
+
+
+def _plan(memory: np.ndarray, states: np.ndarray, future: np.ndarray, ooms=None, settings=SETTINGS):
+    n = memory.shape[0]
+    ooms = ooms or OomHistory.empty(n)
+    starts = np.arange(future.shape[1]) * HOUR + 10**9
+    return plan_memory(memory, states, future, 12, ooms, starts, 10**9, settings)
+
+
+def test_flat_memory_is_covered_with_the_margin_and_never_below_recent_peaks() -> None:
+    memory = np.full((1, 12 * 48), 1.0 * syn.GIB)
+    memory[0, -3] = 1.5 * syn.GIB  # a recent peak
+    states = np.zeros(memory.shape, dtype=np.int64)
+    plan = _plan(memory, states, np.zeros((1, 24), dtype=np.int64))
+    assert plan.required[0, 0] == pytest.approx(1.5 * syn.GIB * 1.1)
+    assert (plan.required[0] >= 1.0 * syn.GIB * 1.1 - 1).all()
+
+
+def test_memory_follows_the_cpu_state_of_a_batch_job_when_kills_stay_within_tolerance() -> None:
+    days = 6
+    cpu = syn.on_off(days, busy=4.0)
+    memory = np.where(cpu > 1.0, 8.0 * syn.GIB, 0.5 * syn.GIB)[None, :]
+    states = np.where(cpu > 1.0, 2, 0)[None, :]
+    tolerant = ForecastSettings(oom_tolerance_per_day=5.0)
+    plan = _plan(memory, states, np.array([[0] * 12 + [2] * 12]), settings=tolerant)
+    assert plan.by_state[0]
+    assert plan.required[0, 0] == pytest.approx(0.5 * syn.GIB * 1.1)  # idle: small
+    assert plan.required[0, 12] == pytest.approx(8.0 * syn.GIB * 1.1)  # busy: the job's peak
+    strict = ForecastSettings(oom_tolerance_per_day=0.0)
+    plan = _plan(memory, states, np.array([[0] * 24]), settings=strict)
+    assert not plan.by_state[0]
+    assert plan.required[0, 0] == pytest.approx(8.0 * syn.GIB * 1.1)  # covers the peak
+
+
+def test_an_active_oom_hold_is_a_floor_of_the_plan() -> None:
+    memory = np.full((1, 12 * 24), 1.0 * syn.GIB)
+    ooms = OomHistory.empty(1)
+    ooms.record(np.array([0]), np.array([10.0**9]), np.array([4.0 * syn.GIB]), SETTINGS)
+    plan = _plan(memory, np.zeros(memory.shape, int), np.zeros((1, 48), int), ooms=ooms)
+    hold = int(SETTINGS.oom_hold_hours)
+    assert (plan.required[0, :hold] >= 4.8 * syn.GIB - 1).all()
+    assert plan.required[0, hold + 1] == pytest.approx(1.1 * syn.GIB)
+
+
+def test_no_memory_data_gives_no_memory_plan() -> None:
+    memory = np.full((1, 12 * 24), np.nan)
+    plan = _plan(memory, np.zeros(memory.shape, int), np.zeros((1, 24), int))
+    assert np.isnan(plan.required).all()
+    assert np.isnan(plan.for_states(np.array([0]))).all()

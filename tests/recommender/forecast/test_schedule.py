@@ -1,0 +1,98 @@
+"""Hysteresis and the change budget of the schedule."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+
+from recommender.forecast.schedule import build_schedule, cpu_step, optimal_levels
+from recommender.forecast.settings import ForecastSettings
+
+SETTINGS = ForecastSettings()
+YES = np.array([True])
+
+
+def test_small_moves_are_ignored_and_large_ones_cover_the_blocks_ahead() -> None:
+    current = np.array([1.0])
+    small_up = np.array([[1.05, 1.05, 1.05]])
+    assert cpu_step(current, small_up, SETTINGS, YES, YES)[0] == 1.0
+    ramp = np.array([[1.5, 2.0, 2.5, 3.0]])
+    assert cpu_step(current, ramp, SETTINGS, YES, YES)[0] == 2.5  # covers cover_blocks = 3
+    small_down = np.array([[0.9, 0.9, 0.9]])
+    assert cpu_step(current, small_down, SETTINGS, YES, YES)[0] == 1.0
+    down = np.array([[0.5, 0.6, 0.4]])
+    assert cpu_step(current, down, SETTINGS, YES, YES)[0] == 0.6
+    assert cpu_step(current, down, SETTINGS, YES, ~YES)[0] == 1.0  # no budget left
+    assert cpu_step(current, ramp, SETTINGS, ~YES, YES)[0] == 1.0
+
+
+@pytest.mark.parametrize("scheduler", ["greedy", "optimal"])
+def test_a_daily_cycle_costs_few_changes_per_day(scheduler: str) -> None:
+    settings = ForecastSettings(scheduler=scheduler)
+    hours = np.arange(48)
+    cycle = 1.0 + 0.8 * np.sin(2 * np.pi * hours / 24)
+    required = np.vstack([cycle, np.full(48, 0.3)])
+    unset = np.full(2, np.nan)
+    memory = np.full((2, 48), 2.0**30)
+    cpu, _ = build_schedule(unset, unset, required, memory, settings, 24)
+    changes = np.sum(cpu[:, 1:] != cpu[:, :-1], axis=1)
+    assert changes[1] == 0
+    assert 2 <= changes[0] <= 2 * settings.max_changes_per_day
+    assert cpu[0].sum() < 1.3 * cycle.sum()  # follows the cycle instead of its peak
+    if scheduler == "optimal":
+        # within the budget it never plans below the need (beyond the tolerance
+        # that saves a resize)
+        assert (cpu * (1 + settings.increase_threshold) >= required - 1e-12).all()
+
+
+def test_planned_changes_respect_the_daily_budget() -> None:
+    rng = np.random.default_rng(0)
+    required = rng.uniform(0.1, 2.0, size=(1, 72))  # wild: wants a change every hour
+    unset = np.full(1, np.nan)
+    cpu, _ = build_schedule(unset, unset, required, np.full((1, 72), 1.0), SETTINGS, 24)
+    moved = np.flatnonzero(cpu[0, 1:] != cpu[0, :-1])
+    for start in range(72):
+        in_day = np.sum((moved >= start) & (moved < start + 24))
+        assert in_day <= SETTINGS.max_changes_per_day
+
+
+def _brute_force(current: float, need: np.ndarray, changes: int, penalty: float) -> float:
+    """Cheapest cost over every step function with at most `changes` steps."""
+    best = np.inf
+    blocks = need.size
+    for count in range(changes + 1):
+        for cuts in itertools.combinations(range(blocks), count):
+            bounds = [*cuts, blocks]
+            if cuts and cuts[0] == 0:
+                head, segments = 0.0, list(itertools.pairwise(bounds))
+            else:
+                first = bounds[0]
+                if np.isnan(current) or current * 1.1 < need[:first].max(initial=0) - 1e-12:
+                    continue
+                head = current * first
+                segments = list(itertools.pairwise(bounds))
+            cost = head + sum(need[a:b].max() * (b - a) + penalty for a, b in segments)
+            best = min(best, cost)
+    return best
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_optimal_levels_find_the_cheapest_step_function(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    need = rng.uniform(0.1, 2.0, size=7)
+    current = float(rng.uniform(0.5, 2.5))
+    for changes in (0, 1, 2, 3):
+        levels = optimal_levels(
+            np.array([current]), need[None, :], np.array([changes]), np.array([0.3]), 0.1
+        )[0]
+        expected = _brute_force(current, need, changes, 0.3)
+        if not np.isfinite(expected):
+            assert np.isnan(levels).all()
+            continue
+        steps = int(np.sum(levels[1:] != levels[:-1]) + (levels[0] != current))
+        assert steps <= changes
+        assert (levels * 1.1 >= need - 1e-12).all()
+        cost = levels.sum() + 0.3 * steps
+        assert cost == pytest.approx(expected)

@@ -1,0 +1,64 @@
+"""Cycles are detected, not assumed; batch jobs are told from serving ones."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from statsmodels.tsa.stattools import acf
+
+from recommender.forecast.blocks import block_mean, layout_for
+from recommender.forecast.settings import ForecastSettings
+from recommender.forecast.shape import autocorrelation, detect_shape
+from tests.recommender.forecast import synthetic as syn
+
+
+def _shape(series: list[np.ndarray]):
+    usage = syn.fleet(series)
+    layout = layout_for(usage.start, usage.step, usage.n_windows, 12)
+    blocks = block_mean(usage.cpu, layout)
+    return detect_shape(usage.cpu, blocks, layout.period, ForecastSettings())
+
+
+@pytest.mark.parametrize("lag", [1, 24, 50])
+def test_autocorrelation_is_statsmodels_adjusted_acf(lag: int) -> None:
+    x = syn.daily(5, noise=0.2)[::12]
+    ours = autocorrelation(x[None, :], lag)[0]
+    reference = acf(x, nlags=lag, adjusted=True, fft=False)[lag]
+    assert ours == pytest.approx(reference, abs=1e-12)
+
+
+def test_autocorrelation_ignores_missing_samples() -> None:
+    x = syn.daily(6, noise=0.1)[::12].copy()
+    holed = x.copy()
+    holed[::7] = np.nan
+    full, with_holes = autocorrelation(np.vstack([x, holed]), 24)
+    assert with_holes == pytest.approx(full, abs=0.1)
+    assert with_holes > 0.8
+
+
+def test_daily_cycle_is_found_and_noise_is_left_stationary() -> None:
+    report = _shape([syn.daily(6), syn.noise(6)])
+    assert report.season_name(24).tolist() == ["daily", "none"]
+    assert report.daily_acf[0] > 0.8 > abs(report.daily_acf[1]) + 0.6
+
+
+def test_a_cycle_needs_two_days_of_history() -> None:
+    report = _shape([syn.daily(1.5)])
+    assert report.period[0] == 1
+
+
+def test_weekly_cycle_needs_two_weeks_and_must_add_to_the_daily_one() -> None:
+    days = 15
+    base = syn.daily(days)
+    weekday = (np.arange(base.size) // syn.PER_DAY) % 7
+    weekly = base * np.where(weekday >= 5, 0.2, 1.0)  # quiet weekends
+    report = _shape([weekly, base])
+    assert report.season_name(24).tolist() == ["weekly", "daily"]
+    short = _shape([weekly[: 10 * syn.PER_DAY]])
+    assert short.season_name(24).tolist() == ["daily"]
+
+
+def test_on_off_jobs_are_batch_and_a_cycle_is_serving() -> None:
+    report = _shape([syn.on_off(6), syn.daily(6), syn.noise(6)])
+    assert report.workload_class().tolist()[0] == "batch"
+    assert report.workload_class().tolist()[1:] == ["serving", "serving"]
