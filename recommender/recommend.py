@@ -12,7 +12,9 @@ from collections.abc import Callable
 import numpy as np
 import pandas as pd
 
-from recommender.data.arrays import KEY_COLUMNS, factorize_rows
+from recommender.data.arrays import KEY_COLUMNS, factorize_rows, from_long
+from recommender.forecast.api import recommend_forecast
+from recommender.forecast.settings import ForecastSettings
 from recommender.vpa.model import VpaModel
 from recommender.vpa.settings import VpaSettings
 
@@ -116,3 +118,42 @@ def _oom_arrays(
     memory = ooms["memory"].to_numpy(dtype=np.float64)[known]
     order = np.argsort(seconds, kind="stable")
     return index[known].astype(np.int64)[order], seconds[order], memory[order]
+
+
+def recommend_forecast_workloads(
+    usage: pd.DataFrame,
+    events: pd.DataFrame | None = None,
+    settings: ForecastSettings | None = None,
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Forecast recommendations and the 24 h schedule per (namespace, workload, container).
+
+    The forecaster plans each pod's container; pods of one workload share one spec,
+    so a workload gets the largest of its pods' values, block by block.
+    """
+    result = recommend_forecast(from_long(usage), events, settings)
+    per_series = result.recommendations
+    value_columns = list(RECOMMENDATION_COLUMNS[len(AGGREGATE_COLUMNS) :])
+    ranked = per_series.sort_values("cpu_target", ascending=False, kind="stable")
+    grouped = ranked.groupby(list(AGGREGATE_COLUMNS), sort=False)
+    recommendations = grouped[value_columns].max().reset_index()
+    recommendations["explanation"] = grouped["explanation"].first().to_numpy()
+    recommendations = recommendations.sort_values(list(AGGREGATE_COLUMNS)).reset_index(drop=True)
+    schedule = (
+        result.schedule.groupby([*AGGREGATE_COLUMNS, "start", "end"], sort=True)[
+            ["cpu_request", "memory_request", "memory_limit"]
+        ]
+        .max()
+        .reset_index()
+    )
+    return _rounded(recommendations), _rounded(schedule)
+
+
+def _rounded(frame: pd.DataFrame) -> pd.DataFrame:
+    """As the API writes them: CPU up to whole millicores, memory up to whole bytes."""
+    out = frame.copy()
+    for column in out.columns:
+        if column.startswith("cpu_") and out[column].dtype.kind == "f":
+            out[column] = np.ceil(out[column].to_numpy() * 1000 - 1e-9) / 1000
+        elif column.startswith("memory_") and out[column].dtype.kind == "f":
+            out[column] = np.ceil(out[column].to_numpy() - 1e-9)
+    return out

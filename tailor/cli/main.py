@@ -6,6 +6,7 @@ import typer
 
 from tailor.cli.backtest import backtest_command
 from tailor.cli.recommend import recommend_command
+from tailor.cli.schedule import schedule_command
 
 app = typer.Typer(
     name="tailor",
@@ -16,6 +17,7 @@ app = typer.Typer(
 )
 app.command("recommend")(recommend_command)
 app.command("backtest")(backtest_command)
+app.command("schedule")(schedule_command)
 
 
 @app.callback()

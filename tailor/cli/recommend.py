@@ -10,53 +10,31 @@ import pandas as pd
 import typer
 from rich.console import Console
 
-from recommender.recommend import recommend_vpa
-from tailor.cli.inputs import PrometheusOptions, load_from_prometheus, load_history
+from recommender.recommend import recommend_forecast_workloads, recommend_vpa
+from tailor.cli import options
 from tailor.cli.output import OutputFormat, build_table, render
 from tailor.cli.progress import progress_bar
 
-STRATEGIES = ("vpa",)
+STRATEGIES = ("vpa", "forecast")
 
 
 def recommend_command(
-    demo: Annotated[bool, typer.Option("--demo", help="Use the built-in sample fleet.")] = False,
-    input: Annotated[
-        Path | None, typer.Option("--input", help="Usage history (.csv, .csv.gz, .parquet).")
-    ] = None,
-    events: Annotated[
-        Path | None, typer.Option("--events", help="OOM / eviction events file.")
-    ] = None,
-    prometheus: Annotated[
-        str | None, typer.Option("--prometheus", help="Prometheus base URL to read history from.")
-    ] = None,
-    history: Annotated[str, typer.Option(help="With --prometheus: how far back.")] = "8d",
-    step: Annotated[str, typer.Option(help="With --prometheus: sample period.")] = "5m",
-    chunk: Annotated[
-        str | None,
-        typer.Option(
-            help="With --prometheus: range per query [default: 1d, less for steps under 8s]."
-        ),
-    ] = None,
-    namespace: Annotated[
-        list[str] | None, typer.Option("--namespace", "-n", help="Only these namespaces.")
-    ] = None,
-    match: Annotated[
-        list[str] | None,
-        typer.Option("--match", help="Extra label matcher NAME=VALUE for every query."),
-    ] = None,
-    token_file: Annotated[
-        Path | None, typer.Option("--bearer-token-file", help="Bearer token for Prometheus.")
-    ] = None,
-    insecure: Annotated[
-        bool, typer.Option("--insecure", help="Skip TLS verification of Prometheus.")
-    ] = False,
-    strategy: Annotated[str, typer.Option(help="Recommendation model.")] = "vpa",
+    demo: options.Demo = False,
+    input: options.Input = None,
+    events: options.Events = None,
+    prometheus: options.Prometheus = None,
+    history: options.History = "8d",
+    step: options.Step = "5m",
+    chunk: options.Chunk = None,
+    namespace: options.Namespace = None,
+    match: options.Match = None,
+    token_file: options.TokenFile = None,
+    insecure: options.Insecure = False,
+    strategy: Annotated[str, typer.Option(help="Recommendation model: vpa or forecast.")] = "vpa",
     fmt: Annotated[OutputFormat, typer.Option("--format", help="Output format.")] = (
         OutputFormat.table
     ),
-    output: Annotated[
-        Path | None, typer.Option("--output", "-o", help="Write here instead of stdout.")
-    ] = None,
+    output: options.Output = None,
 ) -> None:
     """Recommend cpu and memory requests per (namespace, workload, container)."""
     if strategy not in STRATEGIES:
@@ -65,31 +43,20 @@ def recommend_command(
             param_hint="--strategy",
         )
     err_console = Console(stderr=True)
-    if prometheus is not None:
-        if demo or input is not None or events is not None:
-            raise typer.BadParameter(
-                "--prometheus cannot be combined with --demo / --input / --events"
-            )
-        source = PrometheusOptions(
-            url=prometheus,
-            history=history,
-            step=step,
-            chunk=chunk,
-            namespaces=tuple(namespace or ()),
-            matchers=tuple(match or ()),
-            token_file=token_file,
-            insecure=insecure,
-        )
-        usage, event_frame = load_from_prometheus(source, err_console)
+    source = options.prometheus_options(
+        prometheus, history, step, chunk, namespace, match, token_file, insecure
+    )
+    usage, event_frame = options.read_history(err_console, demo, input, events, source)
+    if strategy == "forecast":
+        frame, _ = recommend_forecast_workloads(usage, event_frame)
     else:
-        usage, event_frame = load_history(demo, input, events, None)
-    with progress_bar(err_console) as progress:
-        task = progress.add_task("ingesting history", total=len(usage))
-        frame = recommend_vpa(
-            usage,
-            event_frame,
-            progress=lambda done, _total: progress.update(task, completed=done),
-        )
+        with progress_bar(err_console) as progress:
+            task = progress.add_task("ingesting history", total=len(usage))
+            frame = recommend_vpa(
+                usage,
+                event_frame,
+                progress=lambda done, _total: progress.update(task, completed=done),
+            )
     emit(frame, fmt, output)
 
 

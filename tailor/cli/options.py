@@ -1,0 +1,86 @@
+"""Flags shared by every command that reads usage history, declared once.
+
+`recommend` and `schedule` take the same history sources (demo fleet, files or
+Prometheus); the annotated aliases below keep their help and defaults identical,
+and `read_history` turns them into the canonical (usage, events) pair.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import pandas as pd
+import typer
+from rich.console import Console
+
+from tailor.cli.inputs import PrometheusOptions, load_from_prometheus, load_history
+
+Demo = Annotated[bool, typer.Option("--demo", help="Use the built-in sample fleet.")]
+Input = Annotated[
+    Path | None, typer.Option("--input", help="Usage history (.csv, .csv.gz, .parquet).")
+]
+Events = Annotated[Path | None, typer.Option("--events", help="OOM / eviction events file.")]
+Prometheus = Annotated[
+    str | None, typer.Option("--prometheus", help="Prometheus base URL to read history from.")
+]
+History = Annotated[str, typer.Option(help="With --prometheus: how far back.")]
+Step = Annotated[str, typer.Option(help="With --prometheus: sample period.")]
+Chunk = Annotated[
+    str | None,
+    typer.Option(help="With --prometheus: range per query [default: 1d, less for steps under 8s]."),
+]
+Namespace = Annotated[
+    list[str] | None, typer.Option("--namespace", "-n", help="Only these namespaces.")
+]
+Match = Annotated[
+    list[str] | None,
+    typer.Option("--match", help="Extra label matcher NAME=VALUE for every query."),
+]
+TokenFile = Annotated[
+    Path | None, typer.Option("--bearer-token-file", help="Bearer token for Prometheus.")
+]
+Insecure = Annotated[bool, typer.Option("--insecure", help="Skip TLS verification of Prometheus.")]
+Output = Annotated[
+    Path | None, typer.Option("--output", "-o", help="Write here instead of stdout.")
+]
+
+
+def read_history(
+    console: Console,
+    demo: bool,
+    input: Path | None,
+    events: Path | None,
+    prometheus: PrometheusOptions | None,
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Exactly one source: the demo fleet, a file, or Prometheus."""
+    if prometheus is None:
+        return load_history(demo, input, events, None)
+    if demo or input is not None or events is not None:
+        raise typer.BadParameter("--prometheus cannot be combined with --demo / --input / --events")
+    return load_from_prometheus(prometheus, console)
+
+
+def prometheus_options(
+    url: str | None,
+    history: str,
+    step: str,
+    chunk: str | None,
+    namespace: list[str] | None,
+    match: list[str] | None,
+    token_file: Path | None,
+    insecure: bool,
+) -> PrometheusOptions | None:
+    """The --prometheus flag family as one value (None without --prometheus)."""
+    if url is None:
+        return None
+    return PrometheusOptions(
+        url=url,
+        history=history,
+        step=step,
+        chunk=chunk,
+        namespaces=tuple(namespace or ()),
+        matchers=tuple(match or ()),
+        token_file=token_file,
+        insecure=insecure,
+    )

@@ -1,0 +1,106 @@
+"""`tailor schedule`: the forecaster's requests for the next 24 h, one row per update period.
+
+This is what in-place resizes can follow instead of one request sized for the
+daily peak. JSON rows carry plain numbers (cores, bytes) and UTC timestamps.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import sys
+from enum import StrEnum
+from typing import Annotated, Any
+
+import pandas as pd
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from recommender.recommend import recommend_forecast_workloads
+from tailor.cli import options
+from tailor.quantity import format_cpu, format_memory
+
+
+class ScheduleFormat(StrEnum):
+    table = "table"
+    json = "json"
+    csv = "csv"
+
+
+def schedule_records(schedule: pd.DataFrame) -> list[dict[str, Any]]:
+    """One object per (container, period): keys as the API spells them, numbers in cores/bytes."""
+    return [
+        {
+            "namespace": row["namespace"],
+            "workload": row["workload"],
+            "container": row["container"],
+            "start": row["start"].isoformat().replace("+00:00", "Z"),
+            "end": row["end"].isoformat().replace("+00:00", "Z"),
+            "cpu": float(row["cpu_request"]),
+            "memory": float(row["memory_request"]),
+            "memoryLimit": float(row["memory_limit"]),
+        }
+        for row in schedule.to_dict(orient="records")
+    ]
+
+
+def schedule_table(schedule: pd.DataFrame) -> Table:
+    table = Table(title="kube-tailor schedule (next 24 h)", header_style="bold")
+    for name in ("namespace", "workload", "container", "from (UTC)", "to", "cpu", "memory"):
+        table.add_column(name, justify="right" if name in ("cpu", "memory") else "left")
+    for row in schedule.to_dict(orient="records"):
+        memory = row["memory_request"]
+        table.add_row(
+            str(row["namespace"]),
+            str(row["workload"]),
+            str(row["container"]),
+            row["start"].strftime("%Y-%m-%d %H:%M"),
+            row["end"].strftime("%H:%M"),
+            format_cpu(row["cpu_request"]),
+            "n/a" if pd.isna(memory) else format_memory(memory, human=True),
+        )
+    return table
+
+
+def schedule_command(
+    demo: options.Demo = False,
+    input: options.Input = None,
+    events: options.Events = None,
+    prometheus: options.Prometheus = None,
+    history: options.History = "8d",
+    step: options.Step = "5m",
+    chunk: options.Chunk = None,
+    namespace: options.Namespace = None,
+    match: options.Match = None,
+    token_file: options.TokenFile = None,
+    insecure: options.Insecure = False,
+    fmt: Annotated[ScheduleFormat, typer.Option("--format", help="Output format.")] = (
+        ScheduleFormat.table
+    ),
+    output: options.Output = None,
+) -> None:
+    """Print the forecast schedule of requests per update period for the next 24 h."""
+    err_console = Console(stderr=True)
+    source = options.prometheus_options(
+        prometheus, history, step, chunk, namespace, match, token_file, insecure
+    )
+    usage, event_frame = options.read_history(err_console, demo, input, events, source)
+    _, schedule = recommend_forecast_workloads(usage, event_frame)
+    if fmt is ScheduleFormat.table and output is None:
+        Console().print(schedule_table(schedule))
+        return
+    if fmt is ScheduleFormat.json:
+        text = json.dumps(schedule_records(schedule), indent=2) + "\n"
+    elif fmt is ScheduleFormat.csv:
+        buffer = io.StringIO()
+        schedule.to_csv(buffer, index=False)
+        text = buffer.getvalue()
+    else:
+        console = Console(file=io.StringIO(), width=160, record=True)
+        console.print(schedule_table(schedule))
+        text = console.export_text()
+    if output is None:
+        sys.stdout.write(text)
+    else:
+        output.write_text(text)

@@ -1,0 +1,95 @@
+"""`tailor schedule` and `tailor recommend --strategy forecast` through the real entry point."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from typer.testing import CliRunner
+
+from recommender.data.files import write_usage
+from recommender.data.schema import validate_usage
+from tailor.cli.main import app
+
+runner = CliRunner()
+
+
+def _two_pod_daily_service(days: int = 8) -> pd.DataFrame:
+    """Two pods of one deployment with a strong daily cycle; pod b runs 2x hotter."""
+    minutes = np.arange(0, days * 1440, 5)
+    start = pd.Timestamp("2024-05-06", tz="UTC")
+    wave = 0.2 + 0.8 * np.clip(np.sin((minutes % 1440) / 1440 * 2 * np.pi - np.pi / 2), 0, None)
+    frames = []
+    for pod, scale in (("web-a", 1.0), ("web-b", 2.0)):
+        frames.append(
+            pd.DataFrame(
+                {
+                    "timestamp": start + pd.to_timedelta(minutes, unit="min"),
+                    "namespace": "shop",
+                    "workload": "web",
+                    "pod": pod,
+                    "container": "app",
+                    "cpu": wave * scale,
+                    "memory": 400e6 + 0 * minutes,
+                }
+            )
+        )
+    return validate_usage(pd.concat(frames, ignore_index=True))
+
+
+def test_schedule_json_covers_the_next_day_per_workload(tmp_path: Path) -> None:
+    source = tmp_path / "usage.parquet"
+    write_usage(_two_pod_daily_service(), source)
+    result = runner.invoke(app, ["schedule", "--input", str(source), "--format", "json"])
+    assert result.exit_code == 0, result.output
+    rows = json.loads(result.stdout)
+    # One workload container, 24 hourly periods (the default update period).
+    assert len(rows) == 24
+    assert {(r["namespace"], r["workload"], r["container"]) for r in rows} == {
+        ("shop", "web", "app")
+    }
+    starts = pd.to_datetime([r["start"] for r in rows])
+    assert (starts[1:] - starts[:-1] == pd.Timedelta(hours=1)).all()
+    assert starts[0] == pd.Timestamp("2024-05-14", tz="UTC")
+    cpu = np.array([r["cpu"] for r in rows])
+    # Following the cycle: the night requests sit well below the afternoon peak ...
+    assert cpu.min() < 0.7 * cpu.max()
+    # ... and the hot pod (2 cores at peak) is what the workload's requests must cover.
+    assert cpu.max() >= 1.9
+    assert all(r["memory"] >= 400e6 for r in rows)
+    assert all(r["memoryLimit"] >= r["memory"] for r in rows)
+
+
+def test_forecast_recommendation_is_a_vpa_shaped_drop_in() -> None:
+    result = runner.invoke(
+        app, ["recommend", "--demo", "--strategy", "forecast", "--format", "json"]
+    )
+    assert result.exit_code == 0, result.output
+    records = json.loads(result.stdout)
+    assert len(records) == 7
+    for record in records:
+        for resource in ("cpu", "memory"):
+            bounds = record[resource]
+            assert bounds["lowerBound"] <= bounds["target"] <= bounds["upperBound"]
+        assert record["cpu"]["target"] * 1000 == round(record["cpu"]["target"] * 1000)
+        assert record["explanation"].startswith("cpu:")
+
+
+def test_schedule_table_and_csv(tmp_path: Path) -> None:
+    table = runner.invoke(app, ["schedule", "--demo"])
+    assert table.exit_code == 0, table.output
+    assert "schedule" in table.stdout
+    target = tmp_path / "schedule.csv"
+    result = runner.invoke(app, ["schedule", "--demo", "--format", "csv", "-o", str(target)])
+    assert result.exit_code == 0, result.output
+    frame = pd.read_csv(target)
+    assert {"start", "end", "cpu_request", "memory_request"} <= set(frame.columns)
+    assert len(frame) == 7 * 24
+
+
+def test_schedule_bad_input_exits_non_zero() -> None:
+    result = runner.invoke(app, ["schedule", "--input", "missing.parquet"])
+    assert result.exit_code == 2
+    assert "missing.parquet" in result.output
