@@ -74,6 +74,7 @@ def main() -> None:
     parser.add_argument("--days", type=float, default=8.0)
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--workers", type=int, default=2, help="threads (the goal is 2 cores)")
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args()
 
@@ -83,7 +84,7 @@ def main() -> None:
     result = None
     for _ in range(args.runs):
         begin = time.perf_counter()
-        result = recommend_forecast(usage, settings=settings)
+        result = recommend_forecast(usage, settings=settings, workers=args.workers)
         seconds.append(time.perf_counter() - begin)
     assert result is not None
     median = statistics.median(seconds)
@@ -99,6 +100,7 @@ def main() -> None:
         "windows_per_series": usage.n_windows,
         "samples": usage.n_series * usage.n_windows,
         "schedule_rows": len(result.schedule),
+        "workers": args.workers,
         "recommend_forecast": {
             "median_s": round(median, 3),
             "runs_s": [round(s, 3) for s in seconds],

@@ -21,6 +21,7 @@ PRICE_GRID = np.concatenate([[0.0], np.geomspace(1e-4, 1e6, 61), [np.inf]])
 REACTION_GRID = np.concatenate([[0.0], np.geomspace(1e-4, 1e2, 13)])
 BISECTION_STEPS = 7  # enough to search a 63-point grid
 REACTION_BISECTION = 10  # steps between two reaction prices of the grid
+REFINE_STEPS = 8  # steps between two shortfall prices of the grid
 
 
 @dataclass(frozen=True)
@@ -84,20 +85,33 @@ def _choose(offer: Offer, price: np.ndarray, budget: float) -> tuple[np.ndarray,
 def _smallest_price(
     offer: Offer, allowed: np.ndarray, budget: float, floor: np.ndarray | None = None
 ) -> np.ndarray:
-    """Per series, the smallest grid price whose choice keeps shortfalls <= allowed (series,)."""
+    """Per series, about the smallest price whose choice keeps shortfalls <= allowed.
+
+    Bisection over the grid, then between the two grid prices around the answer.
+    """
     n = offer.cost.shape[0]
+    lowest = np.zeros(n) if floor is None else floor
+
+    def fits(price: np.ndarray) -> np.ndarray:
+        return _choose(offer, np.maximum(price, lowest), budget)[1] <= allowed
+
     low = np.zeros(n, dtype=np.int64)
     high = np.full(n, len(PRICE_GRID) - 1, dtype=np.int64)
     for _ in range(BISECTION_STEPS):
         middle = (low + high) // 2
-        price = PRICE_GRID[middle]
-        if floor is not None:
-            price = np.maximum(price, floor)
-        _, shortfalls = _choose(offer, price, budget)
-        fits = shortfalls <= allowed
-        high = np.where(fits, middle, high)
-        low = np.where(fits, low, np.minimum(middle + 1, high))
-    return PRICE_GRID[high]
+        ok = fits(PRICE_GRID[middle])
+        high = np.where(ok, middle, high)
+        low = np.where(ok, low, np.minimum(middle + 1, high))
+    upper = PRICE_GRID[high]
+    lower = PRICE_GRID[np.maximum(high - 1, 0)]
+    finite = np.isfinite(upper)
+    upper = np.where(finite, upper, lower * 1e3)
+    for _ in range(REFINE_STEPS):
+        middle = np.sqrt(np.maximum(lower, 1e-12) * upper)
+        ok = fits(middle)
+        upper = np.where(ok, middle, upper)
+        lower = np.where(ok, lower, middle)
+    return np.where(finite | fits(upper), upper, np.inf)
 
 
 def allocate(
@@ -110,14 +124,25 @@ def allocate(
     """
     floor = _smallest_price(offer, cap * offer.windows, budget)
     allowed_total = target * offer.windows.sum()
+
+    def total(price: float) -> float:
+        return float(_choose(offer, np.maximum(price, floor), budget)[1].sum())
+
     low, high = 0, len(PRICE_GRID) - 1
     for _ in range(BISECTION_STEPS):
         middle = (low + high) // 2
-        _, shortfalls = _choose(offer, np.maximum(PRICE_GRID[middle], floor), budget)
-        if shortfalls.sum() <= allowed_total:
+        if total(PRICE_GRID[middle]) <= allowed_total:
             high = middle
         else:
             low = min(middle + 1, high)
-    price = np.maximum(PRICE_GRID[high], floor)
+    upper, lower = float(PRICE_GRID[high]), float(PRICE_GRID[max(high - 1, 0)])
+    if np.isfinite(upper):
+        for _ in range(REFINE_STEPS):
+            between = float(np.sqrt(max(lower, 1e-12) * upper))
+            if total(between) <= allowed_total:
+                upper = between
+            else:
+                lower = between
+    price = np.maximum(upper, floor)
     choice, _ = _choose(offer, price, budget)
     return choice, price

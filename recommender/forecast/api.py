@@ -10,6 +10,7 @@ requests per update period that the updater applies in place.
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
@@ -50,12 +51,13 @@ class ForecastResult:
         as columns (season, workload_class, model, cpu_margin, ...).
     schedule: long table, one row per (series, block), SCHEDULE_COLUMNS; start
         and end are UTC timestamps.
-    plan: the raw per-series arrays behind both (for analysis).
+    plans: (rows, plan) per fleet chunk: the raw per-series arrays behind both
+        (rows index the input series).
     """
 
     recommendations: pd.DataFrame
     schedule: pd.DataFrame
-    plan: Plan
+    plans: tuple[tuple[np.ndarray, Plan], ...]
 
 
 def oom_history(
@@ -132,29 +134,53 @@ def _schedule_frame(
     return frame
 
 
+def _chunk(
+    usage: UsageArrays, ooms: OomHistory, rows: np.ndarray, settings: ForecastSettings
+) -> tuple[pd.DataFrame, pd.DataFrame, Plan]:
+    """Plan, schedule and explain one chunk of series (one fleet for the allocation)."""
+    part = usage.select(rows)
+    chunk_ooms = ooms.select(rows)
+    plan = make_plan(part, chunk_ooms, settings)
+    blocks_per_day = max(1, round(DAY / plan.period))
+    unset = np.full(part.n_series, np.nan)
+    cpu, memory = build_schedule(
+        unset, unset, plan.cpu_required, plan.memory.required, settings, blocks_per_day
+    )
+    keys = part.keys.reset_index(drop=True)
+    stable = _stable(plan, cpu, memory, part, settings)
+    frame = pd.concat(
+        [keys.loc[:, list(KEY_COLUMNS)], stable, explanation_columns(plan, chunk_ooms, settings)],
+        axis=1,
+    )
+    frame.insert(len(KEY_COLUMNS) + 6, "explanation", explain(plan, chunk_ooms, settings))
+    return frame, _schedule_frame(keys, plan, cpu, memory), plan
+
+
 def recommend_forecast(
     usage: UsageArrays,
     events: pd.DataFrame | None = None,
     settings: ForecastSettings | None = None,
+    workers: int = 1,
 ) -> ForecastResult:
     """Stable recommendations and the next horizon's schedule for every series of `usage`.
 
     events: optional canonical events table; OOM kills raise and hold memory as
     in the live strategy. Series without samples get NaN everywhere; CPU-only
-    data (memory all NaN) gets NaN memory figures.
+    data (memory all NaN) gets NaN memory figures. Series are planned in fixed
+    chunks of `settings.chunk_series` (each chunk is one fleet for the shortfall
+    allocation), so results do not depend on `workers`, the number of threads
+    the chunks run on (numpy releases the GIL in the heavy loops).
     """
     settings = settings or ForecastSettings()
     ooms = oom_history(usage, events, settings)
-    plan = make_plan(usage, ooms, settings)
-    blocks_per_day = max(1, round(DAY / plan.period))
-    unset = np.full(usage.n_series, np.nan)
-    cpu, memory = build_schedule(
-        unset, unset, plan.cpu_required, plan.memory.required, settings, blocks_per_day
-    )
-    keys = usage.keys.reset_index(drop=True)
-    stable = _stable(plan, cpu, memory, usage, settings)
-    recommendations = pd.concat(
-        [keys.loc[:, list(KEY_COLUMNS)], stable, explanation_columns(plan, ooms, settings)], axis=1
-    )
-    recommendations.insert(len(KEY_COLUMNS) + 6, "explanation", explain(plan, ooms, settings))
-    return ForecastResult(recommendations, _schedule_frame(keys, plan, cpu, memory), plan)
+    size = settings.chunk_series
+    chunks = [np.arange(b, min(b + size, usage.n_series)) for b in range(0, usage.n_series, size)]
+    if workers > 1 and len(chunks) > 1:
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            done = list(pool.map(lambda rows: _chunk(usage, ooms, rows, settings), chunks))
+    else:
+        done = [_chunk(usage, ooms, rows, settings) for rows in chunks]
+    recommendations = pd.concat([part[0] for part in done], ignore_index=True)
+    schedule = pd.concat([part[1] for part in done], ignore_index=True)
+    plans = tuple((rows, part[2]) for rows, part in zip(chunks, done, strict=True))
+    return ForecastResult(recommendations, schedule, plans)

@@ -58,10 +58,10 @@ def explanation_columns(plan: Plan, ooms: OomHistory, settings: ForecastSettings
     )
 
 
-def _cpu_sentence(plan: Plan, i: int, day_blocks: int) -> str:
+def _cpu_sentence(plan: Plan, i: int, seasons: np.ndarray, kinds: np.ndarray) -> str:
     shape = plan.shape
-    season = shape.season_name(day_blocks)[i]
-    kind = shape.workload_class()[i]
+    season = seasons[i]
+    kind = kinds[i]
     if season == "none":
         found = "no cycle (stationary)"
     else:
@@ -110,7 +110,9 @@ def _memory_sentence(plan: Plan, ooms: OomHistory, i: int, settings: ForecastSet
 def explain(plan: Plan, ooms: OomHistory, settings: ForecastSettings) -> list[str]:
     """One sentence per series: shape, model, margin, memory rule and OOM history."""
     day_blocks = max(1, round(DAY / plan.period))
+    seasons = plan.shape.season_name(day_blocks)
+    kinds = plan.shape.workload_class()
     return [
-        f"{_cpu_sentence(plan, i, day_blocks)}. {_memory_sentence(plan, ooms, i, settings)}."
+        f"{_cpu_sentence(plan, i, seasons, kinds)}. {_memory_sentence(plan, ooms, i, settings)}."
         for i in range(plan.cpu_required.shape[0])
     ]

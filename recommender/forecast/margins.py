@@ -19,6 +19,7 @@ import numpy as np
 
 from recommender.forecast.allocation import Offer, allocate
 
+PARTITION_POINTS = 16  # more distinct ranks than this and a sort is faster
 MIN_ERRORS = 12  # fewer past errors than this and a series has no margin of its own
 CANDIDATE_LEVELS = (0.5, 0.8, 0.9, 0.95, 0.97, 0.98, 0.99, 0.995, 0.999, 1.0)
 
@@ -61,9 +62,11 @@ MIN_BIN_ERRORS = 120  # below this a state borrows the most cautious margin of t
 
 def level_bins(values: np.ndarray, scale: np.ndarray) -> np.ndarray:
     """Level bin (0 idle, 1 part-busy, 2 busy) of values relative to their series' scale."""
-    with np.errstate(divide="ignore", invalid="ignore"):
-        relative = np.nan_to_num(values / scale[:, None], nan=0.0, posinf=1.0)
-    return np.clip(np.searchsorted(LEVEL_EDGES, relative, side="right") - 1, 0, None)
+    column = scale[:, None]
+    bins = np.zeros(values.shape, dtype=np.int64)
+    for edge in LEVEL_EDGES[1:]:
+        bins += values >= edge * column  # NaN compares False: idle
+    return bins
 
 
 def block_states(forecast: np.ndarray, recently_busy: np.ndarray, scale: np.ndarray) -> np.ndarray:
@@ -77,15 +80,67 @@ def block_states(forecast: np.ndarray, recently_busy: np.ndarray, scale: np.ndar
     return np.where((bins == 0) & recently_busy, STATES - 1, bins)
 
 
+def _ranks(count: np.ndarray, levels: tuple[float, ...]) -> np.ndarray:
+    """Index of each level's value among `count` sorted values ("higher" rule)."""
+    scaled = np.asarray(levels)[None, :] * np.maximum(count - 1, 0)[:, None]
+    return np.ceil(scaled).astype(np.int64)
+
+
 def error_quantiles(errors: np.ndarray, levels: tuple[float, ...]) -> tuple[np.ndarray, np.ndarray]:
-    """Quantiles ("higher" rule: always an observed error) of each row: (series, levels)."""
+    """Quantiles ("higher" rule: always an observed error) of each row: (series, levels).
+
+    One level uses a partition (linear time), several a sort; NaN is ignored.
+    """
     n, length = errors.shape
-    ordered = np.sort(np.where(np.isnan(errors), np.inf, errors), axis=1)
-    count = np.sum(~np.isnan(errors), axis=1)
-    rank = np.ceil(np.asarray(levels)[None, :] * np.maximum(count - 1, 0)[:, None]).astype(np.int64)
-    rank = np.clip(rank, 0, max(length - 1, 0))
-    picked = np.take_along_axis(ordered, rank, axis=1) if length else np.full((n, len(levels)), 0.0)
+    missing = np.isnan(errors)
+    count = length - np.sum(missing, axis=1)
+    if length == 0:
+        return np.full((n, len(levels)), np.nan), count
+    rank = np.clip(_ranks(count, levels), 0, length - 1)
+    if len(levels) == 1 and levels[0] == 1.0:
+        picked = np.max(np.where(missing, -np.inf, errors), axis=1, keepdims=True)
+    elif len(levels) == 1:
+        # count from the top with missing values at the bottom: high levels then
+        # need only a few distinct partition points however many samples are missing
+        from_top = np.minimum(length - count + rank[:, 0], length - 1)
+        points = np.unique(from_top)
+        if points.size <= PARTITION_POINTS:
+            parted = np.partition(np.where(missing, -np.inf, errors), points, axis=1)
+            picked = np.take_along_axis(parted, from_top[:, None], axis=1)
+        else:
+            ordered = np.sort(np.where(missing, np.inf, errors), axis=1)
+            picked = np.take_along_axis(ordered, rank, axis=1)
+    else:
+        ordered = np.sort(np.where(missing, np.inf, errors), axis=1)
+        picked = np.take_along_axis(ordered, rank, axis=1)
     return np.where(count[:, None] > 0, picked, np.nan), count
+
+
+def grouped_quantiles(
+    errors: np.ndarray, groups: np.ndarray, n_groups: int, levels: tuple[float, ...]
+) -> tuple[np.ndarray, np.ndarray]:
+    """`error_quantiles` of each row's values per group, with one sort per row.
+
+    errors, groups: (series, values), groups in [0, n_groups); returns
+    (series, n_groups, levels) quantiles and (series, n_groups) counts.
+    """
+    n, length = errors.shape
+    seen = ~np.isnan(errors)
+    count = np.stack([np.sum(seen & (groups == k), axis=1) for k in range(n_groups)], axis=1)
+    if length == 0:
+        return np.full((n, n_groups, len(levels)), np.nan), count
+    finite = np.where(seen, errors, 0.0)
+    spread = np.abs(finite).max(axis=1, keepdims=True) * 2.0 + 1.0
+    # values of group k land in [k * spread, (k + 1) * spread) after the shift
+    shifted = np.where(seen, errors + spread * (groups + 0.5), np.inf)
+    ordered = np.sort(shifted, axis=1)
+    offsets = np.concatenate([np.zeros((n, 1), dtype=np.int64), np.cumsum(count, axis=1)], axis=1)
+    result = np.full((n, n_groups, len(levels)), np.nan)
+    for k in range(n_groups):
+        rank = offsets[:, k, None] + _ranks(count[:, k], levels)
+        picked = np.take_along_axis(ordered, np.clip(rank, 0, length - 1), axis=1)
+        result[:, k] = np.where(count[:, k, None] > 0, picked - spread * (k + 0.5), np.nan)
+    return result, count
 
 
 def replay_margins(
@@ -101,24 +156,29 @@ def replay_margins(
     margins: (series, candidates, blocks); scale: (series,) peak usage. Returns
     shortfall windows and reactions per block, both (series, candidates, blocks).
     """
-    request = forecast[:, None, :] + margins
-    clearly = (rule.min_fraction * scale)[:, None, None]
-    shortfalls = np.zeros(margins.shape)
-    reactions = np.zeros(margins.shape)
-    run = np.zeros(request.shape)
+    # float32 halves the memory traffic; requests round up so a tie is never a shortfall
+    request = np.nextafter((forecast[:, None, :] + margins).astype(np.float32), np.float32(np.inf))
+    clearly = (rule.min_fraction * scale)[:, None, None].astype(np.float32)
+    shortfalls = np.zeros(margins.shape, dtype=np.int16)
+    reactions = np.zeros(margins.shape, dtype=np.int16)
+    run = np.zeros(request.shape, dtype=np.int16)
+    values = np.nan_to_num(usage, nan=-np.inf).astype(np.float32)  # no sample: never short
+    missing = np.isnan(usage)
     for position in range(usage.shape[2]):
-        used = usage[:, None, :, position]
-        seen = ~np.isnan(used)
-        short = seen & (used > request)
-        shortfalls += short
-        run = np.where(short & (used > request + clearly), run + 1, np.where(seen, 0, run))
+        used = values[:, None, :, position]
+        shortfalls += used > request
+        clear = used > request + clearly
+        run = np.where(clear, run + 1, np.where(missing[:, None, :, position], run, 0)).astype(
+            np.int16
+        )
         react = run >= rule.after_windows
         if react.any():
-            raised = np.where(react, np.maximum(request, used * (1.0 + rule.margin)), request)
+            wanted = used * np.float32(1.0 + rule.margin)
+            raised = np.where(react, np.maximum(request, wanted), request)
             reactions += react & (raised > request)
             request = raised
-            run = np.where(react, 0, run)
-    return shortfalls, reactions
+            run[react] = 0
+    return shortfalls.astype(np.float64), reactions.astype(np.float64)
 
 
 def calibrate(
@@ -145,12 +205,9 @@ def calibrate(
     bins = states
     n_bins = STATES
     levels = len(CANDIDATE_LEVELS)
-    errors = usable - forecast[:, :, None]
-    candidates = np.full((n, n_bins, levels), np.nan)
-    count = np.zeros((n, n_bins), dtype=np.int64)
-    for k in range(n_bins):
-        in_bin = np.where((bins == k)[:, :, None], errors, np.nan).reshape(n, -1)
-        candidates[:, k], count[:, k] = error_quantiles(in_bin, CANDIDATE_LEVELS)
+    errors = (usable - forecast[:, :, None]).reshape(n, -1)
+    per_window = np.repeat(bins, usable.shape[2], axis=1)
+    candidates, count = grouped_quantiles(errors, per_window, n_bins, CANDIDATE_LEVELS)
     candidates = np.maximum(np.nan_to_num(candidates), 0.0)
     per_block_margin = np.take_along_axis(candidates, bins[:, :, None], axis=1)  # (n, B, L)
     shortfalls, reactions = replay_margins(

@@ -54,8 +54,9 @@ class OomHistory:
         few kills, not one per 20 % of the climb.
         """
         peaks = np.zeros(rows.shape) if history_peak is None else np.nan_to_num(history_peak)
+        peak_list: list[float] = np.asarray(peaks, dtype=np.float64).ravel().tolist()
         for row, when, used, peak in zip(
-            rows.tolist(), seconds.tolist(), memory.tolist(), peaks.tolist(), strict=True
+            rows.tolist(), seconds.tolist(), memory.tolist(), peak_list, strict=True
         ):
             bumped = max(
                 bump_after_oom(np.array([used]), settings)[0],
@@ -70,6 +71,15 @@ class OomHistory:
             self.hold_until[row] = max(self.hold_until[row], when + settings.oom_hold_hours * HOUR)
             self.count[row] += 1
             self.last[row] = when if np.isnan(self.last[row]) else max(self.last[row], when)
+
+    def select(self, rows: np.ndarray) -> OomHistory:
+        """The history of some series (a copy)."""
+        return OomHistory(
+            self.floor[rows].copy(),
+            self.hold_until[rows].copy(),
+            self.count[rows].copy(),
+            self.last[rows].copy(),
+        )
 
     def floor_at(self, seconds: float) -> np.ndarray:
         """The floor in force at `seconds` (0 where no hold is active)."""
@@ -173,6 +183,7 @@ def plan_memory(
     would be a resize.
     """
     n, total = memory.shape
+    step = round(settings.update_period_seconds / per_block)
     margin = 1.0 + settings.memory_margin
     n_bins = int(max(cpu_states.max(initial=0), future_states.max(initial=0))) + 1
     recent_blocks = max(1, settings.blocks_per(settings.memory_recent_hours * HOUR))
@@ -202,7 +213,7 @@ def plan_memory(
     else:
         by_state = np.where(sized_by_state, extra <= tolerance + slack, extra <= tolerance - slack)
     by_state &= days >= 1.0
-    peak = recent_peak(memory, total)
+    peak = recent_peak(memory, min(total, max(1, round(settings.memory_peak_days * DAY / step))))
     recent = recent_peak(memory, recent_blocks * per_block)
     per_state = np.where(np.isnan(state_peak), peak[:, None], state_peak)
     per_state = np.where(by_state[:, None], per_state, peak[:, None])

@@ -97,18 +97,18 @@ def optimal_levels(
     start = np.full((horizon + 1, steps, n), -1, dtype=np.int64)  # where the last segment began
     keep_ok = ~np.isnan(current)
     kept = np.where(keep_ok, current, inf)
-    for j in range(1, horizon + 1):
-        fits = kept * (1.0 + tolerance) >= span[0, j - 1] - 1e-12
-        best[j, 0] = np.where(fits, kept * j, inf)
-        for u in range(1, steps):
-            # a new segment a..j-1 after blocks < a covered with u-1 steps
-            lengths = np.arange(j, 0, -1)[:, None]  # for a = 0..j-1
-            previous = np.concatenate([np.zeros((1, n)), best[1:j, u - 1]], axis=0)
-            previous[0] = 0.0 if u == 1 else inf
-            total = previous + span[:j, j - 1] * lengths + penalty[None, :]
+    for end in range(1, horizon + 1):
+        fits = kept * (1.0 + tolerance) >= span[0, end - 1] - 1e-12
+        best[end, 0] = np.where(fits, kept * end, inf)
+        for used_steps in range(1, steps):
+            # a new segment a..end-1 after blocks < a covered with one step less
+            lengths = np.arange(end, 0, -1)[:, None]  # for a = 0..end-1
+            previous = np.concatenate([np.zeros((1, n)), best[1:end, used_steps - 1]], axis=0)
+            previous[0] = 0.0 if used_steps == 1 else inf
+            total = previous + span[:end, end - 1] * lengths + penalty[None, :]
             a_best = np.argmin(total, axis=0)
-            best[j, u] = total[a_best, np.arange(n)]
-            start[j, u] = a_best
+            best[end, used_steps] = total[a_best, np.arange(n)]
+            start[end, used_steps] = a_best
     allowed = np.arange(steps)[:, None] <= changes[None, :]
     final = np.where(allowed, best[horizon], inf)
     used = np.argmin(final, axis=0)

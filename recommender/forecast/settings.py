@@ -85,11 +85,16 @@ class ForecastSettings:
     Memory
       memory_margin: headroom over the peaks the limit covers.
       memory_recent_hours: the limit never drops below the peak of this recent past.
+      memory_peak_days: how far back the peak a limit covers reaches (the upstream
+          VPA keeps eight days of daily peaks).
       memory_state_quantile: quantile of the memory seen in a CPU state that sizes
           the limit while the container is forecast in that state (1 = the peak).
       oom_bump_factor, oom_bump_min_bytes: an OOM raises the limit to
           max(limit * factor, limit + min_bytes) at once ...
       oom_hold_hours: ... and no decrease follows for this long.
+    Batch
+      chunk_series: `recommend_forecast` plans series in chunks of this many, each
+          one fleet for the shortfall allocation (and one unit of parallel work).
     Floors
       min_cpu_cores, min_memory_bytes: smallest request ever proposed.
     """
@@ -129,10 +134,13 @@ class ForecastSettings:
     busy_memory_hours: float = 3.0
     memory_margin: float = 0.1
     memory_recent_hours: float = 2.0
+    memory_peak_days: float = 14.0
     memory_state_quantile: float = 1.0
     oom_bump_factor: float = 1.2
     oom_bump_min_bytes: float = 100 * MIB
     oom_hold_hours: float = 24.0
+
+    chunk_series: int = 2048
 
     min_cpu_cores: float = 0.005
     min_memory_bytes: float = 64 * MIB
@@ -179,10 +187,12 @@ class ForecastSettings:
             (self.busy_memory_hours > 0.0, "busy_memory_hours must be positive"),
             (self.memory_margin >= 0.0, "memory_margin cannot be negative"),
             (self.memory_recent_hours > 0.0, "memory_recent_hours must be positive"),
+            (self.memory_peak_days > 0.0, "memory_peak_days must be positive"),
             (0.5 <= self.memory_state_quantile <= 1.0, "memory_state_quantile in [0.5, 1]"),
             (self.oom_bump_factor >= 1.0, "oom_bump_factor must be at least 1"),
             (self.oom_bump_min_bytes >= 0.0, "oom_bump_min_bytes cannot be negative"),
             (self.oom_hold_hours >= 0.0, "oom_hold_hours cannot be negative"),
+            (self.chunk_series >= 1, "chunk_series must be at least 1"),
             (self.min_cpu_cores > 0.0, "min_cpu_cores must be positive"),
             (self.min_memory_bytes > 0.0, "min_memory_bytes must be positive"),
         ]

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from recommender.forecast.margins import error_quantiles
 from recommender.forecast.settings import DAY, ForecastSettings
 
 MIN_SEASON_CYCLES = 2.0
@@ -104,10 +105,10 @@ def _trend_per_day(blocks: np.ndarray, day_blocks: int) -> np.ndarray:
 
 def _on_off(windows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Burstiness, persistence and the batch flag from raw sample windows."""
+    peak = error_quantiles(windows, (0.99,))[0][:, 0]
+    median = error_quantiles(windows, (0.5,))[0][:, 0]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
-        peak = np.nanquantile(windows, 0.99, axis=1)
-        median = np.nanmedian(windows, axis=1)
         valid = np.sum(~np.isnan(windows), axis=1)
         idle = np.sum(windows < IDLE_FRACTION * peak[:, None], axis=1) / valid
         busy = np.sum(windows > BUSY_FRACTION * peak[:, None], axis=1) / valid

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from recommender.forecast.schedule import build_schedule, cpu_step, optimal_levels
-from recommender.forecast.settings import ForecastSettings
+from recommender.forecast.settings import ForecastSettings, Scheduler
 
 SETTINGS = ForecastSettings()
 YES = np.array([True])
@@ -29,7 +29,7 @@ def test_small_moves_are_ignored_and_large_ones_cover_the_blocks_ahead() -> None
 
 
 @pytest.mark.parametrize("scheduler", ["greedy", "optimal"])
-def test_a_daily_cycle_costs_few_changes_per_day(scheduler: str) -> None:
+def test_a_daily_cycle_costs_few_changes_per_day(scheduler: Scheduler) -> None:
     settings = ForecastSettings(scheduler=scheduler)
     hours = np.arange(48)
     cycle = 1.0 + 0.8 * np.sin(2 * np.pi * hours / 24)

@@ -5,13 +5,15 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from recommender.forecast.settings import ForecastSettings
+from recommender.forecast.settings import ForecastSettings, ShortfallMode
 from recommender.forecast.strategy import ForecastStrategy
 from recommender.strategy import Fleet, Requests
 from tests.recommender.forecast import synthetic as syn
 
 
-def replay(cpu: np.ndarray, memory: np.ndarray, settings: ForecastSettings | None = None):
+def replay(
+    cpu: np.ndarray, memory: np.ndarray, settings: ForecastSettings | None = None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, ForecastStrategy]:
     """A minimal closed loop (the backtest engine's rules): returns the requests in force
     per window (cpu, memory), the OOM windows and the strategy."""
     n, windows = cpu.shape
@@ -77,7 +79,8 @@ def test_an_oom_kill_raises_memory_for_the_very_next_window_and_holds() -> None:
     assert ooms[0].sum() <= 3  # each kill raises the limit at once
     assert limits[0, spike + 1] > limits[0, spike]
     hold = int(strategy.settings.oom_hold_hours * 3600 / syn.STEP)
-    later = spike + 1 + np.arange(min(hold, memory.shape[1] - spike - 2))
+    windows = int(cpu.size)
+    later = spike + 1 + np.arange(min(hold, windows - spike - 2))
     assert (limits[0, later] >= limits[0, spike + 1]).all()  # no decrease while held
     assert strategy.ooms.count[0] >= 1
 
@@ -117,7 +120,7 @@ def test_cpu_only_data_gets_cpu_requests_and_no_memory() -> None:
 
 
 @pytest.mark.parametrize("mode", ["vpa", "fixed"])
-def test_shortfall_stays_near_the_target_on_stationary_noise(mode: str) -> None:
+def test_shortfall_stays_near_the_target_on_stationary_noise(mode: ShortfallMode) -> None:
     settings = ForecastSettings(cpu_shortfall_mode=mode, target_cpu_shortfall=0.02)
     cpu = np.vstack([syn.noise(6.0, seed=s) for s in range(4)])
     requested, _, _, _ = replay(cpu, np.full(cpu.shape, syn.GIB), settings)
