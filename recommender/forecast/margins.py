@@ -18,8 +18,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from recommender.forecast.allocation import Offer, allocate
+from recommender.forecast.classes import blend, pooled_quantiles
+from recommender.forecast.quantiles import grouped_quantiles
 
-PARTITION_POINTS = 16  # more distinct ranks than this and a sort is faster
 MIN_ERRORS = 12  # fewer past errors than this and a series has no margin of its own
 CANDIDATE_LEVELS = (0.5, 0.8, 0.9, 0.95, 0.97, 0.98, 0.99, 0.995, 0.999, 1.0)
 
@@ -80,69 +81,6 @@ def block_states(forecast: np.ndarray, recently_busy: np.ndarray, scale: np.ndar
     return np.where((bins == 0) & recently_busy, STATES - 1, bins)
 
 
-def _ranks(count: np.ndarray, levels: tuple[float, ...]) -> np.ndarray:
-    """Index of each level's value among `count` sorted values ("higher" rule)."""
-    scaled = np.asarray(levels)[None, :] * np.maximum(count - 1, 0)[:, None]
-    return np.ceil(scaled).astype(np.int64)
-
-
-def error_quantiles(errors: np.ndarray, levels: tuple[float, ...]) -> tuple[np.ndarray, np.ndarray]:
-    """Quantiles ("higher" rule: always an observed error) of each row: (series, levels).
-
-    One level uses a partition (linear time), several a sort; NaN is ignored.
-    """
-    n, length = errors.shape
-    missing = np.isnan(errors)
-    count = length - np.sum(missing, axis=1)
-    if length == 0:
-        return np.full((n, len(levels)), np.nan), count
-    rank = np.clip(_ranks(count, levels), 0, length - 1)
-    if len(levels) == 1 and levels[0] == 1.0:
-        picked = np.max(np.where(missing, -np.inf, errors), axis=1, keepdims=True)
-    elif len(levels) == 1:
-        # count from the top with missing values at the bottom: high levels then
-        # need only a few distinct partition points however many samples are missing
-        from_top = np.minimum(length - count + rank[:, 0], length - 1)
-        points = np.unique(from_top)
-        if points.size <= PARTITION_POINTS:
-            parted = np.partition(np.where(missing, -np.inf, errors), points, axis=1)
-            picked = np.take_along_axis(parted, from_top[:, None], axis=1)
-        else:
-            ordered = np.sort(np.where(missing, np.inf, errors), axis=1)
-            picked = np.take_along_axis(ordered, rank, axis=1)
-    else:
-        ordered = np.sort(np.where(missing, np.inf, errors), axis=1)
-        picked = np.take_along_axis(ordered, rank, axis=1)
-    return np.where(count[:, None] > 0, picked, np.nan), count
-
-
-def grouped_quantiles(
-    errors: np.ndarray, groups: np.ndarray, n_groups: int, levels: tuple[float, ...]
-) -> tuple[np.ndarray, np.ndarray]:
-    """`error_quantiles` of each row's values per group, with one sort per row.
-
-    errors, groups: (series, values), groups in [0, n_groups); returns
-    (series, n_groups, levels) quantiles and (series, n_groups) counts.
-    """
-    n, length = errors.shape
-    seen = ~np.isnan(errors)
-    count = np.stack([np.sum(seen & (groups == k), axis=1) for k in range(n_groups)], axis=1)
-    if length == 0:
-        return np.full((n, n_groups, len(levels)), np.nan), count
-    finite = np.where(seen, errors, 0.0)
-    spread = np.abs(finite).max(axis=1, keepdims=True) * 2.0 + 1.0
-    # values of group k land in [k * spread, (k + 1) * spread) after the shift
-    shifted = np.where(seen, errors + spread * (groups + 0.5), np.inf)
-    ordered = np.sort(shifted, axis=1)
-    offsets = np.concatenate([np.zeros((n, 1), dtype=np.int64), np.cumsum(count, axis=1)], axis=1)
-    result = np.full((n, n_groups, len(levels)), np.nan)
-    for k in range(n_groups):
-        rank = offsets[:, k, None] + _ranks(count[:, k], levels)
-        picked = np.take_along_axis(ordered, np.clip(rank, 0, length - 1), axis=1)
-        result[:, k] = np.where(count[:, k, None] > 0, picked - spread * (k + 0.5), np.nan)
-    return result, count
-
-
 def replay_margins(
     usage: np.ndarray,
     forecast: np.ndarray,
@@ -190,6 +128,7 @@ def calibrate(
     container_cap: float,
     rule: ReactionRule,
     blocks_per_day: float,
+    classes: np.ndarray | None = None,
 ) -> Calibration:
     """Choose each series' margin per level bin by replaying candidates over its past.
 
@@ -198,7 +137,11 @@ def calibrate(
     (NaN where none existed yet); states: (series, blocks) the state of each
     block; scale: (series,) the recent peak. Candidates per state are quantiles
     of that state's errors (Mondrian conformal); `allocation.allocate` picks one
-    per state so that the whole fleet meets `target_shortfall`.
+    per state so that the whole fleet meets `target_shortfall`. A state with too
+    few errors of its own (a new container, a state rarely visited) takes, with
+    `classes` (series,), its shape class's pooled errors blended in (see
+    `classes.blend`) at the target quantile; without, the most cautious margin
+    the series has.
     """
     n = usage.shape[0]
     usable = np.where(np.isnan(forecast)[:, :, None], np.nan, usage)
@@ -208,6 +151,10 @@ def calibrate(
     errors = (usable - forecast[:, :, None]).reshape(n, -1)
     per_window = np.repeat(bins, usable.shape[2], axis=1)
     candidates, count = grouped_quantiles(errors, per_window, n_bins, CANDIDATE_LEVELS)
+    if classes is not None:
+        relative = errors / scale[:, None]
+        pooled = pooled_quantiles(relative, per_window, classes, n_bins, CANDIDATE_LEVELS)
+        candidates = blend(candidates, count, pooled, classes, scale)
     candidates = np.maximum(np.nan_to_num(candidates), 0.0)
     per_block_margin = np.take_along_axis(candidates, bins[:, :, None], axis=1)  # (n, B, L)
     shortfalls, reactions = replay_margins(
@@ -235,8 +182,14 @@ def calibrate(
     pick = choice[:, :, None]
     margin = np.take_along_axis(candidates, pick, axis=2)[:, :, 0]
     enough = count >= MIN_BIN_ERRORS
-    cautious = np.max(np.where(enough, margin, -np.inf), axis=1, keepdims=True)
-    margin = np.where(enough, margin, cautious)
+    if classes is not None:
+        at_target = int(np.searchsorted(CANDIDATE_LEVELS, 1.0 - target_shortfall))
+        fallback = candidates[:, :, min(at_target, levels - 1)]
+    else:
+        fallback = np.broadcast_to(
+            np.max(np.where(enough, margin, -np.inf), axis=1, keepdims=True), margin.shape
+        )
+    margin = np.where(enough, margin, fallback)
     margin = np.where(np.isfinite(margin), margin, np.nan)
     margin[count.sum(axis=1) < MIN_ERRORS] = np.nan
     return Calibration(

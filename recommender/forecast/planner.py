@@ -1,11 +1,14 @@
 """From a usage history to the requests each coming block needs.
 
 One pass, vectorised over all series: block means -> shape detection -> Holt-
-Winters with the detected cycle -> one-step errors of the past -> conformal
-margin -> required CPU per future block; memory from peaks and OOM history. The
-strategy calls it at every block boundary with what it has seen so far; the
-batch API calls it once on the whole history. It only ever reads the history it
-is given, so nothing after `now` can influence a plan.
+Winters candidates with the detected cycle, and persistence -> the model whose
+past errors would have cost the least margin -> the fleet's shortfall target
+(VPA parity) -> margins per CPU state, replayed on the update policy and
+allocated across the fleet -> required CPU per future block; memory per CPU
+state from peaks and OOM history. The strategy calls it at every block boundary
+with what it has seen so far; the batch API calls it once on the whole history.
+It only ever reads the history it is given, so nothing after `now` can
+influence a plan.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ import numpy as np
 
 from recommender.data.arrays import UsageArrays
 from recommender.forecast.blocks import as_blocks, layout_for
+from recommender.forecast.classes import shape_classes
 from recommender.forecast.holtwinters import SmoothingParams, fit
 from recommender.forecast.margins import (
     LEVEL_EDGES,
@@ -25,11 +29,11 @@ from recommender.forecast.margins import (
     ReactionRule,
     block_states,
     calibrate,
-    error_quantiles,
     level_bins,
 )
 from recommender.forecast.memory import MemoryPlan, OomHistory, plan_memory
 from recommender.forecast.parity import parity_target
+from recommender.forecast.quantiles import error_quantiles
 from recommender.forecast.settings import DAY, HOUR, ForecastSettings
 from recommender.forecast.shape import ShapeReport, detect_shape
 
@@ -213,6 +217,7 @@ def make_plan(
         settings.max_container_shortfall,
         rule,
         DAY / period,
+        shape_classes(shape) if settings.pool_margins else None,
     )
     margin = calibration.margin_for(future_states)
     mean_sized = shape.batch & (settings.batch_cpu_sizing == "mean")

@@ -56,6 +56,9 @@ class ForecastSettings:
           (or the persistence forecast) whose recent errors cost the least margin.
       persistence_windows: the persistence forecast (mean of the last windows) that
           competes with Holt-Winters, per series, on recent one-step error.
+      pool_margins: states with little error history of their own borrow the
+          pooled errors of their shape class (k-means on shape features). Off by
+          default: on one-day cuts of the tuning months it did not pay.
       trend_beta, trend_damping, season_gamma: the other smoothing parameters.
       season_threshold: autocorrelation at the cycle length above which a daily
           or weekly cycle counts as detected.
@@ -114,6 +117,7 @@ class ForecastSettings:
 
     level_alphas: tuple[float, ...] = (0.05, 0.2, 0.5, 0.9)
     persistence_windows: int = 3
+    pool_margins: bool = False
     trend_beta: float = 0.02
     trend_damping: float = 0.9
     season_gamma: float = 0.2
@@ -134,11 +138,11 @@ class ForecastSettings:
     busy_memory_hours: float = 3.0
     memory_margin: float = 0.1
     memory_recent_hours: float = 2.0
-    memory_peak_days: float = 14.0
+    memory_peak_days: float = 2.0
     memory_state_quantile: float = 1.0
     oom_bump_factor: float = 1.2
     oom_bump_min_bytes: float = 100 * MIB
-    oom_hold_hours: float = 24.0
+    oom_hold_hours: float = 6.0
 
     chunk_series: int = 2048
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from recommender.forecast.margins import error_quantiles
+from recommender.forecast.quantiles import error_quantiles
 from recommender.forecast.settings import DAY, ForecastSettings
 
 MIN_SEASON_CYCLES = 2.0

@@ -1,11 +1,13 @@
 """The `forecast` strategy: the forecasting recommender plus its update policy.
 
-At every block boundary it re-plans from what it has seen (shape, Holt-Winters
-forecast, conformal margin, memory peaks and OOM history) and moves requests
-along that plan through the hysteresis of `schedule`. Between boundaries it only
-reacts: CPU goes up after a shortfall, memory goes up at once after an OOM kill.
-A rolling 24-hour count of changes per container caps planned changes and
-keeps a reserve for those reactions.
+At every block boundary it re-plans from what it has seen (shape, forecast,
+margins calibrated against the fleet's VPA-parity shortfall target, memory
+peaks and OOM history) and moves requests along that plan through the
+hysteresis of `schedule`. Between boundaries it only reacts: CPU goes up after
+two windows clearly above the request, memory at once after an OOM kill, and a
+memory change rides along with any CPU change. Changes per container are capped
+pro rata (at most 6 per 24 h, 4 per 18 h, 3 per 12 h by default), with a reserve
+kept for reactions; an OOM kill is always answered.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from recommender.forecast.settings import DAY, ForecastSettings
 from recommender.strategy import Fleet, Requests
 
 BUDGET_WINDOWS = (0.5, 0.75, 1.0)  # trailing windows (days) the change cap is checked over
-MEMORY_ALONE_DECREASE = 0.5  # a memory-only resize down must at least halve the limit
+MEMORY_ALONE_DECREASE = 0.3  # a memory-only resize down must cut the limit by this share
 
 
 class ForecastStrategy:

@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 
 from recommender.forecast.allocation import Offer, allocate
-from recommender.forecast.margins import ReactionRule, calibrate, error_quantiles
+from recommender.forecast.margins import ReactionRule, calibrate
+from recommender.forecast.quantiles import error_quantiles
 
 NO_REACTIONS = ReactionRule(after_windows=10**6, margin=0.1, per_day=24.0, min_fraction=0.0)
 
