@@ -204,7 +204,7 @@ def make_plan(
         settings.react_min_fraction,
     )
     scale = _recent_scale(recent_cpu)
-    busy_blocks = max(1, settings.blocks_per(settings.busy_memory_hours * HOUR))
+    busy_blocks = max(1, settings.blocks_per(settings.busy_lookback_hours * HOUR))
     past_busy, future_busy = _recently_busy(cpu_blocks, scale, busy_blocks, horizon)
     past_states = block_states(one_step, past_busy, scale)
     future_states = block_states(forecast, future_busy, scale)

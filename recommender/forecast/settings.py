@@ -83,7 +83,7 @@ class ForecastSettings:
       react_min_fraction: a window counts towards a reaction only when its usage
           exceeds the request by this share of the series' recent peak (noise
           does not trigger resizes; a job starting does).
-      busy_memory_hours: an idle block this soon after a busy window has its own
+      busy_lookback_hours: an idle block this soon after a busy window has its own
           margin (jobs come in bursts).
     Memory
       memory_margin: headroom over the peaks the limit covers.
@@ -135,14 +135,14 @@ class ForecastSettings:
     react_margin: float = 0.1
     react_min_fraction: float = 0.1
 
-    busy_memory_hours: float = 3.0
-    memory_margin: float = 0.1
+    busy_lookback_hours: float = 3.0
+    memory_margin: float = 0.2
     memory_recent_hours: float = 2.0
-    memory_peak_days: float = 2.0
+    memory_peak_days: float = 7.0
     memory_state_quantile: float = 1.0
     oom_bump_factor: float = 1.2
     oom_bump_min_bytes: float = 100 * MIB
-    oom_hold_hours: float = 6.0
+    oom_hold_hours: float = 24.0
 
     chunk_series: int = 2048
 
@@ -188,7 +188,7 @@ class ForecastSettings:
             (self.react_after_windows >= 1, "react_after_windows must be at least 1"),
             (self.react_margin >= 0.0, "react_margin cannot be negative"),
             (self.react_min_fraction >= 0.0, "react_min_fraction cannot be negative"),
-            (self.busy_memory_hours > 0.0, "busy_memory_hours must be positive"),
+            (self.busy_lookback_hours > 0.0, "busy_lookback_hours must be positive"),
             (self.memory_margin >= 0.0, "memory_margin cannot be negative"),
             (self.memory_recent_hours > 0.0, "memory_recent_hours must be positive"),
             (self.memory_peak_days > 0.0, "memory_peak_days must be positive"),

@@ -10,6 +10,7 @@ from recommender.forecast.settings import HOUR, MIB, ForecastSettings
 from tests.recommender.forecast import synthetic as syn
 
 SETTINGS = ForecastSettings()
+MARGIN = 1.0 + SETTINGS.memory_margin
 
 
 def test_an_oom_jumps_to_the_remembered_peak_and_holds() -> None:
@@ -48,8 +49,8 @@ def test_flat_memory_is_covered_with_the_margin_and_never_below_recent_peaks() -
     memory[0, -3] = 1.5 * syn.GIB  # a recent peak
     states = np.zeros(memory.shape, dtype=np.int64)
     plan = _plan(memory, states, np.zeros((1, 24), dtype=np.int64))
-    assert plan.required[0, 0] == pytest.approx(1.5 * syn.GIB * 1.1)
-    assert (plan.required[0] >= 1.0 * syn.GIB * 1.1 - 1).all()
+    assert plan.required[0, 0] == pytest.approx(1.5 * syn.GIB * MARGIN)
+    assert (plan.required[0] >= 1.0 * syn.GIB * MARGIN - 1).all()
 
 
 def test_memory_follows_the_cpu_state_of_a_batch_job_when_kills_stay_within_tolerance() -> None:
@@ -60,12 +61,12 @@ def test_memory_follows_the_cpu_state_of_a_batch_job_when_kills_stay_within_tole
     tolerant = ForecastSettings(oom_tolerance_per_day=5.0)
     plan = _plan(memory, states, np.array([[0] * 12 + [2] * 12]), settings=tolerant)
     assert plan.by_state[0]
-    assert plan.required[0, 0] == pytest.approx(0.5 * syn.GIB * 1.1)  # idle: small
-    assert plan.required[0, 12] == pytest.approx(8.0 * syn.GIB * 1.1)  # busy: the job's peak
+    assert plan.required[0, 0] == pytest.approx(0.5 * syn.GIB * MARGIN)  # idle: small
+    assert plan.required[0, 12] == pytest.approx(8.0 * syn.GIB * MARGIN)  # busy: the job's peak
     strict = ForecastSettings(oom_tolerance_per_day=0.0)
     plan = _plan(memory, states, np.array([[0] * 24]), settings=strict)
     assert not plan.by_state[0]
-    assert plan.required[0, 0] == pytest.approx(8.0 * syn.GIB * 1.1)  # covers the peak
+    assert plan.required[0, 0] == pytest.approx(8.0 * syn.GIB * MARGIN)  # covers the peak
 
 
 def test_an_active_oom_hold_is_a_floor_of_the_plan() -> None:
@@ -75,7 +76,7 @@ def test_an_active_oom_hold_is_a_floor_of_the_plan() -> None:
     plan = _plan(memory, np.zeros(memory.shape, int), np.zeros((1, 48), int), ooms=ooms)
     hold = int(SETTINGS.oom_hold_hours)
     assert (plan.required[0, :hold] >= 4.8 * syn.GIB - 1).all()
-    assert plan.required[0, hold + 1] == pytest.approx(1.1 * syn.GIB)
+    assert plan.required[0, hold + 1] == pytest.approx(MARGIN * syn.GIB)
 
 
 def test_no_memory_data_gives_no_memory_plan() -> None:
