@@ -43,6 +43,30 @@ def _reactions_of(reactions: np.ndarray, picks: np.ndarray) -> np.ndarray:
     return np.take_along_axis(reactions, picks[..., None], axis=2)[..., 0].sum(axis=1)
 
 
+def _priced(
+    base: np.ndarray, reactions: np.ndarray, scale: np.ndarray, budget: float
+) -> np.ndarray:
+    """Choice under the smallest reaction price that fits the budget (grid, then bisection)."""
+    n = base.shape[0]
+    grid = scale[:, None] * REACTION_GRID[None, :]  # (n, R)
+    within = np.stack(
+        [
+            _reactions_of(reactions, _picks(base, reactions, grid[:, r])) <= budget + 1e-9
+            for r in range(grid.shape[1])
+        ],
+        axis=1,
+    )
+    first = np.where(within.any(axis=1), np.argmax(within, axis=1), grid.shape[1] - 1)
+    high = grid[np.arange(n), first]
+    low = np.where(first > 0, grid[np.arange(n), np.maximum(first - 1, 0)], 0.0)
+    for _ in range(REACTION_BISECTION):
+        middle = (low + high) / 2.0
+        fits = _reactions_of(reactions, _picks(base, reactions, middle)) <= budget + 1e-9
+        high = np.where(fits, middle, high)
+        low = np.where(fits, low, middle)
+    return _picks(base, reactions, high)
+
+
 def _choose(offer: Offer, price: np.ndarray, budget: float) -> tuple[np.ndarray, np.ndarray]:
     """Per series, at shortfall price `price` (series,): the candidate per state.
 
@@ -58,26 +82,10 @@ def _choose(offer: Offer, price: np.ndarray, budget: float) -> tuple[np.ndarray,
     base = np.where(finite[:, None, None], offer.cost + shortfall_term, 0.0)
     # an infinite price: fewest shortfalls first, cost breaks ties
     base = np.where(finite[:, None, None], base, offer.shortfalls * 1e12 + offer.cost)
-    grid = scale[:, None] * REACTION_GRID[None, :]  # (n, R)
-    within = np.stack(
-        [
-            _reactions_of(offer.reactions, _picks(base, offer.reactions, grid[:, r]))
-            <= budget + 1e-9
-            for r in range(grid.shape[1])
-        ],
-        axis=1,
-    )
-    first = np.where(within.any(axis=1), np.argmax(within, axis=1), grid.shape[1] - 1)
-    high = grid[np.arange(n), first]
-    low = np.where(first > 0, grid[np.arange(n), np.maximum(first - 1, 0)], 0.0)
-    for _ in range(REACTION_BISECTION):
-        middle = (low + high) / 2.0
-        fits = (
-            _reactions_of(offer.reactions, _picks(base, offer.reactions, middle)) <= budget + 1e-9
-        )
-        high = np.where(fits, middle, high)
-        low = np.where(fits, low, middle)
-    choice = _picks(base, offer.reactions, high)
+    choice = _picks(base, offer.reactions, np.zeros(n))
+    over = np.flatnonzero(_reactions_of(offer.reactions, choice) > budget + 1e-9)
+    if over.size:  # only series over the reaction budget need a reaction price
+        choice[over] = _priced(base[over], offer.reactions[over], scale[over], budget)
     shortfalls = np.take_along_axis(offer.shortfalls, choice[..., None], axis=2)[..., 0]
     return choice, shortfalls.sum(axis=1)
 

@@ -50,8 +50,7 @@ class Plan:
     period: int
     cpu_forecast: np.ndarray  # forecast mean usage per block, cores
     cpu_states: np.ndarray  # state of each block (see margins.block_states)
-    base_shortfall_target: float  # fleet CPU shortfall rate aimed at (before feedback)
-    shortfall_target: float  # the rate the margins were allocated for
+    shortfall_target: float  # fleet CPU shortfall rate the margins were allocated for
     cpu_required: np.ndarray  # request covering the forecast at the target shortfall
     memory: MemoryPlan  # memory request (= limit) per block and why
     cpu_margin: np.ndarray  # (series, horizon) cores added to the forecast (NaN = fallback)
@@ -145,14 +144,12 @@ def make_plan(
     settings: ForecastSettings,
     now: int | None = None,
     previous: Plan | None = None,
-    shortfall_gain: float = 1.0,
 ) -> Plan:
     """Plan the next horizon of blocks for every series of `usage`.
 
     `now` (UNIX seconds) defaults to the end of the last window; the plan starts at
     the first block boundary at or after it. `previous` (the last plan for the
-    same series) keeps slow decisions such as memory sizing by state stable;
-    `shortfall_gain` scales the fleet shortfall target (the live feedback loop).
+    same series) keeps slow decisions such as memory sizing by state stable.
     """
     step = usage.step
     end = usage.start + usage.n_windows * step
@@ -183,8 +180,6 @@ def make_plan(
             settings.target_cpu_shortfall,
             settings.max_container_shortfall,
         )
-    base_target = target
-    target = float(np.clip(target * shortfall_gain, 1e-4, settings.max_container_shortfall))
     persist = persistence_one_step(cpu_blocks, settings.persistence_windows)
     options = np.concatenate([candidates.one_step, persist[:, None]], axis=1)
     recent = cpu_blocks[:, -residual_blocks:]
@@ -223,8 +218,9 @@ def make_plan(
     mean_sized = shape.batch & (settings.batch_cpu_sizing == "mean")
     use_margin = np.where(mean_sized[:, None], 0.0, np.maximum(margin, 0.0))
     required = forecast + use_margin
-    fallback = _fallback_cpu(recent_cpu, settings)
-    required = np.where(np.isnan(margin), fallback[:, None], required)
+    if np.isnan(margin).any():
+        fallback = _fallback_cpu(recent_cpu, settings)
+        required = np.where(np.isnan(margin), fallback[:, None], required)
     required = np.maximum(required, settings.min_cpu_cores)
     no_cpu = np.all(np.isnan(usage.cpu), axis=1)
     required[no_cpu] = np.nan
@@ -246,7 +242,6 @@ def make_plan(
         period=period,
         cpu_forecast=forecast,
         cpu_states=future_states,
-        base_shortfall_target=base_target,
         shortfall_target=target,
         cpu_required=required,
         memory=memory,

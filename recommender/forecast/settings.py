@@ -35,8 +35,6 @@ class ForecastSettings:
       target_cpu_shortfall: fraction of windows, over all containers planned
           together, whose CPU usage may exceed the request; margins spend it
           where it saves the most cores (see `allocation`).
-      shortfall_feedback: let the live strategy scale the target by how far its
-          own realised shortfall drifted from it (see `feedback`).
       max_container_shortfall: the largest shortfall rate any one container is
           planned for.
       batch_cpu_sizing: "mean" sizes batch (on/off, throughput) containers on the
@@ -105,7 +103,6 @@ class ForecastSettings:
     cpu_shortfall_mode: ShortfallMode = "vpa"
     target_cpu_shortfall: float = 0.005
     vpa_parity_factor: float = 0.9
-    shortfall_feedback: bool = False
     max_container_shortfall: float = 0.1
     batch_cpu_sizing: BatchSizing = "percentile"
     oom_tolerance_per_day: float = 0.02

@@ -16,7 +16,6 @@ import numpy as np
 
 from recommender.data.arrays import UsageArrays
 from recommender.forecast.buffer import UsageBuffer
-from recommender.forecast.feedback import ShortfallFeedback
 from recommender.forecast.margins import level_bins
 from recommender.forecast.memory import OomHistory
 from recommender.forecast.planner import Plan, make_plan
@@ -51,7 +50,6 @@ class ForecastStrategy:
         self.last_cpu = np.full(n, np.nan)
         self.change_times = np.full((n, s.max_changes_per_day), -np.inf)
         self.plan = None
-        self.feedback = ShortfallFeedback(self.period, n)
 
     def observe(self, step: int, cpu: np.ndarray, memory: np.ndarray) -> None:
         self.buffer.append(step, cpu, memory)
@@ -91,16 +89,9 @@ class ForecastStrategy:
         clearly = 0.0 if scale is None else s.react_min_fraction * scale
         short = self.last_cpu > current.cpu + clearly
         self.short_run = np.where(short, self.short_run + 1, 0)
-        self.feedback.record(self.last_cpu, current.cpu)
         at_boundary = int(now) % self.period == 0
         if at_boundary or self.plan is None:
-            gain = 1.0
-            if self.plan is not None:
-                per_block = self.period // self.fleet.step
-                gain = self.feedback.update(self.plan.base_shortfall_target, per_block)
-                gain = gain if self.settings.shortfall_feedback else 1.0
-            view = self.buffer.view()
-            self.plan = make_plan(view, self.ooms, s, int(now), self.plan, gain)
+            self.plan = make_plan(self.buffer.view(), self.ooms, s, int(now), self.plan)
             offset = 0
         else:
             offset = max(0, int(now // self.period) - self.plan.first_block)
