@@ -15,7 +15,6 @@ HiPro-IT); read from ../shared/data, never copied.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import platform
 import statistics
@@ -24,6 +23,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from benchmarks.report import emit
 from recommender.backtest import (
     ExecutionSettings,
     ReplaySettings,
@@ -87,11 +87,7 @@ def main(argv: list[str] | None = None) -> int:
     for name in [part.strip() for part in args.datasets.split(",") if part.strip()]:
         print(f"bench: {name} ...", file=sys.stderr, flush=True)
         output["datasets"][name] = bench_dataset(name, args.strategies, execution, args.repeat)
-    text = json.dumps(output, indent=2)
-    print(text)
-    if args.out is not None:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(text + "\n")
+    emit(output, args.out)
     return 0
 
 

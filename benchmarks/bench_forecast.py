@@ -13,7 +13,6 @@ last run); `--out FILE` also writes it. Goal: < 10 s on 2 cores.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import platform
 import statistics
@@ -24,6 +23,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from benchmarks.report import emit
 from recommender.data.arrays import UsageArrays
 from recommender.forecast.api import recommend_forecast
 from recommender.forecast.settings import ForecastSettings
@@ -110,11 +110,7 @@ def main() -> None:
         "classes_found": frame["workload_class"].value_counts().to_dict(),
         "goals": {"seconds": GOAL_SECONDS, "met": median < GOAL_SECONDS},
     }
-    text = json.dumps(report, indent=2)
-    print(text)
-    if args.out is not None:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(text + "\n")
+    emit(report, args.out)
 
 
 if __name__ == "__main__":

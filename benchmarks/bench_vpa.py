@@ -15,7 +15,6 @@ Goals: >= 5 million samples/s ingest, recommend() < 1 s.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import platform
 import statistics
@@ -26,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from benchmarks.report import emit
 from recommender.vpa import VpaModel
 
 START = 1_700_000_000
@@ -141,11 +141,7 @@ def main() -> None:
             "recommend_met": statistics.median(recommend) < RECOMMEND_GOAL,
         },
     }
-    text = json.dumps(result, indent=2)
-    print(text)
-    if args.out is not None:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(text + "\n")
+    emit(result, args.out)
 
 
 if __name__ == "__main__":

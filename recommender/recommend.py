@@ -13,21 +13,13 @@ import numpy as np
 import pandas as pd
 
 from recommender.data.arrays import KEY_COLUMNS, factorize_rows, from_long
-from recommender.forecast.api import recommend_forecast
+from recommender.forecast.api import BOUND_COLUMNS, recommend_forecast
 from recommender.forecast.settings import ForecastSettings
 from recommender.vpa.model import VpaModel
 from recommender.vpa.settings import VpaSettings
 
 AGGREGATE_COLUMNS = ("namespace", "workload", "container")
-RECOMMENDATION_COLUMNS = (
-    *AGGREGATE_COLUMNS,
-    "cpu_target",
-    "cpu_lower",
-    "cpu_upper",
-    "memory_target",
-    "memory_lower",
-    "memory_upper",
-)
+RECOMMENDATION_COLUMNS = (*AGGREGATE_COLUMNS, *BOUND_COLUMNS)
 INGEST_CHUNK = 2_000_000
 
 ProgressCallback = Callable[[int, int], None]
@@ -132,7 +124,7 @@ def recommend_forecast_workloads(
     """
     result = recommend_forecast(from_long(usage), events, settings)
     per_series = result.recommendations
-    value_columns = list(RECOMMENDATION_COLUMNS[len(AGGREGATE_COLUMNS) :])
+    value_columns = list(BOUND_COLUMNS)
     ranked = per_series.sort_values("cpu_target", ascending=False, kind="stable")
     grouped = ranked.groupby(list(AGGREGATE_COLUMNS), sort=False)
     recommendations = grouped[value_columns].max().reset_index()

@@ -23,16 +23,15 @@ from recommender.forecast.planner import Plan, make_plan
 from recommender.forecast.schedule import build_schedule
 from recommender.forecast.settings import DAY, ForecastSettings
 
-RECOMMENDATION_COLUMNS = (
-    *KEY_COLUMNS,
+BOUND_COLUMNS = (
     "cpu_target",
     "cpu_lower",
     "cpu_upper",
     "memory_target",
     "memory_lower",
     "memory_upper",
-    "explanation",
 )
+RECOMMENDATION_COLUMNS = (*KEY_COLUMNS, *BOUND_COLUMNS, "explanation")
 SCHEDULE_COLUMNS = (
     *KEY_COLUMNS,
     "start",
