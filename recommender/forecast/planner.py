@@ -23,6 +23,7 @@ from recommender.data.arrays import UsageArrays
 from recommender.forecast.blocks import as_blocks, layout_for
 from recommender.forecast.classes import shape_classes
 from recommender.forecast.holtwinters import SmoothingParams, fit
+from recommender.forecast.lulls import idle_requests, lull_shortfall_rate
 from recommender.forecast.margins import (
     LEVEL_EDGES,
     Calibration,
@@ -54,6 +55,7 @@ class Plan:
     cpu_required: np.ndarray  # request covering the forecast at the target shortfall
     memory: MemoryPlan  # memory request (= limit) per block and why
     cpu_margin: np.ndarray  # (series, horizon) cores added to the forecast (NaN = fallback)
+    cpu_idle: np.ndarray  # (series,) request while idle in a lull (NaN = never idle)
     calibration: Calibration
     model: np.ndarray  # (series,) "holt-winters" or "persistence"
     alpha: np.ndarray  # (series,) level smoothing in use
@@ -180,6 +182,10 @@ def make_plan(
             settings.target_cpu_shortfall,
             settings.max_container_shortfall,
         )
+    scale = _recent_scale(recent_cpu)
+    if settings.follow_lulls:
+        lulls = lull_shortfall_rate(recent_cpu, scale, shape.batch, settings.react_after_windows)
+        target = max(settings.target_cpu_shortfall * settings.lull_target_floor, target - lulls)
     persist = persistence_one_step(cpu_blocks, settings.persistence_windows)
     options = np.concatenate([candidates.one_step, persist[:, None]], axis=1)
     recent = cpu_blocks[:, -residual_blocks:]
@@ -198,7 +204,6 @@ def make_plan(
         settings.reactions_per_day,
         settings.react_min_fraction,
     )
-    scale = _recent_scale(recent_cpu)
     busy_blocks = max(1, settings.blocks_per(settings.busy_lookback_hours * HOUR))
     past_busy, future_busy = _recently_busy(cpu_blocks, scale, busy_blocks, horizon)
     past_states = block_states(one_step, past_busy, scale)
@@ -221,6 +226,9 @@ def make_plan(
     if np.isnan(margin).any():
         fallback = _fallback_cpu(recent_cpu, settings)
         required = np.where(np.isnan(margin), fallback[:, None], required)
+    # an on/off job runs at its own ceiling: a batch request never needs to exceed it
+    ceiling = calibration.scale * (1.0 + settings.batch_peak_margin)
+    required = np.where(shape.batch[:, None], np.fmin(required, ceiling[:, None]), required)
     required = np.maximum(required, settings.min_cpu_cores)
     no_cpu = np.all(np.isnan(usage.cpu), axis=1)
     required[no_cpu] = np.nan
@@ -246,6 +254,13 @@ def make_plan(
         cpu_required=required,
         memory=memory,
         cpu_margin=np.where(np.isnan(margin), np.nan, use_margin),
+        cpu_idle=idle_requests(
+            recent_cpu,
+            calibration.scale,
+            settings.lull_idle_quantile,
+            settings.react_margin,
+            settings.min_cpu_cores,
+        ),
         calibration=calibration,
         model=np.where(use_persist, "persistence", "holt-winters"),
         alpha=hw.alpha,

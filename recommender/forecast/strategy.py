@@ -16,6 +16,7 @@ import numpy as np
 
 from recommender.data.arrays import UsageArrays
 from recommender.forecast.buffer import UsageBuffer
+from recommender.forecast.lulls import LullTracker
 from recommender.forecast.margins import level_bins
 from recommender.forecast.memory import OomHistory
 from recommender.forecast.planner import Plan, make_plan
@@ -49,6 +50,7 @@ class ForecastStrategy:
         self.short_run = np.zeros(n, dtype=np.int64)
         self.last_cpu = np.full(n, np.nan)
         self.change_times = np.full((n, s.max_changes_per_day), -np.inf)
+        self.lulls = LullTracker.empty(n)
         self.plan = None
 
     def observe(self, step: int, cpu: np.ndarray, memory: np.ndarray) -> None:
@@ -97,6 +99,7 @@ class ForecastStrategy:
             offset = max(0, int(now // self.period) - self.plan.first_block)
         plan = self.plan
         offset = min(offset, plan.horizon - 1)
+        self.lulls.observe(self.last_cpu, plan.calibration.scale)
         required = plan.cpu_required[:, offset:]
         cpu = current.cpu.copy()
         if at_boundary:
@@ -105,14 +108,24 @@ class ForecastStrategy:
             # never plan below what the container is using right now
             using = self.last_cpu * (1.0 + s.react_margin)
             below = (self.last_cpu > planned_cpu) & (planned_cpu < cpu)
-            cpu = np.where(below, np.fmin(cpu, np.fmax(planned_cpu, using)), planned_cpu)
+            planned_cpu = np.where(below, np.fmin(cpu, np.fmax(planned_cpu, using)), planned_cpu)
+            # an on/off container in a lull is raised by a reaction, never by plan
+            in_lull = self._lull_mode() & (self.lulls.idle_run >= s.lull_after_windows)
+            in_lull |= ~np.isnan(self.lulls.dropped_from) & (self.lulls.idle_run > 0)
+            in_lull &= self.short_run == 0  # a drop below the idle usage itself is not kept
+            cpu = np.where(in_lull, np.fmin(planned_cpu, cpu), planned_cpu)
         cpu = np.where(np.isnan(cpu), cover(required, s.cover_blocks), cpu)
         states = plan.cpu_states[:, offset].copy()
         cpu, reacted = self._react_cpu(cpu, required, may_react)
         usage_state = level_bins(self.last_cpu[:, None], plan.calibration.scale)[:, 0]
         states = np.where(reacted, np.maximum(states, usage_state), states)
+        self.lulls.clear(np.flatnonzero(cpu > current.cpu))
+        dropped = self._drop_in_lull(cpu, current.cpu, left)
+        cpu = np.where(dropped, plan.cpu_idle, cpu)
+        cpu = self._within_ceiling(cpu, current.cpu)
         cpu_moves = ~np.isclose(cpu, current.cpu, equal_nan=True)
-        memory = self._memory(current.memory, states, cpu_moves, at_boundary, may_plan, may_react)
+        along = cpu_moves & ~dropped
+        memory = self._memory(current.memory, states, along, at_boundary, may_plan, may_react)
         memory = np.where(self.oom_now, np.fmax(memory, self.ooms.floor), memory)
         cpu = self._ride_along(cpu, current, memory, plan.calibration.scale)
         self.oom_now[:] = False
@@ -161,6 +174,38 @@ class ForecastStrategy:
         wanted = self.last_cpu * (1.0 + s.react_margin)
         return np.where(raise_now, np.fmax(cpu, wanted), cpu)
 
+    def _within_ceiling(self, cpu: np.ndarray, current: np.ndarray) -> np.ndarray:
+        """A new request of an on/off container stays under its busy ceiling (its recent
+        peak plus `batch_peak_margin`) unless the job is using more right now."""
+        assert self.plan is not None
+        scale = self.plan.calibration.scale
+        ceiling = np.fmax(scale * (1.0 + self.settings.batch_peak_margin), self.last_cpu)
+        capped = self.plan.shape.batch & ~np.isclose(cpu, current, equal_nan=True)
+        return np.where(capped, np.fmin(cpu, ceiling), cpu)
+
+    def _lull_mode(self) -> np.ndarray:
+        """Which series follow their lulls (on/off shape, lulls enabled)."""
+        assert self.plan is not None
+        return self.plan.shape.batch & self.settings.follow_lulls
+
+    def _drop_in_lull(self, cpu: np.ndarray, current: np.ndarray, left: np.ndarray) -> np.ndarray:
+        """On/off containers idle for a while drop to their idle need (see `lulls`)."""
+        s = self.settings
+        assert self.plan is not None
+        unchanged = np.isclose(cpu, current)
+        eligible = (
+            self._lull_mode()
+            & unchanged
+            & (left >= s.lull_reserve + 1)
+            & ~np.isnan(self.plan.cpu_idle)
+        )
+        min_saving = s.lull_min_saving * self.plan.calibration.scale
+        dropped = self.lulls.drops(
+            cpu, self.plan.cpu_idle, eligible, min_saving, s.lull_after_windows
+        )
+        self.lulls.record_drops(dropped, cpu)
+        return dropped
+
     def _react_cpu(
         self, cpu: np.ndarray, required: np.ndarray, may_react: np.ndarray
     ) -> tuple[np.ndarray, np.ndarray]:
@@ -171,7 +216,14 @@ class ForecastStrategy:
             return cpu, react
         recent, _ = self.buffer.recent(s.react_after_windows)
         seen = np.max(np.where(np.isnan(recent), -np.inf, recent), axis=1)
-        wanted = np.fmax(seen * (1.0 + s.react_margin), cover(required, s.cover_blocks))
+        assert self.plan is not None
+        usage_based = seen * (1.0 + s.react_margin)
+        wanted = np.where(
+            self._lull_mode(), usage_based, np.fmax(usage_based, cover(required, s.cover_blocks))
+        )
+        scale = self.plan.calibration.scale
+        ceiling = scale * (1.0 + s.batch_peak_margin)
+        wanted = self.lulls.restore_level(wanted, seen, scale, ceiling)
         raised = react & (wanted > cpu)
         self.short_run = np.where(raised, 0, self.short_run)
         return np.where(raised, wanted, cpu), raised

@@ -22,8 +22,8 @@ def test_an_oom_jumps_to_the_remembered_peak_and_holds() -> None:
         SETTINGS,
         history_peak=np.array([0.5 * syn.GIB, 8.0 * syn.GIB]),
     )
-    # series 0: 20 % above the limit it was killed at; series 1: back to its known peak
-    assert ooms.floor[0] == pytest.approx(1.2 * syn.GIB)
+    # series 0: the bump factor above the limit it was killed at; series 1: its known peak
+    assert ooms.floor[0] == pytest.approx(SETTINGS.oom_bump_factor * syn.GIB)
     assert ooms.floor[1] == pytest.approx(8.0 * syn.GIB * (1 + SETTINGS.memory_margin))
     held = 1000.0 + SETTINGS.oom_hold_hours * HOUR
     assert (ooms.floor_at(held - 1) == ooms.floor).all()
@@ -34,6 +34,7 @@ def test_an_oom_jumps_to_the_remembered_peak_and_holds() -> None:
 def test_a_small_kill_raises_by_at_least_the_minimum_step() -> None:
     ooms = OomHistory.empty(1)
     ooms.record(np.array([0]), np.array([0.0]), np.array([100.0 * MIB]), SETTINGS)
+    assert SETTINGS.oom_bump_factor * 100.0 * MIB < 200.0 * MIB
     assert ooms.floor[0] == pytest.approx(200.0 * MIB)
 
 

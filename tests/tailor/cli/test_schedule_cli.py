@@ -7,6 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pytest
 from typer.testing import CliRunner
 
 from recommender.data.files import write_usage
@@ -73,7 +74,8 @@ def test_forecast_recommendation_is_a_vpa_shaped_drop_in() -> None:
         for resource in ("cpu", "memory"):
             bounds = record[resource]
             assert bounds["lowerBound"] <= bounds["target"] <= bounds["upperBound"]
-        assert record["cpu"]["target"] * 1000 == round(record["cpu"]["target"] * 1000)
+        millicores = record["cpu"]["target"] * 1000
+        assert millicores == pytest.approx(round(millicores), abs=1e-6)  # whole millicores
         assert record["explanation"].startswith("cpu:")
 
 

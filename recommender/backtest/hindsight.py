@@ -1,0 +1,389 @@
+"""A certified lower bound on the relative slack that even a clairvoyant strategy can reach.
+
+Why: a forecasting strategy is judged against real ones, but how far can slack
+fall at all? Under the backtest's rules (metrics.py, engine.py) a strategy with
+perfect foresight that changes each container's request at most C times per
+container-day and falls short (CPU usage above the request, or memory peak
+above limit = request: an OOM) in at most B windows fleet-wide cannot get its
+relative slack S / R below the number returned here.
+
+Certificate (Dinkelbach ratio + Lagrange): S / R <= theta is reachable only if
+min over feasible requests of S - theta R <= 0. For any lambda >= 0,
+
+    g(theta, lambda) = sum over days of min_day [sum_t (r_t - u_t)^+ - theta r_t
+                       + lambda 1[u_t > r_t]] - lambda B
+
+is below that minimum (weak duality, over a relaxed feasible set), so g > 0
+proves every feasible strategy has a ratio above theta. Relaxations, each
+only enlarging the feasible set: container-days are independent, each starts
+at a free level (carry-over across midnight is ignored) and may change the
+request at most floor(C x evaluated days) times (the metric scales a partial
+day's count to a full day); days outside the change distribution (less than
+half a day evaluated, not a container's only day) are unconstrained; the
+p99-of-changes goal lets n - 1 - floor(0.99 (n - 1)) of the n counted days
+exceed C (np.quantile's linear rule); there, and on free days, request = usage.
+All numbers are float64; g must exceed a rounding tolerance to certify.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import time
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+
+from recommender.backtest.history import ReplayHistory, prepare_history
+from recommender.backtest.settings import DAY, ReplaySettings, default_warm_up, parse_duration
+
+Resource = Literal["cpu", "memory"]
+CHUNK_DAYS = 256  # days per DP pass: keeps the (changes, days, levels) state in cache
+LAMBDA_RANGE = (1e-5, 1e5)  # multipliers searched, in units of the mean usage
+MARGIN = 1e-6  # the certified ratio sits this far below the numerical root
+
+
+@dataclass(frozen=True)
+class DayUsage:
+    """Evaluated windows cut into container-days, as the backtest metrics cut them.
+
+    usage:   (days, windows_per_day) one resource's usage, NaN = not evaluated.
+    covered: (days,) evaluated windows of the day (either resource): sets the
+             change limit of a partial day and the container-days of an OOM rate.
+    counted: (days,) bool, the day enters the distribution of changes per day.
+    """
+
+    usage: np.ndarray
+    covered: np.ndarray
+    counted: np.ndarray
+    step: int
+
+    @property
+    def container_days(self) -> float:
+        return float(self.covered.sum() * self.step / DAY)
+
+    @property
+    def windows(self) -> int:
+        return int((~np.isnan(self.usage)).sum())
+
+
+@dataclass(frozen=True)
+class HindsightBound:
+    """The certified bound and how it was found."""
+
+    bound: float  # every feasible strategy has relative slack > bound (or 0: nothing proven)
+    multiplier: float  # lambda that certified it, in the units of the usage
+    budget: float  # shortfall windows allowed (whole)
+    exempt_days: int
+    counted_days: int
+    free_days: int
+    evaluations: int
+
+
+@dataclass(frozen=True)
+class _Evaluation:
+    g: float
+    requested: float  # R of the minimising requests
+    shortfalls: float  # N of the minimising requests
+
+
+class _Problem:
+    """Normalised day matrices sorted into chunks of similar level counts (prepared once)."""
+
+    def __init__(self, days: DayUsage, changes_per_day: int, exempt_fraction: float) -> None:
+        usage = np.asarray(days.usage, dtype=np.float64)
+        per_day = usage.shape[1]
+        valid = ~np.isnan(usage)
+        self.scale = float(usage[valid].mean()) if valid.any() else 1.0
+        self.scale = self.scale if self.scale > 0 else 1.0
+        usage = usage / self.scale
+        self.total = float(np.nansum(usage))
+        self.day_total = np.nansum(usage, axis=1)
+        counted = np.asarray(days.counted, dtype=bool) & valid.any(axis=1)
+        self.free_total = float(self.day_total[~counted].sum())
+        self.counted_days = int(np.sum(days.counted))  # the distribution's n, any resource
+        self.free_days = int((~counted & valid.any(axis=1)).sum())
+        self.exempt = exempt_count(self.counted_days, exempt_fraction)
+        limit = np.floor(changes_per_day * np.asarray(days.covered) / per_day + 1e-9)
+        # valid windows first (a change inside a gap is the same as one at its end)
+        order = np.argsort(~valid, axis=1, kind="stable")
+        packed = np.take_along_axis(usage, order, axis=1)[counted]
+        self.packed_total = self.day_total[counted]
+        levels = _candidate_levels(packed)
+        count = (~np.isnan(levels)).sum(axis=1)
+        by_size = np.argsort(count, kind="stable")
+        self.chunks: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
+        for start in range(0, by_size.size, CHUNK_DAYS):
+            rows = by_size[start : start + CHUNK_DAYS]
+            width = int(count[rows].max())
+            top = np.nanmax(levels[rows, :width], axis=1, keepdims=True)
+            chunk_levels = np.where(np.isnan(levels[rows, :width]), top, levels[rows, :width])
+            length = int((~np.isnan(packed[rows])).sum(axis=1).max())
+            chunk_limit = limit[counted][rows].astype(np.int64)
+            self.chunks.append((rows, packed[rows, :length], chunk_levels, chunk_limit))
+
+
+def _candidate_levels(usage: np.ndarray) -> np.ndarray:
+    """{0} and the distinct usage values of each day, sorted, NaN-padded.
+
+    Why these suffice: on one constant segment the cost sum_t (r - u_t)^+ - theta r
+    + lambda 1[u_t > r] is linear in r between consecutive usage values, drops
+    at each usage value (a shortfall ends there) and grows above the largest
+    (slope count - theta count >= 0 for theta <= 1), so its minimum over r >= 0
+    is at 0 or at one of the segment's own usage values.
+    """
+    with_zero = np.concatenate([np.zeros((usage.shape[0], 1)), usage], axis=1)
+    ordered = np.sort(with_zero, axis=1)
+    repeat = np.zeros(ordered.shape, dtype=bool)
+    repeat[:, 1:] = ordered[:, 1:] == ordered[:, :-1]
+    return np.sort(np.where(repeat, np.nan, ordered), axis=1)
+
+
+def exempt_count(counted_days: int, exempt_fraction: float) -> int:
+    """Days that may exceed the change limit while the (1 - p) quantile stays within it."""
+    if exempt_fraction <= 0 or counted_days == 0:
+        return 0
+    rank = (1.0 - exempt_fraction) * (counted_days - 1)
+    return counted_days - 1 - max(0, math.floor(rank - 1e-9))
+
+
+def _window_cost(
+    levels: np.ndarray, used: np.ndarray, theta: float, lam: float
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Cost of each level in one window, with the window's validity and shortfalls."""
+    valid = ~np.isnan(used)
+    short = valid & (used > levels)
+    cost = np.maximum(levels - used, 0.0) - theta * levels + np.where(short, lam, 0.0)
+    return np.where(valid, cost, 0.0), valid, short
+
+
+def _chunk_minima(
+    usage: np.ndarray, levels: np.ndarray, limit: np.ndarray, theta: float, lam: float
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Exact per-day minimum over requests with at most limit[d] changes, plus R and N.
+
+    State value[k, d, l]: best cost so far with at most k changes, the current
+    level being l. A step either keeps the level or switches from the best
+    level with one change fewer; those minima are kept to recover the path.
+    """
+    days, length = usage.shape
+    changes = int(limit.max()) + 1
+    value = np.zeros((changes, days, levels.shape[1]))
+    best = np.empty((length, changes, days))
+    best_level = np.empty((length, changes, days), dtype=np.int64)
+    for t in range(length):
+        cost, _, _ = _window_cost(levels, usage[:, t : t + 1], theta, lam)
+        best_level[t] = value.argmin(axis=2)
+        best[t] = np.take_along_axis(value, best_level[t][:, :, None], axis=2)[:, :, 0]
+        np.minimum(value[1:], best[t][:-1, :, None], out=value[1:])
+        value += cost
+    final = value.min(axis=2)
+    final[np.arange(changes)[:, None] > limit[None, :]] = np.inf
+    k = final.argmin(axis=0)
+    rows = np.arange(days)
+    level = value[k, rows].argmin(axis=1)
+    total = final[k, rows]
+    path = total.copy()
+    requested, shortfalls = np.zeros(days), np.zeros(days)
+    for t in range(length - 1, -1, -1):
+        chosen = levels[rows, level]
+        cost, valid, short = _window_cost(chosen, usage[:, t], theta, lam)
+        requested += np.where(valid, chosen, 0.0)
+        shortfalls += short
+        before = path - cost
+        previous = best[t, np.maximum(k - 1, 0), rows]
+        switch = (k > 0) & (before >= previous - 1e-9 * (1 + np.abs(previous) + np.abs(cost)))
+        level = np.where(switch, best_level[t, np.maximum(k - 1, 0), rows], level)
+        path = np.where(switch, previous, before)
+        k = np.where(switch, k - 1, k)
+    return total, requested, shortfalls
+
+
+def _evaluate(problem: _Problem, theta: float, lam: float, budget: float) -> _Evaluation:
+    """g(theta, lambda) with the R and N of a minimiser (the exempt days chosen best)."""
+    n = problem.packed_total.size
+    value, requested, shortfalls = np.empty(n), np.empty(n), np.empty(n)
+    for rows, usage, levels, limit in problem.chunks:
+        value[rows], requested[rows], shortfalls[rows] = _chunk_minima(
+            usage, levels, limit, theta, lam
+        )
+    if problem.exempt:
+        gain = value + theta * problem.packed_total  # >= 0: request = usage is the window optimum
+        free = np.argpartition(-gain, problem.exempt - 1)[: problem.exempt]
+        free = free[gain[free] > 0]
+        value[free] = -theta * problem.packed_total[free]
+        requested[free] = problem.packed_total[free]
+        shortfalls[free] = 0.0
+    penalty = lam * budget if budget > 0 else 0.0
+    g = float(value.sum()) - theta * problem.free_total - penalty
+    return _Evaluation(g, float(requested.sum()) + problem.free_total, float(shortfalls.sum()))
+
+
+class _Search:
+    """Bisection on lambda (sign of N - B) around Newton (Dinkelbach) roots in theta."""
+
+    def __init__(self, problem: _Problem, budget: float) -> None:
+        self.problem, self.budget = problem, budget
+        self.evaluations = 0
+        self.certified, self.certifier = 0.0, 0.0
+        self.tolerance = 1e-9 * (problem.total + 1.0)
+
+    def evaluate(self, theta: float, lam: float) -> _Evaluation:
+        self.evaluations += 1
+        result = _evaluate(self.problem, theta, lam, self.budget)
+        scale = self.tolerance * (1.0 + (lam if math.isfinite(lam) else 0.0))
+        if result.g > scale and theta > self.certified:
+            self.certified, self.certifier = theta, lam
+        return result
+
+    def root(self, lam: float, theta: float) -> tuple[float, _Evaluation]:
+        """The theta where g(., lambda) crosses 0 (Newton from above: monotone, finite)."""
+        result = self.evaluate(theta, lam)
+        for _ in range(100):
+            if result.requested <= 0:  # g flat in theta: above 0 everywhere or nowhere
+                if result.g <= 0:
+                    return -math.inf, result
+                theta, result = 1.0, self.evaluate(1.0, lam)
+                continue
+            step = result.g / result.requested
+            if abs(step) <= 1e-10:
+                break
+            theta = min(theta + step, 1.0)  # above 1 no request set can have g > 0
+            result = self.evaluate(theta, lam)
+        return theta, result
+
+    def run(self) -> None:
+        if self.budget <= 0:
+            self._certify(math.inf, self.root(math.inf, 0.0)[0])
+            return
+        low, high = (math.log(bound) for bound in LAMBDA_RANGE)
+        best_theta, best_lam, theta = -math.inf, 1.0, 0.0
+        while high - low > math.log(1.001):
+            lam = math.exp((low + high) / 2)
+            root, result = self.root(lam, max(theta, 0.0))
+            if root > best_theta:
+                best_theta, best_lam = root, lam
+            theta = root if math.isfinite(root) else 0.0
+            if result.shortfalls > self.budget:
+                low = math.log(lam)
+            else:
+                high = math.log(lam)
+        self._certify(best_lam, best_theta)
+
+    def _certify(self, lam: float, root: float) -> None:
+        """Prove a ratio just below the numerical root (Newton from above if it fails)."""
+        theta = root - MARGIN
+        for _ in range(20):
+            if theta <= self.certified:
+                return
+            result = self.evaluate(theta, lam)
+            if result.requested <= 0:
+                return
+            theta += min(result.g / result.requested, 0.0) - MARGIN
+
+
+def slack_lower_bound(
+    days: DayUsage,
+    budget: float,
+    changes_per_day: int = 6,
+    exempt_fraction: float = 0.01,
+) -> HindsightBound:
+    """The largest theta proven: every strategy within the limits has slack / request > theta.
+
+    budget: shortfall (or OOM) windows allowed over the whole fleet; only whole
+    windows count, so it is rounded down.
+    """
+    whole = math.floor(budget + 1e-9) if math.isfinite(budget) else budget
+    problem = _Problem(days, changes_per_day, exempt_fraction)
+    search = _Search(problem, whole)
+    if problem.total > 0 and whole < days.windows:
+        search.run()
+    return HindsightBound(
+        bound=search.certified,
+        multiplier=search.certifier * problem.scale,
+        budget=whole,
+        exempt_days=problem.exempt,
+        counted_days=problem.counted_days,
+        free_days=problem.free_days,
+        evaluations=search.evaluations,
+    )
+
+
+def container_days(history: ReplayHistory, resource: Resource) -> DayUsage:
+    """Cut each container's windows after its warm-up into 24 h days (metrics.py's rule)."""
+    arrays = history.usage
+    per_day = max(1, DAY // arrays.step)
+    values = arrays.cpu if resource == "cpu" else arrays.memory
+    sampled = ~(np.isnan(arrays.cpu) & np.isnan(arrays.memory))
+    start = history.evaluation_start
+    span = np.maximum(history.last_window + 1 - start, 0)
+    n_days = int(-(-span.max() // per_day)) if span.size else 0
+    window = start[:, None, None] + per_day * np.arange(n_days)[None, :, None]
+    window = window + np.arange(per_day)[None, None, :]
+    inside = window <= history.last_window[:, None, None]
+    clipped = np.minimum(window, arrays.n_windows - 1)
+    rows = np.arange(arrays.n_series)[:, None, None]
+    usage = np.where(inside, values[rows, clipped], np.nan).reshape(-1, per_day)
+    covered = (inside & sampled[rows, clipped]).sum(axis=2).reshape(-1)
+    first = np.broadcast_to(np.arange(n_days) == 0, (arrays.n_series, n_days)).reshape(-1)
+    counted = (covered >= per_day / 2) | (first & (covered > 0))
+    keep = covered > 0
+    return DayUsage(usage[keep], covered[keep], counted[keep], arrays.step)
+
+
+def load_history(dataset: str, months: list[str] | None, warm_up: int | None) -> ReplayHistory:
+    """A dataset's replay history with the backtest's default warm-up for it."""
+    from recommender.data.traces import load_dataset
+
+    frame = load_dataset(dataset, months=months) if months else load_dataset(dataset)
+    seconds = default_warm_up(dataset) if warm_up is None else warm_up
+    return prepare_history(frame, None, ReplaySettings(warm_up_seconds=seconds))
+
+
+def budget_from_rate(days: DayUsage, resource: Resource, rate: float) -> float:
+    """Shortfalls allowed: rate per evaluated window (cpu) or per container-day (memory)."""
+    return rate * (days.windows if resource == "cpu" else days.container_days)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """python -m recommender.backtest.hindsight --dataset bitbrains --resource cpu ..."""
+    parser = argparse.ArgumentParser(description="Certified lower bound on relative slack.")
+    parser.add_argument("--dataset", required=True, choices=("azure", "bitbrains", "google2011"))
+    parser.add_argument("--months", help="Bitbrains months, comma-separated (e.g. 2013-7,2013-8)")
+    parser.add_argument("--resource", choices=("cpu", "memory"), default="cpu")
+    parser.add_argument(
+        "--budget-rate",
+        type=float,
+        default=0.0,
+        help="shortfalls per evaluated window (cpu) or OOMs per container-day (memory)",
+    )
+    parser.add_argument("--changes-per-day", type=int, default=6)
+    parser.add_argument("--exempt-fraction", type=float, default=0.01)
+    parser.add_argument("--warm-up", help="e.g. 1d or 6h (default: the dataset's)")
+    args = parser.parse_args(argv)
+    started = time.perf_counter()
+    months = args.months.split(",") if args.months else None
+    warm_up = parse_duration(args.warm_up) if args.warm_up else None
+    history = load_history(args.dataset, months, warm_up)
+    if args.resource == "memory" and np.any(history.memory_limit_ratio != 1.0):
+        raise SystemExit("the memory bound assumes limit = request (a limit/request ratio of 1)")
+    days = container_days(history, args.resource)
+    if days.windows == 0:
+        raise SystemExit(f"{args.dataset} has no {args.resource} usage to bound")
+    loaded = time.perf_counter()
+    budget = budget_from_rate(days, args.resource, args.budget_rate)
+    result = slack_lower_bound(days, budget, args.changes_per_day, args.exempt_fraction)
+    print(
+        f"{args.dataset} {args.resource}: {args.resource}_relative_slack > "
+        f"{math.floor(result.bound * 1e4) / 1e4:.4f} "  # rounded down: still a lower bound
+        f"(certified; lambda={result.multiplier:.4g}, budget={result.budget:g} of "
+        f"{days.windows} windows, {days.container_days:.1f} container-days, "
+        f"counted days={result.counted_days}, exempt={result.exempt_days}, "
+        f"free={result.free_days}, evaluations={result.evaluations}, "
+        f"load {loaded - started:.1f}s, bound {time.perf_counter() - loaded:.1f}s)"
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,99 @@
+"""Lulls: dropping CPU mid-block when an on/off container goes idle.
+
+A batch job that ends at minute ten of a block would otherwise keep its busy
+request for the rest of the block, and the plan for the next block still has
+to cover a job that may start any minute. For containers with an on/off shape
+it is cheaper to follow the job: once usage has stayed at the idle level for a
+few windows, the request drops to what idle needs (one change), and the next
+job start is answered by the usual reaction, which restores the busy level at
+once (a second change, after a window or two of shortfall). A drop is taken
+only while the change budget still holds one change for that restore, and only
+when it saves a real share of the container's peak.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from recommender.forecast.margins import LEVEL_EDGES
+from recommender.forecast.quantiles import error_quantiles
+
+
+def idle_requests(
+    cpu: np.ndarray, scale: np.ndarray, quantile: float, margin: float, floor: float
+) -> np.ndarray:
+    """What an idle spell needs per series: a high quantile of its idle windows, plus margin.
+
+    cpu: (series, windows) recent usage; scale: (series,) its recent peak. A
+    window is idle below the lowest busy level of `margins.LEVEL_EDGES`. NaN where
+    a series has no idle window.
+    """
+    ceiling = LEVEL_EDGES[1] * scale[:, None]
+    idle = np.where(cpu < ceiling, cpu, np.nan)
+    level, _ = error_quantiles(idle, (quantile,))
+    return np.maximum(level[:, 0] * (1.0 + margin), floor)
+
+
+def lull_shortfall_rate(
+    cpu: np.ndarray, scale: np.ndarray, following: np.ndarray, windows_per_start: int
+) -> float:
+    """Share of all windows that following lulls will leave short: the fleet target minus it
+    is what the margins may spend. Every job start of a following series (idle, then
+    clearly busy) costs `windows_per_start` windows before the reaction lands.
+    """
+    if cpu.size == 0:
+        return 0.0
+    idle = cpu < LEVEL_EDGES[1] * scale[:, None]
+    starts = idle[:, :-1] & (cpu[:, 1:] >= LEVEL_EDGES[2] * scale[:, None])
+    seen = np.sum(~np.isnan(cpu))
+    short = np.sum(starts[following]) * windows_per_start
+    return float(short / seen) if seen else 0.0
+
+
+@dataclass
+class LullTracker:
+    """Per series: how long usage has been idle, and the level to restore after a drop."""
+
+    idle_run: np.ndarray  # consecutive idle windows up to now
+    dropped_from: np.ndarray  # request before a drop still in force; NaN = none
+
+    @classmethod
+    def empty(cls, n: int) -> LullTracker:
+        return cls(np.zeros(n, dtype=np.int64), np.full(n, np.nan))
+
+    def observe(self, cpu: np.ndarray, scale: np.ndarray) -> None:
+        idle = cpu < LEVEL_EDGES[1] * scale
+        self.idle_run = np.where(idle, self.idle_run + 1, 0)
+
+    def drops(
+        self,
+        request: np.ndarray,
+        idle_request: np.ndarray,
+        eligible: np.ndarray,
+        min_saving: np.ndarray,
+        after_windows: int,
+    ) -> np.ndarray:
+        """Which series drop to their idle request now (bool, series)."""
+        saving = request - idle_request
+        return (
+            eligible
+            & (self.idle_run >= after_windows)
+            & np.isnan(self.dropped_from)
+            & (saving >= min_saving)
+        )
+
+    def record_drops(self, dropped: np.ndarray, previous: np.ndarray) -> None:
+        self.dropped_from = np.where(dropped, previous, self.dropped_from)
+
+    def restore_level(
+        self, wanted: np.ndarray, seen: np.ndarray, scale: np.ndarray, ceiling: np.ndarray
+    ) -> np.ndarray:
+        """A job starting after a drop gets its busy level at once (a small blip does not)."""
+        busy = seen >= LEVEL_EDGES[2] * scale
+        restore = ~np.isnan(self.dropped_from) & busy
+        return np.where(restore, np.fmax(wanted, np.fmin(self.dropped_from, ceiling)), wanted)
+
+    def clear(self, rows: np.ndarray) -> None:
+        self.dropped_from[rows] = np.nan

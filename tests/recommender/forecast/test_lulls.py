@@ -1,0 +1,109 @@
+"""Following the lulls of on/off containers: pure pieces, then the live strategy."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from recommender.forecast.lulls import LullTracker, idle_requests, lull_shortfall_rate
+from recommender.forecast.settings import ForecastSettings, ForecastSettingsError
+from tests.recommender.forecast import synthetic as syn
+from tests.recommender.forecast.test_strategy import replay
+
+
+def test_the_idle_request_covers_the_idle_windows_only() -> None:
+    idle = np.linspace(0.01, 0.1, 100)  # idle noise, 90th percentile 0.091
+    busy = np.full(50, 8.0)
+    cpu = np.concatenate([idle, busy])[None, :]
+    level = idle_requests(cpu, np.array([8.0]), quantile=0.9, margin=0.1, floor=0.005)
+    expected = np.quantile(idle, 0.9, method="higher") * 1.1
+    assert level[0] == pytest.approx(expected)
+    # a series never idle has no idle request; the floor holds for a silent one
+    never = idle_requests(np.full((1, 10), 5.0), np.array([5.0]), 0.9, 0.1, 0.005)
+    silent = idle_requests(np.zeros((1, 10)), np.array([1.0]), 0.9, 0.1, 0.005)
+    assert np.isnan(never[0]) and silent[0] == 0.005
+
+
+def test_only_the_job_starts_of_following_series_count_against_the_target() -> None:
+    job = np.array([0.0, 0.0, 5.0, 5.0, 0.0, 5.0, 0.0, 0.0])  # two starts
+    cpu = np.vstack([job, job])
+    scale = np.array([5.0, 5.0])
+    both = lull_shortfall_rate(cpu, scale, np.array([True, True]), windows_per_start=2)
+    one = lull_shortfall_rate(cpu, scale, np.array([True, False]), windows_per_start=2)
+    assert both == pytest.approx(2 * 2 * 2 / 16)
+    assert one == pytest.approx(both / 2)
+    assert lull_shortfall_rate(cpu, scale, np.array([False, False]), 2) == 0.0
+
+
+def test_a_drop_needs_a_long_enough_idle_run_and_a_real_saving() -> None:
+    tracker = LullTracker.empty(3)
+    scale = np.array([8.0, 8.0, 8.0])
+    for _ in range(2):
+        tracker.observe(np.array([0.01, 0.01, 6.0]), scale)
+    request = np.array([8.0, 0.5, 8.0])
+    idle_need = np.array([0.1, 0.1, 0.1])
+    eligible = np.ones(3, dtype=bool)
+    drops = tracker.drops(request, idle_need, eligible, 0.3 * scale, after_windows=2)
+    # series 1 would save too little, series 2 is busy
+    assert drops.tolist() == [True, False, False]
+    tracker.record_drops(drops, request)
+    # a busy window after the drop restores the level from before it, capped at the ceiling
+    wanted = tracker.restore_level(
+        np.array([6.6, 6.6, 6.6]), np.array([6.0, 6.0, 6.0]), scale, np.full(3, 7.5)
+    )
+    assert wanted.tolist() == [7.5, 6.6, 6.6]
+    # a blip well below the busy level does not bring the whole busy level back
+    blip = tracker.restore_level(np.array([1.1]), np.array([1.0]), scale[:1], np.full(1, 7.5))
+    assert blip[0] == pytest.approx(1.1)
+
+
+def _job(days: float) -> tuple[np.ndarray, np.ndarray]:
+    cpu = np.vstack([syn.on_off(days), syn.noise(days)])
+    memory = np.full(cpu.shape, 1.0 * syn.GIB)
+    return cpu, memory
+
+
+def test_a_batch_container_is_dropped_mid_block_when_its_job_ends() -> None:
+    cpu, memory = _job(days=5.0)
+    following, _, _, strategy = replay(cpu, memory, ForecastSettings())
+    blocked, _, _, _ = replay(cpu, memory, ForecastSettings(follow_lulls=False))
+    assert strategy.plan is not None and strategy.plan.shape.batch[0]
+    job = cpu[0]
+    after = np.arange(2 * syn.PER_DAY, job.size)
+    # drops land between block boundaries (12 windows), a few windows after a job ends
+    falls = after[(following[0, after - 1] > 1.0) & (following[0, after] < 1.0)]
+    settle = ForecastSettings().lull_after_windows + 1
+    mid_block = [t for t in falls if t % 12 != 0 and np.all(job[t - settle : t] < 0.1)]
+    assert len(mid_block) >= 1
+    # the change budget (a drop keeps one change for the restore) decides how many,
+    # and together they save CPU over the same replay without lull following
+    idle = after[job[after] < 0.1]
+    assert following[0, idle].sum() < 0.8 * blocked[0, idle].sum()
+    # the job still gets its CPU back: most busy windows are covered
+    busy = after[job[after] > 1.0]
+    assert np.mean(following[0, busy] >= job[busy]) > 0.9
+
+
+def test_a_batch_request_stays_under_its_peak_ceiling() -> None:
+    cpu, memory = _job(days=4.0)
+    settings = ForecastSettings()
+    requested, _, _, _ = replay(cpu, memory, settings)
+    late = slice(2 * syn.PER_DAY, None)
+    peak = np.max(cpu[0, : 2 * syn.PER_DAY])
+    assert np.nanmax(requested[0, late]) <= peak * (1.0 + settings.batch_peak_margin) + 1e-9
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {"lull_after_windows": 0},
+        {"lull_min_saving": 1.5},
+        {"lull_idle_quantile": 0.0},
+        {"lull_reserve": 0},
+        {"batch_peak_margin": -0.1},
+        {"lull_target_floor": 2.0},
+    ],
+)
+def test_bad_lull_settings_are_refused(bad: dict[str, float]) -> None:
+    with pytest.raises(ForecastSettingsError):
+        ForecastSettings(**bad)  # type: ignore[arg-type]
