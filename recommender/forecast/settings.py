@@ -148,7 +148,7 @@ class ForecastSettings:
     busy_lookback_hours: float = 3.0
     follow_lulls: bool = True
     lull_after_windows: int = 2
-    lull_min_saving: float = 0.3
+    lull_min_saving: float = 0.5
     lull_idle_quantile: float = 0.9
     batch_peak_margin: float = 0.03
     lull_target_floor: float = 0.2
