@@ -23,7 +23,7 @@ from recommender.data.arrays import UsageArrays
 from recommender.forecast.blocks import as_blocks, layout_for
 from recommender.forecast.classes import shape_classes
 from recommender.forecast.holtwinters import SmoothingParams, fit
-from recommender.forecast.lulls import idle_requests, lull_shortfall_rate
+from recommender.forecast.lulls import idle_requests, lull_memory, lull_shortfall_rate
 from recommender.forecast.margins import (
     LEVEL_EDGES,
     Calibration,
@@ -56,6 +56,7 @@ class Plan:
     memory: MemoryPlan  # memory request (= limit) per block and why
     cpu_margin: np.ndarray  # (series, horizon) cores added to the forecast (NaN = fallback)
     cpu_idle: np.ndarray  # (series,) request while idle in a lull (NaN = never idle)
+    memory_lull: np.ndarray  # (series,) memory limit in a lull (NaN = keep the limit)
     calibration: Calibration
     model: np.ndarray  # (series,) "holt-winters" or "persistence"
     alpha: np.ndarray  # (series,) level smoothing in use
@@ -260,6 +261,13 @@ def make_plan(
             settings.lull_idle_quantile,
             settings.react_margin,
             settings.min_cpu_cores,
+        ),
+        memory_lull=lull_memory(
+            recent_cpu,
+            usage.memory[:, -residual_windows:],
+            calibration.scale,
+            settings.lull_memory_quantile,
+            settings.memory_margin,
         ),
         calibration=calibration,
         model=np.where(use_persist, "persistence", "holt-winters"),

@@ -93,6 +93,10 @@ class ForecastSettings:
           (plus `react_margin`).
       lull_target_floor: the job starts lulls will leave short come off the fleet
           target the margins may spend, down to this share of `target_cpu_shortfall`.
+      lull_memory: the memory limit rides down with a lull drop, to the
+          `lull_memory_quantile` of the memory jobs used in the window they started
+          in (plus `memory_margin`), unless an OOM hold is on; a job start is then
+          answered after one window, memory and CPU restored in one resize.
       batch_peak_margin: a batch container's request never exceeds its recent
           peak times 1 + this (its jobs run at their own ceiling).
     Memory
@@ -153,6 +157,8 @@ class ForecastSettings:
     batch_peak_margin: float = 0.03
     lull_target_floor: float = 0.2
     lull_reserve: int = 1
+    lull_memory: bool = True
+    lull_memory_quantile: float = 0.9
     memory_margin: float = 0.2
     memory_recent_hours: float = 2.0
     memory_peak_days: float = 7.0
@@ -211,6 +217,7 @@ class ForecastSettings:
             (0.0 < self.lull_idle_quantile <= 1.0, "lull_idle_quantile must be in (0, 1]"),
             (0.0 <= self.lull_target_floor <= 1.0, "lull_target_floor must be in [0, 1]"),
             (self.lull_reserve >= 1, "lull_reserve must be at least 1"),
+            (0.0 < self.lull_memory_quantile <= 1.0, "lull_memory_quantile must be in (0, 1]"),
             (self.batch_peak_margin >= 0.0, "batch_peak_margin cannot be negative"),
             (self.memory_margin >= 0.0, "memory_margin cannot be negative"),
             (self.memory_recent_hours > 0.0, "memory_recent_hours must be positive"),

@@ -126,6 +126,7 @@ class ForecastStrategy:
         cpu_moves = ~np.isclose(cpu, current.cpu, equal_nan=True)
         along = cpu_moves & ~dropped
         memory = self._memory(current.memory, states, along, at_boundary, may_plan, may_react)
+        memory = self._lull_memory(memory, current.memory, dropped, along, now)
         memory = np.where(self.oom_now, np.fmax(memory, self.ooms.floor), memory)
         cpu = self._ride_along(cpu, current, memory, plan.calibration.scale)
         self.oom_now[:] = False
@@ -188,6 +189,27 @@ class ForecastStrategy:
         assert self.plan is not None
         return self.plan.shape.batch & self.settings.follow_lulls
 
+    def _lull_memory(
+        self,
+        memory: np.ndarray,
+        current: np.ndarray,
+        dropped: np.ndarray,
+        along: np.ndarray,
+        now: float,
+    ) -> np.ndarray:
+        """Memory rides down with a CPU drop to what job starts need (`lulls.lull_memory`)
+        and stays there, whatever the block plan says, until the restore."""
+        assert self.plan is not None
+        if not self.settings.lull_memory:
+            return memory
+        target = self.plan.memory_lull
+        held = self.ooms.hold_until > now
+        lower = dropped & ~np.isnan(target) & (target < current) & ~held
+        memory = np.where(lower, target, memory)
+        self.lulls.memory_dropped |= lower
+        keep = self.lulls.memory_dropped & ~lower & ~along
+        return np.where(keep, current, memory)
+
     def _drop_in_lull(self, cpu: np.ndarray, current: np.ndarray, left: np.ndarray) -> np.ndarray:
         """On/off containers idle for a while drop to their idle need (see `lulls`)."""
         s = self.settings
@@ -211,7 +233,9 @@ class ForecastStrategy:
     ) -> tuple[np.ndarray, np.ndarray]:
         """Raise CPU after `react_after_windows` windows in a row clearly above the request."""
         s = self.settings
-        react = (self.short_run >= s.react_after_windows) & may_react
+        # after a lull drop a starting job is answered at once: its memory cannot wait
+        soon = self.lulls.memory_dropped & (self.short_run >= 1)
+        react = ((self.short_run >= s.react_after_windows) | soon) & may_react
         if not react.any():
             return cpu, react
         recent, _ = self.buffer.recent(s.react_after_windows)

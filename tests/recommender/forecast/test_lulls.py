@@ -5,7 +5,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from recommender.forecast.lulls import LullTracker, idle_requests, lull_shortfall_rate
+from recommender.forecast.lulls import (
+    MIN_STARTS,
+    LullTracker,
+    idle_requests,
+    lull_memory,
+    lull_shortfall_rate,
+)
 from recommender.forecast.settings import ForecastSettings, ForecastSettingsError
 from tests.recommender.forecast import synthetic as syn
 from tests.recommender.forecast.test_strategy import replay
@@ -33,6 +39,22 @@ def test_only_the_job_starts_of_following_series_count_against_the_target() -> N
     assert both == pytest.approx(2 * 2 * 2 / 16)
     assert one == pytest.approx(both / 2)
     assert lull_shortfall_rate(cpu, scale, np.array([False, False]), 2) == 0.0
+
+
+def test_the_lull_memory_covers_what_jobs_used_as_they_started() -> None:
+    cycle_cpu = np.array([0.0, 0.0, 0.0, 5.0, 5.0, 5.0])
+    starts = MIN_STARTS + 1
+    cpu = np.tile(cycle_cpu, starts)[None, :]
+    first_window = np.linspace(1.0, 2.0, starts)  # GiB at each start; later windows 8 GiB
+    memory = np.tile(np.array([0.2, 0.3, 0.2, 0.0, 8.0, 8.0]), starts)
+    memory[3::6] = first_window
+    level = lull_memory(cpu, memory[None, :], np.array([5.0]), quantile=1.0, margin=0.2)
+    assert level[0] == pytest.approx(2.0 * 1.2)
+    # idle windows above the start needs set the level; too few starts set none
+    memory[0] = 3.0
+    assert lull_memory(cpu, memory[None, :], np.array([5.0]), 1.0, 0.2)[0] == pytest.approx(3.6)
+    few = lull_memory(cpu[:, :12], memory[None, :12], np.array([5.0]), 1.0, 0.2)
+    assert np.isnan(few[0])
 
 
 def test_a_drop_needs_a_long_enough_idle_run_and_a_real_saving() -> None:
@@ -84,6 +106,41 @@ def test_a_batch_container_is_dropped_mid_block_when_its_job_ends() -> None:
     assert np.mean(following[0, busy] >= job[busy]) > 0.9
 
 
+def _job_with_memory(days: float) -> tuple[np.ndarray, np.ndarray]:
+    cpu = np.vstack([syn.on_off(days), syn.noise(days)])
+    job = cpu[0] > 1.0
+    started = job & ~np.roll(job, 1)
+    memory = np.where(job, 6.0 * syn.GIB, 0.3 * syn.GIB)
+    memory = np.where(started, 1.0 * syn.GIB, memory)  # a job grows after its first window
+    cpu[0, :3] = 4.0  # a job already running as the history begins: its size is known
+    memory[:3] = 6.0 * syn.GIB
+    return cpu, np.vstack([memory, np.full(cpu.shape[1], 1.0 * syn.GIB)])
+
+
+def test_memory_rides_down_with_a_lull_and_back_with_the_restore() -> None:
+    cpu, memory = _job_with_memory(days=6.0)
+    _, limits, ooms, _ = replay(cpu, memory, ForecastSettings())
+    _, kept, kept_ooms, _ = replay(cpu, memory, ForecastSettings(lull_memory=False))
+    after = np.arange(3 * syn.PER_DAY, cpu.shape[1])
+    idle = after[cpu[0, after] < 0.1]
+    # in lulls the limit sits well below the job's 6 GiB at least some of the time ...
+    assert np.mean(limits[0, idle] < 3.0 * syn.GIB) > 0.2
+    assert limits[0, idle].sum() < kept[0, idle].sum()
+    # ... and jobs, which start small, are not killed for it
+    assert ooms[0, after].sum() <= kept_ooms[0, after].sum()
+
+
+def test_an_oom_hold_keeps_memory_up_through_a_lull() -> None:
+    cpu, memory = _job_with_memory(days=6.0)
+    memory[0, 2 * syn.PER_DAY + 5 :] *= 2.0  # a bigger job: killed once, then held
+    settings = ForecastSettings(oom_hold_hours=24 * 10)
+    _, limits, ooms, _ = replay(cpu, memory, settings)
+    first_kill = int(np.flatnonzero(ooms[0])[-1])
+    assert first_kill >= 2 * syn.PER_DAY
+    held = np.arange(first_kill + 1, cpu.shape[1])
+    assert np.all(np.diff(limits[0, held]) >= 0)  # never lowered while the hold lasts
+
+
 def test_a_batch_request_stays_under_its_peak_ceiling() -> None:
     cpu, memory = _job(days=4.0)
     settings = ForecastSettings()
@@ -102,6 +159,7 @@ def test_a_batch_request_stays_under_its_peak_ceiling() -> None:
         {"lull_reserve": 0},
         {"batch_peak_margin": -0.1},
         {"lull_target_floor": 2.0},
+        {"lull_memory_quantile": 0.0},
     ],
 )
 def test_bad_lull_settings_are_refused(bad: dict[str, float]) -> None:
