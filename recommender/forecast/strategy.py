@@ -198,16 +198,20 @@ class ForecastStrategy:
         now: float,
     ) -> np.ndarray:
         """Memory rides down with a CPU drop to what job starts need (`lulls.lull_memory`)
-        and stays there, whatever the block plan says, until the restore."""
+        and stays there, whatever the block plan says, until the restore, or until the
+        idle usage itself eats into half the headroom."""
+        s = self.settings
         assert self.plan is not None
-        if not self.settings.lull_memory:
+        if not s.lull_memory:
             return memory
         target = self.plan.memory_lull
         held = self.ooms.hold_until > now
         lower = dropped & ~np.isnan(target) & (target < current) & ~held
         memory = np.where(lower, target, memory)
         self.lulls.memory_dropped |= lower
-        keep = self.lulls.memory_dropped & ~lower & ~along
+        _, latest = self.buffer.recent(1)
+        crowded = latest[:, -1] > current / (1.0 + s.memory_margin / 2.0)
+        keep = self.lulls.memory_dropped & ~lower & ~along & ~crowded
         return np.where(keep, current, memory)
 
     def _drop_in_lull(self, cpu: np.ndarray, current: np.ndarray, left: np.ndarray) -> np.ndarray:

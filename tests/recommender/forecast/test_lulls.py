@@ -130,6 +130,20 @@ def test_memory_rides_down_with_a_lull_and_back_with_the_restore() -> None:
     assert ooms[0, after].sum() <= kept_ooms[0, after].sum()
 
 
+def test_idle_memory_growing_in_a_lull_raises_the_limit_before_a_kill() -> None:
+    cpu, memory = _job_with_memory(days=6.0)
+    _, before, _, _ = replay(cpu, memory, ForecastSettings())
+    job = cpu[0] > 1.0
+    # a lull whose limit went down, with a long idle stretch left after the drop
+    low = np.flatnonzero((before[0] < 3.0 * syn.GIB) & ~job & (np.arange(job.size) > syn.PER_DAY))
+    drop = next(int(t) for t in low if not job[t : t + 48].any())
+    memory[0, drop : drop + 48] = np.linspace(0.3, 3.0, 48) * syn.GIB  # slow growth while idle
+    _, limits, ooms, _ = replay(cpu, memory, ForecastSettings())
+    assert limits[0, drop] == before[0, drop]  # the past is unchanged: the drop still happens
+    assert not ooms[0, drop : drop + 48].any()  # and the growth was followed up in time
+    assert limits[0, drop + 47] >= 3.0 * syn.GIB
+
+
 def test_an_oom_hold_keeps_memory_up_through_a_lull() -> None:
     cpu, memory = _job_with_memory(days=6.0)
     memory[0, 2 * syn.PER_DAY + 5 :] *= 2.0  # a bigger job: killed once, then held
