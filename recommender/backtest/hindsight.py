@@ -27,16 +27,15 @@ All numbers are float64; g must exceed a rounding tolerance to certify.
 
 from __future__ import annotations
 
-import argparse
 import math
-import time
 from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
 
-from recommender.backtest.history import ReplayHistory, prepare_history
-from recommender.backtest.settings import DAY, ReplaySettings, default_warm_up, parse_duration
+from recommender.backtest.history import ReplayHistory
+from recommender.backtest.metrics import counted_days
+from recommender.backtest.settings import DAY
 
 Resource = Literal["cpu", "memory"]
 CHUNK_DAYS = 256  # days per DP pass: keeps the (changes, days, levels) state in cache
@@ -327,63 +326,11 @@ def container_days(history: ReplayHistory, resource: Resource) -> DayUsage:
     usage = np.where(inside, values[rows, clipped], np.nan).reshape(-1, per_day)
     covered = (inside & sampled[rows, clipped]).sum(axis=2).reshape(-1)
     first = np.broadcast_to(np.arange(n_days) == 0, (arrays.n_series, n_days)).reshape(-1)
-    counted = (covered >= per_day / 2) | (first & (covered > 0))
+    counted = counted_days(covered, first, per_day)
     keep = covered > 0
     return DayUsage(usage[keep], covered[keep], counted[keep], arrays.step)
-
-
-def load_history(dataset: str, months: list[str] | None, warm_up: int | None) -> ReplayHistory:
-    """A dataset's replay history with the backtest's default warm-up for it."""
-    from recommender.data.traces import load_dataset
-
-    frame = load_dataset(dataset, months=months) if months else load_dataset(dataset)
-    seconds = default_warm_up(dataset) if warm_up is None else warm_up
-    return prepare_history(frame, None, ReplaySettings(warm_up_seconds=seconds))
 
 
 def budget_from_rate(days: DayUsage, resource: Resource, rate: float) -> float:
     """Shortfalls allowed: rate per evaluated window (cpu) or per container-day (memory)."""
     return rate * (days.windows if resource == "cpu" else days.container_days)
-
-
-def main(argv: list[str] | None = None) -> None:
-    """python -m recommender.backtest.hindsight --dataset bitbrains --resource cpu ..."""
-    parser = argparse.ArgumentParser(description="Certified lower bound on relative slack.")
-    parser.add_argument("--dataset", required=True, choices=("azure", "bitbrains", "google2011"))
-    parser.add_argument("--months", help="Bitbrains months, comma-separated (e.g. 2013-7,2013-8)")
-    parser.add_argument("--resource", choices=("cpu", "memory"), default="cpu")
-    parser.add_argument(
-        "--budget-rate",
-        type=float,
-        default=0.0,
-        help="shortfalls per evaluated window (cpu) or OOMs per container-day (memory)",
-    )
-    parser.add_argument("--changes-per-day", type=int, default=6)
-    parser.add_argument("--exempt-fraction", type=float, default=0.01)
-    parser.add_argument("--warm-up", help="e.g. 1d or 6h (default: the dataset's)")
-    args = parser.parse_args(argv)
-    started = time.perf_counter()
-    months = args.months.split(",") if args.months else None
-    warm_up = parse_duration(args.warm_up) if args.warm_up else None
-    history = load_history(args.dataset, months, warm_up)
-    if args.resource == "memory" and np.any(history.memory_limit_ratio != 1.0):
-        raise SystemExit("the memory bound assumes limit = request (a limit/request ratio of 1)")
-    days = container_days(history, args.resource)
-    if days.windows == 0:
-        raise SystemExit(f"{args.dataset} has no {args.resource} usage to bound")
-    loaded = time.perf_counter()
-    budget = budget_from_rate(days, args.resource, args.budget_rate)
-    result = slack_lower_bound(days, budget, args.changes_per_day, args.exempt_fraction)
-    print(
-        f"{args.dataset} {args.resource}: {args.resource}_relative_slack > "
-        f"{math.floor(result.bound * 1e4) / 1e4:.4f} "  # rounded down: still a lower bound
-        f"(certified; lambda={result.multiplier:.4g}, budget={result.budget:g} of "
-        f"{days.windows} windows, {days.container_days:.1f} container-days, "
-        f"counted days={result.counted_days}, exempt={result.exempt_days}, "
-        f"free={result.free_days}, evaluations={result.evaluations}, "
-        f"load {loaded - started:.1f}s, bound {time.perf_counter() - loaded:.1f}s)"
-    )
-
-
-if __name__ == "__main__":
-    main()

@@ -138,6 +138,12 @@ def block_metrics(block: ReplayBlock, trajectory: Trajectory) -> BlockMetrics:
     return BlockMetrics(pd.DataFrame(sums), days)
 
 
+def counted_days(covered: np.ndarray, first: np.ndarray, per_day: int) -> np.ndarray:
+    """Which container-days join the distribution of changes: at least half a day
+    evaluated, or the container's first (possibly only) day with any window."""
+    return (covered >= per_day / 2) | (first & (covered > 0))
+
+
 def _container_days(
     block: ReplayBlock,
     trajectory: Trajectory,
@@ -166,7 +172,7 @@ def _container_days(
     autopilot_slack = _ratio(limit_mean - peak_p95, limit_mean)
     index = np.arange(size)
     day_of = index % n_days
-    keep = (covered >= per_day / 2) | ((day_of == 0) & (covered > 0))
+    keep = counted_days(covered, day_of == 0, per_day)
     evaluated_days = covered[keep] * block.usage.step / DAY
     return pd.DataFrame(
         {

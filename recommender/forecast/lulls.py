@@ -23,6 +23,15 @@ from recommender.forecast.quantiles import error_quantiles
 MIN_STARTS = 5  # job starts seen before memory may drop in a lull
 
 
+def _idle_busy(cpu: np.ndarray, scale: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Idle and busy windows by the level edges of `margins` (missing windows are neither).
+
+    cpu: (series, ...) usage; scale: (series,) the recent peak it is relative to.
+    """
+    column = scale.reshape((-1,) + (1,) * (cpu.ndim - 1))
+    return cpu < LEVEL_EDGES[1] * column, cpu >= LEVEL_EDGES[2] * column
+
+
 def idle_requests(
     cpu: np.ndarray, scale: np.ndarray, quantile: float, margin: float, floor: float
 ) -> np.ndarray:
@@ -32,9 +41,8 @@ def idle_requests(
     window is idle below the lowest busy level of `margins.LEVEL_EDGES`. NaN where
     a series has no idle window.
     """
-    ceiling = LEVEL_EDGES[1] * scale[:, None]
-    idle = np.where(cpu < ceiling, cpu, np.nan)
-    level, _ = error_quantiles(idle, (quantile,))
+    idle, _ = _idle_busy(cpu, scale)
+    level, _ = error_quantiles(np.where(idle, cpu, np.nan), (quantile,))
     return np.maximum(level[:, 0] * (1.0 + margin), floor)
 
 
@@ -47,8 +55,8 @@ def lull_shortfall_rate(
     """
     if cpu.size == 0:
         return 0.0
-    idle = cpu < LEVEL_EDGES[1] * scale[:, None]
-    starts = idle[:, :-1] & (cpu[:, 1:] >= LEVEL_EDGES[2] * scale[:, None])
+    idle, busy = _idle_busy(cpu, scale)
+    starts = idle[:, :-1] & busy[:, 1:]
     seen = np.sum(~np.isnan(cpu))
     short = np.sum(starts[following]) * windows_per_start
     return float(short / seen) if seen else 0.0
@@ -67,8 +75,7 @@ def lull_memory(
     n, total = cpu.shape
     if total < 2:
         return np.full(n, np.nan)
-    idle = cpu < LEVEL_EDGES[1] * scale[:, None]
-    busy = cpu >= LEVEL_EDGES[2] * scale[:, None]
+    idle, busy = _idle_busy(cpu, scale)
     starts = np.zeros(cpu.shape, dtype=bool)
     starts[:, 1:] = idle[:, :-1] & busy[:, 1:]
     need, count = error_quantiles(np.where(starts, memory, np.nan), (quantile,))
@@ -90,7 +97,7 @@ class LullTracker:
         return cls(np.zeros(n, dtype=np.int64), np.full(n, np.nan), np.zeros(n, dtype=bool))
 
     def observe(self, cpu: np.ndarray, scale: np.ndarray) -> None:
-        idle = cpu < LEVEL_EDGES[1] * scale
+        idle, _ = _idle_busy(cpu, scale)
         self.idle_run = np.where(idle, self.idle_run + 1, 0)
 
     def drops(
@@ -117,7 +124,7 @@ class LullTracker:
         self, wanted: np.ndarray, seen: np.ndarray, scale: np.ndarray, ceiling: np.ndarray
     ) -> np.ndarray:
         """A job starting after a drop gets its busy level at once (a small blip does not)."""
-        busy = seen >= LEVEL_EDGES[2] * scale
+        _, busy = _idle_busy(seen, scale)
         restore = ~np.isnan(self.dropped_from) & busy
         return np.where(restore, np.fmax(wanted, np.fmin(self.dropped_from, ceiling)), wanted)
 

@@ -56,6 +56,7 @@ class Plan:
     memory: MemoryPlan  # memory request (= limit) per block and why
     cpu_margin: np.ndarray  # (series, horizon) cores added to the forecast (NaN = fallback)
     cpu_idle: np.ndarray  # (series,) request while idle in a lull (NaN = never idle)
+    cpu_ceiling: np.ndarray  # (series,) most a batch series' request needs (NaN = no cap)
     memory_lull: np.ndarray  # (series,) memory limit in a lull (NaN = keep the limit)
     calibration: Calibration
     model: np.ndarray  # (series,) "holt-winters" or "persistence"
@@ -228,8 +229,8 @@ def make_plan(
         fallback = _fallback_cpu(recent_cpu, settings)
         required = np.where(np.isnan(margin), fallback[:, None], required)
     # an on/off job runs at its own ceiling: a batch request never needs to exceed it
-    ceiling = calibration.scale * (1.0 + settings.batch_peak_margin)
-    required = np.where(shape.batch[:, None], np.fmin(required, ceiling[:, None]), required)
+    ceiling = np.where(shape.batch, calibration.scale * (1.0 + settings.batch_peak_margin), np.nan)
+    required = np.fmin(required, ceiling[:, None])
     required = np.maximum(required, settings.min_cpu_cores)
     no_cpu = np.all(np.isnan(usage.cpu), axis=1)
     required[no_cpu] = np.nan
@@ -262,6 +263,7 @@ def make_plan(
             settings.react_margin,
             settings.min_cpu_cores,
         ),
+        cpu_ceiling=ceiling,
         memory_lull=lull_memory(
             recent_cpu,
             usage.memory[:, -residual_windows:],

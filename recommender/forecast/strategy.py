@@ -176,12 +176,11 @@ class ForecastStrategy:
         return np.where(raise_now, np.fmax(cpu, wanted), cpu)
 
     def _within_ceiling(self, cpu: np.ndarray, current: np.ndarray) -> np.ndarray:
-        """A new request of an on/off container stays under its busy ceiling (its recent
-        peak plus `batch_peak_margin`) unless the job is using more right now."""
+        """A new request of an on/off container stays under its busy ceiling (the plan's
+        `cpu_ceiling`) unless the job is using more right now."""
         assert self.plan is not None
-        scale = self.plan.calibration.scale
-        ceiling = np.fmax(scale * (1.0 + self.settings.batch_peak_margin), self.last_cpu)
-        capped = self.plan.shape.batch & ~np.isclose(cpu, current, equal_nan=True)
+        ceiling = np.fmax(self.plan.cpu_ceiling, self.last_cpu)
+        capped = ~np.isnan(self.plan.cpu_ceiling) & ~np.isclose(cpu, current, equal_nan=True)
         return np.where(capped, np.fmin(cpu, ceiling), cpu)
 
     def _lull_mode(self) -> np.ndarray:
@@ -249,9 +248,9 @@ class ForecastStrategy:
         wanted = np.where(
             self._lull_mode(), usage_based, np.fmax(usage_based, cover(required, s.cover_blocks))
         )
-        scale = self.plan.calibration.scale
-        ceiling = scale * (1.0 + s.batch_peak_margin)
-        wanted = self.lulls.restore_level(wanted, seen, scale, ceiling)
+        wanted = self.lulls.restore_level(
+            wanted, seen, self.plan.calibration.scale, self.plan.cpu_ceiling
+        )
         raised = react & (wanted > cpu)
         self.short_run = np.where(raised, 0, self.short_run)
         return np.where(raised, wanted, cpu), raised

@@ -30,8 +30,34 @@ from recommender.backtest import (
     resolve_strategies,
     run_backtest,
 )
+from recommender.backtest.history import ReplayHistory
 from recommender.backtest.result import BASELINE
 from tailor.cli.inputs import load_history
+
+Demo = Annotated[bool, typer.Option("--demo", help="Replay the built-in demo fleet.")]
+Input = Annotated[
+    Path | None, typer.Option("--input", help="Usage history file (canonical format).")
+]
+Events = Annotated[
+    Path | None, typer.Option("--events", help="OOM / eviction events file (with --input).")
+]
+Dataset = Annotated[
+    str | None, typer.Option("--dataset", help="Shared trace: bitbrains, azure or google2011.")
+]
+Months = Annotated[
+    str | None, typer.Option("--months", help="Bitbrains months, e.g. 2013-9 or 2013-8,2013-9.")
+]
+Limit = Annotated[
+    int | None, typer.Option("--limit", min=1, help="Azure / Google 2011: first N series.")
+]
+WarmUp = Annotated[
+    str | None,
+    typer.Option(
+        "--warm-up",
+        help="Per-container warm-up left out of the metrics, e.g. 1d, 6h "
+        "(default 1d; 6h for google2011, whose series last one day).",
+    ),
+]
 
 SOURCES = {
     "bitbrains": "Bitbrains GWA-T-12 Rnd trace (Grid Workloads Archive, TU Delft; Shen, van Beek, "
@@ -120,34 +146,40 @@ def _emit(result: BacktestResult, fmt: BacktestFormat, output: Path | None) -> N
             recorder.file.close()
 
 
+def backtest_history(
+    demo: bool,
+    input: Path | None,
+    events: Path | None,
+    dataset: str | None,
+    months: str | None,
+    limit: int | None,
+    warm_up: str | None,
+) -> ReplayHistory:
+    """The replay history a backtest-like command reads (flags checked, warm-up applied)."""
+    try:
+        warm_up_seconds = parse_duration(warm_up) if warm_up else default_warm_up(dataset)
+        replay = ReplaySettings(warm_up_seconds=warm_up_seconds)
+    except BacktestInputError as error:
+        raise typer.BadParameter(str(error)) from error
+    options = _dataset_options(dataset, months, limit)
+    usage, event_frame = load_history(demo, input, events, dataset, options)
+    try:
+        return prepare_history(usage, event_frame, replay)
+    except BacktestInputError as error:
+        raise typer.BadParameter(str(error)) from error
+
+
 def backtest_command(
-    demo: Annotated[bool, typer.Option("--demo", help="Replay the built-in demo fleet.")] = False,
-    input: Annotated[
-        Path | None, typer.Option("--input", help="Usage history file (canonical format).")
-    ] = None,
-    events: Annotated[
-        Path | None, typer.Option("--events", help="OOM / eviction events file (with --input).")
-    ] = None,
-    dataset: Annotated[
-        str | None, typer.Option("--dataset", help="Shared trace: bitbrains, azure or google2011.")
-    ] = None,
-    months: Annotated[
-        str | None, typer.Option("--months", help="Bitbrains months, e.g. 2013-9 or 2013-8,2013-9.")
-    ] = None,
-    limit: Annotated[
-        int | None, typer.Option("--limit", min=1, help="Azure / Google 2011: first N series.")
-    ] = None,
+    demo: Demo = False,
+    input: Input = None,
+    events: Events = None,
+    dataset: Dataset = None,
+    months: Months = None,
+    limit: Limit = None,
     strategies: Annotated[
         str, typer.Option("--strategies", help="Comma-separated strategy names.")
     ] = "vpa,krr,autopilot,oracle",
-    warm_up: Annotated[
-        str | None,
-        typer.Option(
-            "--warm-up",
-            help="Per-container warm-up left out of the metrics, e.g. 1d, 6h "
-            "(default 1d; 6h for google2011, whose series last one day).",
-        ),
-    ] = None,
+    warm_up: WarmUp = None,
     fmt: Annotated[BacktestFormat, typer.Option("--format", help="table or json.")] = (
         BacktestFormat.table
     ),
@@ -178,8 +210,6 @@ def backtest_command(
     """Replay usage history through recommendation strategies and compare them."""
     try:
         specs = resolve_strategies(strategies)
-        warm_up_seconds = parse_duration(warm_up) if warm_up else default_warm_up(dataset)
-        replay = ReplaySettings(warm_up_seconds=warm_up_seconds)
         execution = ExecutionSettings(
             engine=engine.value,
             workers=workers,
@@ -187,12 +217,7 @@ def backtest_command(
         )
     except BacktestInputError as error:
         raise typer.BadParameter(str(error)) from error
-    options = _dataset_options(dataset, months, limit)
-    usage, event_frame = load_history(demo, input, events, dataset, options)
-    try:
-        history = prepare_history(usage, event_frame, replay)
-    except BacktestInputError as error:
-        raise typer.BadParameter(str(error)) from error
+    history = backtest_history(demo, input, events, dataset, months, limit, warm_up)
     err = Console(stderr=True)
     if history.unevaluated:
         err.print(f"note: {history.unevaluated} series shorter than the warm-up are not evaluated")

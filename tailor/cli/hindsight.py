@@ -1,0 +1,90 @@
+"""`tailor hindsight`: how low could relative slack go at all on this history?
+
+Prints the certified lower bound of `recommender.backtest.hindsight` for the same
+history `tailor backtest` replays (same flags, same warm-up and container-days):
+no strategy, even one that knows the future, gets below it with at most
+`--changes-per-day` changes per container-day (p99) and the given shortfall or
+OOM budget.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from enum import StrEnum
+from typing import Annotated
+
+import numpy as np
+import typer
+
+from recommender.backtest.hindsight import budget_from_rate, container_days, slack_lower_bound
+from tailor.cli.backtest import (
+    Dataset,
+    Demo,
+    Events,
+    Input,
+    Limit,
+    Months,
+    WarmUp,
+    backtest_history,
+)
+
+
+class Resource(StrEnum):
+    cpu = "cpu"
+    memory = "memory"
+
+
+def hindsight_command(
+    demo: Demo = False,
+    input: Input = None,
+    events: Events = None,
+    dataset: Dataset = None,
+    months: Months = None,
+    limit: Limit = None,
+    warm_up: WarmUp = None,
+    resource: Annotated[Resource, typer.Option("--resource", help="cpu or memory.")] = (
+        Resource.cpu
+    ),
+    budget_rate: Annotated[
+        float,
+        typer.Option(
+            "--budget-rate",
+            min=0.0,
+            help="Shortfalls allowed per evaluated window (cpu) or OOM kills per "
+            "container-day (memory), e.g. the vpa strategy's measured rate.",
+        ),
+    ] = 0.0,
+    changes_per_day: Annotated[
+        int, typer.Option("--changes-per-day", min=1, help="Change cap per container-day.")
+    ] = 6,
+    exempt_fraction: Annotated[
+        float,
+        typer.Option(
+            "--exempt-fraction", min=0.0, max=0.5, help="Days exempt from the cap (p99: 0.01)."
+        ),
+    ] = 0.01,
+) -> None:
+    """Certified lower bound on the relative slack any strategy can reach on this history."""
+    started = time.perf_counter()
+    history = backtest_history(demo, input, events, dataset, months, limit, warm_up)
+    if resource is Resource.memory and np.any(history.memory_limit_ratio != 1.0):
+        raise typer.BadParameter(
+            "the memory bound assumes limit = request (a limit/request ratio of 1)",
+            param_hint="--resource",
+        )
+    days = container_days(history, resource.value)
+    if days.windows == 0:
+        raise typer.BadParameter(f"no {resource.value} usage to bound", param_hint="--resource")
+    loaded = time.perf_counter()
+    budget = budget_from_rate(days, resource.value, budget_rate)
+    result = slack_lower_bound(days, budget, changes_per_day, exempt_fraction)
+    typer.echo(
+        f"{resource.value}_relative_slack > "
+        f"{math.floor(result.bound * 1e4) / 1e4:.4f} "  # rounded down: still a lower bound
+        f"(certified; lambda={result.multiplier:.4g}, budget={result.budget:g} of "
+        f"{days.windows} windows, {days.container_days:.1f} container-days, "
+        f"counted days={result.counted_days}, exempt={result.exempt_days}, "
+        f"free={result.free_days}, evaluations={result.evaluations}, "
+        f"load {loaded - started:.1f}s, bound {time.perf_counter() - loaded:.1f}s)"
+    )
