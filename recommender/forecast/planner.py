@@ -185,9 +185,9 @@ def make_plan(
             settings.max_container_shortfall,
         )
     scale = _recent_scale(recent_cpu)
-    if settings.follow_lulls:
+    if settings.lulls.follow:
         lulls = lull_shortfall_rate(recent_cpu, scale, shape.batch, settings.react_after_windows)
-        target = max(settings.target_cpu_shortfall * settings.lull_target_floor, target - lulls)
+        target = max(settings.target_cpu_shortfall * settings.lulls.target_floor, target - lulls)
     persist = persistence_one_step(cpu_blocks, settings.persistence_windows)
     options = np.concatenate([candidates.one_step, persist[:, None]], axis=1)
     recent = cpu_blocks[:, -residual_blocks:]
@@ -259,7 +259,7 @@ def make_plan(
         cpu_idle=idle_requests(
             recent_cpu,
             calibration.scale,
-            settings.lull_idle_quantile,
+            settings.lulls.idle_quantile,
             settings.react_margin,
             settings.min_cpu_cores,
         ),
@@ -268,7 +268,7 @@ def make_plan(
             recent_cpu,
             usage.memory[:, -residual_windows:],
             calibration.scale,
-            settings.lull_memory_quantile,
+            settings.lulls.memory_quantile,
             settings.memory_margin,
         ),
         calibration=calibration,

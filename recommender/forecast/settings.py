@@ -7,7 +7,7 @@ from globals or the environment. Defaults were tuned on the Bitbrains months
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 HOUR = 3_600
@@ -21,6 +21,47 @@ Scheduler = Literal["optimal", "greedy"]
 
 class ForecastSettingsError(ValueError):
     """A setting outside the range the recommender can work with."""
+
+
+@dataclass(frozen=True)
+class LullSettings:
+    """How the `forecast` strategy follows the lulls of on/off containers (see `lulls`).
+
+    follow: drop CPU mid-block to the idle need once a batch container has been
+        idle for `after_windows` windows in a row ...
+    min_saving: ... when that saves at least this share of its recent peak, and
+        while the change budget still holds `reserve` changes for the restore.
+    idle_quantile: quantile of the idle windows the idle request covers (plus
+        the strategy's `react_margin`).
+    target_floor: the job starts lulls will leave short come off the fleet target
+        the margins may spend, down to this share of `target_cpu_shortfall`.
+    memory: the memory limit rides down with a lull drop, to the
+        `memory_quantile` of the memory jobs used in the window they started in
+        (plus `memory_margin`), unless an OOM hold is on; a job start is then
+        answered after one window, memory and CPU restored in one resize.
+    """
+
+    follow: bool = True
+    after_windows: int = 2
+    min_saving: float = 0.5
+    idle_quantile: float = 0.9
+    target_floor: float = 0.2
+    reserve: int = 1
+    memory: bool = True
+    memory_quantile: float = 0.9
+
+    def __post_init__(self) -> None:
+        checks = [
+            (self.after_windows >= 1, "lulls: after_windows must be at least 1"),
+            (0.0 <= self.min_saving <= 1.0, "lulls: min_saving must be in [0, 1]"),
+            (0.0 < self.idle_quantile <= 1.0, "lulls: idle_quantile must be in (0, 1]"),
+            (0.0 <= self.target_floor <= 1.0, "lulls: target_floor must be in [0, 1]"),
+            (self.reserve >= 1, "lulls: reserve must be at least 1"),
+            (0.0 < self.memory_quantile <= 1.0, "lulls: memory_quantile must be in (0, 1]"),
+        ]
+        for ok, message in checks:
+            if not ok:
+                raise ForecastSettingsError(message)
 
 
 @dataclass(frozen=True)
@@ -83,20 +124,8 @@ class ForecastSettings:
           does not trigger resizes; a job starting does).
       busy_lookback_hours: an idle block this soon after a busy window has its own
           margin (jobs come in bursts).
-    Lulls (on/off containers, see `lulls`)
-      follow_lulls: drop CPU mid-block to the idle need once a batch container
-          has been idle for `lull_after_windows` windows in a row ...
-      lull_min_saving: ... when that saves at least this share of its recent peak,
-          and while the change budget still holds `lull_reserve` changes for the
-          restore that follows.
-      lull_idle_quantile: quantile of the idle windows the idle request covers
-          (plus `react_margin`).
-      lull_target_floor: the job starts lulls will leave short come off the fleet
-          target the margins may spend, down to this share of `target_cpu_shortfall`.
-      lull_memory: the memory limit rides down with a lull drop, to the
-          `lull_memory_quantile` of the memory jobs used in the window they started
-          in (plus `memory_margin`), unless an OOM hold is on; a job start is then
-          answered after one window, memory and CPU restored in one resize.
+    Lulls (on/off containers)
+      lulls: see `LullSettings`.
       batch_peak_margin: a batch container's request never exceeds its recent
           peak times 1 + this (its jobs run at their own ceiling).
     Memory
@@ -150,15 +179,8 @@ class ForecastSettings:
     react_min_fraction: float = 0.1
 
     busy_lookback_hours: float = 3.0
-    follow_lulls: bool = True
-    lull_after_windows: int = 2
-    lull_min_saving: float = 0.5
-    lull_idle_quantile: float = 0.9
+    lulls: LullSettings = field(default_factory=LullSettings)
     batch_peak_margin: float = 0.03
-    lull_target_floor: float = 0.2
-    lull_reserve: int = 1
-    lull_memory: bool = True
-    lull_memory_quantile: float = 0.9
     memory_margin: float = 0.2
     memory_recent_hours: float = 2.0
     memory_peak_days: float = 7.0
@@ -212,12 +234,6 @@ class ForecastSettings:
             (self.react_margin >= 0.0, "react_margin cannot be negative"),
             (self.react_min_fraction >= 0.0, "react_min_fraction cannot be negative"),
             (self.busy_lookback_hours > 0.0, "busy_lookback_hours must be positive"),
-            (self.lull_after_windows >= 1, "lull_after_windows must be at least 1"),
-            (0.0 <= self.lull_min_saving <= 1.0, "lull_min_saving must be in [0, 1]"),
-            (0.0 < self.lull_idle_quantile <= 1.0, "lull_idle_quantile must be in (0, 1]"),
-            (0.0 <= self.lull_target_floor <= 1.0, "lull_target_floor must be in [0, 1]"),
-            (self.lull_reserve >= 1, "lull_reserve must be at least 1"),
-            (0.0 < self.lull_memory_quantile <= 1.0, "lull_memory_quantile must be in (0, 1]"),
             (self.batch_peak_margin >= 0.0, "batch_peak_margin cannot be negative"),
             (self.memory_margin >= 0.0, "memory_margin cannot be negative"),
             (self.memory_recent_hours > 0.0, "memory_recent_hours must be positive"),

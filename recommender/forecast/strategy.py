@@ -110,7 +110,7 @@ class ForecastStrategy:
             below = (self.last_cpu > planned_cpu) & (planned_cpu < cpu)
             planned_cpu = np.where(below, np.fmin(cpu, np.fmax(planned_cpu, using)), planned_cpu)
             # an on/off container in a lull is raised by a reaction, never by plan
-            in_lull = self._lull_mode() & (self.lulls.idle_run >= s.lull_after_windows)
+            in_lull = self._lull_mode() & (self.lulls.idle_run >= s.lulls.after_windows)
             in_lull |= ~np.isnan(self.lulls.dropped_from) & (self.lulls.idle_run > 0)
             in_lull &= self.short_run == 0  # a drop below the idle usage itself is not kept
             cpu = np.where(in_lull, np.fmin(planned_cpu, cpu), planned_cpu)
@@ -186,7 +186,7 @@ class ForecastStrategy:
     def _lull_mode(self) -> np.ndarray:
         """Which series follow their lulls (on/off shape, lulls enabled)."""
         assert self.plan is not None
-        return self.plan.shape.batch & self.settings.follow_lulls
+        return self.plan.shape.batch & self.settings.lulls.follow
 
     def _lull_memory(
         self,
@@ -201,7 +201,7 @@ class ForecastStrategy:
         idle usage itself eats into half the headroom."""
         s = self.settings
         assert self.plan is not None
-        if not s.lull_memory:
+        if not s.lulls.memory:
             return memory
         target = self.plan.memory_lull
         held = self.ooms.hold_until > now
@@ -221,12 +221,12 @@ class ForecastStrategy:
         eligible = (
             self._lull_mode()
             & unchanged
-            & (left >= s.lull_reserve + 1)
+            & (left >= s.lulls.reserve + 1)
             & ~np.isnan(self.plan.cpu_idle)
         )
-        min_saving = s.lull_min_saving * self.plan.calibration.scale
+        min_saving = s.lulls.min_saving * self.plan.calibration.scale
         dropped = self.lulls.drops(
-            cpu, self.plan.cpu_idle, eligible, min_saving, s.lull_after_windows
+            cpu, self.plan.cpu_idle, eligible, min_saving, s.lulls.after_windows
         )
         self.lulls.record_drops(dropped, cpu)
         return dropped

@@ -12,7 +12,7 @@ from recommender.forecast.lulls import (
     lull_memory,
     lull_shortfall_rate,
 )
-from recommender.forecast.settings import ForecastSettings, ForecastSettingsError
+from recommender.forecast.settings import ForecastSettings, ForecastSettingsError, LullSettings
 from tests.recommender.forecast import synthetic as syn
 from tests.recommender.forecast.test_strategy import replay
 
@@ -88,13 +88,13 @@ def _job(days: float) -> tuple[np.ndarray, np.ndarray]:
 def test_a_batch_container_is_dropped_mid_block_when_its_job_ends() -> None:
     cpu, memory = _job(days=5.0)
     following, _, _, strategy = replay(cpu, memory, ForecastSettings())
-    blocked, _, _, _ = replay(cpu, memory, ForecastSettings(follow_lulls=False))
+    blocked, _, _, _ = replay(cpu, memory, ForecastSettings(lulls=LullSettings(follow=False)))
     assert strategy.plan is not None and strategy.plan.shape.batch[0]
     job = cpu[0]
     after = np.arange(2 * syn.PER_DAY, job.size)
     # drops land between block boundaries (12 windows), a few windows after a job ends
     falls = after[(following[0, after - 1] > 1.0) & (following[0, after] < 1.0)]
-    settle = ForecastSettings().lull_after_windows + 1
+    settle = ForecastSettings().lulls.after_windows + 1
     mid_block = [t for t in falls if t % 12 != 0 and np.all(job[t - settle : t] < 0.1)]
     assert len(mid_block) >= 1
     # the change budget (a drop keeps one change for the restore) decides how many,
@@ -120,7 +120,7 @@ def _job_with_memory(days: float) -> tuple[np.ndarray, np.ndarray]:
 def test_memory_rides_down_with_a_lull_and_back_with_the_restore() -> None:
     cpu, memory = _job_with_memory(days=6.0)
     _, limits, ooms, _ = replay(cpu, memory, ForecastSettings())
-    _, kept, kept_ooms, _ = replay(cpu, memory, ForecastSettings(lull_memory=False))
+    _, kept, kept_ooms, _ = replay(cpu, memory, ForecastSettings(lulls=LullSettings(memory=False)))
     after = np.arange(3 * syn.PER_DAY, cpu.shape[1])
     idle = after[cpu[0, after] < 0.1]
     # in lulls the limit sits well below the job's 6 GiB at least some of the time ...
@@ -167,15 +167,19 @@ def test_a_batch_request_stays_under_its_peak_ceiling() -> None:
 @pytest.mark.parametrize(
     "bad",
     [
-        {"lull_after_windows": 0},
-        {"lull_min_saving": 1.5},
-        {"lull_idle_quantile": 0.0},
-        {"lull_reserve": 0},
-        {"batch_peak_margin": -0.1},
-        {"lull_target_floor": 2.0},
-        {"lull_memory_quantile": 0.0},
+        {"after_windows": 0},
+        {"min_saving": 1.5},
+        {"idle_quantile": 0.0},
+        {"reserve": 0},
+        {"target_floor": 2.0},
+        {"memory_quantile": 0.0},
     ],
 )
 def test_bad_lull_settings_are_refused(bad: dict[str, float]) -> None:
     with pytest.raises(ForecastSettingsError):
-        ForecastSettings(**bad)  # type: ignore[arg-type]
+        LullSettings(**bad)  # type: ignore[arg-type]
+
+
+def test_a_negative_batch_peak_margin_is_refused() -> None:
+    with pytest.raises(ForecastSettingsError):
+        ForecastSettings(batch_peak_margin=-0.1)
