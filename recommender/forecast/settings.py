@@ -65,6 +65,38 @@ class LullSettings:
 
 
 @dataclass(frozen=True)
+class SpikeSettings:
+    """How the `forecast` strategy hands back a reaction once a serving burst is over
+    (see `spikes`).
+
+    release: return to the request from before a reaction once usage has stayed
+        at or below it for `after_windows` windows in a row ...
+    min_saving: ... when that saves at least this share of the recent peak, and
+        while the change budget still holds `reserve` changes for the next reaction.
+    last_change_after: with a single change left, a serving container's reaction
+        waits for this many windows above the request: a short burst is let
+        through rather than answered with a raise nothing could hand back.
+    """
+
+    release: bool = True
+    after_windows: int = 2
+    min_saving: float = 0.3
+    reserve: int = 0
+    last_change_after: int = 6
+
+    def __post_init__(self) -> None:
+        checks = [
+            (self.after_windows >= 1, "spikes: after_windows must be at least 1"),
+            (0.0 <= self.min_saving <= 1.0, "spikes: min_saving must be in [0, 1]"),
+            (self.reserve >= 0, "spikes: reserve cannot be negative"),
+            (self.last_change_after >= 1, "spikes: last_change_after must be at least 1"),
+        ]
+        for ok, message in checks:
+            if not ok:
+                raise ForecastSettingsError(message)
+
+
+@dataclass(frozen=True)
 class ForecastSettings:
     """Settings of the `forecast` strategy and of `recommend_forecast`.
 
@@ -113,6 +145,8 @@ class ForecastSettings:
       reactions_per_day: mid-block raises per day the margins are calibrated to
           need at most (the rest of the cap goes to planned changes).
       decrease_threshold: a planned decrease must lower the request by this much.
+      min_decrease_share: ... and by this share of the recent peak (a change is
+          scarce: a small cut is not worth one).
       increase_threshold: a planned increase waits until the need exceeds the
           request by this much (a shortfall still triggers a reaction).
       cover_blocks: a new level covers the requirement of this many blocks ahead.
@@ -126,6 +160,7 @@ class ForecastSettings:
           margin (jobs come in bursts).
     Lulls (on/off containers)
       lulls: see `LullSettings`.
+      spikes: see `SpikeSettings` (serving containers).
       batch_peak_margin: a batch container's request never exceeds its recent
           peak times 1 + this (its jobs run at their own ceiling).
     Memory
@@ -172,6 +207,7 @@ class ForecastSettings:
     reserved_changes: int = 1
     reactions_per_day: float = 2.0
     decrease_threshold: float = 0.15
+    min_decrease_share: float = 0.0
     increase_threshold: float = 0.1
     cover_blocks: int = 3
     react_after_windows: int = 2
@@ -180,6 +216,7 @@ class ForecastSettings:
 
     busy_lookback_hours: float = 3.0
     lulls: LullSettings = field(default_factory=LullSettings)
+    spikes: SpikeSettings = field(default_factory=SpikeSettings)
     batch_peak_margin: float = 0.03
     memory_margin: float = 0.2
     memory_recent_hours: float = 2.0
@@ -228,6 +265,7 @@ class ForecastSettings:
                 "reserved_changes must be below max_changes_per_day",
             ),
             (0.0 <= self.decrease_threshold < 1.0, "decrease_threshold must be in [0, 1)"),
+            (0.0 <= self.min_decrease_share < 1.0, "min_decrease_share must be in [0, 1)"),
             (self.increase_threshold >= 0.0, "increase_threshold cannot be negative"),
             (self.cover_blocks >= 1, "cover_blocks must be at least 1"),
             (self.react_after_windows >= 1, "react_after_windows must be at least 1"),

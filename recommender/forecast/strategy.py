@@ -22,6 +22,7 @@ from recommender.forecast.memory import OomHistory
 from recommender.forecast.planner import Plan, make_plan
 from recommender.forecast.schedule import cover, plan_cpu
 from recommender.forecast.settings import DAY, ForecastSettings
+from recommender.forecast.spikes import SpikeTracker
 from recommender.strategy import Fleet, Requests
 
 BUDGET_WINDOWS = (0.5, 0.75, 1.0)  # trailing windows (days) the change cap is checked over
@@ -51,6 +52,7 @@ class ForecastStrategy:
         self.last_cpu = np.full(n, np.nan)
         self.change_times = np.full((n, s.max_changes_per_day), -np.inf)
         self.lulls = LullTracker.empty(n)
+        self.spikes = SpikeTracker.empty(n)
         self.plan = None
 
     def observe(self, step: int, cpu: np.ndarray, memory: np.ndarray) -> None:
@@ -100,6 +102,7 @@ class ForecastStrategy:
         plan = self.plan
         offset = min(offset, plan.horizon - 1)
         self.lulls.observe(self.last_cpu, plan.calibration.scale)
+        self.spikes.observe(self.last_cpu, s.react_min_fraction * plan.calibration.scale)
         required = plan.cpu_required[:, offset:]
         cpu = current.cpu.copy()
         if at_boundary:
@@ -109,22 +112,35 @@ class ForecastStrategy:
             using = self.last_cpu * (1.0 + s.react_margin)
             below = (self.last_cpu > planned_cpu) & (planned_cpu < cpu)
             planned_cpu = np.where(below, np.fmin(cpu, np.fmax(planned_cpu, using)), planned_cpu)
+            # a decrease too small against the recent peak is not worth a change
+            small = cpu - planned_cpu < s.min_decrease_share * plan.calibration.scale
+            planned_cpu = np.where((planned_cpu < cpu) & small, cpu, planned_cpu)
             # an on/off container in a lull is raised by a reaction, never by plan
             in_lull = self._lull_mode() & (self.lulls.idle_run >= s.lulls.after_windows)
             in_lull |= ~np.isnan(self.lulls.dropped_from) & (self.lulls.idle_run > 0)
+            # so is a serving container just back from a burst (once, for this boundary)
+            in_lull |= self.spikes.released
             in_lull &= self.short_run == 0  # a drop below the idle usage itself is not kept
             cpu = np.where(in_lull, np.fmin(planned_cpu, cpu), planned_cpu)
+            self.spikes.forget(np.flatnonzero(~np.isclose(cpu, current.cpu, equal_nan=True)))
+            self.spikes.released[:] = False
         cpu = np.where(np.isnan(cpu), cover(required, s.cover_blocks), cpu)
         states = plan.cpu_states[:, offset].copy()
-        cpu, reacted = self._react_cpu(cpu, required, may_react)
+        before_reaction = cpu
+        cpu, reacted = self._react_cpu(cpu, required, may_react, left)
+        serving = ~self._lull_mode() & np.isnan(self.lulls.dropped_from)
+        self.spikes.record_raises(reacted & serving, before_reaction)
         usage_state = level_bins(self.last_cpu[:, None], plan.calibration.scale)[:, 0]
         states = np.where(reacted, np.maximum(states, usage_state), states)
         self.lulls.clear(np.flatnonzero(cpu > current.cpu))
         dropped = self._drop_in_lull(cpu, current.cpu, left)
         cpu = np.where(dropped, plan.cpu_idle, cpu)
+        released = self._release_spike(cpu, current.cpu, left)
+        cpu = np.where(released, self.spikes.raised_from, cpu)
+        self.spikes.record_releases(released)
         cpu = self._within_ceiling(cpu, current.cpu)
         cpu_moves = ~np.isclose(cpu, current.cpu, equal_nan=True)
-        along = cpu_moves & ~dropped
+        along = cpu_moves & ~dropped & ~released  # memory follows neither drop nor release
         memory = self._memory(current.memory, states, along, at_boundary, may_plan, may_react)
         memory = self._lull_memory(memory, current.memory, dropped, along, now)
         memory = np.where(self.oom_now, np.fmax(memory, self.ooms.floor), memory)
@@ -231,14 +247,35 @@ class ForecastStrategy:
         self.lulls.record_drops(dropped, cpu)
         return dropped
 
+    def _release_spike(self, cpu: np.ndarray, current: np.ndarray, left: np.ndarray) -> np.ndarray:
+        """Serving containers calm again after a burst return to their pre-reaction request."""
+        s = self.settings
+        assert self.plan is not None
+        eligible = s.spikes.release & ~self._lull_mode() & (left >= s.spikes.reserve + 1)
+        return self.spikes.releases(
+            current,
+            np.isclose(cpu, current),
+            eligible,
+            s.spikes.min_saving * self.plan.calibration.scale,
+            s.spikes.after_windows,
+        )
+
     def _react_cpu(
-        self, cpu: np.ndarray, required: np.ndarray, may_react: np.ndarray
+        self, cpu: np.ndarray, required: np.ndarray, may_react: np.ndarray, left: np.ndarray
     ) -> tuple[np.ndarray, np.ndarray]:
-        """Raise CPU after `react_after_windows` windows in a row clearly above the request."""
+        """Raise CPU after `react_after_windows` windows in a row clearly above the request.
+
+        A serving container with a single change left waits longer
+        (`spikes.last_change_after`): spent on a short burst, that change would keep
+        the raised request until the budget frees up, up to half a day later.
+        """
         s = self.settings
         # after a lull drop a starting job is answered at once: its memory cannot wait
         soon = self.lulls.memory_dropped & (self.short_run >= 1)
-        react = ((self.short_run >= s.react_after_windows) | soon) & may_react
+        after = np.full(cpu.shape, s.react_after_windows)
+        last_change = s.spikes.release & ~self._lull_mode() & (left <= 1)
+        after = np.where(last_change, np.maximum(after, s.spikes.last_change_after), after)
+        react = ((self.short_run >= after) | soon) & may_react
         if not react.any():
             return cpu, react
         recent, _ = self.buffer.recent(s.react_after_windows)

@@ -1,0 +1,65 @@
+"""Spikes: handing back a reaction's cores once a serving container's burst is over.
+
+A reaction raises CPU after a couple of windows above the request. For a serving
+container whose bursts last minutes, the raised level then stays until the
+next block boundary lets the plan lower it, and often much longer, because the
+reaction spent the change budget the planned decrease needed. Following the
+burst is cheaper: once usage has stayed at or below the level from before the
+reaction (give or take noise) for a few windows, the request returns there (one change), provided
+the change budget still holds one change for the next reaction and the saving
+is a real share of the container's peak.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass
+class SpikeTracker:
+    """Per series: the request before a reaction still in force, and how calm usage has been."""
+
+    raised_from: np.ndarray  # request before the reaction; NaN = no raise outstanding
+    calm_run: np.ndarray  # consecutive windows at or below `raised_from`
+    released: np.ndarray  # bool: back at the pre-reaction level, no plan raise until busy
+
+    @classmethod
+    def empty(cls, n: int) -> SpikeTracker:
+        return cls(np.full(n, np.nan), np.zeros(n, dtype=np.int64), np.zeros(n, dtype=bool))
+
+    def observe(self, cpu: np.ndarray, clearly: np.ndarray) -> None:
+        """Count calm windows: usage not clearly above the level a release returns to
+        (`clearly`, the margin that also keeps noise from triggering a reaction)."""
+        calm = cpu <= self.raised_from + clearly  # NaN level or NaN usage: not calm
+        self.calm_run = np.where(calm, self.calm_run + 1, 0)
+
+    def record_raises(self, raised: np.ndarray, before: np.ndarray) -> None:
+        """A reaction raised `raised` rows; the first level of a burst is the one kept."""
+        first = raised & np.isnan(self.raised_from)
+        self.raised_from = np.where(first, before, self.raised_from)
+        self.calm_run = np.where(raised, 0, self.calm_run)
+        self.released &= ~raised
+
+    def releases(
+        self,
+        current: np.ndarray,
+        unchanged: np.ndarray,
+        eligible: np.ndarray,
+        min_saving: np.ndarray,
+        after_windows: int,
+    ) -> np.ndarray:
+        """Which series return to their pre-reaction request now (bool, series)."""
+        saving = current - self.raised_from
+        calm = self.calm_run >= after_windows
+        return eligible & unchanged & calm & (saving >= min_saving)
+
+    def record_releases(self, released: np.ndarray) -> None:
+        self.released |= released
+        self.raised_from = np.where(released, np.nan, self.raised_from)
+
+    def forget(self, rows: np.ndarray) -> None:
+        """The plan moved these rows itself: no reaction is outstanding any more."""
+        self.raised_from[rows] = np.nan
+        self.released[rows] = False

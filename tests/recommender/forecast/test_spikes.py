@@ -1,0 +1,73 @@
+"""Handing back a reaction once a serving burst is over: the tracker, then the strategy."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from recommender.forecast.settings import ForecastSettings, ForecastSettingsError, SpikeSettings
+from recommender.forecast.spikes import SpikeTracker
+from tests.recommender.forecast import synthetic as syn
+from tests.recommender.forecast.test_strategy import replay
+
+
+def test_a_release_needs_calm_windows_and_a_real_saving() -> None:
+    tracker = SpikeTracker.empty(3)
+    before = np.array([0.5, 0.5, 0.5])
+    tracker.record_raises(np.array([True, True, False]), before)
+    for _ in range(2):
+        tracker.observe(np.array([0.55, 0.7, 0.4]), np.full(3, 0.1))  # series 1 still busy
+    current = np.array([2.0, 2.0, 2.0])
+    everyone = np.ones(3, dtype=bool)
+    released = tracker.releases(current, everyone, everyone, np.full(3, 0.5), after_windows=2)
+    # series 1 is still busy, series 2 was never raised
+    assert released.tolist() == [True, False, False]
+    # too small a saving, or one calm window too few, keeps the raise
+    assert not tracker.releases(current, everyone, everyone, np.full(3, 1.6), 2).any()
+    assert not tracker.releases(current, everyone, everyone, np.full(3, 0.5), 3).any()
+    tracker.record_releases(released)
+    assert np.isnan(tracker.raised_from[0]) and tracker.released[0]
+
+
+def test_a_second_reaction_in_the_same_burst_keeps_the_first_level() -> None:
+    tracker = SpikeTracker.empty(1)
+    tracker.record_raises(np.array([True]), np.array([0.5]))
+    tracker.observe(np.array([3.0]), np.zeros(1))
+    tracker.record_raises(np.array([True]), np.array([1.5]))
+    assert tracker.raised_from[0] == 0.5 and tracker.calm_run[0] == 0
+    tracker.forget(np.array([0]))
+    assert np.isnan(tracker.raised_from[0])
+
+
+def _bursty(days: float, seed: int = 5) -> np.ndarray:
+    """A steady serving level with short bursts (three windows at 8x) at random times."""
+    cpu = syn.noise(days, level=0.5, spread=0.03, seed=seed)
+    rng = np.random.default_rng(seed)
+    for start in rng.choice(cpu.size - 4, size=int(days * 1.5), replace=False):
+        cpu[start : start + 3] = 4.0
+    return cpu
+
+
+def test_a_serving_container_hands_back_a_reaction_after_a_short_burst() -> None:
+    cpu = np.vstack([_bursty(6.0), syn.noise(6.0)])
+    memory = np.full(cpu.shape, syn.GIB)
+    released, _, _, strategy = replay(cpu, memory, ForecastSettings())
+    kept, _, _, _ = replay(cpu, memory, ForecastSettings(spikes=SpikeSettings(release=False)))
+    assert strategy.plan is not None and not strategy.plan.shape.batch[0]
+    after = np.arange(2 * syn.PER_DAY, cpu.shape[1])
+    # falls back to the pre-burst level land mid-block, a few windows after a burst
+    falls = after[(released[0, after - 1] > 2.0) & (released[0, after] < 1.0)]
+    assert any(t % 12 != 0 for t in falls)
+    calm = after[cpu[0, after] < 1.0]
+    assert released[0, calm].sum() < 0.8 * kept[0, calm].sum()
+    # the changes stay within the daily cap
+    changes = np.count_nonzero(np.diff(released[0]) != 0)
+    assert changes <= ForecastSettings().max_changes_per_day * 6
+
+
+@pytest.mark.parametrize(
+    "bad", [{"after_windows": 0}, {"min_saving": -0.1}, {"min_saving": 1.5}, {"reserve": -1}]
+)
+def test_bad_spike_settings_are_refused(bad: dict[str, float]) -> None:
+    with pytest.raises(ForecastSettingsError):
+        SpikeSettings(**bad)  # type: ignore[arg-type]
