@@ -207,7 +207,7 @@ class ForecastSettings:
     reserved_changes: int = 1
     reactions_per_day: float = 2.0
     decrease_threshold: float = 0.15
-    min_decrease_share: float = 0.0
+    min_decrease_share: float = 0.05
     increase_threshold: float = 0.1
     cover_blocks: int = 3
     react_after_windows: int = 2

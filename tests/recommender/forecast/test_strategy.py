@@ -129,3 +129,21 @@ def test_shortfall_stays_near_the_target_on_stationary_noise(mode: ShortfallMode
     assert rate < 0.06
     slack = np.mean(requested[:, judged] - cpu[:, judged]) / np.mean(cpu[:, judged])
     assert slack < 0.6  # a noise level of 20 % does not need 60 % on top
+
+
+def test_a_planned_decrease_must_save_a_share_of_the_recent_peak() -> None:
+    days = 5.0
+    windows = int(days * syn.PER_DAY)
+    # a slowly falling serving level with one short, large burst a day (the peak)
+    cpu = np.linspace(2.0, 0.8, windows) + syn.noise(days, level=0.0, spread=0.02)
+    cpu[syn.PER_DAY // 2 :: syn.PER_DAY] = 10.0
+    fleet_cpu = np.vstack([cpu, syn.noise(days)])
+    memory = np.full(fleet_cpu.shape, syn.GIB)
+    share = 0.1
+    strict, _, _, _ = replay(fleet_cpu, memory, ForecastSettings(min_decrease_share=share))
+    loose, _, _, _ = replay(fleet_cpu, memory, ForecastSettings(min_decrease_share=0.0))
+    boundaries = np.arange(2 * syn.PER_DAY, windows, 12)
+    cuts = strict[0, boundaries - 1] - strict[0, boundaries]
+    assert np.all(cuts[cuts > 0] >= share * 10.0 - 1e-9)
+    loose_cuts = loose[0, boundaries - 1] - loose[0, boundaries]
+    assert np.any((loose_cuts > 0) & (loose_cuts < share * 10.0))  # the rule is what held them
