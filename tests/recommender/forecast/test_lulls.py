@@ -94,7 +94,7 @@ def test_a_batch_container_is_dropped_mid_block_when_its_job_ends() -> None:
     after = np.arange(2 * syn.PER_DAY, job.size)
     # drops land between block boundaries (12 windows), a few windows after a job ends
     falls = after[(following[0, after - 1] > 1.0) & (following[0, after] < 1.0)]
-    settle = ForecastSettings().lulls.after_windows + 1
+    settle = ForecastSettings().lulls.after_windows
     mid_block = [t for t in falls if t % 12 != 0 and np.all(job[t - settle : t] < 0.1)]
     assert len(mid_block) >= 1
     # the change budget (a drop keeps one change for the restore) decides how many,
