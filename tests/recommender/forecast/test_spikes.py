@@ -71,3 +71,22 @@ def test_a_serving_container_hands_back_a_reaction_after_a_short_burst() -> None
 def test_bad_spike_settings_are_refused(bad: dict[str, float]) -> None:
     with pytest.raises(ForecastSettingsError):
         SpikeSettings(**bad)  # type: ignore[arg-type]
+
+
+def test_with_one_change_left_a_short_burst_is_let_through() -> None:
+    cpu = np.vstack([_bursty(6.0), syn.noise(6.0)])
+    memory = np.full(cpu.shape, syn.GIB)
+    tight = {"max_changes_per_day": 3, "reserved_changes": 1}  # often a single change left
+    waits, _, _, _ = replay(cpu, memory, ForecastSettings(**tight))
+    eager = ForecastSettings(**tight, spikes=SpikeSettings(last_change_after=1))
+    answered, _, _, _ = replay(cpu, memory, eager)
+    after = np.arange(2 * syn.PER_DAY, cpu.shape[1])
+    in_burst = after[cpu[0, after] > 2.0]
+
+    def raises(requested: np.ndarray) -> int:
+        return int(np.sum(requested[0, in_burst] > requested[0, in_burst - 1]))
+
+    # three-window bursts never last the six windows a last change waits for: fewer raises
+    assert raises(waits) < raises(answered)
+    calm = after[cpu[0, after] < 1.0]
+    assert waits[0, calm].sum() < answered[0, calm].sum()  # and fewer cores held up after
