@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
@@ -76,9 +78,9 @@ def test_bad_spike_settings_are_refused(bad: dict[str, float]) -> None:
 def test_with_one_change_left_a_short_burst_is_let_through() -> None:
     cpu = np.vstack([_bursty(6.0), syn.noise(6.0)])
     memory = np.full(cpu.shape, syn.GIB)
-    tight = {"max_changes_per_day": 3, "reserved_changes": 1}  # often a single change left
-    waits, _, _, _ = replay(cpu, memory, ForecastSettings(**tight))
-    eager = ForecastSettings(**tight, spikes=SpikeSettings(last_change_after=1))
+    tight = ForecastSettings(max_changes_per_day=3, reserved_changes=1)  # often one left
+    waits, _, _, _ = replay(cpu, memory, tight)
+    eager = replace(tight, spikes=SpikeSettings(last_change_after=1))
     answered, _, _, _ = replay(cpu, memory, eager)
     after = np.arange(2 * syn.PER_DAY, cpu.shape[1])
     in_burst = after[cpu[0, after] > 2.0]
