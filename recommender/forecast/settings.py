@@ -39,6 +39,10 @@ class LullSettings:
         `memory_quantile` of the memory jobs used in the window they started in
         (plus `memory_margin`), unless an OOM hold is on; a job start is then
         answered after one window, memory and CPU restored in one resize.
+    long_after, frees_within: a lull already idle for `long_after` windows may
+        drop with the last change left when the budget frees another one for the
+        restore within `frees_within` windows (0 = never): a long lull is likely
+        to last, and waiting for the budget kept the busy level through most of it.
     """
 
     follow: bool = True
@@ -49,6 +53,8 @@ class LullSettings:
     reserve: int = 1
     memory: bool = True
     memory_quantile: float = 0.9
+    long_after: int = 24
+    frees_within: int = 24
 
     def __post_init__(self) -> None:
         checks = [
@@ -58,6 +64,8 @@ class LullSettings:
             (0.0 <= self.target_floor <= 1.0, "lulls: target_floor must be in [0, 1]"),
             (self.reserve >= 1, "lulls: reserve must be at least 1"),
             (0.0 < self.memory_quantile <= 1.0, "lulls: memory_quantile must be in (0, 1]"),
+            (self.long_after >= 0, "lulls: long_after cannot be negative"),
+            (self.frees_within >= 0, "lulls: frees_within cannot be negative"),
         ]
         for ok, message in checks:
             if not ok:

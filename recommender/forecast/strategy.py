@@ -134,7 +134,7 @@ class ForecastStrategy:
         usage_state = level_bins(self.last_cpu[:, None], plan.calibration.scale)[:, 0]
         states = np.where(reacted, np.maximum(states, usage_state), states)
         self.lulls.clear(np.flatnonzero(cpu > current.cpu))
-        dropped = self._drop_in_lull(cpu, current.cpu, left)
+        dropped = self._drop_in_lull(cpu, current.cpu, left, now)
         cpu = np.where(dropped, plan.cpu_idle, cpu)
         released = self._release_spike(cpu, current.cpu, left)
         cpu = np.where(released, self.spikes.raised_from, cpu)
@@ -230,17 +230,23 @@ class ForecastStrategy:
         keep = self.lulls.memory_dropped & ~lower & ~along & ~crowded
         return np.where(keep, current, memory)
 
-    def _drop_in_lull(self, cpu: np.ndarray, current: np.ndarray, left: np.ndarray) -> np.ndarray:
-        """On/off containers idle for a while drop to their idle need (see `lulls`)."""
+    def _drop_in_lull(
+        self, cpu: np.ndarray, current: np.ndarray, left: np.ndarray, now: float
+    ) -> np.ndarray:
+        """On/off containers idle for a while drop to their idle need (see `lulls`).
+
+        A long lull may take the last change when the budget frees another one for
+        the restore soon (`lulls.long_after`, `lulls.frees_within`)."""
         s = self.settings
         assert self.plan is not None
         unchanged = np.isclose(cpu, current)
-        eligible = (
-            self._lull_mode()
-            & unchanged
-            & (left >= s.lulls.reserve + 1)
-            & ~np.isnan(self.plan.cpu_idle)
-        )
+        budget = left >= s.lulls.reserve + 1
+        if s.lulls.long_after > 0:
+            soon = now + s.lulls.frees_within * self.fleet.step
+            frees = self._budget_left(soon) >= s.lulls.reserve + 1  # if none is made until then
+            long_lull = self.lulls.idle_run >= s.lulls.long_after
+            budget |= (left >= 1) & long_lull & frees
+        eligible = self._lull_mode() & unchanged & budget & ~np.isnan(self.plan.cpu_idle)
         min_saving = s.lulls.min_saving * self.plan.calibration.scale
         dropped = self.lulls.drops(
             cpu, self.plan.cpu_idle, eligible, min_saving, s.lulls.after_windows
