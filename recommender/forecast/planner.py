@@ -229,7 +229,7 @@ def make_plan(
         fallback = _fallback_cpu(recent_cpu, settings)
         required = np.where(np.isnan(margin), fallback[:, None], required)
     # an on/off job runs at its own ceiling: a batch request never needs to exceed it
-    ceiling = np.where(shape.batch, calibration.scale * (1.0 + settings.batch_peak_margin), np.nan)
+    ceiling = np.where(shape.batch, scale * (1.0 + settings.batch_peak_margin), np.nan)
     required = np.fmin(required, ceiling[:, None])
     required = np.maximum(required, settings.min_cpu_cores)
     no_cpu = np.all(np.isnan(usage.cpu), axis=1)
@@ -258,7 +258,7 @@ def make_plan(
         cpu_margin=np.where(np.isnan(margin), np.nan, use_margin),
         cpu_idle=idle_requests(
             recent_cpu,
-            calibration.scale,
+            scale,
             settings.lulls.idle_quantile,
             settings.react_margin,
             settings.min_cpu_cores,
@@ -267,7 +267,7 @@ def make_plan(
         memory_lull=lull_memory(
             recent_cpu,
             usage.memory[:, -residual_windows:],
-            calibration.scale,
+            scale,
             settings.lulls.memory_quantile,
             settings.memory_margin,
         ),

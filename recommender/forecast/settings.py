@@ -23,6 +23,13 @@ class ForecastSettingsError(ValueError):
     """A setting outside the range the recommender can work with."""
 
 
+def _require(checks: list[tuple[bool, str]]) -> None:
+    """Raise the message of the first failed check."""
+    for ok, message in checks:
+        if not ok:
+            raise ForecastSettingsError(message)
+
+
 @dataclass(frozen=True)
 class LullSettings:
     """How the `forecast` strategy follows the lulls of on/off containers (see `lulls`).
@@ -67,9 +74,7 @@ class LullSettings:
             (self.long_after >= 0, "lulls: long_after cannot be negative"),
             (self.frees_within >= 0, "lulls: frees_within cannot be negative"),
         ]
-        for ok, message in checks:
-            if not ok:
-                raise ForecastSettingsError(message)
+        _require(checks)
 
 
 @dataclass(frozen=True)
@@ -99,9 +104,7 @@ class SpikeSettings:
             (self.reserve >= 0, "spikes: reserve cannot be negative"),
             (self.last_change_after >= 1, "spikes: last_change_after must be at least 1"),
         ]
-        for ok, message in checks:
-            if not ok:
-                raise ForecastSettingsError(message)
+        _require(checks)
 
 
 @dataclass(frozen=True)
@@ -292,9 +295,7 @@ class ForecastSettings:
             (self.min_cpu_cores > 0.0, "min_cpu_cores must be positive"),
             (self.min_memory_bytes > 0.0, "min_memory_bytes must be positive"),
         ]
-        for ok, message in checks:
-            if not ok:
-                raise ForecastSettingsError(message)
+        _require(checks)
 
     def blocks_per(self, seconds: float) -> int:
         """How many update periods fit in `seconds` (at least one)."""

@@ -59,7 +59,8 @@ class SpikeTracker:
         self.released |= released
         self.raised_from = np.where(released, np.nan, self.raised_from)
 
-    def forget(self, rows: np.ndarray) -> None:
-        """The plan moved these rows itself: no reaction is outstanding any more."""
-        self.raised_from[rows] = np.nan
-        self.released[rows] = False
+    def at_boundary(self, planned: np.ndarray) -> None:
+        """A block boundary passed: rows the plan moved (`planned`, bool) have no reaction
+        outstanding any more, and no release holds back the plan beyond this one."""
+        self.raised_from[planned] = np.nan
+        self.released[:] = False

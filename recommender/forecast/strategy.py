@@ -105,6 +105,7 @@ class ForecastStrategy:
         self.lulls.observe(self.last_cpu, plan.calibration.scale)
         self.spikes.observe(self.last_cpu, s.react_min_fraction * plan.calibration.scale)
         required = plan.cpu_required[:, offset:]
+        following = plan.shape.batch & s.lulls.follow  # series that follow their lulls
         cpu = current.cpu.copy()
         if at_boundary:
             planned = np.where(may_plan, s.max_changes_per_day - s.reserved_changes, 0)
@@ -117,26 +118,25 @@ class ForecastStrategy:
             small = cpu - planned_cpu < s.min_decrease_share * plan.calibration.scale
             planned_cpu = np.where((planned_cpu < cpu) & small, cpu, planned_cpu)
             # an on/off container in a lull is raised by a reaction, never by plan
-            in_lull = self._lull_mode() & (self.lulls.idle_run >= s.lulls.after_windows)
+            in_lull = following & (self.lulls.idle_run >= s.lulls.after_windows)
             in_lull |= ~np.isnan(self.lulls.dropped_from) & (self.lulls.idle_run > 0)
             # so is a serving container just back from a burst (once, for this boundary)
             in_lull |= self.spikes.released
             in_lull &= self.short_run == 0  # a drop below the idle usage itself is not kept
             cpu = np.where(in_lull, np.fmin(planned_cpu, cpu), planned_cpu)
-            self.spikes.forget(np.flatnonzero(~np.isclose(cpu, current.cpu, equal_nan=True)))
-            self.spikes.released[:] = False
+            self.spikes.at_boundary(~np.isclose(cpu, current.cpu, equal_nan=True))
         cpu = np.where(np.isnan(cpu), cover(required, s.cover_blocks), cpu)
         states = plan.cpu_states[:, offset].copy()
         before_reaction = cpu
-        cpu, reacted = self._react_cpu(cpu, required, may_react, left)
-        serving = ~self._lull_mode() & np.isnan(self.lulls.dropped_from)
+        cpu, reacted = self._react_cpu(cpu, required, may_react, left, following)
+        serving = ~following & np.isnan(self.lulls.dropped_from)
         self.spikes.record_raises(reacted & serving, before_reaction)
         usage_state = level_bins(self.last_cpu[:, None], plan.calibration.scale)[:, 0]
         states = np.where(reacted, np.maximum(states, usage_state), states)
         self.lulls.clear(np.flatnonzero(cpu > current.cpu))
-        dropped = self._drop_in_lull(cpu, current.cpu, left, now)
+        dropped = self._drop_in_lull(cpu, current.cpu, left, now, following)
         cpu = np.where(dropped, plan.cpu_idle, cpu)
-        released = self._release_spike(cpu, current.cpu, left)
+        released = self._release_spike(cpu, current.cpu, left, following)
         cpu = np.where(released, self.spikes.raised_from, cpu)
         self.spikes.record_releases(released)
         cpu = self._within_ceiling(cpu, current.cpu)
@@ -200,11 +200,6 @@ class ForecastStrategy:
         capped = ~np.isnan(self.plan.cpu_ceiling) & ~np.isclose(cpu, current, equal_nan=True)
         return np.where(capped, np.fmin(cpu, ceiling), cpu)
 
-    def _lull_mode(self) -> np.ndarray:
-        """Which series follow their lulls (on/off shape, lulls enabled)."""
-        assert self.plan is not None
-        return self.plan.shape.batch & self.settings.lulls.follow
-
     def _lull_memory(
         self,
         memory: np.ndarray,
@@ -231,7 +226,12 @@ class ForecastStrategy:
         return np.where(keep, current, memory)
 
     def _drop_in_lull(
-        self, cpu: np.ndarray, current: np.ndarray, left: np.ndarray, now: float
+        self,
+        cpu: np.ndarray,
+        current: np.ndarray,
+        left: np.ndarray,
+        now: float,
+        following: np.ndarray,
     ) -> np.ndarray:
         """On/off containers idle for a while drop to their idle need (see `lulls`).
 
@@ -246,7 +246,7 @@ class ForecastStrategy:
             frees = self._budget_left(soon) >= s.lulls.reserve + 1  # if none is made until then
             long_lull = self.lulls.idle_run >= s.lulls.long_after
             budget |= (left >= 1) & long_lull & frees
-        eligible = self._lull_mode() & unchanged & budget & ~np.isnan(self.plan.cpu_idle)
+        eligible = following & unchanged & budget & ~np.isnan(self.plan.cpu_idle)
         min_saving = s.lulls.min_saving * self.plan.calibration.scale
         dropped = self.lulls.drops(
             cpu, self.plan.cpu_idle, eligible, min_saving, s.lulls.after_windows
@@ -254,11 +254,13 @@ class ForecastStrategy:
         self.lulls.record_drops(dropped, cpu)
         return dropped
 
-    def _release_spike(self, cpu: np.ndarray, current: np.ndarray, left: np.ndarray) -> np.ndarray:
+    def _release_spike(
+        self, cpu: np.ndarray, current: np.ndarray, left: np.ndarray, following: np.ndarray
+    ) -> np.ndarray:
         """Serving containers calm again after a burst return to their pre-reaction request."""
         s = self.settings
         assert self.plan is not None
-        eligible = s.spikes.release & ~self._lull_mode() & (left >= s.spikes.reserve + 1)
+        eligible = s.spikes.release & ~following & (left >= s.spikes.reserve + 1)
         return self.spikes.releases(
             current,
             np.isclose(cpu, current),
@@ -268,7 +270,12 @@ class ForecastStrategy:
         )
 
     def _react_cpu(
-        self, cpu: np.ndarray, required: np.ndarray, may_react: np.ndarray, left: np.ndarray
+        self,
+        cpu: np.ndarray,
+        required: np.ndarray,
+        may_react: np.ndarray,
+        left: np.ndarray,
+        following: np.ndarray,
     ) -> tuple[np.ndarray, np.ndarray]:
         """Raise CPU after `react_after_windows` windows in a row clearly above the request.
 
@@ -280,7 +287,7 @@ class ForecastStrategy:
         # after a lull drop a starting job is answered at once: its memory cannot wait
         soon = self.lulls.memory_dropped & (self.short_run >= 1)
         after = np.full(cpu.shape, s.react_after_windows)
-        last_change = s.spikes.release & ~self._lull_mode() & (left <= 1)
+        last_change = s.spikes.release & ~following & (left <= 1)
         after = np.where(last_change, np.maximum(after, s.spikes.last_change_after), after)
         react = ((self.short_run >= after) | soon) & may_react
         if not react.any():
@@ -290,7 +297,7 @@ class ForecastStrategy:
         assert self.plan is not None
         usage_based = seen * (1.0 + s.react_margin)
         wanted = np.where(
-            self._lull_mode(), usage_based, np.fmax(usage_based, cover(required, s.cover_blocks))
+            following, usage_based, np.fmax(usage_based, cover(required, s.cover_blocks))
         )
         wanted = self.lulls.restore_level(
             wanted, seen, self.plan.calibration.scale, self.plan.cpu_ceiling

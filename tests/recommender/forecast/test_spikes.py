@@ -37,7 +37,7 @@ def test_a_second_reaction_in_the_same_burst_keeps_the_first_level() -> None:
     tracker.observe(np.array([3.0]), np.zeros(1))
     tracker.record_raises(np.array([True]), np.array([1.5]))
     assert tracker.raised_from[0] == 0.5 and tracker.calm_run[0] == 0
-    tracker.forget(np.array([0]))
+    tracker.at_boundary(np.array([True]))
     assert np.isnan(tracker.raised_from[0])
 
 
