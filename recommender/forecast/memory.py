@@ -87,8 +87,13 @@ class OomHistory:
 
 
 def bump_after_oom(memory: np.ndarray, settings: ForecastSettings) -> np.ndarray:
-    """The limit right after a kill at `memory`: max(memory * factor, memory + minimum)."""
-    return np.maximum(memory * settings.oom_bump_factor, memory + settings.oom_bump_min_bytes)
+    """The limit right after a kill at `memory`: max(memory * factor, (memory + minimum) + margin).
+
+    The minimum step takes the margin too, as the upstream VPA's 100 MiB OOM
+    sample does: without it a small container's bump barely clears the kill.
+    """
+    stepped = (memory + settings.oom_bump_min_bytes) * (1.0 + settings.memory_margin)
+    return np.maximum(memory * settings.oom_bump_factor, stepped)
 
 
 def recent_peak(memory: np.ndarray, windows: int) -> np.ndarray:

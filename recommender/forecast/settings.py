@@ -182,8 +182,9 @@ class ForecastSettings:
       memory_state_quantile: quantile of the memory seen in a CPU state that sizes
           the limit while the container is forecast in that state (1 = the peak).
       oom_bump_factor, oom_bump_min_bytes: an OOM raises the limit to
-          max(limit * factor, limit + min_bytes) at once (1.4: about what the
-          upstream VPA's bump of 1.2 and its 15 % margin give together) ...
+          max(limit * factor, (limit + min_bytes) * (1 + memory_margin)) at once
+          (1.4: about what the upstream VPA's bump of 1.2 and its 15 % margin
+          give together; its 100 MiB step gets the margin too) ...
       oom_hold_hours: ... and no decrease follows for this long.
     Batch
       chunk_series: `recommend_forecast` plans series in chunks of this many, each

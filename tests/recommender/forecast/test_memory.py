@@ -31,11 +31,19 @@ def test_an_oom_jumps_to_the_remembered_peak_and_holds() -> None:
     assert ooms.count.tolist() == [1, 1]
 
 
-def test_a_small_kill_raises_by_at_least_the_minimum_step() -> None:
+def test_a_small_kill_raises_by_the_minimum_step_plus_the_margin() -> None:
+    # upstream: an OOM sample of used + 100 MiB, then the 15 % margin on top
     ooms = OomHistory.empty(1)
     ooms.record(np.array([0]), np.array([0.0]), np.array([100.0 * MIB]), SETTINGS)
-    assert SETTINGS.oom_bump_factor * 100.0 * MIB < 200.0 * MIB
-    assert ooms.floor[0] == pytest.approx(200.0 * MIB)
+    assert SETTINGS.oom_bump_factor * 100.0 * MIB < 200.0 * MIB * MARGIN
+    assert ooms.floor[0] == pytest.approx(200.0 * MIB * MARGIN)
+
+
+def test_a_large_kill_raises_by_the_bump_factor() -> None:
+    ooms = OomHistory.empty(1)
+    used = 4.0 * syn.GIB
+    ooms.record(np.array([0]), np.array([0.0]), np.array([used]), SETTINGS)
+    assert ooms.floor[0] == pytest.approx(used * SETTINGS.oom_bump_factor)
 
 
 def _plan(memory: np.ndarray, states: np.ndarray, future: np.ndarray, ooms=None, settings=SETTINGS):
