@@ -5,7 +5,7 @@ container whose bursts last minutes, the raised level then stays until the
 next block boundary lets the plan lower it, and often much longer, because the
 reaction spent the change budget the planned decrease needed. Following the
 burst is cheaper: once usage has stayed at or below the level from before the
-reaction (give or take noise) for a few windows, the request returns there (one change), provided
+reaction for a few windows, the request returns there (one change), provided
 the change budget still holds one change for the next reaction and the saving
 is a real share of the container's peak.
 """
@@ -29,10 +29,11 @@ class SpikeTracker:
     def empty(cls, n: int) -> SpikeTracker:
         return cls(np.full(n, np.nan), np.zeros(n, dtype=np.int64), np.zeros(n, dtype=bool))
 
-    def observe(self, cpu: np.ndarray, clearly: np.ndarray) -> None:
-        """Count calm windows: usage not clearly above the level a release returns to
-        (`clearly`, the margin that also keeps noise from triggering a reaction)."""
-        calm = cpu <= self.raised_from + clearly  # NaN level or NaN usage: not calm
+    def observe(self, cpu: np.ndarray) -> None:
+        """Count calm windows: usage the level a release returns to covers. Usage
+        above it, even by less than a reaction needs, would be short every window
+        after the release without ever being answered."""
+        calm = cpu <= self.raised_from  # NaN level or NaN usage: not calm
         self.calm_run = np.where(calm, self.calm_run + 1, 0)
 
     def record_raises(self, raised: np.ndarray, before: np.ndarray) -> None:

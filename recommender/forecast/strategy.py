@@ -103,7 +103,7 @@ class ForecastStrategy:
         plan = self.plan
         offset = min(offset, plan.horizon - 1)
         self.lulls.observe(self.last_cpu, plan.calibration.scale)
-        self.spikes.observe(self.last_cpu, s.react_min_fraction * plan.calibration.scale)
+        self.spikes.observe(self.last_cpu)
         required = plan.cpu_required[:, offset:]
         following = plan.shape.batch & s.lulls.follow  # series that follow their lulls
         cpu = current.cpu.copy()
