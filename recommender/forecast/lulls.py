@@ -5,8 +5,9 @@ request for the rest of the block, and the plan for the next block still has
 to cover a job that may start any minute. For containers with an on/off shape
 it is cheaper to follow the job: once usage has stayed at the idle level for a
 few windows, the request drops to what idle needs (one change), and the next
-job start is answered by the usual reaction, which restores the busy level at
-once (a second change, after a window or two of shortfall). A drop is taken
+job start is answered by a reaction, which restores the busy level at once (a
+second change, after one window of shortfall: above the idle request, usage is
+a job starting, not noise). A drop is taken
 only while the change budget still holds one change for that restore, and only
 when it saves a real share of the container's peak.
 """

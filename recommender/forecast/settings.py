@@ -44,8 +44,9 @@ class LullSettings:
         the margins may spend, down to this share of `target_cpu_shortfall`.
     memory: the memory limit rides down with a lull drop, to the
         `memory_quantile` of the memory jobs used in the window they started in
-        (plus `memory_margin`), unless an OOM hold is on; a job start is then
-        answered after one window, memory and CPU restored in one resize.
+        (plus `memory_margin`), unless an OOM hold is on; memory and CPU are
+        restored in one resize (after any drop, a job start is answered after
+        one window).
     long_after, frees_within: a lull already idle for `long_after` windows may
         drop with the last change left when the budget frees another one for the
         restore within `frees_within` windows (0 = never): a long lull is likely

@@ -284,8 +284,9 @@ class ForecastStrategy:
         the raised request until the budget frees up, up to half a day later.
         """
         s = self.settings
-        # after a lull drop a starting job is answered at once: its memory cannot wait
-        soon = self.lulls.memory_dropped & (self.short_run >= 1)
+        # after a lull drop, usage clearly above the idle request is a job starting:
+        # it is answered after one window (its memory, if dropped too, cannot wait)
+        soon = ~np.isnan(self.lulls.dropped_from) & (self.short_run >= 1)
         after = np.full(cpu.shape, s.react_after_windows)
         last_change = s.spikes.release & ~following & (left <= 1)
         after = np.where(last_change, np.maximum(after, s.spikes.last_change_after), after)

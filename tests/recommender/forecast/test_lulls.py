@@ -108,6 +108,18 @@ def test_a_batch_container_is_dropped_mid_block_when_its_job_ends() -> None:
     assert np.mean(following[0, busy] >= job[busy]) > 0.9
 
 
+def test_a_job_starting_after_a_cpu_only_drop_is_answered_after_one_window() -> None:
+    cpu, memory = _job(days=5.0)
+    requests, _, _, _ = replay(cpu, memory, ForecastSettings(lulls=LullSettings(memory=False)))
+    job = cpu[0] > 1.0
+    starts = np.flatnonzero(job & ~np.roll(job, 1))
+    starts = starts[starts > 2 * syn.PER_DAY]
+    after_drop = starts[requests[0, starts] < 1.0]
+    assert after_drop.size >= 2
+    # short in the window the job starts in, covered from the next one on
+    assert np.all(requests[0, after_drop + 1] >= cpu[0, after_drop + 1])
+
+
 def _job_with_memory(days: float) -> tuple[np.ndarray, np.ndarray]:
     cpu = np.vstack([syn.on_off(days), syn.noise(days)])
     job = cpu[0] > 1.0
