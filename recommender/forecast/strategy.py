@@ -17,7 +17,7 @@ import numpy as np
 from recommender.data.arrays import UsageArrays
 from recommender.forecast.buffer import UsageBuffer
 from recommender.forecast.lulls import LullTracker
-from recommender.forecast.margins import level_bins
+from recommender.forecast.margins import LEVEL_EDGES, level_bins
 from recommender.forecast.memory import OomHistory
 from recommender.forecast.planner import Plan, make_plan
 from recommender.forecast.schedule import cover, plan_cpu
@@ -116,7 +116,10 @@ class ForecastStrategy:
             planned_cpu = np.where(below, np.fmin(cpu, np.fmax(planned_cpu, using)), planned_cpu)
             # a decrease too small against the recent peak is not worth a change
             small = cpu - planned_cpu < s.min_decrease_share * plan.calibration.scale
-            planned_cpu = np.where((planned_cpu < cpu) & small, cpu, planned_cpu)
+            # an on/off container keeps its busy level through a job's dips: the change
+            # a cut within the busy band costs is one the next lull drop needs
+            in_job = following & (planned_cpu >= LEVEL_EDGES[2] * plan.calibration.scale)
+            planned_cpu = np.where((planned_cpu < cpu) & (small | in_job), cpu, planned_cpu)
             # an on/off container in a lull is raised by a reaction, never by plan
             in_lull = following & (self.lulls.idle_run >= s.lulls.after_windows)
             in_lull |= ~np.isnan(self.lulls.dropped_from) & (self.lulls.idle_run > 0)

@@ -120,6 +120,26 @@ def test_a_job_starting_after_a_cpu_only_drop_is_answered_after_one_window() -> 
     assert np.all(requests[0, after_drop + 1] >= cpu[0, after_drop + 1])
 
 
+def test_a_batch_request_keeps_its_busy_level_through_a_jobs_slower_phase() -> None:
+    days = 6.0
+    cpu = syn.on_off(days)
+    busy = cpu > 1.0
+    into = np.zeros(cpu.size, dtype=np.int64)  # windows since the job started
+    for t in range(1, cpu.size):
+        into[t] = into[t - 1] + 1 if busy[t] and busy[t - 1] else 0
+    cpu = np.where(busy & (into >= 12), 2.8, cpu)  # after an hour, 70 % of the first pace
+    memory = np.full((2, cpu.size), syn.GIB)
+    requests, _, _, strategy = replay(np.vstack([cpu, syn.noise(days)]), memory)
+    assert strategy.plan is not None and strategy.plan.shape.batch[0]
+    after = np.arange(2 * syn.PER_DAY, cpu.size)
+    in_job = after[busy[after] & busy[after - 1]]
+    # a cut to 2.8 cores would still be in the busy band: not worth a change mid-job
+    assert np.all(requests[0, in_job] >= requests[0, in_job - 1])
+    # while the lulls between jobs are still followed
+    idle = after[~busy[after]]
+    assert np.any(requests[0, idle] < 1.0)
+
+
 def _job_with_memory(days: float) -> tuple[np.ndarray, np.ndarray]:
     cpu = np.vstack([syn.on_off(days), syn.noise(days)])
     job = cpu[0] > 1.0
