@@ -145,7 +145,9 @@ class ForecastStrategy:
         cpu = self._within_ceiling(cpu, current.cpu)
         cpu_moves = ~np.isclose(cpu, current.cpu, equal_nan=True)
         along = cpu_moves & ~dropped & ~released  # memory follows neither drop nor release
-        memory = self._memory(current.memory, states, along, at_boundary, may_plan, may_react)
+        memory = self._memory(
+            current.memory, states, along, at_boundary, may_plan, may_react, following
+        )
         memory = self._lull_memory(memory, current.memory, dropped, along, now)
         memory = np.where(self.oom_now, np.fmax(memory, self.ooms.floor), memory)
         cpu = self._ride_along(cpu, current, memory, plan.calibration.scale)
@@ -162,13 +164,17 @@ class ForecastStrategy:
         at_boundary: bool,
         may_plan: np.ndarray,
         may_react: np.ndarray,
+        following: np.ndarray,
     ) -> np.ndarray:
         """Memory rides along with CPU changes; alone it moves only up, or far down.
 
         When CPU is resized anyway, memory is set to what the CPU state it moves to
         needs (one change for both). Otherwise it rises when the need eats into
         the headroom (budget permitting), and falls at a block boundary only when
-        the planned budget allows and the saving is large.
+        the planned budget allows and the saving is large. An on/off container's
+        limit rises alone only when its usage nears the limit: a raise ahead of a
+        forecast busy state spends a change the next lull drop needs, and the
+        restore at the next job start sets memory in the same resize anyway.
         """
         s = self.settings
         now = float(self.fleet.time_of(self.buffer.next_window))
@@ -178,10 +184,17 @@ class ForecastStrategy:
         unset = np.isnan(current) & ~np.isnan(needed)
         along = cpu_moves & ~np.isnan(needed)
         up = may_react & (needed > current * (1.0 + s.memory_margin / 2.0))
+        up &= ~following | self._memory_nears(current)
         alone_down = at_boundary & may_plan & (needed < current * (1.0 - MEMORY_ALONE_DECREASE))
         alone_down &= ~(self.ooms.hold_until > now)
         along &= (needed > current) | ~(self.ooms.hold_until > now)
         return np.where(unset | along | up | alone_down, needed, current)
+
+    def _memory_nears(self, limit: np.ndarray) -> np.ndarray:
+        """Series whose memory peak of the last update period ate half the margin."""
+        _, memory = self.buffer.recent(max(1, self.period // self.fleet.step))
+        used = np.max(np.where(np.isnan(memory), -np.inf, memory), axis=1)
+        return used * (1.0 + self.settings.memory_margin / 2.0) > limit
 
     def _ride_along(
         self, cpu: np.ndarray, current: Requests, memory: np.ndarray, scale: np.ndarray
