@@ -87,7 +87,7 @@ class OomHistory:
 
 
 def bump_after_oom(memory: np.ndarray, settings: ForecastSettings) -> np.ndarray:
-    """The limit right after a kill at `memory`: max(memory * factor, (memory + minimum) + margin).
+    """The limit after a kill at `memory`: max(memory x factor, (memory + step) x (1 + margin)).
 
     The minimum step takes the margin too, as the upstream VPA's 100 MiB OOM
     sample does: without it a small container's bump barely clears the kill.
