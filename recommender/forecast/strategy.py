@@ -18,7 +18,7 @@ from recommender.data.arrays import UsageArrays
 from recommender.forecast.buffer import UsageBuffer
 from recommender.forecast.lulls import LullTracker
 from recommender.forecast.margins import LEVEL_EDGES, level_bins
-from recommender.forecast.memory import OomHistory
+from recommender.forecast.memory import OomHistory, recent_peak
 from recommender.forecast.planner import Plan, make_plan
 from recommender.forecast.schedule import cover, plan_cpu
 from recommender.forecast.settings import DAY, ForecastSettings
@@ -192,9 +192,9 @@ class ForecastStrategy:
 
     def _memory_nears(self, limit: np.ndarray) -> np.ndarray:
         """Series whose memory peak of the last update period ate half the margin."""
-        _, memory = self.buffer.recent(max(1, self.period // self.fleet.step))
-        used = np.max(np.where(np.isnan(memory), -np.inf, memory), axis=1)
-        return used * (1.0 + self.settings.memory_margin / 2.0) > limit
+        windows = self.settings.windows_per_block(self.fleet.step)
+        _, memory = self.buffer.recent(windows)
+        return recent_peak(memory, windows) * (1.0 + self.settings.memory_margin / 2.0) > limit
 
     def _ride_along(
         self, cpu: np.ndarray, current: Requests, memory: np.ndarray, scale: np.ndarray
@@ -257,11 +257,11 @@ class ForecastStrategy:
         assert self.plan is not None
         unchanged = np.isclose(cpu, current)
         budget = left >= s.lulls.reserve + 1
-        if s.lulls.long_after > 0:
+        long_lull = following & ~budget & (left >= 1) & (self.lulls.idle_run >= s.lulls.long_after)
+        if s.lulls.long_after > 0 and long_lull.any():  # the look ahead only when it can matter
             soon = now + s.lulls.frees_within * self.fleet.step
             frees = self._budget_left(soon) >= s.lulls.reserve + 1  # if none is made until then
-            long_lull = self.lulls.idle_run >= s.lulls.long_after
-            budget |= (left >= 1) & long_lull & frees
+            budget |= long_lull & frees
         eligible = following & unchanged & budget & ~np.isnan(self.plan.cpu_idle)
         min_saving = s.lulls.min_saving * self.plan.calibration.scale
         dropped = self.lulls.drops(
