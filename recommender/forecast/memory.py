@@ -220,7 +220,9 @@ def plan_memory(
     by_state &= days >= 1.0
     peak = recent_peak(memory, min(total, max(1, round(settings.memory_peak_days * DAY / step))))
     recent = recent_peak(memory, recent_blocks * per_block)
-    per_state = np.where(np.isnan(state_peak), peak[:, None], state_peak)
+    # a state's peak may lower the limit, never raise it above the overall recent
+    # peak: a state last seen a week ago does not bring back that week's memory
+    per_state = np.where(np.isnan(state_peak), peak[:, None], np.fmin(state_peak, peak[:, None]))
     per_state = np.where(by_state[:, None], per_state, peak[:, None])
     floor_now = ooms.floor_at(now)
     level_by_state = np.fmax(margin * np.fmax(per_state, recent[:, None]), floor_now[:, None])

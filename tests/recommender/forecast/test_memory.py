@@ -93,3 +93,19 @@ def test_no_memory_data_gives_no_memory_plan() -> None:
     plan = _plan(memory, np.zeros(memory.shape, int), np.zeros((1, 24), int))
     assert np.isnan(plan.required).all()
     assert np.isnan(plan.for_states(np.array([0]))).all()
+
+
+def test_a_state_peak_older_than_the_peak_window_does_not_raise_the_limit() -> None:
+    # a job ran in the first days of a 12-day history, then the container idled for
+    # over a week: the busy state's old peak may not bring back that week's memory
+    days = 12
+    cpu = syn.on_off(days, busy=4.0)
+    old = np.arange(cpu.size) < 3 * 288
+    memory = np.where(old & (cpu > 1.0), 8.0 * syn.GIB, 0.5 * syn.GIB)[None, :]
+    states = np.where(old & (cpu > 1.0), 2, 0)[None, :]
+    tolerant = ForecastSettings(oom_tolerance_per_day=5.0)
+    plan = _plan(memory, states, np.array([[2] * 24]), settings=tolerant)
+    assert plan.by_state[0]
+    assert plan.state_peak[0, 2] == pytest.approx(8.0 * syn.GIB)  # remembered, not used
+    assert (plan.required[0] <= 0.5 * syn.GIB * MARGIN + 1).all()
+    assert plan.for_states(np.array([2]))[0] == pytest.approx(0.5 * syn.GIB * MARGIN)
