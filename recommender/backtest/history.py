@@ -122,9 +122,10 @@ def _grid(frame: pd.DataFrame) -> UsageArrays:
         raise BacktestInputError(
             "usage history has a single timestamp: a replay needs at least two windows"
         )
-    step = infer_step(seconds)
+    codes = frame.groupby(list(EVENT_MATCH), sort=False).ngroup().to_numpy(np.int64)
+    step = infer_step(seconds, codes)  # series out of phase must not make a finer step
     windows = (int(seconds.max()) - int(seconds.min())) // step + 1
-    series = frame.groupby(list(EVENT_MATCH), sort=False).ngroups
+    series = int(codes.max()) + 1
     if series * windows > MAX_GRID_CELLS:
         raise BacktestInputError(
             f"history of {series} series spans {windows} windows of {step} s: too large "

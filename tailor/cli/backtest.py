@@ -31,6 +31,7 @@ from recommender.backtest import (
     run_backtest,
 )
 from recommender.backtest.history import ReplayHistory
+from recommender.backtest.pieces import split_series
 from recommender.backtest.result import BASELINE
 from tailor.cli.inputs import load_history
 
@@ -56,6 +57,16 @@ WarmUp = Annotated[
         "--warm-up",
         help="Per-container warm-up left out of the metrics, e.g. 1d, 6h "
         "(default 1d; 6h for google2011, whose series last one day).",
+    ),
+]
+
+Split = Annotated[
+    str | None,
+    typer.Option(
+        "--split",
+        help="Cut every series into pieces of this length (e.g. 1d), each replayed as a new "
+        "container, all starting together: cold starts from a long trace. The warm-up "
+        "defaults to a quarter of a piece.",
     ),
 ]
 
@@ -154,16 +165,23 @@ def backtest_history(
     months: str | None,
     limit: int | None,
     warm_up: str | None,
+    split: str | None = None,
 ) -> ReplayHistory:
     """The replay history a backtest-like command reads (flags checked, warm-up applied)."""
     try:
-        warm_up_seconds = parse_duration(warm_up) if warm_up else default_warm_up(dataset)
+        span = parse_duration(split) if split else None
+        if span is not None and span <= 0:
+            raise BacktestInputError(f"--split must be a positive duration, got {split!r}")
+        default = default_warm_up(dataset) if span is None else span // 4
+        warm_up_seconds = parse_duration(warm_up) if warm_up else default
         replay = ReplaySettings(warm_up_seconds=warm_up_seconds)
     except BacktestInputError as error:
         raise typer.BadParameter(str(error)) from error
     options = _dataset_options(dataset, months, limit)
     usage, event_frame = load_history(demo, input, events, dataset, options)
     try:
+        if span is not None:
+            usage, event_frame = split_series(usage, event_frame, span)
         return prepare_history(usage, event_frame, replay)
     except BacktestInputError as error:
         raise typer.BadParameter(str(error)) from error
@@ -180,6 +198,7 @@ def backtest_command(
         str, typer.Option("--strategies", help="Comma-separated strategy names.")
     ] = "vpa,krr,autopilot,oracle",
     warm_up: WarmUp = None,
+    split: Split = None,
     fmt: Annotated[BacktestFormat, typer.Option("--format", help="table or json.")] = (
         BacktestFormat.table
     ),
@@ -217,7 +236,7 @@ def backtest_command(
         )
     except BacktestInputError as error:
         raise typer.BadParameter(str(error)) from error
-    history = backtest_history(demo, input, events, dataset, months, limit, warm_up)
+    history = backtest_history(demo, input, events, dataset, months, limit, warm_up, split)
     err = Console(stderr=True)
     if history.unevaluated:
         err.print(f"note: {history.unevaluated} series shorter than the warm-up are not evaluated")

@@ -25,6 +25,7 @@ from tailor.cli.backtest import (
     Input,
     Limit,
     Months,
+    Split,
     WarmUp,
     backtest_history,
 )
@@ -43,6 +44,7 @@ def hindsight_command(
     months: Months = None,
     limit: Limit = None,
     warm_up: WarmUp = None,
+    split: Split = None,
     resource: Annotated[Resource, typer.Option("--resource", help="cpu or memory.")] = (
         Resource.cpu
     ),
@@ -67,7 +69,7 @@ def hindsight_command(
 ) -> None:
     """Certified lower bound on the relative slack any strategy can reach on this history."""
     started = time.perf_counter()
-    history = backtest_history(demo, input, events, dataset, months, limit, warm_up)
+    history = backtest_history(demo, input, events, dataset, months, limit, warm_up, split)
     if resource is Resource.memory and np.any(history.memory_limit_ratio != 1.0):
         raise typer.BadParameter(
             "the memory bound assumes limit = request (a limit/request ratio of 1)",

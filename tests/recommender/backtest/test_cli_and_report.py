@@ -126,3 +126,27 @@ def test_report_is_one_readable_html_file(tmp_path: Path) -> None:
     assert all(base64.b64decode(image)[:8] == b"\x89PNG\r\n\x1a\n" for image in images)
     for name in ("vpa", "krr", "oracle", "memory_relative_slack", "0.00x vpa"):
         assert name in text
+
+
+def test_split_replays_each_day_as_a_cold_start(tmp_path: Path) -> None:
+    usage = write_usage(tmp_path, history(np.full((2, 3 * PER_DAY), 0.5)))
+    out = tmp_path / "result.json"
+    code, output = invoke(
+        "--input",
+        str(usage),
+        "--split",
+        "1d",
+        "--strategies",
+        "vpa",
+        "--no-progress",
+        "--format",
+        "json",
+        "--output",
+        str(out),
+    )
+    assert code == 0, output
+    result = json.loads(out.read_text())
+    assert result["containers"] == 6  # 2 series x 3 days
+    assert result["container_days"] == pytest.approx(6 * 0.75)  # warm-up: a quarter piece
+    code, output = invoke("--input", str(usage), "--split", "0h", "--no-progress")
+    assert code != 0 and "positive" in output
