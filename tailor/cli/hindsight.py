@@ -17,7 +17,10 @@ from typing import Annotated
 import numpy as np
 import typer
 
+from recommender.backtest import BacktestInputError, parse_duration
 from recommender.backtest.hindsight import budget_from_rate, container_days, slack_lower_bound
+from recommender.backtest.history import ReplayHistory
+from recommender.backtest.level_reference import level_reference
 from tailor.cli.backtest import (
     Dataset,
     Demo,
@@ -66,9 +69,18 @@ def hindsight_command(
             "--exempt-fraction", min=0.0, max=0.5, help="Days exempt from the cap (p99: 0.01)."
         ),
     ] = 0.01,
+    level_block: Annotated[
+        str | None,
+        typer.Option(
+            "--level-block",
+            help="Also print the level-clairvoyant reference (CPU): flat requests per block "
+            "of this length (e.g. 4h) from each block's true mean and spread.",
+        ),
+    ] = None,
 ) -> None:
     """Certified lower bound on the relative slack any strategy can reach on this history."""
     started = time.perf_counter()
+    block = _level_block(level_block, resource)
     history = backtest_history(demo, input, events, dataset, months, limit, warm_up, split)
     if resource is Resource.memory and np.any(history.memory_limit_ratio != 1.0):
         raise typer.BadParameter(
@@ -89,4 +101,33 @@ def hindsight_command(
         f"counted days={result.counted_days}, exempt={result.exempt_days}, "
         f"free={result.free_days}, evaluations={result.evaluations}, "
         f"load {loaded - started:.1f}s, bound {time.perf_counter() - loaded:.1f}s)"
+    )
+    if block is not None:
+        _print_level_reference(history, block, budget_rate)
+
+
+def _level_block(text: str | None, resource: Resource) -> int | None:
+    """Seconds per block of the level reference, checked before any data is read."""
+    if text is None:
+        return None
+    if resource is not Resource.cpu:
+        raise typer.BadParameter("the level reference is for CPU", param_hint="--level-block")
+    try:
+        seconds = parse_duration(text)
+    except BacktestInputError as error:
+        raise typer.BadParameter(str(error), param_hint="--level-block") from error
+    if seconds <= 0:
+        raise typer.BadParameter("must be a positive duration", param_hint="--level-block")
+    return seconds
+
+
+def _print_level_reference(history: ReplayHistory, seconds: int, budget_rate: float) -> None:
+    windows = max(1, seconds // history.usage.step)
+    reference = level_reference(
+        history.usage.cpu, history.evaluation_start, windows, min(budget_rate, 1.0)
+    )
+    typer.echo(
+        f"level-clairvoyant cpu_relative_slack = {reference.relative_slack:.4f} at shortfall "
+        f"{reference.shortfall_rate:.4f} (blocks of {windows * history.usage.step // 60} min "
+        f"sized on their own mean and spread; not a bound on mid-block resizes)"
     )
