@@ -141,10 +141,7 @@ def calibrate(
     few errors of its own (a new container, a state rarely visited) takes, with
     `classes` (series,), its shape class's pooled errors blended in (see
     `classes.blend`) at the target quantile; without, the most cautious margin
-    the series has, or, when no state has enough errors yet but the series has
-    (a young container whose usage moved between states), the quantile at the
-    target of all its errors together: otherwise it would keep the near-maximum
-    of its history plus headroom for as long as its errors stay split.
+    the series has.
     """
     n = usage.shape[0]
     usable = np.where(np.isnan(forecast)[:, :, None], np.nan, usage)
@@ -192,14 +189,6 @@ def calibrate(
         fallback = np.broadcast_to(
             np.max(np.where(enough, margin, -np.inf), axis=1, keepdims=True), margin.shape
         )
-        # a young series with no state of its own yet: all its errors together
-        whole, total = grouped_quantiles(
-            errors, np.zeros(errors.shape, dtype=np.int64), 1, CANDIDATE_LEVELS
-        )
-        at_target = min(int(np.searchsorted(CANDIDATE_LEVELS, 1.0 - target_shortfall)), levels - 1)
-        no_state = ~enough.any(axis=1) & (total[:, 0] >= MIN_BIN_ERRORS)
-        whole_margin = np.maximum(whole[:, 0, at_target], 0.0)
-        fallback = np.where(no_state[:, None], whole_margin[:, None], fallback)
     margin = np.where(enough, margin, fallback)
     margin = np.where(np.isfinite(margin), margin, np.nan)
     margin[count.sum(axis=1) < MIN_ERRORS] = np.nan

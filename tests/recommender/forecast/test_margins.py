@@ -91,17 +91,3 @@ def test_reactions_stay_within_the_budget() -> None:
     )
     choice, _ = allocate(offer, target=0.01, cap=0.1, budget=2.0)
     assert choice[0, 0] == 1
-
-
-def test_a_young_series_without_a_state_of_its_own_uses_all_its_errors() -> None:
-    # 12 hours of history split evenly over two states: no state has the errors to
-    # stand alone, but together they do; the margin then comes from all of them
-    # (the quantile at the target) instead of none at all (the history's maximum)
-    usage, forecast = _noise_fleet(blocks=12)
-    states = np.repeat([[0, 1]], 6, axis=0).T.reshape(1, -1)
-    result = calibrate(usage, forecast, states, np.array([1.0]), 0.02, 0.1, NO_REACTIONS, 24)
-    assert (result.errors < 120).all() and result.errors.sum() >= 120
-    errors = (usage - forecast[:, :, None]).reshape(1, -1)
-    expected, _ = error_quantiles(errors, (0.98,))
-    assert result.margin[0, 0] == pytest.approx(max(expected[0, 0], 0.0))
-    assert result.margin[0, 1] == result.margin[0, 0]
