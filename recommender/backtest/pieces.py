@@ -14,8 +14,9 @@ from __future__ import annotations
 import pandas as pd
 
 from recommender.backtest.settings import BacktestInputError
+from recommender.data.schema import SERIES_COLUMNS
 
-SERIES = ["namespace", "pod", "container"]
+SERIES = list(SERIES_COLUMNS)
 
 
 def _pieces(
