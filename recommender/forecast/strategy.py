@@ -126,6 +126,10 @@ class ForecastStrategy:
             # so is a serving container just back from a burst (once, for this boundary)
             in_lull |= self.spikes.released
             in_lull &= self.short_run == 0  # a drop below the idle usage itself is not kept
+            # and between jobs too, until usage reaches the request: a raise ahead of a
+            # forecast job spends a change the next lull drop needs (a job that does
+            # start is answered within a window or two)
+            in_lull |= following & (self.last_cpu < cpu)
             cpu = np.where(in_lull, np.fmin(planned_cpu, cpu), planned_cpu)
             self.spikes.at_boundary(~np.isclose(cpu, current.cpu, equal_nan=True))
         cpu = np.where(np.isnan(cpu), cover(required, s.cover_blocks), cpu)

@@ -268,3 +268,23 @@ def test_a_long_lull_may_drop_with_the_last_change_when_one_frees_soon() -> None
     assert all(np.any(following[0, t : t + wait] >= job[t : t + wait].min()) for t in starts)
     changes = np.count_nonzero(np.diff(following[0, after]) != 0)
     assert changes <= settings.max_changes_per_day * (days - 2) + settings.max_changes_per_day
+
+
+def test_a_batch_request_rises_only_once_usage_reaches_it() -> None:
+    # every other job runs light and on and off (as some of vm-61's do): the request
+    # restored for it is partial, and the plan forecasts more; a raise while usage stays
+    # under the request would spend a change the next lull drop needs
+    days = 6.0
+    rng = np.random.default_rng(5)
+    cpu = syn.on_off(days)
+    busy = cpu > 1.0
+    job = np.cumsum(busy & ~np.roll(busy, 1))  # number of the job (or of the lull after it)
+    weak = busy & (job % 2 == 0)  # every other job runs light and on and off
+    cpu = np.where(weak, rng.choice([0.0, 0.5, 1.5, 2.0], cpu.size), cpu)
+    memory = np.full((2, cpu.size), syn.GIB)
+    requests, _, _, strategy = replay(np.vstack([cpu, syn.noise(days)]), memory)
+    assert strategy.plan is not None and strategy.plan.shape.batch[0]
+    after = np.arange(2 * syn.PER_DAY, cpu.size)
+    raised = after[requests[0, after] > requests[0, after - 1] * (1 + 1e-9)]
+    assert raised.size > 0
+    assert np.all(cpu[raised - 1] >= requests[0, raised - 1])
