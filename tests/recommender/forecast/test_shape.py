@@ -62,3 +62,21 @@ def test_on_off_jobs_are_batch_and_a_cycle_is_serving() -> None:
     report = _shape([syn.on_off(6), syn.daily(6), syn.noise(6)])
     assert report.workload_class().tolist()[0] == "batch"
     assert report.workload_class().tolist()[1:] == ["serving", "serving"]
+
+
+def test_a_batch_vm_running_long_jobs_stays_batch() -> None:
+    # a week of long jobs, idle a sixth of the time: still on/off, so the idle hours
+    # after the next job are followed rather than waited out at the busy request
+    days = 7
+    cpu = np.full(days * syn.PER_DAY, 8.0)
+    for day in range(days):
+        start = day * syn.PER_DAY + 8 * 12  # four idle hours a day
+        cpu[start : start + 4 * 12] = 0.02
+    report = _shape([cpu])
+    idle = np.mean(cpu < 1.0)
+    assert 0.1 < idle < 0.2
+    assert report.batch.tolist() == [True]
+    # a serving container with the odd quiet spell is not
+    spells = syn.noise(days).copy()
+    spells[: syn.PER_DAY // 4] = 0.0
+    assert _shape([spells]).batch.tolist() == [False]
