@@ -31,11 +31,16 @@ import pandas as pd
 
 from recommender.backtest.settings import DAY, BacktestInputError, ReplaySettings, format_duration
 from recommender.data.arrays import UsageArrays, from_long, infer_step
-from recommender.data.schema import DataFormatError, validate_events, validate_usage
+from recommender.data.schema import (
+    SERIES_COLUMNS,
+    DataFormatError,
+    validate_events,
+    validate_usage,
+)
 from recommender.strategy import Requests
 
 MAX_GRID_CELLS = 400_000_000  # containers x windows: beyond this the history is too sparse
-EVENT_MATCH = ("namespace", "pod", "container")
+EVENT_MATCH = SERIES_COLUMNS  # events and usage meet on the series key
 
 
 @dataclass(frozen=True)

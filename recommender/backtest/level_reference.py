@@ -29,7 +29,6 @@ class LevelReference:
 
     relative_slack: float  # sum of max(request - usage, 0) / sum of request
     shortfall_rate: float  # shortfall windows / evaluated windows
-    price: float  # core-windows of slack one shortfall window was worth
     windows: int  # evaluated windows
 
 
@@ -102,6 +101,5 @@ def level_reference(
     return LevelReference(
         relative_slack=float(slack[rows, choice].sum()) / max(total_request, 1e-12),
         shortfall_rate=float(short[rows, choice].sum()) / windows,
-        price=float(high),
         windows=windows,
     )

@@ -53,13 +53,13 @@ def split_series(
         raise BacktestInputError("the split span must be positive")
     if usage.empty:
         return usage, events
-    first = usage.groupby(SERIES, sort=False)["timestamp"].transform("min")
-    origin = usage["timestamp"].min()
+    starts = usage.groupby(SERIES, sort=False)["timestamp"].min().rename("first")
+    first = usage.join(starts, on=SERIES)["first"]
+    origin = starts.min()
     piece, shift = _pieces(usage, first, origin, span_seconds)
     pieces = _renamed(usage, piece, shift)
     if events.empty:
         return pieces, events
-    starts = usage.assign(first=first).groupby(SERIES, sort=False)["first"].first()
     known = events.join(starts, on=SERIES, how="inner")
     known = known[known["timestamp"] >= known["first"]]
     event_piece, event_shift = _pieces(known, known["first"], origin, span_seconds)

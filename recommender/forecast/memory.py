@@ -222,7 +222,8 @@ def plan_memory(
     recent = recent_peak(memory, recent_blocks * per_block)
     # a state's peak may lower the limit, never raise it above the overall recent
     # peak: a state last seen a week ago does not bring back that week's memory
-    per_state = np.where(np.isnan(state_peak), peak[:, None], np.fmin(state_peak, peak[:, None]))
+    # (fmin also takes the overall peak where a state has none)
+    per_state = np.fmin(state_peak, peak[:, None])
     per_state = np.where(by_state[:, None], per_state, peak[:, None])
     floor_now = ooms.floor_at(now)
     level_by_state = np.fmax(margin * np.fmax(per_state, recent[:, None]), floor_now[:, None])

@@ -120,16 +120,17 @@ class ForecastStrategy:
             # a cut within the busy band costs is one the next lull drop needs
             in_job = following & (planned_cpu >= LEVEL_EDGES[2] * plan.calibration.scale)
             planned_cpu = np.where((planned_cpu < cpu) & (small | in_job), cpu, planned_cpu)
-            # an on/off container in a lull is raised by a reaction, never by plan
-            in_lull = following & (self.lulls.idle_run >= s.lulls.after_windows)
+            # an on/off container in a lull, or whose usage is below its request, is
+            # raised by a reaction, never by plan: a raise ahead of a forecast job
+            # spends a change the next lull drop needs, and a job that does start is
+            # answered within a window or two
+            in_lull = following & (
+                (self.lulls.idle_run >= s.lulls.after_windows) | (self.last_cpu < cpu)
+            )
             in_lull |= ~np.isnan(self.lulls.dropped_from) & (self.lulls.idle_run > 0)
             # so is a serving container just back from a burst (once, for this boundary)
             in_lull |= self.spikes.released
             in_lull &= self.short_run == 0  # a drop below the idle usage itself is not kept
-            # and between jobs too, until usage reaches the request: a raise ahead of a
-            # forecast job spends a change the next lull drop needs (a job that does
-            # start is answered within a window or two)
-            in_lull |= following & (self.last_cpu < cpu)
             cpu = np.where(in_lull, np.fmin(planned_cpu, cpu), planned_cpu)
             self.spikes.at_boundary(~np.isclose(cpu, current.cpu, equal_nan=True))
         cpu = np.where(np.isnan(cpu), cover(required, s.cover_blocks), cpu)
@@ -188,7 +189,9 @@ class ForecastStrategy:
         unset = np.isnan(current) & ~np.isnan(needed)
         along = cpu_moves & ~np.isnan(needed)
         up = may_react & (needed > current * (1.0 + s.memory_margin / 2.0))
-        up &= ~following | self._memory_nears(current)
+        waits = up & following
+        if waits.any():  # the buffer is read only when an on/off limit would rise
+            up &= ~waits | self._memory_nears(current)
         alone_down = at_boundary & may_plan & (needed < current * (1.0 - MEMORY_ALONE_DECREASE))
         alone_down &= ~(self.ooms.hold_until > now)
         along &= (needed > current) | ~(self.ooms.hold_until > now)

@@ -157,6 +157,17 @@ def _emit(result: BacktestResult, fmt: BacktestFormat, output: Path | None) -> N
             recorder.file.close()
 
 
+def positive_duration(text: str, option: str) -> int:
+    """Seconds in a duration flag such as --split or --level-block, which must be positive."""
+    try:
+        seconds = parse_duration(text)
+    except BacktestInputError as error:
+        raise typer.BadParameter(str(error), param_hint=option) from error
+    if seconds <= 0:
+        raise typer.BadParameter(f"must be a positive duration, got {text!r}", param_hint=option)
+    return seconds
+
+
 def backtest_history(
     demo: bool,
     input: Path | None,
@@ -168,10 +179,8 @@ def backtest_history(
     split: str | None = None,
 ) -> ReplayHistory:
     """The replay history a backtest-like command reads (flags checked, warm-up applied)."""
+    span = positive_duration(split, "--split") if split else None
     try:
-        span = parse_duration(split) if split else None
-        if span is not None and span <= 0:
-            raise BacktestInputError(f"--split must be a positive duration, got {split!r}")
         default = default_warm_up(dataset) if span is None else span // 4
         warm_up_seconds = parse_duration(warm_up) if warm_up else default
         replay = ReplaySettings(warm_up_seconds=warm_up_seconds)

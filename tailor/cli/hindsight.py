@@ -17,7 +17,6 @@ from typing import Annotated
 import numpy as np
 import typer
 
-from recommender.backtest import BacktestInputError, parse_duration
 from recommender.backtest.hindsight import budget_from_rate, container_days, slack_lower_bound
 from recommender.backtest.history import ReplayHistory
 from recommender.backtest.level_reference import level_reference
@@ -31,6 +30,7 @@ from tailor.cli.backtest import (
     Split,
     WarmUp,
     backtest_history,
+    positive_duration,
 )
 
 
@@ -112,13 +112,7 @@ def _level_block(text: str | None, resource: Resource) -> int | None:
         return None
     if resource is not Resource.cpu:
         raise typer.BadParameter("the level reference is for CPU", param_hint="--level-block")
-    try:
-        seconds = parse_duration(text)
-    except BacktestInputError as error:
-        raise typer.BadParameter(str(error), param_hint="--level-block") from error
-    if seconds <= 0:
-        raise typer.BadParameter("must be a positive duration", param_hint="--level-block")
-    return seconds
+    return positive_duration(text, "--level-block")
 
 
 def _print_level_reference(history: ReplayHistory, seconds: int, budget_rate: float) -> None:
