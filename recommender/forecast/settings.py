@@ -62,7 +62,7 @@ class LullSettings:
     memory: bool = True
     memory_quantile: float = 0.9
     long_after: int = 24
-    frees_within: int = 24
+    frees_within: int = 96
 
     def __post_init__(self) -> None:
         checks = [

@@ -270,6 +270,31 @@ def test_a_long_lull_may_drop_with_the_last_change_when_one_frees_soon() -> None
     assert changes <= settings.max_changes_per_day * (days - 2) + settings.max_changes_per_day
 
 
+def test_a_long_lull_takes_the_last_change_when_one_frees_within_hours() -> None:
+    # a two-hour job every eight hours: three drops and three restores a day fill the
+    # budget, so every drop but the first in 16 h has only the last change left; the
+    # change spent 8 h earlier frees within the lull, in time for the next job
+    days = 6.0
+    windows = int(days * syn.PER_DAY)
+    rng = np.random.default_rng(3)
+    job = rng.uniform(0.0, 0.02, windows)
+    for start in range(0, windows, 96):
+        job[start : start + 24] = 4.0 + rng.uniform(0.0, 0.05, min(24, windows - start))
+    cpu = np.vstack([job, syn.noise(days)])
+    memory = np.full(cpu.shape, syn.GIB)
+    settings = ForecastSettings()
+    two_hours = replace(settings, lulls=replace(settings.lulls, frees_within=24))
+    following, _, _, strategy = replay(cpu, memory, settings)
+    waiting, _, _, _ = replay(cpu, memory, two_hours)
+    assert strategy.plan is not None and strategy.plan.shape.batch[0]
+    after = np.arange(2 * syn.PER_DAY, windows)
+    idle = after[job[after] < 0.1]
+    busy = after[job[after] > 1.0]
+    assert following[0, idle].sum() < 0.7 * waiting[0, idle].sum()
+    short = np.sum(following[0, busy] < job[busy])
+    assert short <= np.sum(waiting[0, busy] < job[busy]) + 2
+
+
 def test_a_batch_request_rises_only_once_usage_reaches_it() -> None:
     # every other job runs light and on and off (as some of vm-61's do): the request
     # restored for it is partial, and the plan forecasts more; a raise while usage stays
