@@ -10,6 +10,11 @@ where it saves the most (bisected to the budget), as the strategies' margins
 do. The slack left is what the noise inside blocks costs: no forecast of levels,
 however good, sizes flat blocks below it. It is a reference, not a bound on
 strategies that resize mid-block.
+
+Memory has its own: every block's limit at that block's true peak
+(`peak_reference`). A limit under the peak is an OOM kill, so there is no noise
+to trade against a budget; what is left is how far the peak of a block stands
+above the memory used through it.
 """
 
 from __future__ import annotations
@@ -102,4 +107,24 @@ def level_reference(
         relative_slack=float(slack[rows, choice].sum()) / max(total_request, 1e-12),
         shortfall_rate=float(short[rows, choice].sum()) / windows,
         windows=windows,
+    )
+
+
+def peak_reference(memory: np.ndarray, start: np.ndarray, block: int) -> LevelReference:
+    """Every block of `block` windows limited at its own true memory peak (no OOM kill).
+
+    memory: (series, windows) peak usage per window, evaluated from `start` (series,).
+    """
+    if block < 1:
+        raise ValueError("a block needs at least one window")
+    usage = _evaluated_blocks(memory, np.asarray(start, dtype=np.int64), block)
+    seen = ~np.isnan(usage)
+    windows = int(seen.sum())
+    if windows == 0:
+        raise ValueError("no evaluated memory usage")
+    peak = np.max(np.where(seen, usage, -np.inf), axis=2, keepdims=True)
+    limit = np.where(seen, peak, 0.0)
+    slack = float(np.sum(limit - np.where(seen, usage, 0.0)))
+    return LevelReference(
+        relative_slack=slack / max(float(limit.sum()), 1e-12), shortfall_rate=0.0, windows=windows
     )

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from recommender.backtest.level_reference import level_reference
+from recommender.backtest.level_reference import level_reference, peak_reference
 
 BLOCK = 4
 
@@ -65,3 +65,23 @@ def test_bad_arguments_are_refused() -> None:
         level_reference(cpu, np.array([0]), BLOCK, 1.5)
     with pytest.raises(ValueError, match="no evaluated"):
         level_reference(np.full((1, 8), np.nan), np.array([0]), BLOCK, 0.0)
+
+
+def test_each_memory_block_is_limited_at_its_own_peak() -> None:
+    # block 1 uses 1 then 3 (peak 3: slack 2 of 6); block 2 is flat at 2 (no slack)
+    memory = np.array([[9.0, 9.0, 1.0, 3.0, 2.0, 2.0]])
+    result = peak_reference(memory, np.array([2]), 2)
+    assert result.relative_slack == pytest.approx(2.0 / 10.0)
+    assert result.shortfall_rate == 0.0 and result.windows == 4
+    # a gap inside a block is neither used nor limited
+    gapped = peak_reference(np.array([[1.0, np.nan, 4.0, 4.0]]), np.array([0]), 2)
+    assert gapped.relative_slack == pytest.approx(0.0)
+    longer = peak_reference(memory, np.array([2]), 4)  # one block at peak 3
+    assert longer.relative_slack == pytest.approx((2.0 + 0.0 + 1.0 + 1.0) / 12.0)
+
+
+def test_the_memory_reference_refuses_what_it_cannot_measure() -> None:
+    with pytest.raises(ValueError, match="at least one window"):
+        peak_reference(np.ones((1, 4)), np.array([0]), 0)
+    with pytest.raises(ValueError, match="no evaluated memory"):
+        peak_reference(np.full((1, 4), np.nan), np.array([0]), 2)

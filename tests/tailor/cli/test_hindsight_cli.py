@@ -4,10 +4,15 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 
+import numpy as np
+import pytest
 from typer.testing import CliRunner
 
 from tailor.cli.main import app
+from tests.recommender.backtest.helpers import GIB, PER_DAY, history
+from tests.recommender.backtest.test_cli_and_report import write_usage
 
 runner = CliRunner()
 
@@ -36,7 +41,7 @@ def test_bad_flags_are_refused() -> None:
     assert runner.invoke(app, ["hindsight", "--demo", "--resource", "memory"]).exit_code == 2
 
 
-def test_the_level_reference_is_printed_for_cpu_only() -> None:
+def test_the_level_reference_is_printed_for_cpu() -> None:
     args = ["hindsight", "--demo", "--budget-rate", "0.02", "--level-block", "4h"]
     result = runner.invoke(app, args)
     assert result.exit_code == 0, result.output
@@ -46,6 +51,17 @@ def test_the_level_reference_is_printed_for_cpu_only() -> None:
     assert found is not None
     assert 0.0 < float(found.group(1)) < 1.0
     assert float(found.group(2)) <= 0.02
-    memory = ["hindsight", "--demo", "--resource", "memory", "--level-block", "4h"]
-    assert runner.invoke(app, memory).exit_code == 2
     assert runner.invoke(app, [*args[:-1], "0h"]).exit_code == 2
+
+
+def test_the_memory_reference_limits_every_block_at_its_peak(tmp_path: Path) -> None:
+    # 1 GiB throughout, and one window of each 4 h block (48 windows) at 2 GiB
+    memory = np.where(np.arange(3 * PER_DAY) % 48 == 7, 2 * GIB, GIB)
+    usage = write_usage(tmp_path, history(np.full(3 * PER_DAY, 0.5), memory))
+    args = ["hindsight", "--input", str(usage), "--resource", "memory", "--level-block", "4h"]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    found = re.search(r"peak-clairvoyant memory_relative_slack = ([0-9.]+)", result.stdout)
+    assert found is not None
+    assert float(found.group(1)) == pytest.approx(47 / 96, abs=1e-4)
+    assert runner.invoke(app, [*args[:-1], "-4h"]).exit_code == 2
