@@ -37,15 +37,24 @@ class LevelReference:
     windows: int  # evaluated windows
 
 
-def _evaluated_blocks(cpu: np.ndarray, start: np.ndarray, block: int) -> np.ndarray:
-    """Each series' evaluated windows from its own start, cut into blocks: (n, blocks, block)."""
-    n, total = cpu.shape
+def _evaluated_blocks(
+    values: np.ndarray, start: np.ndarray, block: int, what: str
+) -> tuple[np.ndarray, int]:
+    """Each series' evaluated windows from its own start, cut into blocks (n, blocks,
+    block; NaN where unsampled), and how many windows hold a sample."""
+    if block < 1:
+        raise ValueError("a block needs at least one window")
+    start = np.asarray(start, dtype=np.int64)
+    n, total = values.shape
     length = max(int(total - start.min()), 0)
     blocks = -(-length // block)
     index = start[:, None] + np.arange(blocks * block)[None, :]
     inside = index < total
-    values = np.where(inside, cpu[np.arange(n)[:, None], np.minimum(index, total - 1)], np.nan)
-    return values.reshape(n, blocks, block)
+    picked = np.where(inside, values[np.arange(n)[:, None], np.minimum(index, total - 1)], np.nan)
+    windows = int(np.sum(~np.isnan(picked)))
+    if windows == 0:
+        raise ValueError(f"no evaluated {what} usage")
+    return picked.reshape(n, blocks, block), windows
 
 
 def _candidates(usage: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -76,14 +85,9 @@ def level_reference(
     block: windows per block; budget_rate: shortfall windows allowed per
     evaluated window over the fleet (e.g. the vpa strategy's measured rate).
     """
-    if block < 1:
-        raise ValueError("a block needs at least one window")
     if not 0.0 <= budget_rate <= 1.0:
         raise ValueError("the shortfall budget is a rate in [0, 1]")
-    usage = _evaluated_blocks(cpu, np.asarray(start, dtype=np.int64), block)
-    windows = int(np.sum(~np.isnan(usage)))
-    if windows == 0:
-        raise ValueError("no evaluated CPU usage")
+    usage, windows = _evaluated_blocks(cpu, start, block, "CPU")
     slack, short, requested = _candidates(usage)
     rows = np.arange(slack.shape[0])
     allowed = budget_rate * windows
@@ -115,16 +119,11 @@ def peak_reference(memory: np.ndarray, start: np.ndarray, block: int) -> LevelRe
 
     memory: (series, windows) peak usage per window, evaluated from `start` (series,).
     """
-    if block < 1:
-        raise ValueError("a block needs at least one window")
-    usage = _evaluated_blocks(memory, np.asarray(start, dtype=np.int64), block)
-    seen = ~np.isnan(usage)
-    windows = int(seen.sum())
-    if windows == 0:
-        raise ValueError("no evaluated memory usage")
-    peak = np.max(np.where(seen, usage, -np.inf), axis=2, keepdims=True)
-    limit = np.where(seen, peak, 0.0)
-    slack = float(np.sum(limit - np.where(seen, usage, 0.0)))
+    usage, windows = _evaluated_blocks(memory, start, block, "memory")
+    counts = np.sum(~np.isnan(usage), axis=2)
+    peaks = np.max(np.nan_to_num(usage, nan=0.0), axis=2)  # memory is never negative
+    limit = float(np.sum(peaks * counts))
+    slack = limit - float(np.nansum(usage))  # a block's peak is never below its usage
     return LevelReference(
-        relative_slack=slack / max(float(limit.sum()), 1e-12), shortfall_rate=0.0, windows=windows
+        relative_slack=slack / max(limit, 1e-12), shortfall_rate=0.0, windows=windows
     )

@@ -103,29 +103,27 @@ def hindsight_command(
         f"free={result.free_days}, evaluations={result.evaluations}, "
         f"load {loaded - started:.1f}s, bound {time.perf_counter() - loaded:.1f}s)"
     )
-    if block is not None and resource is Resource.cpu:
-        _print_level_reference(history, block, budget_rate)
-    elif block is not None:
-        _print_peak_reference(history, block)
+    if block is not None:
+        _print_reference(history, resource, block, budget_rate)
 
 
-def _print_level_reference(history: ReplayHistory, seconds: int, budget_rate: float) -> None:
+def _print_reference(
+    history: ReplayHistory, resource: Resource, seconds: int, budget_rate: float
+) -> None:
+    """The clairvoyant reference of --level-block: block levels (cpu) or block peaks (memory)."""
     windows = max(1, seconds // history.usage.step)
-    reference = level_reference(
-        history.usage.cpu, history.evaluation_start, windows, min(budget_rate, 1.0)
-    )
+    blocks = f"blocks of {windows * history.usage.step // 60} min"
+    start = history.evaluation_start
+    if resource is Resource.cpu:
+        level = level_reference(history.usage.cpu, start, windows, min(budget_rate, 1.0))
+        typer.echo(
+            f"level-clairvoyant cpu_relative_slack = {level.relative_slack:.4f} at shortfall "
+            f"{level.shortfall_rate:.4f} ({blocks} sized on their own mean and spread; "
+            "not a bound on mid-block resizes)"
+        )
+        return
+    peak = peak_reference(history.usage.memory, start, windows)
     typer.echo(
-        f"level-clairvoyant cpu_relative_slack = {reference.relative_slack:.4f} at shortfall "
-        f"{reference.shortfall_rate:.4f} (blocks of {windows * history.usage.step // 60} min "
-        f"sized on their own mean and spread; not a bound on mid-block resizes)"
-    )
-
-
-def _print_peak_reference(history: ReplayHistory, seconds: int) -> None:
-    windows = max(1, seconds // history.usage.step)
-    reference = peak_reference(history.usage.memory, history.evaluation_start, windows)
-    typer.echo(
-        f"peak-clairvoyant memory_relative_slack = {reference.relative_slack:.4f} with no OOM "
-        f"(blocks of {windows * history.usage.step // 60} min limited at their own true peak; "
-        "not a bound on mid-block resizes)"
+        f"peak-clairvoyant memory_relative_slack = {peak.relative_slack:.4f} with no OOM "
+        f"({blocks} limited at their own true peak; not a bound on mid-block resizes)"
     )

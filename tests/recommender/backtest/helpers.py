@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 
@@ -52,6 +54,15 @@ def history(
             frame[name] = value
         frames.append(frame)
     return pd.concat(frames, ignore_index=True)
+
+
+def write_usage(tmp_path: Path, frame: pd.DataFrame) -> Path:
+    """`frame` as the CSV file `--input` reads."""
+    path = tmp_path / "usage.csv"
+    out = frame.copy()
+    out["timestamp"] = out["timestamp"].dt.strftime("%Y-%m-%dT%H:%M:%SZ")
+    out.to_csv(path, index=False)
+    return path
 
 
 def days(count: float) -> np.ndarray:

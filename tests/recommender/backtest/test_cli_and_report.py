@@ -21,7 +21,7 @@ from recommender.backtest import (
 )
 from recommender.data.synthetic import demo_fleet
 from tailor.cli.backtest import backtest_command
-from tests.recommender.backtest.helpers import PER_DAY, history
+from tests.recommender.backtest.helpers import PER_DAY, history, write_usage
 
 app = typer.Typer()
 app.command("backtest")(backtest_command)
@@ -31,14 +31,6 @@ app.command("noop")(lambda: None)  # two commands: the first argument names the 
 def invoke(*args: str) -> tuple[int, str]:
     outcome = CliRunner().invoke(app, ["backtest", *args])
     return outcome.exit_code, outcome.output
-
-
-def write_usage(tmp_path: Path, frame: pd.DataFrame) -> Path:
-    path = tmp_path / "usage.csv"
-    out = frame.copy()
-    out["timestamp"] = out["timestamp"].dt.strftime("%Y-%m-%dT%H:%M:%SZ")
-    out.to_csv(path, index=False)
-    return path
 
 
 def test_json_output_and_per_container_file(tmp_path: Path) -> None:

@@ -78,6 +78,9 @@ def test_each_memory_block_is_limited_at_its_own_peak() -> None:
     assert gapped.relative_slack == pytest.approx(0.0)
     longer = peak_reference(memory, np.array([2]), 4)  # one block at peak 3
     assert longer.relative_slack == pytest.approx((2.0 + 0.0 + 1.0 + 1.0) / 12.0)
+    # series of different lengths: the shorter one's empty blocks count for nothing
+    ragged = np.array([[np.nan] * 6 + [1.0, 2.0], [1.0, 3.0, 2.0, 2.0] + [np.nan] * 4])
+    assert peak_reference(ragged, np.array([6, 0]), 2).relative_slack == pytest.approx(3 / 14)
 
 
 def test_the_memory_reference_refuses_what_it_cannot_measure() -> None:

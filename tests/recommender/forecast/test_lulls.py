@@ -244,13 +244,20 @@ def test_a_negative_batch_peak_margin_is_refused() -> None:
         ForecastSettings(batch_peak_margin=-0.1)
 
 
-def test_a_long_lull_may_drop_with_the_last_change_when_one_frees_soon() -> None:
-    days = 6.0
+def _periodic_jobs(days: float, every: int, length: int) -> np.ndarray:
+    """Jobs of `length` windows at 4 cores starting every `every` windows, idle between."""
     windows = int(days * syn.PER_DAY)
     rng = np.random.default_rng(3)
     job = rng.uniform(0.0, 0.02, windows)
-    for start in range(0, windows, 60):  # a one-hour job every five hours: budget is tight
-        job[start : start + 12] = 4.0 + rng.uniform(0.0, 0.05, min(12, windows - start))
+    for start in range(0, windows, every):
+        job[start : start + length] = 4.0 + rng.uniform(0.0, 0.05, min(length, windows - start))
+    return job
+
+
+def test_a_long_lull_may_drop_with_the_last_change_when_one_frees_soon() -> None:
+    days = 6.0
+    windows = int(days * syn.PER_DAY)
+    job = _periodic_jobs(days, every=60, length=12)  # an hour every 5 h: budget is tight
     cpu = np.vstack([job, syn.noise(days)])
     memory = np.full(cpu.shape, syn.GIB)
     settings = ForecastSettings()
@@ -275,11 +282,7 @@ def test_a_long_lull_takes_the_last_change_when_one_frees_within_hours() -> None
     # budget, so every drop but the first in 16 h has only the last change left; the
     # change spent 8 h earlier frees within the lull, in time for the next job
     days = 6.0
-    windows = int(days * syn.PER_DAY)
-    rng = np.random.default_rng(3)
-    job = rng.uniform(0.0, 0.02, windows)
-    for start in range(0, windows, 96):
-        job[start : start + 24] = 4.0 + rng.uniform(0.0, 0.05, min(24, windows - start))
+    job = _periodic_jobs(days, every=96, length=24)
     cpu = np.vstack([job, syn.noise(days)])
     memory = np.full(cpu.shape, syn.GIB)
     settings = ForecastSettings()
@@ -287,7 +290,7 @@ def test_a_long_lull_takes_the_last_change_when_one_frees_within_hours() -> None
     following, _, _, strategy = replay(cpu, memory, settings)
     waiting, _, _, _ = replay(cpu, memory, two_hours)
     assert strategy.plan is not None and strategy.plan.shape.batch[0]
-    after = np.arange(2 * syn.PER_DAY, windows)
+    after = np.arange(2 * syn.PER_DAY, job.size)
     idle = after[job[after] < 0.1]
     busy = after[job[after] > 1.0]
     assert following[0, idle].sum() < 0.7 * waiting[0, idle].sum()

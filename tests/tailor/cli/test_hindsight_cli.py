@@ -11,8 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 from tailor.cli.main import app
-from tests.recommender.backtest.helpers import GIB, PER_DAY, history
-from tests.recommender.backtest.test_cli_and_report import write_usage
+from tests.recommender.backtest.helpers import GIB, PER_DAY, history, write_usage
 
 runner = CliRunner()
 
