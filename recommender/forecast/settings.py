@@ -196,7 +196,7 @@ class ForecastSettings:
 
     cpu_shortfall_mode: ShortfallMode = "vpa"
     target_cpu_shortfall: float = 0.005
-    vpa_parity_factor: float = 0.7
+    vpa_parity_factor: float = 0.6
     max_container_shortfall: float = 0.1
     batch_cpu_sizing: BatchSizing = "percentile"
     oom_tolerance_per_day: float = 0.02

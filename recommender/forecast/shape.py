@@ -22,7 +22,7 @@ MIN_SEASON_CYCLES = 2.0
 IDLE_FRACTION = 0.1  # usage below this share of the peak counts as idle
 BUSY_FRACTION = 0.5  # usage above this share of the peak counts as busy
 BATCH_MIN_IDLE = 0.1  # share of windows idle, for an on/off (batch) shape
-BATCH_MIN_BUSY = 0.05  # share of windows busy, for an on/off (batch) shape
+BATCH_MIN_BUSY = 0.02  # share of windows busy, for an on/off (batch) shape
 BATCH_MIN_PERSISTENCE = 0.7  # lag-1 autocorrelation: busy and idle come in runs
 BURSTY_RATIO = 3.0  # p99 / median of windows above which a serving container is bursty
 

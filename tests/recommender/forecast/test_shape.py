@@ -80,3 +80,17 @@ def test_a_batch_vm_running_long_jobs_stays_batch() -> None:
     spells = syn.noise(days).copy()
     spells[: syn.PER_DAY // 4] = 0.0
     assert _shape([spells]).batch.tolist() == [False]
+
+
+def test_a_short_daily_job_is_on_off() -> None:
+    # idle all day but for a 30 minute job every night (2 % of windows): an on/off
+    # container, whose request should follow the job rather than hold a planned
+    # raise for hours after it; a single such job in a week is not
+    days = 7
+    nightly = np.full(days * syn.PER_DAY, 0.02)
+    for day in range(days):
+        start = day * syn.PER_DAY + 22 * 12 + 6
+        nightly[start : start + 6] = 0.7
+    once = np.full(days * syn.PER_DAY, 0.02)
+    once[100:106] = 0.7
+    assert _shape([nightly, once]).batch.tolist() == [True, False]
