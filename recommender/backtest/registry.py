@@ -13,9 +13,11 @@ Factories must be picklable (module-level) to run on worker processes.
 
 from __future__ import annotations
 
+import functools
 import importlib
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 from recommender.backtest.settings import HOUR, BacktestInputError
 from recommender.backtest.strategies.autopilot import AutopilotStrategy
@@ -23,6 +25,9 @@ from recommender.backtest.strategies.krr import KrrStrategy
 from recommender.backtest.strategies.oracle import OracleSettings, OracleStrategy
 from recommender.data.arrays import UsageArrays
 from recommender.strategy import Strategy
+
+if TYPE_CHECKING:
+    from recommender.forecast.settings import ForecastSettings
 
 StrategyFactory = Callable[[UsageArrays], Strategy]
 DEFAULT_STRATEGIES = ("vpa", "krr", "autopilot", "oracle")
@@ -51,10 +56,24 @@ def make_autopilot(future: UsageArrays) -> Strategy:
     return AutopilotStrategy()
 
 
-def make_forecast(future: UsageArrays) -> Strategy:
+def make_forecast(future: UsageArrays, settings: ForecastSettings | None = None) -> Strategy:
     from recommender.forecast.strategy import make_forecast as build  # the project's own
 
-    return build(future)
+    return build(future, settings)
+
+
+def with_forecast_settings(
+    specs: Sequence[StrategySpec], settings: ForecastSettings
+) -> list[StrategySpec]:
+    """`specs` with the built-in forecast strategy running on `settings` instead."""
+    if not any(spec.factory is make_forecast for spec in specs):
+        raise BacktestInputError("forecast settings given, but the forecast strategy is not run")
+    return [
+        replace(spec, factory=functools.partial(make_forecast, settings=settings))
+        if spec.factory is make_forecast
+        else spec
+        for spec in specs
+    ]
 
 
 def make_oracle(future: UsageArrays) -> Strategy:

@@ -331,6 +331,9 @@ class ForecastStrategy:
         return np.where(raised, wanted, cpu), raised
 
 
-def make_forecast(future: UsageArrays) -> ForecastStrategy:
-    """Backtest factory (the block's future is never looked at)."""
-    return ForecastStrategy()
+def make_forecast(
+    future: UsageArrays, settings: ForecastSettings | None = None
+) -> ForecastStrategy:
+    """Backtest factory (the block's future is never looked at); bind `settings` with
+    `functools.partial` for a picklable factory of other settings."""
+    return ForecastStrategy(settings)

@@ -32,8 +32,10 @@ from recommender.backtest import (
 )
 from recommender.backtest.history import ReplayHistory
 from recommender.backtest.pieces import split_series
+from recommender.backtest.registry import with_forecast_settings
 from recommender.backtest.result import BASELINE
 from tailor.cli.inputs import load_history
+from tailor.cli.options import ForecastSet, forecast_settings
 
 Demo = Annotated[bool, typer.Option("--demo", help="Replay the built-in demo fleet.")]
 Input = Annotated[
@@ -234,10 +236,14 @@ def backtest_command(
     progress: Annotated[
         bool, typer.Option("--progress/--no-progress", help="Progress bar on stderr.")
     ] = True,
+    forecast_set: ForecastSet = None,
 ) -> None:
     """Replay usage history through recommendation strategies and compare them."""
+    settings = forecast_settings(forecast_set)
     try:
         specs = resolve_strategies(strategies)
+        if settings is not None:
+            specs = with_forecast_settings(specs, settings)
         execution = ExecutionSettings(
             engine=engine.value,
             workers=workers,

@@ -14,6 +14,8 @@ import pandas as pd
 import typer
 from rich.console import Console
 
+from recommender.forecast.overrides import settings_with
+from recommender.forecast.settings import ForecastSettings, ForecastSettingsError
 from tailor.cli.inputs import PrometheusOptions, load_from_prometheus, load_history
 
 Demo = Annotated[bool, typer.Option("--demo", help="Use the built-in sample fleet.")]
@@ -44,6 +46,24 @@ Insecure = Annotated[bool, typer.Option("--insecure", help="Skip TLS verificatio
 Output = Annotated[
     Path | None, typer.Option("--output", "-o", help="Write here instead of stdout.")
 ]
+ForecastSet = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--forecast-set",
+        help="Forecast setting NAME=VALUE, repeatable: e.g. target_cpu_shortfall=0.01, "
+        "max_changes_per_day=4, lulls.follow=false (see ForecastSettings).",
+    ),
+]
+
+
+def forecast_settings(pairs: list[str] | None) -> ForecastSettings | None:
+    """The forecast settings `--forecast-set` asks for (None: the defaults), checked."""
+    if not pairs:
+        return None
+    try:
+        return settings_with(pairs)
+    except ForecastSettingsError as error:
+        raise typer.BadParameter(str(error), param_hint="--forecast-set") from error
 
 
 def read_history(

@@ -35,6 +35,7 @@ def recommend_command(
         OutputFormat.table
     ),
     output: options.Output = None,
+    forecast_set: options.ForecastSet = None,
 ) -> None:
     """Recommend cpu and memory requests per (namespace, workload, container)."""
     if strategy not in STRATEGIES:
@@ -42,13 +43,16 @@ def recommend_command(
             f"unknown strategy {strategy!r}; choose one of {', '.join(STRATEGIES)}",
             param_hint="--strategy",
         )
+    settings = options.forecast_settings(forecast_set)
+    if settings is not None and strategy != "forecast":
+        raise typer.BadParameter("needs --strategy forecast", param_hint="--forecast-set")
     err_console = Console(stderr=True)
     source = options.prometheus_options(
         prometheus, history, step, chunk, namespace, match, token_file, insecure
     )
     usage, event_frame = options.read_history(err_console, demo, input, events, source)
     if strategy == "forecast":
-        frame, _ = recommend_forecast_workloads(usage, event_frame)
+        frame, _ = recommend_forecast_workloads(usage, event_frame, settings)
     else:
         with progress_bar(err_console) as progress:
             task = progress.add_task("ingesting history", total=len(usage))

@@ -79,14 +79,16 @@ def schedule_command(
         ScheduleFormat.table
     ),
     output: options.Output = None,
+    forecast_set: options.ForecastSet = None,
 ) -> None:
     """Print the forecast schedule of requests per update period for the next 24 h."""
+    settings = options.forecast_settings(forecast_set)
     err_console = Console(stderr=True)
     source = options.prometheus_options(
         prometheus, history, step, chunk, namespace, match, token_file, insecure
     )
     usage, event_frame = options.read_history(err_console, demo, input, events, source)
-    _, schedule = recommend_forecast_workloads(usage, event_frame)
+    _, schedule = recommend_forecast_workloads(usage, event_frame, settings)
     if fmt is ScheduleFormat.table and output is None:
         Console().print(schedule_table(schedule))
         return

@@ -85,6 +85,8 @@ def test_table_shows_metrics_and_ratios_to_vpa(tmp_path: Path) -> None:
         (["--warm-up", "30d"], "leaves no window"),
         (["--months", "2013-9"], "--months goes with --dataset bitbrains"),
         (["--scheduler", "tcp://x:1"], "needs the dask engine"),
+        (["--forecast-set", "max_changes_per_day=3"], "the forecast strategy is not run"),
+        (["--strategies", "forecast", "--forecast-set", "cap=3"], "unknown forecast setting"),
     ],
 )
 def test_bad_options_get_clear_errors(tmp_path: Path, args: list[str], message: str) -> None:
@@ -142,3 +144,15 @@ def test_split_replays_each_day_as_a_cold_start(tmp_path: Path) -> None:
     assert result["container_days"] == pytest.approx(6 * 0.75)  # warm-up: a quarter piece
     code, output = invoke("--input", str(usage), "--split", "0h", "--no-progress")
     assert code != 0 and "positive" in output
+
+
+def test_forecast_settings_reach_the_replayed_strategy() -> None:
+    def p99(*extra: str) -> float:
+        code, output = invoke(
+            "--demo", "--strategies", "forecast", "--format", "json", "--no-progress", *extra
+        )
+        assert code == 0, output
+        return json.loads(output)["strategies"]["forecast"]["changes_per_container_day_p99"]
+
+    assert p99() > 3  # the demo fleet's busiest day takes more changes than ...
+    assert p99("--forecast-set", "max_changes_per_day=3") <= 3  # ... a cap of 3 allows

@@ -95,3 +95,27 @@ def test_schedule_bad_input_exits_non_zero() -> None:
     result = runner.invoke(app, ["schedule", "--input", "missing.parquet"])
     assert result.exit_code == 2
     assert "missing.parquet" in result.output
+
+
+def test_forecast_settings_change_the_schedule_and_bad_ones_are_refused() -> None:
+    def cpu(*extra: str) -> np.ndarray:
+        result = runner.invoke(app, ["schedule", "--demo", "--format", "json", *extra])
+        assert result.exit_code == 0, result.output
+        return np.array([row["cpu"] for row in json.loads(result.stdout)])
+
+    # a fleet target of 20 % shortfall needs far less margin than the default
+    assert (
+        cpu(
+            "--forecast-set",
+            "cpu_shortfall_mode=fixed",
+            "--forecast-set",
+            "target_cpu_shortfall=0.2",
+            "--forecast-set",
+            "max_container_shortfall=0.3",
+        ).sum()
+        < 0.95 * cpu().sum()
+    )
+    bad = runner.invoke(app, ["schedule", "--demo", "--forecast-set", "horizon_seconds=60"])
+    assert bad.exit_code == 2 and "horizon_seconds" in bad.output
+    vpa = runner.invoke(app, ["recommend", "--demo", "--forecast-set", "react_margin=0.2"])
+    assert vpa.exit_code == 2 and "--strategy forecast" in vpa.output

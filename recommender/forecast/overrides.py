@@ -1,0 +1,91 @@
+"""Forecast settings from NAME=VALUE text, as command lines and config files give them.
+
+Every knob of `ForecastSettings` can be set by name (`target_cpu_shortfall=0.01`),
+and a knob of a group by its dotted name (`lulls.follow=false`). Values are read
+by the field's declared type, and the result goes through the same checks as a
+`ForecastSettings` built in code, so a typo or an out-of-range value is an error
+that names the setting, never a silently ignored flag.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import typing
+from collections.abc import Sequence
+from typing import Any
+
+from recommender.forecast.settings import ForecastSettings, ForecastSettingsError
+
+TRUE = ("true", "yes", "on", "1")
+FALSE = ("false", "no", "off", "0")
+
+
+def _convert(name: str, kind: Any, text: str) -> Any:
+    """`text` as a value of the declared type `kind`."""
+    origin = typing.get_origin(kind)
+    try:
+        if kind is bool:
+            lowered = text.strip().lower()
+            if lowered not in TRUE + FALSE:
+                raise ValueError("expected true or false")
+            return lowered in TRUE
+        if kind is int:
+            return int(text)
+        if kind is float:
+            return float(text)
+        if origin is typing.Literal:
+            choices = typing.get_args(kind)
+            if text not in choices:
+                raise ValueError(f"expected one of {', '.join(map(str, choices))}")
+            return text
+        if origin is tuple:
+            item = typing.get_args(kind)[0]
+            return tuple(_convert(name, item, part) for part in text.split(",") if part.strip())
+    except ValueError as error:
+        raise ForecastSettingsError(f"setting {name}: cannot read {text!r} ({error})") from None
+    raise ForecastSettingsError(f"setting {name} cannot be set from text")
+
+
+def _fields(cls: type) -> dict[str, Any]:
+    """Declared type of every field of the settings dataclass `cls`."""
+    hints = typing.get_type_hints(cls)
+    return {field.name: hints[field.name] for field in dataclasses.fields(cls)}
+
+
+def _unknown(name: str, known: Sequence[str]) -> ForecastSettingsError:
+    close = difflib.get_close_matches(name, known, n=3)
+    hint = f"; did you mean {', '.join(close)}?" if close else ""
+    return ForecastSettingsError(f"unknown forecast setting {name!r}{hint}")
+
+
+def _split(pair: str) -> tuple[str, str]:
+    name, sep, value = pair.partition("=")
+    if not sep or not name.strip():
+        raise ForecastSettingsError(f"expected NAME=VALUE, got {pair!r}")
+    return name.strip(), value.strip()
+
+
+def settings_with(pairs: Sequence[str], base: ForecastSettings | None = None) -> ForecastSettings:
+    """`base` (default: the defaults) with every NAME=VALUE of `pairs` applied, checked."""
+    base = base or ForecastSettings()
+    top = _fields(ForecastSettings)
+    flat: dict[str, Any] = {}
+    grouped: dict[str, dict[str, Any]] = {}
+    known = [name for name, kind in top.items() if not dataclasses.is_dataclass(kind)]
+    for group, kind in top.items():
+        if dataclasses.is_dataclass(kind):
+            known += [f"{group}.{name}" for name in _fields(typing.cast(type, kind))]
+    for pair in pairs:
+        name, text = _split(pair)
+        if name not in known:
+            raise _unknown(name, known)
+        group, _, field = name.rpartition(".")
+        if group:
+            kind = _fields(typing.cast(type, top[group]))[field]
+            grouped.setdefault(group, {})[field] = _convert(name, kind, text)
+        else:
+            flat[name] = _convert(name, top[name], text)
+    for group, values in grouped.items():
+        flat[group] = dataclasses.replace(getattr(base, group), **values)
+    return dataclasses.replace(base, **flat)

@@ -1,0 +1,77 @@
+"""Forecast settings from NAME=VALUE text: every type read, every mistake named."""
+
+from __future__ import annotations
+
+import pickle
+
+import pytest
+
+from recommender.backtest.registry import make_forecast, resolve_strategies, with_forecast_settings
+from recommender.backtest.settings import BacktestInputError
+from recommender.forecast.overrides import settings_with
+from recommender.forecast.settings import ForecastSettings, ForecastSettingsError
+from recommender.forecast.strategy import ForecastStrategy
+
+
+def test_each_kind_of_setting_is_read_by_its_declared_type() -> None:
+    settings = settings_with(
+        [
+            "target_cpu_shortfall=0.01",
+            "max_changes_per_day=4",
+            "scheduler=optimal",
+            "level_alphas=0.1, 0.5",
+            "lulls.follow=false",
+            "spikes.after_windows=3",
+        ]
+    )
+    default = ForecastSettings()
+    assert settings.target_cpu_shortfall == 0.01
+    assert settings.max_changes_per_day == 4
+    assert settings.scheduler == "optimal"
+    assert settings.level_alphas == (0.1, 0.5)
+    assert settings.lulls.follow is False
+    assert settings.lulls.after_windows == default.lulls.after_windows  # the rest of a group stays
+    assert settings.spikes.after_windows == 3
+    assert settings.memory_margin == default.memory_margin
+    assert settings_with([]) == default
+
+
+def test_a_later_pair_wins_and_a_base_is_kept() -> None:
+    base = ForecastSettings(memory_margin=0.3)
+    settings = settings_with(["react_margin=0.2", "react_margin=0.3"], base)
+    assert settings.react_margin == 0.3 and settings.memory_margin == 0.3
+
+
+@pytest.mark.parametrize(
+    ("pair", "message"),
+    [
+        ("targt_cpu_shortfall=0.01", "did you mean target_cpu_shortfall"),
+        ("lulls.folow=true", "did you mean lulls.follow"),
+        ("lulls=true", "unknown forecast setting 'lulls'"),
+        ("target_cpu_shortfall=often", "cannot read 'often'"),
+        ("lulls.follow=maybe", "expected true or false"),
+        ("scheduler=fast", "expected one of optimal, greedy"),
+        ("max_changes_per_day=2.5", "cannot read '2.5'"),
+        ("target_cpu_shortfall=0.9", "target_cpu_shortfall must be in (0, 0.5)"),
+        ("lulls.after_windows=0", "after_windows must be at least 1"),
+        ("no_value_given", "expected NAME=VALUE"),
+    ],
+)
+def test_mistakes_are_errors_that_name_the_setting(pair: str, message: str) -> None:
+    with pytest.raises(
+        ForecastSettingsError, match=message.replace("(", r"\(").replace(")", r"\)")
+    ):
+        settings_with([pair])
+
+
+def test_a_backtest_runs_the_forecast_on_the_given_settings() -> None:
+    settings = settings_with(["max_changes_per_day=3"])
+    specs = with_forecast_settings(resolve_strategies("vpa,forecast"), settings)
+    assert specs[0].factory is resolve_strategies("vpa")[0].factory  # others untouched
+    factory = pickle.loads(pickle.dumps(specs[1].factory))  # workers get it pickled
+    strategy = factory(None)
+    assert isinstance(strategy, ForecastStrategy)
+    assert strategy.settings.max_changes_per_day == 3
+    assert make_forecast(None).settings == ForecastSettings()  # type: ignore[arg-type, attr-defined]
+    with pytest.raises(BacktestInputError, match="forecast strategy is not run"):
+        with_forecast_settings(resolve_strategies("vpa,krr"), settings)
