@@ -26,7 +26,7 @@ def _convert(name: str, kind: Any, text: str) -> Any:
     origin = typing.get_origin(kind)
     try:
         if kind is bool:
-            lowered = text.strip().lower()
+            lowered = text.lower()
             if lowered not in TRUE + FALSE:
                 raise ValueError("expected true or false")
             return lowered in TRUE
@@ -53,6 +53,18 @@ def _fields(cls: type) -> dict[str, Any]:
     return {field.name: hints[field.name] for field in dataclasses.fields(cls)}
 
 
+def _setting_types() -> dict[str, Any]:
+    """Every settable name (dotted inside a group) and the type its value is read as."""
+    types: dict[str, Any] = {}
+    for name, kind in _fields(ForecastSettings).items():
+        if dataclasses.is_dataclass(kind):
+            group = _fields(typing.cast(type, kind))
+            types.update({f"{name}.{field}": inner for field, inner in group.items()})
+        else:
+            types[name] = kind
+    return types
+
+
 def _unknown(name: str, known: Sequence[str]) -> ForecastSettingsError:
     close = difflib.get_close_matches(name, known, n=3)
     hint = f"; did you mean {', '.join(close)}?" if close else ""
@@ -69,23 +81,19 @@ def _split(pair: str) -> tuple[str, str]:
 def settings_with(pairs: Sequence[str], base: ForecastSettings | None = None) -> ForecastSettings:
     """`base` (default: the defaults) with every NAME=VALUE of `pairs` applied, checked."""
     base = base or ForecastSettings()
-    top = _fields(ForecastSettings)
+    types = _setting_types()
     flat: dict[str, Any] = {}
     grouped: dict[str, dict[str, Any]] = {}
-    known = [name for name, kind in top.items() if not dataclasses.is_dataclass(kind)]
-    for group, kind in top.items():
-        if dataclasses.is_dataclass(kind):
-            known += [f"{group}.{name}" for name in _fields(typing.cast(type, kind))]
     for pair in pairs:
         name, text = _split(pair)
-        if name not in known:
-            raise _unknown(name, known)
+        if name not in types:
+            raise _unknown(name, list(types))
+        value = _convert(name, types[name], text)
         group, _, field = name.rpartition(".")
         if group:
-            kind = _fields(typing.cast(type, top[group]))[field]
-            grouped.setdefault(group, {})[field] = _convert(name, kind, text)
+            grouped.setdefault(group, {})[field] = value
         else:
-            flat[name] = _convert(name, top[name], text)
+            flat[name] = value
     for group, values in grouped.items():
         flat[group] = dataclasses.replace(getattr(base, group), **values)
     return dataclasses.replace(base, **flat)

@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 
 from recommender.backtest import StrategySpec
+from recommender.data import files
 from recommender.data.arrays import UsageArrays
 from recommender.strategy import Fleet, Requests, Strategy
 
@@ -57,11 +58,9 @@ def history(
 
 
 def write_usage(tmp_path: Path, frame: pd.DataFrame) -> Path:
-    """`frame` as the CSV file `--input` reads."""
+    """`frame` as the CSV file `--input` reads (written by the project's own writer)."""
     path = tmp_path / "usage.csv"
-    out = frame.copy()
-    out["timestamp"] = out["timestamp"].dt.strftime("%Y-%m-%dT%H:%M:%SZ")
-    out.to_csv(path, index=False)
+    files.write_usage(frame, path)
     return path
 
 
