@@ -93,22 +93,53 @@ def replay_margins(
     usage: (series, blocks, windows per block); forecast: (series, blocks);
     margins: (series, candidates, blocks); scale: (series,) peak usage. Returns
     shortfall windows and reactions per block, both (series, candidates, blocks).
+
+    A block can only react with `rule.after_windows` windows clearly above its
+    request, which few blocks have: the rest are short in every window above
+    the request, counted at once, and only the blocks that may react are
+    replayed window by window.
     """
     # float32 halves the memory traffic; requests round up so a tie is never a shortfall
     request = np.nextafter((forecast[:, None, :] + margins).astype(np.float32), np.float32(np.inf))
-    clearly = (rule.min_fraction * scale)[:, None, None].astype(np.float32)
-    shortfalls = np.zeros(margins.shape, dtype=np.int16)
-    reactions = np.zeros(margins.shape, dtype=np.int16)
-    run = np.zeros(request.shape, dtype=np.int16)
+    clearly = (rule.min_fraction * scale).astype(np.float32)
     values = np.nan_to_num(usage, nan=-np.inf).astype(np.float32)  # no sample: never short
-    missing = np.isnan(usage)
+    shortfalls = np.zeros(margins.shape, dtype=np.int16)
     for position in range(usage.shape[2]):
-        used = values[:, None, :, position]
+        shortfalls += values[:, None, :, position] > request
+    reactions = np.zeros(margins.shape, dtype=np.int16)
+    after = min(max(rule.after_windows, 1), usage.shape[2])
+    kth_highest = -np.partition(-values, after - 1, axis=2)[:, :, after - 1]
+    may_react = kth_highest[:, None, :] > request + clearly[:, None, None]
+    series, candidate, block = np.nonzero(may_react)
+    if series.size:
+        short, raised = _replay_blocks(
+            values[series, block],
+            np.isnan(usage[series, block]),
+            request[series, candidate, block],
+            clearly[series],
+            rule,
+        )
+        shortfalls[series, candidate, block] = short
+        reactions[series, candidate, block] = raised
+    return shortfalls.astype(np.float64), reactions.astype(np.float64)
+
+
+def _replay_blocks(
+    values: np.ndarray,
+    missing: np.ndarray,
+    request: np.ndarray,
+    clearly: np.ndarray,
+    rule: ReactionRule,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Window-by-window replay of single blocks: values (blocks, windows), the rest (blocks,)."""
+    shortfalls = np.zeros(request.shape, dtype=np.int16)
+    reactions = np.zeros(request.shape, dtype=np.int16)
+    run = np.zeros(request.shape, dtype=np.int16)
+    for position in range(values.shape[1]):
+        used = values[:, position]
         shortfalls += used > request
         clear = used > request + clearly
-        run = np.where(clear, run + 1, np.where(missing[:, None, :, position], run, 0)).astype(
-            np.int16
-        )
+        run = np.where(clear, run + 1, np.where(missing[:, position], run, 0)).astype(np.int16)
         react = run >= rule.after_windows
         if react.any():
             wanted = used * np.float32(1.0 + rule.margin)
@@ -116,7 +147,7 @@ def replay_margins(
             reactions += react & (raised > request)
             request = raised
             run[react] = 0
-    return shortfalls.astype(np.float64), reactions.astype(np.float64)
+    return shortfalls, reactions
 
 
 def calibrate(

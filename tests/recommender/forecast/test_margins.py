@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from recommender.forecast.allocation import Offer, allocate
-from recommender.forecast.margins import ReactionRule, calibrate
+from recommender.forecast.margins import ReactionRule, calibrate, replay_margins
 from recommender.forecast.quantiles import error_quantiles
 
 NO_REACTIONS = ReactionRule(after_windows=10**6, margin=0.1, per_day=24.0, min_fraction=0.0)
@@ -22,6 +22,52 @@ def test_error_quantiles_are_observed_values_like_numpy_higher(level: float) -> 
         values = errors[row][~np.isnan(errors[row])]
         assert ours[row, 0] == np.quantile(values, level, method="higher")
         assert count[row] == values.size
+
+
+def _replay_one_block(
+    values: np.ndarray, request: float, clearly: float, rule: ReactionRule
+) -> tuple[int, int]:
+    """The reaction policy window by window, in plain Python: (shortfalls, reactions)."""
+    short = raised = run = 0
+    for used in values.tolist():
+        if np.isnan(used):
+            continue  # no sample: never short, and the run of clear windows goes on
+        short += used > request
+        run = run + 1 if used > request + clearly else 0
+        if run >= rule.after_windows:
+            wanted = float(np.float32(used) * np.float32(1.0 + rule.margin))
+            if wanted > request:
+                raised += 1
+                request = wanted
+            run = 0
+    return short, raised
+
+
+@pytest.mark.parametrize("after", [1, 2, 3])
+def test_replay_counts_what_a_window_by_window_replay_counts(after: int) -> None:
+    rng = np.random.default_rng(after)
+    n, blocks, candidates = 6, 40, 5
+    level = rng.gamma(2.0, 1.0, size=(n, 1, 1)) * rng.gamma(3.0, 0.3, size=(n, blocks, 1))
+    usage = level * rng.lognormal(0.0, 0.6, size=(n, blocks, 12))
+    usage[rng.random(usage.shape) < 0.05] = np.nan
+    forecast = np.nanmean(usage, axis=2) * rng.uniform(0.7, 1.3, size=(n, blocks))
+    margins = np.sort(rng.gamma(1.0, 0.5, size=(n, candidates, blocks)), axis=1)
+    scale = np.nanmax(usage.reshape(n, -1), axis=1)
+    rule = ReactionRule(after_windows=after, margin=0.1, per_day=2.0, min_fraction=0.1)
+    shortfalls, reactions = replay_margins(usage, forecast, margins, rule, scale)
+    request = np.nextafter((forecast[:, None, :] + margins).astype(np.float32), np.float32(np.inf))
+    clearly = (rule.min_fraction * scale).astype(np.float32)
+    some_reacted = False
+    for s in range(n):
+        for c in range(candidates):
+            for b in range(blocks):
+                values = usage[s, b].astype(np.float32).astype(np.float64)
+                start = float(request[s, c, b])
+                edge = float(np.float32(start) + clearly[s]) - start
+                expected = _replay_one_block(values, start, edge, rule)
+                assert (shortfalls[s, c, b], reactions[s, c, b]) == expected, (s, c, b)
+                some_reacted |= expected[1] > 0
+    assert some_reacted  # the window-by-window path was exercised
 
 
 def _noise_fleet(blocks: int = 24 * 7, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
