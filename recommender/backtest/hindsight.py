@@ -17,9 +17,10 @@ is below that minimum (weak duality, over a relaxed feasible set), so g > 0
 proves every feasible strategy has a ratio above theta. Relaxations, each
 only enlarging the feasible set: container-days are independent, each starts
 at a free level (carry-over across midnight is ignored) and may change the
-request at most floor(C x evaluated days) times (the metric scales a partial
-day's count to a full day); days outside the change distribution (less than
-half a day evaluated, not a container's only day) are unconstrained; the
+request at most floor(C x its length in days) times (the metric scales a
+partial day's count to a full day; a day runs from its first evaluated window
+to its last); days outside the change distribution (shorter than half a day,
+not a container's only day) are unconstrained; the
 p99-of-changes goal lets n - 1 - floor(0.99 (n - 1)) of the n counted days
 exceed C (np.quantile's linear rule); there, and on free days, request = usage.
 All numbers are float64; g must exceed a rounding tolerance to certify.
@@ -34,7 +35,7 @@ from typing import Literal
 import numpy as np
 
 from recommender.backtest.history import ReplayHistory
-from recommender.backtest.metrics import counted_days
+from recommender.backtest.metrics import counted_days, day_spans
 from recommender.backtest.settings import DAY
 
 Resource = Literal["cpu", "memory"]
@@ -48,13 +49,16 @@ class DayUsage:
     """Evaluated windows cut into container-days, as the backtest metrics cut them.
 
     usage:   (days, windows_per_day) one resource's usage, NaN = not evaluated.
-    covered: (days,) evaluated windows of the day (either resource): sets the
-             change limit of a partial day and the container-days of an OOM rate.
+    covered: (days,) evaluated windows of the day (either resource): the
+             container-days of an OOM rate.
+    span:    (days,) windows from the day's first evaluated window to its last:
+             sets the change limit of a partial day (`metrics.day_spans`).
     counted: (days,) bool, the day enters the distribution of changes per day.
     """
 
     usage: np.ndarray
     covered: np.ndarray
+    span: np.ndarray
     counted: np.ndarray
     step: int
 
@@ -104,7 +108,7 @@ class _Problem:
         self.counted_days = int(np.sum(days.counted))  # the distribution's n, any resource
         self.free_days = int((~counted & valid.any(axis=1)).sum())
         self.exempt = exempt_count(self.counted_days, exempt_fraction)
-        limit = np.floor(changes_per_day * np.asarray(days.covered) / per_day + 1e-9)
+        limit = np.floor(changes_per_day * np.asarray(days.span) / per_day + 1e-9)
         # valid windows first (a change inside a gap is the same as one at its end)
         order = np.argsort(~valid, axis=1, kind="stable")
         packed = np.take_along_axis(usage, order, axis=1)[counted]
@@ -324,11 +328,14 @@ def container_days(history: ReplayHistory, resource: Resource) -> DayUsage:
     clipped = np.minimum(window, arrays.n_windows - 1)
     rows = np.arange(arrays.n_series)[:, None, None]
     usage = np.where(inside, values[rows, clipped], np.nan).reshape(-1, per_day)
-    covered = (inside & sampled[rows, clipped]).sum(axis=2).reshape(-1)
+    seen = (inside & sampled[rows, clipped]).reshape(-1, per_day)
+    covered = seen.sum(axis=1)
+    day_of, position = np.nonzero(seen)
+    span = day_spans(day_of, position, seen.shape[0])
     first = np.broadcast_to(np.arange(n_days) == 0, (arrays.n_series, n_days)).reshape(-1)
-    counted = counted_days(covered, first, per_day)
+    counted = counted_days(span, first, per_day)
     keep = covered > 0
-    return DayUsage(usage[keep], covered[keep], counted[keep], arrays.step)
+    return DayUsage(usage[keep], covered[keep], span[keep], counted[keep], arrays.step)
 
 
 def budget_from_rate(days: DayUsage, resource: Resource, rate: float) -> float:

@@ -7,10 +7,12 @@ sample (CPU-only data leaves the memory figures NaN). Footprints are the
 requests in force over those windows.
 
 Container-days for the distribution of changes (and Autopilot's job-day slack)
-are consecutive 24 h periods from the end of each container's warm-up; a period
-covering less than half a day of evaluated windows (the tail of a series) joins
-the distribution only when it is the container's only one, and each period's
-count is scaled to a full day (changes / evaluated days).
+are consecutive 24 h periods from the end of each container's warm-up. A
+period's length runs from its first evaluated window to its last: a gap in the
+samples inside it (a scrape that failed, a dropped row) does not shorten the
+day the container lived, while the tail of a series does. A period shorter
+than half a day joins the distribution only when it is the container's only
+one, and each period's count is scaled to a full day (changes / days).
 
 Every fleet-wide figure is a ratio of sums over all containers (or, for the
 per-container-day figures, a statistic over all container-days), so per-block
@@ -138,10 +140,22 @@ def block_metrics(block: ReplayBlock, trajectory: Trajectory) -> BlockMetrics:
     return BlockMetrics(pd.DataFrame(sums), days)
 
 
-def counted_days(covered: np.ndarray, first: np.ndarray, per_day: int) -> np.ndarray:
+def day_spans(groups: np.ndarray, positions: np.ndarray, size: int) -> np.ndarray:
+    """Windows from each day's first evaluated window to its last (0 for a day with none).
+
+    groups: the day of each evaluated window; positions: its window within the day.
+    """
+    first = np.full(size, np.iinfo(np.int64).max, dtype=np.int64)
+    last = np.full(size, -1, dtype=np.int64)
+    np.minimum.at(first, groups, positions)
+    np.maximum.at(last, groups, positions)
+    return np.where(last >= 0, last - first + 1, 0)
+
+
+def counted_days(span: np.ndarray, first: np.ndarray, per_day: int) -> np.ndarray:
     """Which container-days join the distribution of changes: at least half a day
-    evaluated, or the container's first (possibly only) day with any window."""
-    return (covered >= per_day / 2) | (first & (covered > 0))
+    long (`day_spans`), or the container's first (possibly only) day with any window."""
+    return (span >= per_day / 2) | (first & (span > 0))
 
 
 def _container_days(
@@ -159,7 +173,7 @@ def _container_days(
     n_days = int(day.max()) + 1 if windows else 1
     group = np.arange(n)[None, :] * n_days + day
     size = n * n_days
-    covered = np.bincount(group[evaluated], minlength=size)
+    span = day_spans(group[evaluated], (offset % per_day)[evaluated], size)
     changes = np.bincount(
         group[after], weights=trajectory.changed[after].astype(np.float64), minlength=size
     )
@@ -172,8 +186,8 @@ def _container_days(
     autopilot_slack = _ratio(limit_mean - peak_p95, limit_mean)
     index = np.arange(size)
     day_of = index % n_days
-    keep = counted_days(covered, day_of == 0, per_day)
-    evaluated_days = covered[keep] * block.usage.step / DAY
+    keep = counted_days(span, day_of == 0, per_day)
+    evaluated_days = span[keep] * block.usage.step / DAY
     return pd.DataFrame(
         {
             "row": block.rows[index[keep] // n_days],

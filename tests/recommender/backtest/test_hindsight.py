@@ -25,7 +25,7 @@ def day_usage(*rows: list[float]) -> DayUsage:
     """Every row one full, counted day of len(row) windows (NaN = not evaluated)."""
     usage = np.asarray(rows, dtype=np.float64)
     covered = np.full(len(rows), usage.shape[1])
-    return DayUsage(usage, covered, np.ones(len(rows), dtype=bool), 300)
+    return DayUsage(usage, covered, covered, np.ones(len(rows), dtype=bool), 300)
 
 
 def bound(days: DayUsage, budget: float, changes: int, exempt: float = 0.0) -> float:
@@ -112,14 +112,14 @@ def test_exempt_days_get_request_equal_to_usage() -> None:
 
 def test_uncounted_days_are_free() -> None:
     pair = day_usage([1, 1, 1, 3, 3, 3], [1, 2, 1, 2, 1, 2])
-    free_first = DayUsage(pair.usage, pair.covered, np.array([False, True]), 300)
+    free_first = DayUsage(pair.usage, pair.covered, pair.span, np.array([False, True]), 300)
     assert bound(free_first, 0, 0) == pytest.approx(3 / 24, abs=1e-5)
 
 
 def test_partial_day_changes_are_scaled_to_a_full_day() -> None:
     # 4 of 8 windows evaluated: 2 changes a day allow only 1 on this day
     steps = DayUsage(np.array([[1.0, 2.0, 3.0, 4.0] + [np.nan] * 4]), np.array([4]),
-                     np.array([True]), 300)  # fmt: skip
+                     np.array([4]), np.array([True]), 300)  # fmt: skip
     one_change = day_usage([1.0, 2.0, 3.0, 4.0])
     assert bound(steps, 0, 2) == pytest.approx(bound(one_change, 0, 1), abs=1e-5)
     assert bound(one_change, 0, 1) > 0.1
@@ -138,7 +138,7 @@ def test_container_days_follow_the_backtest_metrics() -> None:
     windows = days(3.7)
     cpu = 0.5 + 0.1 * np.sin(windows / 7.0)
     cpu[PER_DAY + 10 : PER_DAY + 30] = np.nan  # a gap in the first evaluated day
-    cpu[int(2.2 * PER_DAY) : int(2.9 * PER_DAY)] = np.nan  # leaves day 1 under half a day
+    cpu[int(2.2 * PER_DAY) : int(2.9 * PER_DAY)] = np.nan  # most of day 1: it keeps its length
     frame = history(np.vstack([cpu, cpu[::-1]]))
     cut = container_days(prepare_history(frame), "cpu")
     result = run_backtest(
@@ -146,7 +146,7 @@ def test_container_days_follow_the_backtest_metrics() -> None:
     )
     counted = result.per_container_day
     assert cut.counted.sum() == len(counted)
-    assert sorted(cut.covered[cut.counted]) == sorted(
+    assert sorted(cut.span[cut.counted]) == sorted(
         np.round(counted["evaluated_days"] * PER_DAY).astype(int)
     )
     assert cut.container_days == pytest.approx(result.container_days)

@@ -6,9 +6,18 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from recommender.backtest import ExecutionSettings, run_backtest
+from recommender.backtest import ExecutionSettings, StrategySpec, run_backtest
 from recommender.backtest.metrics import METRIC_NAMES, grouped_quantile
-from tests.recommender.backtest.helpers import GIB, MIB, PER_DAY, days, fixed_spec, history
+from recommender.strategy import Requests
+from tests.recommender.backtest.helpers import (
+    GIB,
+    MIB,
+    PER_DAY,
+    FixedStrategy,
+    days,
+    fixed_spec,
+    history,
+)
 
 SERIAL = ExecutionSettings(workers=1)
 
@@ -85,6 +94,33 @@ def test_gaps_are_left_out_of_every_metric() -> None:
     assert result.container_days == pytest.approx(1.75)
     assert result.summary["fixed"]["cpu_core_hours_requested"] == pytest.approx(1.75 * 24)
     assert result.summary["fixed"]["cpu_relative_slack"] == pytest.approx(0.5)
+
+
+class Toggling(FixedStrategy):
+    """Switches CPU between 1 and 2 cores every 4 hours: 6 changes in every full day."""
+
+    def decide(self, step: int, current: Requests) -> Requests:
+        cpu = 1.0 + (step // (PER_DAY // 6)) % 2
+        return Requests(np.full(self.size, cpu), np.full(self.size, GIB), current.memory_limit)
+
+
+def change_rates(cpu: np.ndarray) -> np.ndarray:
+    spec = StrategySpec("toggling", lambda future: Toggling(1.0, GIB, "toggling"))
+    result = run_backtest(history(cpu), strategies=[spec], execution=SERIAL)
+    days_of = result.per_container_day
+    return (days_of["changes"] / days_of["evaluated_days"]).to_numpy()
+
+
+def test_a_scrape_gap_does_not_shorten_a_day_but_the_tail_of_a_series_does() -> None:
+    windows = days(3.5)
+    cpu = np.full(windows.size, 0.5)
+    cpu[round(1.4 * PER_DAY) : round(1.5 * PER_DAY)] = np.nan  # 2.4 h without samples
+    # day 0 holds the gap (6 changes, not 6.6 a day), day 1 is whole, day 2 is the
+    # last 12 h of the series (3 changes)
+    assert change_rates(cpu).tolist() == pytest.approx([6.0, 6.0, 6.0])
+    # a series that ends 0.7 days into its last day: 5 toggles in 202 windows
+    ending = np.full(days(3.0).size + 202, 0.5)
+    assert change_rates(ending)[-1] == pytest.approx(5 / (202 / PER_DAY))
 
 
 def test_grouped_quantile_matches_numpy() -> None:
