@@ -74,9 +74,7 @@ def _cpu_sentence(plan: Plan, i: int, seasons: np.ndarray, kinds: np.ndarray) ->
     state = int(plan.cpu_states[i, 0])
     margin = plan.cpu_margin[i, 0]
     if np.isnan(margin):
-        sizing = (
-            "too little history: a quantile of what was seen, priced like a margin, plus headroom"
-        )
+        sizing = "too little history: high quantile of what was seen plus headroom"
     else:
         level = plan.calibration.level[i, state]
         sizing = (

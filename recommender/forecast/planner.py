@@ -25,7 +25,6 @@ from recommender.forecast.classes import shape_classes
 from recommender.forecast.holtwinters import SmoothingParams, fit
 from recommender.forecast.lulls import idle_requests, lull_memory, lull_shortfall_rate
 from recommender.forecast.margins import (
-    CANDIDATE_LEVELS,
     LEVEL_EDGES,
     Calibration,
     ReactionRule,
@@ -76,31 +75,10 @@ class Plan:
 MIN_MODEL_ERRORS = 12  # a model needs this many past errors to be judged
 
 
-FALLBACK_LEVELS = tuple(level for level in CANDIDATE_LEVELS if level >= 0.9)
-# A quantile of a few hours of samples is exceeded more often afterwards than it
-# was within them, so the fallback pays this many times the fleet's price per
-# shortfall window (one-day cuts of the tuning months: 1 -> 0.4847 / 0.0199,
-# 3 -> 0.4872 / 0.0179, 5 -> 0.4893 / 0.0173, 10 -> 0.4914 / 0.0170, against
-# 0.4935 / 0.0174 for the fixed 99.5 % quantile)
-FALLBACK_PRICE_FACTOR = 5.0
-NO_PRICE = 1e12  # core-windows per shortfall window when the fleet's price is infinite
-
-
-def _fallback_cpu(cpu: np.ndarray, price: np.ndarray, settings: ForecastSettings) -> np.ndarray:
-    """Without enough past errors: a quantile of what was seen, plus headroom.
-
-    The quantile is priced like a margin: a core of request costs a core per
-    window, a window above it costs the fleet's shortfall price (series,). A
-    flat young series then gets a high quantile for little, a spiky one stops
-    below its rare peaks instead of holding them all day.
-    """
-    seen, _ = error_quantiles(cpu, FALLBACK_LEVELS)
-    per_shortfall = np.where(np.isfinite(price), price * FALLBACK_PRICE_FACTOR, NO_PRICE)
-    above = 1.0 - np.asarray(FALLBACK_LEVELS)
-    score = np.where(np.isnan(seen), np.inf, seen + per_shortfall[:, None] * above[None, :])
-    pick = np.argmin(score, axis=1)
-    chosen = np.take_along_axis(seen, pick[:, None], axis=1)[:, 0]
-    return chosen * (1.0 + settings.react_margin)
+def _fallback_cpu(cpu: np.ndarray, settings: ForecastSettings) -> np.ndarray:
+    """Without enough past errors: a high quantile of what was seen, plus headroom."""
+    seen, _ = error_quantiles(cpu, (1.0 - settings.target_cpu_shortfall,))
+    return seen[:, 0] * (1.0 + settings.react_margin)
 
 
 def persistence_one_step(windows: np.ndarray, recent: int) -> np.ndarray:
@@ -248,7 +226,7 @@ def make_plan(
     use_margin = np.where(mean_sized[:, None], 0.0, np.maximum(margin, 0.0))
     required = forecast + use_margin
     if np.isnan(margin).any():
-        fallback = _fallback_cpu(recent_cpu, calibration.price, settings)
+        fallback = _fallback_cpu(recent_cpu, settings)
         required = np.where(np.isnan(margin), fallback[:, None], required)
     # an on/off job runs at its own ceiling: a batch request never needs to exceed it
     ceiling = np.where(shape.batch, scale * (1.0 + settings.batch_peak_margin), np.nan)
