@@ -57,9 +57,12 @@ def make_autopilot(future: UsageArrays) -> Strategy:
 
 
 def make_forecast(future: UsageArrays, settings: ForecastSettings | None = None) -> Strategy:
+    """The forecast strategy; when it steers its shortfall (`feedback.steer`), a `vpa`
+    replayed alongside is the reference (see `recommender.forecast.feedback`)."""
     from recommender.forecast.strategy import make_forecast as build  # the project's own
 
-    return build(future, settings)
+    steer = settings is not None and settings.feedback.steer
+    return build(future, settings, make_vpa(future) if steer else None)
 
 
 def with_forecast_settings(

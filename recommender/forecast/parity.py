@@ -79,12 +79,19 @@ def vpa_shortfall(cpu: np.ndarray, chunk: int, step: int) -> tuple[np.ndarray, n
     return shortfalls, judged
 
 
-def parity_target(cpu: np.ndarray, step: int, factor: float, floor: float, ceiling: float) -> float:
-    """The fleet shortfall target: `factor` x the VPA's rate, within [floor, ceiling]."""
+def vpa_rate(cpu: np.ndarray, step: int) -> float:
+    """The fleet shortfall rate of the VPA's estimator over `cpu` (NaN: too short to judge)."""
     per_day = max(1, round(HALF_LIFE_SECONDS / step))
     seen = int(np.max(np.sum(~np.isnan(cpu), axis=1), initial=0))
     chunk = per_day if seen >= 3 * per_day else max(12, seen // 4)
     shortfalls, judged = vpa_shortfall(cpu, chunk, step)
     if judged.sum() == 0:
+        return float("nan")
+    return float(shortfalls.sum() / judged.sum())
+
+
+def parity_target(rate: float, factor: float, floor: float, ceiling: float) -> float:
+    """The fleet shortfall target: `factor` x the VPA's `rate`, within [floor, ceiling]."""
+    if np.isnan(rate):
         return floor
-    return float(np.clip(factor * shortfalls.sum() / judged.sum(), floor, ceiling))
+    return float(np.clip(factor * rate, floor, ceiling))

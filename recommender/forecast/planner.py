@@ -33,7 +33,7 @@ from recommender.forecast.margins import (
     level_bins,
 )
 from recommender.forecast.memory import MemoryPlan, OomHistory, plan_memory
-from recommender.forecast.parity import parity_target
+from recommender.forecast.parity import parity_target, vpa_rate
 from recommender.forecast.quantiles import error_quantiles
 from recommender.forecast.settings import DAY, HOUR, ForecastSettings
 from recommender.forecast.shape import ShapeReport, detect_shape
@@ -52,6 +52,8 @@ class Plan:
     cpu_forecast: np.ndarray  # forecast mean usage per block, cores
     cpu_states: np.ndarray  # state of each block (see margins.block_states)
     shortfall_target: float  # fleet CPU shortfall rate the margins were allocated for
+    shortfall_budget: float  # the same before the job starts lulls leave short come off
+    vpa_rate: float  # the emulated VPA estimator's rate on the same past (NaN: not judged)
     cpu_required: np.ndarray  # request covering the forecast at the target shortfall
     memory: MemoryPlan  # memory request (= limit) per block and why
     cpu_margin: np.ndarray  # (series, horizon) cores added to the forecast (NaN = fallback)
@@ -148,12 +150,14 @@ def make_plan(
     settings: ForecastSettings,
     now: int | None = None,
     previous: Plan | None = None,
+    parity_factor: float | None = None,
 ) -> Plan:
     """Plan the next horizon of blocks for every series of `usage`.
 
     `now` (UNIX seconds) defaults to the end of the last window; the plan starts at
     the first block boundary at or after it. `previous` (the last plan for the
     same series) keeps slow decisions such as memory sizing by state stable.
+    `parity_factor` replaces `settings.vpa_parity_factor` (see `feedback`).
     """
     step = usage.step
     end = usage.start + usage.n_windows * step
@@ -176,14 +180,16 @@ def make_plan(
     first_block = math.ceil(now / period)
     horizon = settings.blocks_per(settings.horizon_seconds)
     target = settings.target_cpu_shortfall
+    reference = float("nan")
     if settings.cpu_shortfall_mode == "vpa":
+        reference = vpa_rate(usage.cpu, step)
         target = parity_target(
-            usage.cpu,
-            step,
-            settings.vpa_parity_factor,
+            reference,
+            settings.vpa_parity_factor if parity_factor is None else parity_factor,
             settings.target_cpu_shortfall,
             settings.max_container_shortfall,
         )
+    budget = target
     scale = _recent_scale(recent_cpu)
     if settings.lulls.follow:
         lulls = lull_shortfall_rate(recent_cpu, scale, shape.batch, settings.react_after_windows)
@@ -253,6 +259,8 @@ def make_plan(
         cpu_forecast=forecast,
         cpu_states=future_states,
         shortfall_target=target,
+        shortfall_budget=budget,
+        vpa_rate=reference,
         cpu_required=required,
         memory=memory,
         cpu_margin=np.where(np.isnan(margin), np.nan, use_margin),

@@ -16,6 +16,7 @@ import numpy as np
 
 from recommender.data.arrays import UsageArrays
 from recommender.forecast.buffer import UsageBuffer
+from recommender.forecast.feedback import ReferenceLoop, ShortfallFeedback
 from recommender.forecast.lulls import LullTracker
 from recommender.forecast.margins import LEVEL_EDGES, level_bins
 from recommender.forecast.memory import OomHistory, recent_peak
@@ -23,7 +24,7 @@ from recommender.forecast.planner import Plan, make_plan
 from recommender.forecast.schedule import cover, plan_cpu
 from recommender.forecast.settings import DAY, ForecastSettings
 from recommender.forecast.spikes import SpikeTracker
-from recommender.strategy import Fleet, Requests
+from recommender.strategy import Fleet, Requests, Strategy
 
 BUDGET_WINDOWS = (2 / 3, 1.0)  # trailing windows (days) the change cap is checked over
 MEMORY_ALONE_DECREASE = 0.3  # a memory-only resize down must cut the limit by this share
@@ -34,9 +35,16 @@ class ForecastStrategy:
 
     name = "forecast"
 
-    def __init__(self, settings: ForecastSettings | None = None) -> None:
+    def __init__(
+        self, settings: ForecastSettings | None = None, reference: Strategy | None = None
+    ) -> None:
+        """`reference`: the strategy whose realized shortfall ours is steered to a share
+        of (see `feedback`), replayed alongside; without one, the planner's emulation
+        of the VPA's estimator stands in for it."""
         self.settings = settings or ForecastSettings()
         self.plan: Plan | None = None
+        steer = self.settings.feedback.steer
+        self.reference = ReferenceLoop(reference) if reference and steer else None
 
     def reset(self, fleet: Fleet) -> None:
         s = self.settings
@@ -53,11 +61,16 @@ class ForecastStrategy:
         self.change_times = np.full((n, s.max_changes_per_day), -np.inf)
         self.lulls = LullTracker.empty(n)
         self.spikes = SpikeTracker.empty(n)
+        self.feedback = ShortfallFeedback.start(s.feedback, s.vpa_parity_factor, fleet.step)
+        if self.reference is not None:
+            self.reference.reset(fleet)
         self.plan = None
 
     def observe(self, step: int, cpu: np.ndarray, memory: np.ndarray) -> None:
         self.buffer.append(step, cpu, memory)
         self.last_cpu = cpu.copy()
+        if self.reference is not None:
+            self.reference.observe(step, cpu, memory)
 
     def observe_oom(self, step: int, containers: np.ndarray, memory: np.ndarray) -> None:
         when = np.full(containers.shape, float(self.fleet.time_of(step)))
@@ -95,8 +108,17 @@ class ForecastStrategy:
         short = self.last_cpu > current.cpu + clearly
         self.short_run = np.where(short, self.short_run + 1, 0)
         at_boundary = int(now) % self.period == 0
+        if self.plan is not None and s.feedback.steer:
+            reference = None if self.reference is None else self.reference.current.cpu
+            plan = self.plan
+            self.feedback.observe(
+                self.last_cpu, current.cpu, plan.shortfall_budget, reference, plan.vpa_rate
+            )
+        if self.reference is not None:
+            self.reference.decide(step)
         if at_boundary or self.plan is None:
-            self.plan = make_plan(self.buffer.view(), self.ooms, s, int(now), self.plan)
+            factor = self.feedback.parity_factor() if s.feedback.steer else None
+            self.plan = make_plan(self.buffer.view(), self.ooms, s, int(now), self.plan, factor)
             offset = 0
         else:
             offset = max(0, int(now // self.period) - self.plan.first_block)
@@ -332,8 +354,10 @@ class ForecastStrategy:
 
 
 def make_forecast(
-    future: UsageArrays, settings: ForecastSettings | None = None
+    future: UsageArrays,
+    settings: ForecastSettings | None = None,
+    reference: Strategy | None = None,
 ) -> ForecastStrategy:
     """Backtest factory (the block's future is never looked at); bind `settings` with
     `functools.partial` for a picklable factory of other settings."""
-    return ForecastStrategy(settings)
+    return ForecastStrategy(settings, reference)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from recommender.forecast.parity import bucket_edges, parity_target, vpa_shortfall
+from recommender.forecast.parity import bucket_edges, parity_target, vpa_rate, vpa_shortfall
 from tests.recommender.forecast import synthetic as syn
 
 
@@ -35,7 +35,9 @@ def test_noise_falls_short_about_as_often_as_the_vpa_rule_lets_it() -> None:
 def test_the_target_scales_the_vpa_rate_and_stays_within_bounds() -> None:
     rng = np.random.default_rng(1)
     noisy = rng.lognormal(0.0, 0.8, size=(4, 6 * syn.PER_DAY))
-    rate = parity_target(noisy, syn.STEP, 1.0, 0.0, 1.0)
-    assert parity_target(noisy, syn.STEP, 0.5, 0.0, 1.0) == pytest.approx(rate / 2)
-    assert parity_target(noisy, syn.STEP, 0.5, 0.2, 1.0) == 0.2
-    assert parity_target(noisy[:, :24], syn.STEP, 0.5, 0.003, 1.0) == 0.003  # too short
+    rate = vpa_rate(noisy, syn.STEP)
+    assert 0.0 < rate < 0.2
+    assert parity_target(rate, 0.5, 0.0, 1.0) == pytest.approx(rate / 2)
+    assert parity_target(rate, 0.5, 0.2, 1.0) == 0.2
+    assert np.isnan(vpa_rate(noisy[:, :24], syn.STEP))  # too short to judge
+    assert parity_target(vpa_rate(noisy[:, :24], syn.STEP), 0.5, 0.003, 1.0) == 0.003

@@ -7,17 +7,20 @@ import pytest
 
 from recommender.forecast.settings import ForecastSettings, ShortfallMode
 from recommender.forecast.strategy import ForecastStrategy
-from recommender.strategy import Fleet, Requests
+from recommender.strategy import Fleet, Requests, Strategy
 from tests.recommender.forecast import synthetic as syn
 
 
 def replay(
-    cpu: np.ndarray, memory: np.ndarray, settings: ForecastSettings | None = None
+    cpu: np.ndarray,
+    memory: np.ndarray,
+    settings: ForecastSettings | None = None,
+    reference: Strategy | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, ForecastStrategy]:
     """A minimal closed loop (the backtest engine's rules): returns the requests in force
     per window (cpu, memory), the OOM windows and the strategy."""
     n, windows = cpu.shape
-    strategy = ForecastStrategy(settings)
+    strategy = ForecastStrategy(settings, reference)
     strategy.reset(Fleet(syn.keys(n), syn.START, syn.STEP))
     current = Requests.unset(n)
     cpu_out = np.full((n, windows), np.nan)
