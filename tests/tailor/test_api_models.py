@@ -20,10 +20,6 @@ from tailor.api import (
     ConditionStatus,
     ContainerScalingMode,
     ControlledValues,
-    LabelSelector,
-    LimitRange,
-    LimitRangeItem,
-    LimitType,
     RecommendedContainerResources,
     ResourceList,
     UpdateMode,
@@ -31,7 +27,6 @@ from tailor.api import (
     VerticalPodAutoscalerCheckpoint,
     VerticalPodAutoscalerList,
     checkpoint_name,
-    merged_limit_range_item,
 )
 from tailor.quantity import parse_quantity
 
@@ -355,105 +350,6 @@ def test_resource_list_helpers() -> None:
     assert ResourceList().cpu_cores() is None and ResourceList().memory_bytes() is None
     assert resources.to_api() == {"cpu": "1500m", "memory": "1Gi"}
     assert ResourceList.from_amounts(memory_bytes=100.5).to_api() == {"memory": "101"}
-
-
-def test_label_selector_semantics() -> None:
-    selector = LabelSelector.model_validate(
-        {
-            "matchLabels": {"app": "web"},
-            "matchExpressions": [
-                {"key": "tier", "operator": "In", "values": ["front", "edge"]},
-                {"key": "canary", "operator": "DoesNotExist"},
-                {"key": "zone", "operator": "NotIn", "values": ["b"]},
-            ],
-        }
-    )
-    assert selector.matches({"app": "web", "tier": "front"})
-    assert selector.matches({"app": "web", "tier": "edge", "zone": "a"})
-    assert not selector.matches({"app": "web", "tier": "back"})
-    assert not selector.matches({"app": "web", "tier": "front", "canary": "1"})
-    assert not selector.matches({"app": "web", "tier": "front", "zone": "b"})
-    assert not selector.matches({"tier": "front"})
-    assert LabelSelector().matches({"anything": "goes"})
-    exists = LabelSelector.model_validate(
-        {"matchExpressions": [{"key": "team", "operator": "Exists"}]}
-    )
-    assert exists.matches({"team": ""}) and not exists.matches({})
-
-
-REAL_LIMIT_RANGE: dict[str, Any] = {
-    "apiVersion": "v1",
-    "kind": "LimitRange",
-    "metadata": {"name": "limits", "namespace": "shop"},
-    "spec": {
-        "limits": [
-            {
-                "type": "Container",
-                "max": {"cpu": "2", "memory": "2Gi"},
-                "min": {"cpu": "10m", "memory": "16Mi"},
-                "default": {"cpu": "500m", "memory": "512Mi"},
-                "defaultRequest": {"cpu": "100m", "memory": "128Mi"},
-                "maxLimitRequestRatio": {"cpu": "4"},
-            },
-            {"type": "Pod", "max": {"cpu": "4"}},
-            {"type": "PersistentVolumeClaim", "min": {"storage": "1Gi"}},
-        ]
-    },
-}
-
-
-def test_limit_range_round_trips() -> None:
-    limit_range = LimitRange.from_api(REAL_LIMIT_RANGE)
-    assert limit_range.to_api() == REAL_LIMIT_RANGE
-    container = limit_range.spec.limits[0]
-    assert container.max_limit_request_ratio == ResourceList(cpu="4")
-
-
-def test_limit_ranges_merge_to_the_tightest_bounds() -> None:
-    second = LimitRange.from_api(
-        {
-            "spec": {
-                "limits": [
-                    {
-                        "type": "Container",
-                        "max": {"cpu": "1"},
-                        "min": {"memory": "32Mi"},
-                        "default": {"cpu": "300m"},
-                        "maxLimitRequestRatio": {"cpu": "3", "memory": "2"},
-                    }
-                ]
-            }
-        }
-    )
-    merged = merged_limit_range_item(
-        [LimitRange.from_api(REAL_LIMIT_RANGE), second], LimitType.CONTAINER
-    )
-    assert merged is not None
-    assert merged.max == ResourceList(cpu="1", memory="2Gi")
-    assert merged.min == ResourceList(cpu="10m", memory="32Mi")
-    assert merged.default == ResourceList(cpu="300m", memory="512Mi")
-    assert merged.max_limit_request_ratio == ResourceList(cpu="3", memory="2")
-    pod = merged_limit_range_item([LimitRange.from_api(REAL_LIMIT_RANGE)], LimitType.POD)
-    assert pod is not None and pod.max == ResourceList(cpu="4") and pod.min is None
-    assert merged_limit_range_item([second], LimitType.POD) is None
-
-
-def test_limit_range_item_api_defaults() -> None:
-    item = LimitRangeItem.model_validate(
-        {
-            "type": "Container",
-            "max": {"cpu": "2", "memory": "1Gi"},
-            "min": {"cpu": "50m"},
-            "default": {"memory": "512Mi"},
-        }
-    ).with_api_defaults()
-    # default <- max where unset; defaultRequest <- default, else min.
-    assert item.default == ResourceList(cpu="2", memory="512Mi")
-    assert item.default_request == ResourceList(cpu="2", memory="512Mi")
-    bare = LimitRangeItem.model_validate({"type": "Container", "min": {"cpu": "50m"}})
-    assert bare.with_api_defaults().default_request == ResourceList(cpu="50m")
-    pod = LimitRangeItem.model_validate({"type": "Pod", "max": {"cpu": "2"}})
-    assert pod.with_api_defaults().default is None
 
 
 def test_quantity_equality_inside_models() -> None:
