@@ -287,6 +287,10 @@ class ForecastSettings:
             ),
             (self.cpu_shortfall_mode in ("vpa", "fixed"), "cpu_shortfall_mode: vpa|fixed"),
             (0.0 < self.vpa_parity_factor <= 1.0, "vpa_parity_factor must be in (0, 1]"),
+            (
+                not self.feedback.steer or self.cpu_shortfall_mode == "vpa",
+                "feedback.steer steers a share of the VPA's rate: it needs cpu_shortfall_mode=vpa",
+            ),
             (self.batch_cpu_sizing in ("mean", "percentile"), "batch_cpu_sizing: mean|percentile"),
             (self.oom_tolerance_per_day >= 0.0, "oom_tolerance_per_day cannot be negative"),
             (self.update_period_seconds >= 60, "update_period_seconds must be at least 60"),

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from recommender.forecast.feedback import MAX_FACTOR, MIN_FACTOR, ReferenceLoop, ShortfallFeedback
-from recommender.forecast.settings import FeedbackSettings, ForecastSettings
+from recommender.forecast.settings import FeedbackSettings, ForecastSettings, ForecastSettingsError
 from recommender.strategy import Fleet, Requests
 from tests.recommender.forecast import synthetic as syn
 from tests.recommender.forecast.test_strategy import replay
@@ -54,6 +54,11 @@ def test_inflated_shortfall_plans_lower_and_a_looser_reference_plans_higher() ->
     floored = ShortfallFeedback.start(FAST, 0.6, syn.STEP)
     _run(floored, ours=50, theirs=0)
     assert floored.parity_factor() == MIN_FACTOR
+
+
+def test_steering_a_fixed_target_is_refused() -> None:
+    with pytest.raises(ForecastSettingsError, match="cpu_shortfall_mode=vpa"):
+        ForecastSettings(cpu_shortfall_mode="fixed", feedback=FAST)
 
 
 def test_windows_without_a_request_or_usage_are_not_judged() -> None:
