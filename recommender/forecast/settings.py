@@ -117,9 +117,9 @@ class FeedbackSettings:
         `vpa_parity_factor` x the emulated rate: inflation is how far our realized
         shortfall ran above the planned rate, bias how far a VPA replayed alongside
         ran above the planner's emulation of it. Off by default: on the tuning
-        months it held the fleet nearer its goal but cost slack at equal shortfall
-        (slack 0.3721 at shortfall 0.01579, against 0.3734 at 0.01501 unsteered;
-        the unsteered frontier there gives about 0.368 at 0.01579).
+        months it landed at 0.97x the VPA's shortfall, above its goal, and cost
+        slack at equal shortfall (slack 0.3721 at shortfall 0.01579, against 0.3734
+        at 0.01501 unsteered; the unsteered frontier gives about 0.368 at 0.01579).
     goal: realized shortfall to steer to, as a share of the VPA's.
     half_life_days: how fast old windows stop counting.
     prior_windows: weight, in expected shortfall windows, of the starting
