@@ -44,7 +44,7 @@ class ForecastStrategy:
         self.settings = settings or ForecastSettings()
         self.plan: Plan | None = None
         steer = self.settings.feedback.steer
-        self.reference = ReferenceLoop(reference) if reference and steer else None
+        self.reference = ReferenceLoop(reference) if reference is not None and steer else None
 
     def reset(self, fleet: Fleet) -> None:
         s = self.settings
