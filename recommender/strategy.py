@@ -93,3 +93,34 @@ class Strategy(Protocol):
         `Fleet.memory_limit_ratio`, as the admission controller would.
         """
         ...
+
+
+def observe_window(
+    strategy: Strategy, step: int, cpu: np.ndarray, memory: np.ndarray, limit: np.ndarray
+) -> np.ndarray:
+    """Hand `strategy` one window as a closed loop does; returns the OOM kills (bool).
+
+    A container whose memory exceeds the limit in force is killed: it uses no
+    more than its limit, and the strategy learns of the kill with that memory.
+    """
+    oom = memory > limit  # NaN on either side: no kill
+    if not oom.any():
+        strategy.observe(step, cpu, memory)
+        return oom
+    killed = np.flatnonzero(oom)
+    strategy.observe(step, cpu, np.where(oom, limit, memory))
+    strategy.observe_oom(step, killed, limit[killed].copy())
+    return oom
+
+
+def admit(proposal: Requests, current: Requests, ratio: np.ndarray) -> Requests:
+    """Apply a proposal as the admission step does: a NaN keeps the value in force,
+    and the memory limit is the memory request times the limit / request ratio."""
+    n = current.cpu.shape[0]
+    cpu = np.asarray(proposal.cpu, dtype=np.float64)
+    memory = np.asarray(proposal.memory, dtype=np.float64)
+    if cpu.shape != (n,) or memory.shape != (n,):
+        raise ValueError(f"a strategy must return requests of shape ({n},)")
+    cpu = np.where(np.isnan(cpu), current.cpu, cpu)
+    memory = np.where(np.isnan(memory), current.memory, memory)
+    return Requests(cpu, memory, memory * ratio)

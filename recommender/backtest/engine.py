@@ -28,7 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from recommender.backtest.blocks import ReplayBlock
-from recommender.strategy import Requests, Strategy
+from recommender.strategy import Requests, Strategy, admit, observe_window
 
 
 @dataclass(frozen=True)
@@ -45,17 +45,6 @@ class Trajectory:
 def _differs(new: np.ndarray, old: np.ndarray) -> np.ndarray:
     """Elementwise new != old, treating two NaNs as equal."""
     return ~((new == old) | (np.isnan(new) & np.isnan(old)))
-
-
-def _admit(proposal: Requests, current: Requests, ratio: np.ndarray, n: int) -> Requests:
-    """Apply a proposal the way admission would: keep unset values, derive the limit."""
-    cpu = np.asarray(proposal.cpu, dtype=np.float64)
-    memory = np.asarray(proposal.memory, dtype=np.float64)
-    if cpu.shape != (n,) or memory.shape != (n,):
-        raise ValueError(f"a strategy must return requests of shape ({n},)")
-    cpu = np.where(np.isnan(cpu), current.cpu, cpu)
-    memory = np.where(np.isnan(memory), current.memory, memory)
-    return Requests(cpu, memory, memory * ratio)
 
 
 def _read_only(values: np.ndarray) -> np.ndarray:
@@ -86,17 +75,8 @@ def replay(
         out.cpu[t] = current.cpu
         out.memory[t] = current.memory
         out.memory_limit[t] = current.memory_limit
-        peak, limit = peaks[t], current.memory_limit
-        oom = peak > limit
-        if oom.any():
-            out.oom[t] = oom
-            killed = np.flatnonzero(oom)
-            strategy.observe(t, cpu_usage[t], _read_only(np.where(oom, limit, peak)))
-            strategy.observe_oom(t, killed, limit[killed].copy())
-        else:
-            strategy.observe(t, cpu_usage[t], peak)
-        proposal = strategy.decide(t, current.copy())
-        admitted = _admit(proposal, current, ratio, n)
+        out.oom[t] = observe_window(strategy, t, cpu_usage[t], peaks[t], current.memory_limit)
+        admitted = admit(strategy.decide(t, current.copy()), current, ratio)
         if t + 1 < windows:
             changed = _differs(admitted.cpu, current.cpu) | _differs(
                 admitted.memory, current.memory

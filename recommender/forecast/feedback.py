@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from recommender.forecast.settings import DAY, FeedbackSettings
-from recommender.strategy import Fleet, Requests, Strategy
+from recommender.strategy import Fleet, Requests, Strategy, admit, observe_window
 
 MIN_FACTOR = 0.2  # the planned share of the VPA's rate stays within these bounds,
 MAX_FACTOR = 1.5  # whatever a short or odd stretch of history suggests
@@ -96,10 +96,10 @@ class ShortfallFeedback:
 class ReferenceLoop:
     """A reference strategy replayed in closed loop on the usage we observe.
 
-    It plays the admission step the way a replay does (a NaN proposal keeps the
-    request in force; the memory limit is the request times the container's
-    limit / request ratio), and is OOM-killed when the memory seen exceeds its
-    own limit. Its requests are never applied: only its shortfall is counted.
+    It follows the replay's own rules (`observe_window`: OOM-killed over its own
+    memory limit; `admit`: a NaN proposal keeps the request in force, the limit
+    follows the request). Its requests are never applied: only its shortfall is
+    counted.
     """
 
     def __init__(self, strategy: Strategy) -> None:
@@ -113,14 +113,8 @@ class ReferenceLoop:
         self.ratio = fleet.limit_ratio()
 
     def observe(self, step: int, cpu: np.ndarray, memory: np.ndarray) -> None:
-        limit = self.current.memory_limit
-        killed = np.flatnonzero(np.nan_to_num(memory) > np.nan_to_num(limit, nan=np.inf))
-        self.strategy.observe(step, cpu, np.where(memory > limit, limit, memory))
-        if killed.size:
-            self.strategy.observe_oom(step, killed, limit[killed].copy())
+        observe_window(self.strategy, step, cpu, memory, self.current.memory_limit)
 
     def decide(self, step: int) -> None:
         proposal = self.strategy.decide(step, self.current.copy())
-        cpu = np.where(np.isnan(proposal.cpu), self.current.cpu, proposal.cpu)
-        memory = np.where(np.isnan(proposal.memory), self.current.memory, proposal.memory)
-        self.current = Requests(cpu, memory, memory * self.ratio)
+        self.current = admit(proposal, self.current, self.ratio)

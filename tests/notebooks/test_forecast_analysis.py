@@ -35,7 +35,8 @@ def test_the_forecast_analysis_notebook_runs_and_says_what_its_text_says() -> No
         resources={"metadata": {"path": str(NOTEBOOK.parent)}},
     )
     client.execute()  # raises on the first cell that fails
-    text = "\n".join(_outputs(notebook))
+    outputs = _outputs(notebook)
+    text = "\n".join(outputs)
     # an optimised per-series statsmodels fit beats the fixed smoothing candidates in sample
     vectorised = _numbers(r"vectorised alpha=[\d.]+: MAE ([\d.]+)", text)
     optimised = _numbers(r"statsmodels optimised \(alpha=[\d.]+\): MAE ([\d.]+)", text)
@@ -48,6 +49,6 @@ def test_the_forecast_analysis_notebook_runs_and_says_what_its_text_says() -> No
     four, one = (_numbers(rf"{h} h blocks: slack ([\d.]+)", text) for h in (4, 1))
     assert one[0] < four[0]
     # the young-container table has a row for every evaluated hour, for both strategies
-    table = _outputs(notebook)[-1]
+    table = outputs[-1]
     assert "forecast" in table and "vpa" in table
     assert all(re.search(rf"^{hour}\s", table, re.MULTILINE) for hour in range(6, 24))

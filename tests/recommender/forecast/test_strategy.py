@@ -7,7 +7,7 @@ import pytest
 
 from recommender.forecast.settings import ForecastSettings, ShortfallMode
 from recommender.forecast.strategy import ForecastStrategy
-from recommender.strategy import Fleet, Requests, Strategy
+from recommender.strategy import Fleet, Requests, Strategy, admit, observe_window
 from tests.recommender.forecast import synthetic as syn
 
 
@@ -28,19 +28,8 @@ def replay(
     ooms = np.zeros((n, windows), dtype=bool)
     for t in range(windows):
         cpu_out[:, t], memory_out[:, t] = current.cpu, current.memory
-        killed = memory[:, t] > current.memory_limit
-        seen = np.where(killed, current.memory_limit, memory[:, t])
-        strategy.observe(t, cpu[:, t], seen)
-        if killed.any():
-            rows = np.flatnonzero(killed)
-            ooms[rows, t] = True
-            strategy.observe_oom(t, rows, current.memory_limit[rows].copy())
-        proposal = strategy.decide(t, current.copy())
-        current = Requests(
-            np.where(np.isnan(proposal.cpu), current.cpu, proposal.cpu),
-            np.where(np.isnan(proposal.memory), current.memory, proposal.memory),
-            np.where(np.isnan(proposal.memory), current.memory, proposal.memory),
-        )
+        ooms[:, t] = observe_window(strategy, t, cpu[:, t], memory[:, t], current.memory_limit)
+        current = admit(strategy.decide(t, current.copy()), current, np.ones(n))
     return cpu_out, memory_out, ooms, strategy
 
 
