@@ -116,13 +116,16 @@ def recommend_forecast_workloads(
     usage: pd.DataFrame,
     events: pd.DataFrame | None = None,
     settings: ForecastSettings | None = None,
+    step: int | None = None,
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Forecast recommendations and the 24 h schedule per (namespace, workload, container).
 
     The forecaster plans each pod's container; pods of one workload share one spec,
-    so a workload gets the largest of its pods' values, block by block.
+    so a workload gets the largest of its pods' values, block by block. `step`
+    (seconds) is the sample period when the source knows it (Prometheus); else it
+    is inferred from the timestamps.
     """
-    result = recommend_forecast(from_long(usage), events, settings)
+    result = recommend_forecast(from_long(usage, step), events, settings)
     per_series = result.recommendations
     value_columns = list(BOUND_COLUMNS)
     ranked = per_series.sort_values("cpu_target", ascending=False, kind="stable")

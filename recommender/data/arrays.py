@@ -74,6 +74,10 @@ class UsageArrays:
         return frame
 
 
+class SamplePeriodError(ValueError):
+    """The history holds no two samples of one series: the grid's step is unknown."""
+
+
 def infer_step(timestamps: np.ndarray, series: np.ndarray | None = None) -> int:
     """The most common positive gap between consecutive samples of a series, in seconds.
 
@@ -88,7 +92,7 @@ def infer_step(timestamps: np.ndarray, series: np.ndarray | None = None) -> int:
     diffs = np.diff(timestamps[order])
     diffs = diffs[same_series & (diffs > 0)]
     if diffs.size == 0:
-        raise ValueError("need at least two distinct timestamps to infer the sample period")
+        raise SamplePeriodError("need at least two distinct timestamps to infer the sample period")
     values, counts = np.unique(diffs, return_counts=True)
     return int(values[np.argmax(counts)])
 

@@ -14,9 +14,12 @@ import pandas as pd
 import typer
 from rich.console import Console
 
+from recommender.data.arrays import SamplePeriodError
 from recommender.forecast.overrides import settings_with
 from recommender.forecast.settings import ForecastSettings, ForecastSettingsError
+from recommender.recommend import recommend_forecast_workloads
 from tailor.cli.inputs import PrometheusOptions, load_from_prometheus, load_history
+from tailor.durations import parse_duration
 
 Demo = Annotated[bool, typer.Option("--demo", help="Use the built-in sample fleet.")]
 Input = Annotated[
@@ -64,6 +67,24 @@ def forecast_settings(pairs: list[str] | None) -> ForecastSettings | None:
         return settings_with(pairs)
     except ForecastSettingsError as error:
         raise typer.BadParameter(str(error), param_hint="--forecast-set") from error
+
+
+def forecast_workloads(
+    usage: pd.DataFrame,
+    events: pd.DataFrame,
+    settings: ForecastSettings | None,
+    source: PrometheusOptions | None,
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The forecaster's recommendations and schedule, on Prometheus' own grid when it is the
+    source; a history with no two samples of a series is a clear error, not a traceback."""
+    step = None if source is None else int(parse_duration(source.step).total_seconds())
+    try:
+        return recommend_forecast_workloads(usage, events, settings, step)
+    except SamplePeriodError as error:
+        raise typer.BadParameter(
+            f"{error}: the forecaster needs a series with two samples or more",
+            param_hint="--input",
+        ) from error
 
 
 def read_history(

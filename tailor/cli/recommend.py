@@ -10,7 +10,7 @@ import pandas as pd
 import typer
 from rich.console import Console
 
-from recommender.recommend import recommend_forecast_workloads, recommend_vpa
+from recommender.recommend import recommend_vpa
 from tailor.cli import options
 from tailor.cli.output import OutputFormat, build_table, render
 from tailor.cli.progress import progress_bar
@@ -52,7 +52,7 @@ def recommend_command(
     )
     usage, event_frame = options.read_history(err_console, demo, input, events, source)
     if strategy == "forecast":
-        frame, _ = recommend_forecast_workloads(usage, event_frame, settings)
+        frame, _ = options.forecast_workloads(usage, event_frame, settings, source)
     else:
         with progress_bar(err_console) as progress:
             task = progress.add_task("ingesting history", total=len(usage))

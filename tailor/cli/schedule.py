@@ -17,7 +17,6 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from recommender.recommend import recommend_forecast_workloads
 from tailor.cli import options
 from tailor.quantity import format_cpu, format_memory
 
@@ -88,7 +87,7 @@ def schedule_command(
         prometheus, history, step, chunk, namespace, match, token_file, insecure
     )
     usage, event_frame = options.read_history(err_console, demo, input, events, source)
-    _, schedule = recommend_forecast_workloads(usage, event_frame, settings)
+    _, schedule = options.forecast_workloads(usage, event_frame, settings, source)
     if fmt is ScheduleFormat.table and output is None:
         Console().print(schedule_table(schedule))
         return

@@ -12,6 +12,7 @@ from typer.testing import CliRunner
 
 from recommender.data.files import write_usage
 from recommender.data.schema import validate_usage
+from recommender.recommend import recommend_forecast_workloads
 from tailor.cli.main import app
 
 runner = CliRunner()
@@ -119,3 +120,44 @@ def test_forecast_settings_change_the_schedule_and_bad_ones_are_refused() -> Non
     assert bad.exit_code == 2 and "horizon_seconds" in bad.output
     vpa = runner.invoke(app, ["recommend", "--demo", "--forecast-set", "react_margin=0.2"])
     assert vpa.exit_code == 2 and "--strategy forecast" in vpa.output
+
+
+def _single_sample() -> pd.DataFrame:
+    return validate_usage(
+        pd.DataFrame(
+            {
+                "timestamp": [pd.Timestamp("2024-05-06 12:00", tz="UTC")],
+                "namespace": ["shop"],
+                "workload": ["web"],
+                "pod": ["web-a"],
+                "container": ["app"],
+                "cpu": [0.3],
+                "memory": [400e6],
+            }
+        )
+    )
+
+
+@pytest.mark.parametrize("command", [["schedule"], ["recommend", "--strategy", "forecast"]])
+def test_a_history_without_a_sample_period_is_a_clear_error(
+    tmp_path: Path, command: list[str]
+) -> None:
+    source = tmp_path / "usage.parquet"
+    write_usage(_single_sample(), source)
+    target = tmp_path / "out.json"
+    args = [*command, "--input", str(source), "--format", "json", "-o", str(target)]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 2
+    assert "two samples" in result.output
+    assert not target.exists()
+
+
+def test_a_known_step_lets_one_sample_be_planned() -> None:
+    """Prometheus knows its step: a pod scraped once still gets the cautious fallback."""
+    recommendations, schedule = recommend_forecast_workloads(_single_sample(), step=300)
+    assert len(schedule) == 24
+    # the first update period boundary after the history (ending 12:05)
+    assert schedule["start"].iloc[0] == pd.Timestamp("2024-05-06 13:00", tz="UTC")
+    assert (schedule["cpu_request"] >= 0.3).all()
+    assert (schedule["memory_request"] >= 400e6).all()
+    assert "too little history" in recommendations["explanation"].iloc[0]
