@@ -20,7 +20,7 @@ from recommender.data.arrays import KEY_COLUMNS, UsageArrays
 from recommender.forecast.explain import explain, explanation_columns
 from recommender.forecast.memory import OomHistory
 from recommender.forecast.planner import Plan, make_plan
-from recommender.forecast.schedule import build_schedule, reaction_reserve
+from recommender.forecast.schedule import build_schedule
 from recommender.forecast.settings import DAY, ForecastSettings
 
 BOUND_COLUMNS = (
@@ -143,13 +143,7 @@ def _chunk(
     blocks_per_day = max(1, round(DAY / plan.period))
     unset = np.full(part.n_series, np.nan)
     cpu, memory = build_schedule(
-        unset,
-        unset,
-        plan.cpu_required,
-        plan.memory.required,
-        settings,
-        blocks_per_day,
-        reaction_reserve(plan.shape.batch, settings),
+        unset, unset, plan.cpu_required, plan.memory.required, settings, blocks_per_day
     )
     keys = part.keys.reset_index(drop=True)
     stable = _stable(plan, cpu, memory, part, settings)

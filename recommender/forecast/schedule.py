@@ -170,19 +170,6 @@ def plan_cpu(
     return levels
 
 
-def reaction_reserve(batch: np.ndarray, settings: ForecastSettings) -> np.ndarray:
-    """Changes each series keeps back from planned decreases, (series,).
-
-    Only on/off (batch) containers keep `reserved_changes`: a job may start
-    right after a planned cut, and its answer needs a change. A serving
-    container's bursts are answered the same way, but holding a change back
-    cost it one of its few planned moves (tuning months' 89 serving VM-months:
-    slack 0.3679 -> 0.3536 at shortfall 0.00945 -> 0.00932, with the parity
-    factor at 0.5; the 10 batch VM-months alone unchanged).
-    """
-    return np.where(batch, settings.reserved_changes, 0)
-
-
 def build_schedule(
     current_cpu: np.ndarray,
     current_memory: np.ndarray,
@@ -190,25 +177,21 @@ def build_schedule(
     memory_required: np.ndarray,
     settings: ForecastSettings,
     blocks_per_day: int,
-    reserve: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Requests per horizon block, starting from the requests in force.
 
     CPU as the live strategy moves it at block boundaries (greedy hysteresis or
     the optimal step function, see `settings.scheduler`), with at most
-    `max_changes_per_day - reserve` planned changes in any `blocks_per_day`
-    blocks (`reserve` per series, see `reaction_reserve`; default
-    `reserved_changes` for all); memory follows block by block with the
-    hysteresis of `memory_step`, riding along with CPU changes. Returns (cpu,
-    memory), each (series, blocks).
+    `max_changes_per_day - reserved_changes` planned changes in any
+    `blocks_per_day` blocks; memory follows block by block with the hysteresis
+    of `memory_step`, riding along with CPU changes. Returns (cpu, memory),
+    each (series, blocks).
     """
     n, horizon = cpu_required.shape
-    if reserve is None:
-        reserve = np.full(n, settings.reserved_changes)
-    planned = settings.max_changes_per_day - reserve
+    planned = settings.max_changes_per_day - settings.reserved_changes
     everything = np.ones(n, dtype=bool)
     if settings.scheduler == "optimal":
-        budget = np.round(planned * max(1.0, horizon / blocks_per_day)).astype(np.int64)
+        budget = np.full(n, round(planned * max(1.0, horizon / blocks_per_day)))
         optimal = plan_cpu(current_cpu, cpu_required, settings, budget, everything)
     cpu_out = np.empty((n, horizon))
     memory_out = np.empty((n, horizon))

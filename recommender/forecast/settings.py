@@ -184,8 +184,8 @@ class ForecastSettings:
           within the change budget (dynamic programming, re-planned every block);
           "greedy" moves block by block with the thresholds below.
       max_changes_per_day: hard cap on request changes in any 24 h.
-      reserved_changes: part of that cap a planned decrease of an on/off
-          (batch) container leaves for the reaction to the next job start.
+      reserved_changes: part of that cap a planned decrease leaves for the
+          reaction that may have to undo it.
       reactions_per_day: mid-block raises per day the margins are calibrated to
           need at most (the rest of the cap goes to planned changes).
       decrease_threshold: a planned decrease must lower the request by this much.
@@ -229,7 +229,7 @@ class ForecastSettings:
 
     cpu_shortfall_mode: ShortfallMode = "vpa"
     target_cpu_shortfall: float = 0.005
-    vpa_parity_factor: float = 0.5
+    vpa_parity_factor: float = 0.6
     max_container_shortfall: float = 0.1
     batch_cpu_sizing: BatchSizing = "percentile"
     oom_tolerance_per_day: float = 0.02

@@ -6,8 +6,8 @@ peaks and OOM history) and moves requests along that plan through the
 hysteresis of `schedule`. Between boundaries it only reacts: CPU goes up after
 two windows clearly above the request, memory at once after an OOM kill, and a
 memory change rides along with any CPU change. Changes per container are capped
-(at most 6 per 24 h and 4 per 16 h by default); an on/off container keeps one
-in reserve for the reaction to a job start; an OOM kill is always answered.
+(at most 6 per 24 h and 4 per 16 h by default), with a reserve
+kept for reactions; an OOM kill is always answered.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from recommender.forecast.lulls import LullTracker
 from recommender.forecast.margins import LEVEL_EDGES, level_bins
 from recommender.forecast.memory import OomHistory, recent_peak
 from recommender.forecast.planner import Plan, make_plan
-from recommender.forecast.schedule import cover, plan_cpu, reaction_reserve
+from recommender.forecast.schedule import cover, plan_cpu
 from recommender.forecast.settings import DAY, ForecastSettings
 from recommender.forecast.spikes import SpikeTracker
 from recommender.strategy import Fleet, Requests, Strategy
@@ -101,6 +101,7 @@ class ForecastStrategy:
         s = self.settings
         now = float(self.fleet.time_of(step + 1))
         left = self._budget_left(now)
+        may_plan = left > s.reserved_changes
         may_react = left > 0
         scale = None if self.plan is None else self.plan.calibration.scale
         clearly = 0.0 if scale is None else s.react_min_fraction * scale
@@ -128,10 +129,8 @@ class ForecastStrategy:
         required = plan.cpu_required[:, offset:]
         following = plan.shape.batch & s.lulls.follow  # series that follow their lulls
         cpu = current.cpu.copy()
-        reserve = reaction_reserve(plan.shape.batch, s)
-        may_plan = left > reserve
         if at_boundary:
-            planned = np.where(may_plan, s.max_changes_per_day - reserve, 0)
+            planned = np.where(may_plan, s.max_changes_per_day - s.reserved_changes, 0)
             planned_cpu = plan_cpu(cpu, required, s, planned, may_react)[:, 0]
             # never plan below what the container is using right now
             using = self.last_cpu * (1.0 + s.react_margin)

@@ -7,12 +7,7 @@ import itertools
 import numpy as np
 import pytest
 
-from recommender.forecast.schedule import (
-    build_schedule,
-    cpu_step,
-    optimal_levels,
-    reaction_reserve,
-)
+from recommender.forecast.schedule import build_schedule, cpu_step, optimal_levels
 from recommender.forecast.settings import ForecastSettings, Scheduler
 
 SETTINGS = ForecastSettings()
@@ -61,24 +56,6 @@ def test_planned_changes_respect_the_daily_budget() -> None:
     for start in range(72):
         in_day = np.sum((moved >= start) & (moved < start + 24))
         assert in_day <= SETTINGS.max_changes_per_day
-
-
-def test_only_on_off_containers_keep_a_change_back_from_planned_cuts() -> None:
-    batch = np.array([True, False])
-    reserve = reaction_reserve(batch, SETTINGS)
-    assert reserve.tolist() == [SETTINGS.reserved_changes, 0]
-    # a need that steps down by 30 % every 3 hours: every cut is worth making
-    need = (2.0 * 0.7 ** (np.arange(24) // 3))[None, :].repeat(2, axis=0)
-    unset = np.full(2, np.nan)
-    cpu, _ = build_schedule(unset, unset, need, np.ones(need.shape), SETTINGS, 24, reserve)
-    cuts = [np.count_nonzero(np.diff(row) < 0) for row in cpu]
-    # the serving series may spend the whole cap on planned moves, the batch one
-    # stops its planned cuts one change short of it
-    assert cuts[1] > cuts[0]
-    for row in cpu:
-        moved = np.flatnonzero(np.diff(row) != 0)
-        for start in range(need.shape[1]):
-            assert np.sum((moved >= start) & (moved < start + 24)) <= SETTINGS.max_changes_per_day
 
 
 def _brute_force(current: float, need: np.ndarray, changes: int, penalty: float) -> float:

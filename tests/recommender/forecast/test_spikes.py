@@ -67,8 +67,7 @@ def test_a_serving_container_hands_back_a_reaction_after_a_short_burst() -> None
     falls = after[(released[0, after - 1] > 2.0) & (released[0, after] < 1.0)]
     assert any(t % 12 != 0 for t in falls)
     calm = after[cpu[0, after] < 1.0]
-    # (without releases, planned cuts still bring the request down at the next boundaries)
-    assert released[0, calm].sum() < 0.9 * kept[0, calm].sum()
+    assert released[0, calm].sum() < 0.8 * kept[0, calm].sum()
     # the changes stay within the daily cap
     changes = np.count_nonzero(np.diff(released[0]) != 0)
     assert changes <= ForecastSettings().max_changes_per_day * 6
