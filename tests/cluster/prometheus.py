@@ -174,6 +174,12 @@ class PrometheusFactory:
             _stop(process)
 
 
+def backfill_end() -> int:
+    """UNIX seconds two whole hours before now: the latest end a backfilled history may
+    have (promtool's blocks must lie outside the head block) that retention still keeps."""
+    return (int(time.time()) // 3600 - 2) * 3600
+
+
 def scrape_config(targets: Sequence[str], interval: str) -> str:
     """prometheus.yml text: empty, or one static job scraping loopback `targets`.
 

@@ -22,6 +22,7 @@ from recommender.data.prometheus import (
 )
 from recommender.data.promql import plan_chunks
 from recommender.data.schema import validate_events, validate_usage
+from tests.cluster.prometheus import backfill_end
 
 pytestmark = pytest.mark.prometheus
 
@@ -47,16 +48,10 @@ class History:
     evicted_at: datetime
 
 
-def _history_end() -> int:
-    """Two whole hours before now: old enough to be in blocks, recent enough for retention."""
-    now = int(datetime.now(UTC).timestamp())
-    return (now // 3600 - 2) * 3600
-
-
 def build_history() -> History:
     """2 days 6 h at 5-min samples, with a changing request, a gap, an OOM and an eviction."""
     rng = np.random.default_rng(20240611)
-    end = _history_end()
+    end = backfill_end()
     start = end - 2 * 86400 - 6 * 3600
     times = np.arange(start, end, STEP)
     oom_at = start + 86400 + 137

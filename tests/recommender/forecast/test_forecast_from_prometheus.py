@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import re
-from datetime import UTC, datetime
 from typing import Any
 
 import numpy as np
@@ -23,6 +22,7 @@ from recommender.data.openmetrics import usage_to_openmetrics
 from recommender.data.schema import validate_usage
 from recommender.recommend import recommend_forecast_workloads
 from tailor.cli.main import app
+from tests.cluster.prometheus import backfill_end
 
 pytestmark = pytest.mark.prometheus
 
@@ -32,12 +32,6 @@ MIB = 2**20
 LIMIT = 400 * MIB  # the worker's memory limit, where it was OOM-killed
 KILL_BEFORE_END = 6 * 3600 - 17 * 60  # mid-block: a kill rounded to the grid holds as long
 PEAK_HOUR = 12  # UTC hour of the web container's daily peak
-
-
-def _history_end() -> int:
-    """Two whole hours before now: backfilled blocks must lie outside the head block."""
-    now = int(datetime.now(UTC).timestamp())
-    return (now // 3600 - 2) * 3600
 
 
 def _build(end: int) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -94,7 +88,7 @@ def _frame(
 
 @pytest.fixture(scope="module")
 def backfilled(prometheus_server) -> tuple[str, pd.DataFrame, pd.DataFrame]:
-    usage, events = _build(_history_end())
+    usage, events = _build(backfill_end())
     instance = prometheus_server.start(usage_to_openmetrics(usage, events))
     return instance.url, usage, events
 
