@@ -65,15 +65,28 @@ def make_forecast(future: UsageArrays, settings: ForecastSettings | None = None)
     return build(future, settings, make_vpa(future) if steer else None)
 
 
+def make_perfect_forecast(
+    future: UsageArrays, settings: ForecastSettings | None = None
+) -> Strategy:
+    """The forecast strategy's policy handed every block's true mean CPU (hindsight):
+    what a perfect forecast would buy (see `recommender.forecast.levels`)."""
+    from recommender.forecast.strategy import make_perfect_forecast as build
+
+    return build(future, settings)
+
+
+FORECAST_FACTORIES = (make_forecast, make_perfect_forecast)  # what forecast settings apply to
+
+
 def with_forecast_settings(
     specs: Sequence[StrategySpec], settings: ForecastSettings
 ) -> list[StrategySpec]:
     """`specs` with the built-in forecast strategy running on `settings` instead."""
-    if not any(spec.factory is make_forecast for spec in specs):
+    if not any(spec.factory in FORECAST_FACTORIES for spec in specs):
         raise BacktestInputError("forecast settings given, but the forecast strategy is not run")
     return [
-        replace(spec, factory=functools.partial(make_forecast, settings=settings))
-        if spec.factory is make_forecast
+        replace(spec, factory=functools.partial(spec.factory, settings=settings))
+        if spec.factory in FORECAST_FACTORIES
         else spec
         for spec in specs
     ]
@@ -94,6 +107,11 @@ def builtin_strategies() -> dict[str, StrategySpec]:
         StrategySpec("krr", make_krr, "Robusta KRR: CPU p95 over 14 d, memory max + 15 %"),
         StrategySpec("autopilot", make_autopilot, "Google Autopilot moving window"),
         StrategySpec("forecast", make_forecast, "kube-tailor's forecasting strategy"),
+        StrategySpec(
+            "forecast-perfect",
+            make_perfect_forecast,
+            "forecast's policy handed each hour's true mean CPU (hindsight)",
+        ),
         StrategySpec("oracle", make_oracle, "hindsight: requests = usage of each window"),
         StrategySpec("oracle-1h", make_hourly_oracle, "hindsight, resizing at most hourly"),
     )

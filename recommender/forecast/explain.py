@@ -43,7 +43,7 @@ def explanation_columns(plan: Plan, ooms: OomHistory, settings: ForecastSettings
             "trend_per_day": shape.trend_per_day,
             "burstiness": shape.burstiness,
             "model": plan.model,
-            "alpha": np.where(plan.model == "persistence", np.nan, plan.alpha),
+            "alpha": np.where(plan.model == "holt-winters", plan.alpha, np.nan),
             "cpu_state": np.asarray(STATE_NAMES, dtype=object)[first_state],
             "cpu_margin": plan.cpu_margin[:, 0],
             "cpu_margin_quantile": np.take_along_axis(
@@ -67,7 +67,9 @@ def _cpu_sentence(plan: Plan, i: int, seasons: np.ndarray, kinds: np.ndarray) ->
     else:
         acf = shape.daily_acf[i] if season == "daily" else shape.weekly_acf[i]
         found = f"{season} cycle (autocorrelation {acf:.2f})"
-    if plan.model[i] == "persistence":
+    if plan.model[i] == "known levels":
+        model = "forecast = each block's true mean (hindsight reference)"
+    elif plan.model[i] == "persistence":
         model = "forecast = latest windows (switches state and stays)"
     else:
         model = f"Holt-Winters level smoothing {plan.alpha[i]:.2f}"

@@ -23,6 +23,7 @@ from recommender.data.arrays import UsageArrays
 from recommender.forecast.blocks import as_blocks, layout_for
 from recommender.forecast.classes import shape_classes
 from recommender.forecast.holtwinters import SmoothingParams, fit
+from recommender.forecast.levels import KnownLevels
 from recommender.forecast.lulls import idle_requests, lull_memory, lull_shortfall_rate
 from recommender.forecast.margins import (
     LEVEL_EDGES,
@@ -61,7 +62,7 @@ class Plan:
     cpu_ceiling: np.ndarray  # (series,) most a batch series' request needs (NaN = no cap)
     memory_lull: np.ndarray  # (series,) memory limit in a lull (NaN = keep the limit)
     calibration: Calibration
-    model: np.ndarray  # (series,) "holt-winters" or "persistence"
+    model: np.ndarray  # (series,) "holt-winters", "persistence" or "known levels"
     alpha: np.ndarray  # (series,) level smoothing in use
     shape: ShapeReport
 
@@ -151,6 +152,7 @@ def make_plan(
     now: int | None = None,
     previous: Plan | None = None,
     parity_factor: float | None = None,
+    levels: KnownLevels | None = None,
 ) -> Plan:
     """Plan the next horizon of blocks for every series of `usage`.
 
@@ -158,6 +160,8 @@ def make_plan(
     the first block boundary at or after it. `previous` (the last plan for the
     same series) keeps slow decisions such as memory sizing by state stable.
     `parity_factor` replaces `settings.vpa_parity_factor` (see `feedback`).
+    `levels` (backtest reference only) replaces every forecast, past and coming,
+    by the block's true mean wherever it is known (see `levels`).
     """
     step = usage.step
     end = usage.start + usage.n_windows * step
@@ -205,6 +209,13 @@ def make_plan(
         warnings.simplefilter("ignore", RuntimeWarning)
         latest = np.nanmean(usage.cpu[:, -settings.persistence_windows :], axis=1)
     forecast = np.where(use_persist[:, None], latest[:, None], hw.forecast(first_block, horizon))
+    model = np.where(use_persist, "persistence", "holt-winters")
+    if levels is not None:
+        past_known = levels.lookup(usage.keys, layout.block_ids)
+        coming = levels.lookup(usage.keys, first_block + np.arange(horizon, dtype=np.int64))
+        one_step = np.where(np.isnan(past_known), one_step, past_known)
+        forecast = np.where(np.isnan(coming), forecast, coming)
+        model = np.full(usage.n_series, "known levels")
     forecast = np.maximum(forecast, 0.0)
     rule = ReactionRule(
         settings.react_after_windows,
@@ -280,7 +291,7 @@ def make_plan(
             settings.memory_margin,
         ),
         calibration=calibration,
-        model=np.where(use_persist, "persistence", "holt-winters"),
+        model=model,
         alpha=hw.alpha,
         shape=shape,
     )

@@ -17,6 +17,7 @@ import numpy as np
 from recommender.data.arrays import UsageArrays
 from recommender.forecast.buffer import UsageBuffer
 from recommender.forecast.feedback import ReferenceLoop, ShortfallFeedback
+from recommender.forecast.levels import KnownLevels
 from recommender.forecast.lulls import LullTracker
 from recommender.forecast.margins import LEVEL_EDGES, level_bins
 from recommender.forecast.memory import OomHistory, recent_peak
@@ -36,12 +37,19 @@ class ForecastStrategy:
     name = "forecast"
 
     def __init__(
-        self, settings: ForecastSettings | None = None, reference: Strategy | None = None
+        self,
+        settings: ForecastSettings | None = None,
+        reference: Strategy | None = None,
+        levels: KnownLevels | None = None,
     ) -> None:
         """`reference`: the strategy whose realized shortfall ours is steered to a share
         of (see `feedback`), replayed alongside; without one, the planner's emulation
-        of the VPA's estimator stands in for it."""
+        of the VPA's estimator stands in for it. `levels`: true block means that
+        replace the forecasts (the `forecast-perfect` backtest reference only)."""
         self.settings = settings or ForecastSettings()
+        self.levels = levels
+        if levels is not None:
+            self.name = "forecast-perfect"
         self.plan: Plan | None = None
         steer = self.settings.feedback.steer
         self.reference = ReferenceLoop(reference) if reference is not None and steer else None
@@ -118,7 +126,9 @@ class ForecastStrategy:
             self.reference.decide(step)
         if at_boundary or self.plan is None:
             factor = self.feedback.parity_factor() if s.feedback.steer else None
-            self.plan = make_plan(self.buffer.view(), self.ooms, s, int(now), self.plan, factor)
+            self.plan = make_plan(
+                self.buffer.view(), self.ooms, s, int(now), self.plan, factor, self.levels
+            )
             offset = 0
         else:
             offset = max(0, int(now // self.period) - self.plan.first_block)
@@ -361,3 +371,13 @@ def make_forecast(
     """Backtest factory (the block's future is never looked at); bind `settings` with
     `functools.partial` for a picklable factory of other settings."""
     return ForecastStrategy(settings, reference)
+
+
+def make_perfect_forecast(
+    future: UsageArrays, settings: ForecastSettings | None = None
+) -> ForecastStrategy:
+    """Backtest factory of the perfect-forecast reference: the same policy, handed every
+    block's true mean CPU from the block's whole history `future` (see `levels`)."""
+    settings = settings or ForecastSettings()
+    levels = KnownLevels.of(future, settings.windows_per_block(future.step))
+    return ForecastStrategy(settings, None, levels)
