@@ -72,7 +72,8 @@ def make_perfect_forecast(
     what a perfect forecast would buy (see `recommender.forecast.levels`)."""
     from recommender.forecast.strategy import make_perfect_forecast as build
 
-    return build(future, settings)
+    steer = settings is not None and settings.feedback.steer
+    return build(future, settings, make_vpa(future) if steer else None)
 
 
 FORECAST_FACTORIES = (make_forecast, make_perfect_forecast)  # what forecast settings apply to

@@ -374,10 +374,12 @@ def make_forecast(
 
 
 def make_perfect_forecast(
-    future: UsageArrays, settings: ForecastSettings | None = None
+    future: UsageArrays,
+    settings: ForecastSettings | None = None,
+    reference: Strategy | None = None,
 ) -> ForecastStrategy:
     """Backtest factory of the perfect-forecast reference: the same policy, handed every
     block's true mean CPU from the block's whole history `future` (see `levels`)."""
     settings = settings or ForecastSettings()
     levels = KnownLevels.of(future, settings.windows_per_block(future.step))
-    return ForecastStrategy(settings, None, levels)
+    return ForecastStrategy(settings, reference, levels)
