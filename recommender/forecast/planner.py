@@ -211,6 +211,8 @@ def make_plan(
     forecast = np.where(use_persist[:, None], latest[:, None], hw.forecast(first_block, horizon))
     model = np.where(use_persist, "persistence", "holt-winters")
     if levels is not None:
+        if levels.period != period:
+            raise ValueError("the known levels are on another block grid than the plan")
         past_known = levels.lookup(usage.keys, layout.block_ids)
         coming = levels.lookup(usage.keys, first_block + np.arange(horizon, dtype=np.int64))
         one_step = np.where(np.isnan(past_known), one_step, past_known)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from recommender.backtest import ExecutionSettings, run_backtest
 from recommender.backtest.registry import (
@@ -50,6 +51,9 @@ def test_the_plan_forecasts_the_true_means_of_the_coming_blocks() -> None:
     assert "true mean" in explain(plan, OomHistory.empty(2), settings)[0]
     blind = make_plan(seen, OomHistory.empty(2), settings)
     assert not np.allclose(blind.cpu_forecast, plan.cpu_forecast)
+    two_hours = KnownLevels.of(whole, 2 * HOUR_WINDOWS)
+    with pytest.raises(ValueError, match="another block grid"):
+        make_plan(seen, OomHistory.empty(2), settings, levels=two_hours)
 
 
 def _random_levels(series: int = 4, days: int = 6) -> np.ndarray:
