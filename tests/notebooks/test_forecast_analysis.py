@@ -48,6 +48,13 @@ def test_the_forecast_analysis_notebook_runs_and_says_what_its_text_says() -> No
     # a finer level-clairvoyant block leaves less slack at the same shortfall
     four, one = (_numbers(rf"{h} h blocks: slack ([\d.]+)", text) for h in (4, 1))
     assert one[0] < four[0]
+    # handing forecast the true hourly means moves its slack little, at no more shortfall
+    (blind_slack, blind_short), (perfect_slack, perfect_short) = (
+        re.findall(rf"^{name}: slack ([\d.]+) at shortfall ([\d.]+)$", text, re.MULTILINE)[0]
+        for name in ("forecast", "forecast-perfect")
+    )
+    assert 0.9 * float(blind_slack) <= float(perfect_slack) <= float(blind_slack)
+    assert float(perfect_short) <= 1.1 * float(blind_short)
     # the young-container table has a row for every evaluated hour, for both strategies
     table = outputs[-1]
     assert "forecast" in table and "vpa" in table
