@@ -56,13 +56,18 @@ def make_autopilot(future: UsageArrays) -> Strategy:
     return AutopilotStrategy()
 
 
+def _steering_reference(future: UsageArrays, settings: ForecastSettings | None) -> Strategy | None:
+    """When a forecast strategy steers its shortfall (`feedback.steer`), a `vpa` replayed
+    alongside is the reference (see `recommender.forecast.feedback`)."""
+    steer = settings is not None and settings.feedback.steer
+    return make_vpa(future) if steer else None
+
+
 def make_forecast(future: UsageArrays, settings: ForecastSettings | None = None) -> Strategy:
-    """The forecast strategy; when it steers its shortfall (`feedback.steer`), a `vpa`
-    replayed alongside is the reference (see `recommender.forecast.feedback`)."""
+    """The forecast strategy."""
     from recommender.forecast.strategy import make_forecast as build  # the project's own
 
-    steer = settings is not None and settings.feedback.steer
-    return build(future, settings, make_vpa(future) if steer else None)
+    return build(future, settings, _steering_reference(future, settings))
 
 
 def make_perfect_forecast(
@@ -72,8 +77,7 @@ def make_perfect_forecast(
     what a perfect forecast would buy (see `recommender.forecast.levels`)."""
     from recommender.forecast.strategy import make_perfect_forecast as build
 
-    steer = settings is not None and settings.feedback.steer
-    return build(future, settings, make_vpa(future) if steer else None)
+    return build(future, settings, _steering_reference(future, settings))
 
 
 FORECAST_FACTORIES = (make_forecast, make_perfect_forecast)  # what forecast settings apply to

@@ -22,7 +22,8 @@ from recommender.forecast.blocks import block_mean, layout_for
 
 @dataclass(frozen=True)
 class KnownLevels:
-    """True block means of a whole history: (series, blocks) from `first_block`.
+    """True block means of a whole history: (series, blocks) from `first_block`, one
+    row per entry of `keys`, in that order.
 
     Block b covers [b * period, (b + 1) * period) UNIX seconds, as in `blocks`.
     """
@@ -43,19 +44,23 @@ class KnownLevels:
             means=block_mean(usage.cpu, layout),
         )
 
-    def lookup(self, keys: pd.DataFrame, block_ids: np.ndarray) -> np.ndarray:
-        """Means of blocks `block_ids` for the series `keys` (series, len(block_ids)).
-
-        NaN for a series or a block the history does not hold.
-        """
+    def aligned(self, keys: pd.DataFrame) -> KnownLevels:
+        """The same levels with one row per series of `keys` (NaN for a series the
+        history does not hold): matched once, so that `lookup` needs no keys."""
         rows = self.keys.get_indexer(_key_index(keys))
+        means = np.full((len(rows), self.means.shape[1]), np.nan)
+        means[rows >= 0] = self.means[rows[rows >= 0]]
+        return KnownLevels(_key_index(keys), self.period, self.first_block, means)
+
+    def lookup(self, block_ids: np.ndarray) -> np.ndarray:
+        """Means of blocks `block_ids` for every series (series, len(block_ids)).
+
+        NaN for a block the history does not hold.
+        """
         columns = np.asarray(block_ids, dtype=np.int64) - self.first_block
         inside = (columns >= 0) & (columns < self.means.shape[1])
-        out = np.full((len(rows), len(columns)), np.nan)
-        known = rows >= 0
-        picked = self.means[rows[known]][:, np.where(inside, columns, 0)]
-        out[known] = np.where(inside[None, :], picked, np.nan)
-        return out
+        picked = self.means[:, np.where(inside, columns, 0)]
+        return np.where(inside[None, :], picked, np.nan)
 
 
 def _key_index(keys: pd.DataFrame) -> pd.MultiIndex:

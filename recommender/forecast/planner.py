@@ -160,8 +160,8 @@ def make_plan(
     the first block boundary at or after it. `previous` (the last plan for the
     same series) keeps slow decisions such as memory sizing by state stable.
     `parity_factor` replaces `settings.vpa_parity_factor` (see `feedback`).
-    `levels` (backtest reference only) replaces every forecast, past and coming,
-    by the block's true mean wherever it is known (see `levels`).
+    `levels` (backtest reference only, one row per series of `usage`) replaces every
+    forecast, past and coming, by the block's true mean wherever it is known.
     """
     step = usage.step
     end = usage.start + usage.n_windows * step
@@ -211,10 +211,10 @@ def make_plan(
     forecast = np.where(use_persist[:, None], latest[:, None], hw.forecast(first_block, horizon))
     model = np.where(use_persist, "persistence", "holt-winters")
     if levels is not None:
-        if levels.period != period:
-            raise ValueError("the known levels are on another block grid than the plan")
-        past_known = levels.lookup(usage.keys, layout.block_ids)
-        coming = levels.lookup(usage.keys, first_block + np.arange(horizon, dtype=np.int64))
+        if levels.period != period or len(levels.keys) != usage.n_series:
+            raise ValueError("the known levels are on another block grid or series than the plan")
+        past_known = levels.lookup(layout.block_ids)
+        coming = levels.lookup(first_block + np.arange(horizon, dtype=np.int64))
         one_step = np.where(np.isnan(past_known), one_step, past_known)
         forecast = np.where(np.isnan(coming), forecast, coming)
         model = np.full(usage.n_series, "known levels")

@@ -47,7 +47,8 @@ class ForecastStrategy:
         of the VPA's estimator stands in for it. `levels`: true block means that
         replace the forecasts (the `forecast-perfect` backtest reference only)."""
         self.settings = settings or ForecastSettings()
-        self.levels = levels
+        self.known_levels = levels
+        self.levels: KnownLevels | None = None
         if levels is not None:
             self.name = "forecast-perfect"
         self.plan: Plan | None = None
@@ -62,6 +63,8 @@ class ForecastStrategy:
         self.blocks_per_day = max(1, round(DAY / self.period))
         capacity = max(1, round(s.history_days * DAY / fleet.step))
         self.buffer = UsageBuffer(fleet.keys, fleet.start, fleet.step, capacity)
+        known = self.known_levels
+        self.levels = None if known is None else known.aligned(fleet.keys)
         self.ooms = OomHistory.empty(n)
         self.oom_now = np.zeros(n, dtype=bool)
         self.short_run = np.zeros(n, dtype=np.int64)

@@ -30,7 +30,7 @@ def test_block_means_are_looked_up_by_key_and_unknown_ones_are_nan() -> None:
     first = syn.START // 3600
     assert levels.first_block == first
     reversed_keys = syn.keys(3).iloc[[2, 1, 0]].reset_index(drop=True)  # pod-2 is unknown
-    got = levels.lookup(reversed_keys, np.array([first - 1, first, first + 3, first + 4]))
+    got = levels.aligned(reversed_keys).lookup(np.array([first - 1, first, first + 3, first + 4]))
     assert np.isnan(got[0]).all()
     np.testing.assert_allclose(got[1, 1:3], [2.0, 2.0])
     np.testing.assert_allclose(got[2, 1:3], [5.5, 41.5])  # means of windows 0-11, 36-47
@@ -95,3 +95,12 @@ def test_a_steered_perfect_reference_is_steered_by_a_vpa_replayed_alongside() ->
     steered = ForecastSettings(feedback=FeedbackSettings(steer=True))
     assert make_perfect_forecast(usage, steered).reference is not None  # type: ignore[attr-defined]
     assert make_perfect_forecast(usage).reference is None  # type: ignore[attr-defined]
+
+
+def test_levels_for_other_series_than_the_plan_are_an_error() -> None:
+    whole = syn.fleet([syn.daily(2), syn.noise(2)])
+    settings = ForecastSettings()
+    levels = KnownLevels.of(whole, settings.windows_per_block(syn.STEP))
+    one = syn.fleet([syn.daily(2)])
+    with pytest.raises(ValueError, match="series"):
+        make_plan(one, OomHistory.empty(1), settings, levels=levels)
