@@ -37,7 +37,7 @@ class LevelReference:
     windows: int  # evaluated windows
 
 
-def _evaluated_blocks(
+def evaluated_blocks(
     values: np.ndarray, start: np.ndarray, block: int, what: str
 ) -> tuple[np.ndarray, int]:
     """Each series' evaluated windows from its own start, cut into blocks (n, blocks,
@@ -87,7 +87,7 @@ def level_reference(
     """
     if not 0.0 <= budget_rate <= 1.0:
         raise ValueError("the shortfall budget is a rate in [0, 1]")
-    usage, windows = _evaluated_blocks(cpu, start, block, "CPU")
+    usage, windows = evaluated_blocks(cpu, start, block, "CPU")
     slack, short, requested = _candidates(usage)
     rows = np.arange(slack.shape[0])
     allowed = budget_rate * windows
@@ -119,7 +119,7 @@ def peak_reference(memory: np.ndarray, start: np.ndarray, block: int) -> LevelRe
 
     memory: (series, windows) peak usage per window, evaluated from `start` (series,).
     """
-    usage, windows = _evaluated_blocks(memory, start, block, "memory")
+    usage, windows = evaluated_blocks(memory, start, block, "memory")
     counts = np.sum(~np.isnan(usage), axis=2)
     peaks = np.max(np.nan_to_num(usage, nan=0.0), axis=2)  # memory is never negative
     limit = float(np.sum(peaks * counts))

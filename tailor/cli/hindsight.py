@@ -17,6 +17,7 @@ from typing import Annotated
 import numpy as np
 import typer
 
+from recommender.backtest.block_optimum import block_optimum
 from recommender.backtest.hindsight import budget_from_rate, container_days, slack_lower_bound
 from recommender.backtest.history import ReplayHistory
 from recommender.backtest.level_reference import level_reference, peak_reference
@@ -73,9 +74,10 @@ def hindsight_command(
         str | None,
         typer.Option(
             "--level-block",
-            help="Also print the level-clairvoyant reference: flat requests per block of "
-            "this length (e.g. 4h) from each block's true mean and spread (cpu), or at "
-            "each block's true peak (memory).",
+            help="Also print the clairvoyant references for flat requests per block of "
+            "this length (e.g. 4h): from each block's true mean and spread, and the best "
+            "flat request knowing every window of the block (cpu), or at each block's "
+            "true peak (memory).",
         ),
     ] = None,
 ) -> None:
@@ -120,6 +122,14 @@ def _print_reference(
             f"level-clairvoyant cpu_relative_slack = {level.relative_slack:.4f} at shortfall "
             f"{level.shortfall_rate:.4f} ({blocks} sized on their own mean and spread; "
             "not a bound on mid-block resizes)"
+        )
+        best = block_optimum(history.usage.cpu, start, windows, min(budget_rate, 1.0))
+        typer.echo(
+            f"best flat blocks: cpu_relative_slack > {math.floor(best.bound * 1e4) / 1e4:.4f} "
+            f"(certified; reached: {best.relative_slack:.4f} at shortfall "
+            f"{best.shortfall_rate:.4f}; {blocks}, each at the request that is best for the "
+            "fleet knowing every window of the block: a floor for any strategy whose "
+            "request is flat on this block grid)"
         )
         return
     peak = peak_reference(history.usage.memory, start, windows)

@@ -50,6 +50,16 @@ def test_the_level_reference_is_printed_for_cpu() -> None:
     assert found is not None
     assert 0.0 < float(found.group(1)) < 1.0
     assert float(found.group(2)) <= 0.02
+    best = re.search(
+        r"best flat blocks: cpu_relative_slack > ([0-9.]+) \(certified; reached: ([0-9.]+) "
+        r"at shortfall ([0-9.]+)",
+        result.stdout,
+    )
+    assert best is not None
+    # knowing every window of a block leaves no more than knowing its mean and spread
+    assert float(best.group(1)) <= float(best.group(2))
+    assert float(best.group(1)) <= float(found.group(1))
+    assert float(best.group(3)) <= 0.02
     assert runner.invoke(app, [*args[:-1], "0h"]).exit_code == 2
 
 
