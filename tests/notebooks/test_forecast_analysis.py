@@ -48,6 +48,9 @@ def test_the_forecast_analysis_notebook_runs_and_says_what_its_text_says() -> No
     # a finer level-clairvoyant block leaves less slack at the same shortfall
     four, one = (_numbers(rf"{h} h blocks: slack ([\d.]+)", text) for h in (4, 1))
     assert one[0] < four[0]
+    # knowing every window of a block leaves less than knowing its mean and spread
+    best = _numbers(r"best flat blocks: slack ([\d.]+)", text)
+    assert len(best) == 2 and best[0] < four[0] and best[1] < one[0]
     # handing forecast the true hourly means moves its slack little, at no more shortfall
     (blind_slack, blind_short), (perfect_slack, perfect_short) = (
         re.findall(rf"^{name}: slack ([\d.]+) at shortfall ([\d.]+)$", text, re.MULTILINE)[0]
