@@ -9,26 +9,21 @@ that grid can leave less slack at the same shortfall budget, so the figure
 splits what a strategy leaves into what flat blocks cost at all and what
 not knowing the coming windows costs.
 
-The fleet objective is a ratio (slack / request) under a budget of shortfall
-windows. For a price `lam` per shortfall window and a ratio `theta`, every
-block independently takes the request minimising slack - theta x request +
-lam x shortfalls; by Lagrangian duality, if that minimum summed over the fleet
-is at least lam x budget, no choice within the budget has a ratio below
-theta. The price is bisected to the budget; at each price the largest such
-theta is the certified bound, and the choice at that price, which keeps to the
-budget, is what the optimum achieves.
+The bound is certified as `hindsight`'s is (`ratio_search`): only the
+minimiser differs. For a ratio theta and a price lam per shortfall window,
+every block independently takes the request minimising slack - theta x
+request + lam x shortfalls; its candidates are 0 and the block's own samples.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
 
 from recommender.backtest.level_reference import evaluated_blocks
-
-PRICE_STEPS = 60
-RATIO_STEPS = 50
+from recommender.backtest.ratio_search import Minimum, RatioSearch
 
 
 @dataclass(frozen=True)
@@ -52,16 +47,18 @@ class _Candidates:
     request: np.ndarray
     short: np.ndarray
 
-    def pick(self, theta: float, price: float) -> np.ndarray:
-        cost = self.slack - theta * self.request + price * self.short
-        return np.asarray(np.argmin(cost, axis=1))
-
-    def totals(self, choice: np.ndarray) -> tuple[float, float, float]:
-        rows = np.arange(choice.size)
-        return (
-            float(self.slack[rows, choice].sum()),
-            float(self.request[rows, choice].sum()),
-            float(self.short[rows, choice].sum()),
+    def minimum(self, theta: float, price: float) -> Minimum:
+        """Every block at its cheapest candidate (an infinite price forbids shortfalls)."""
+        if math.isfinite(price):
+            penalty = price * self.short
+        else:
+            penalty = np.where(self.short > 0, np.inf, 0.0)
+        cost = self.slack - theta * self.request + penalty
+        choice = np.argmin(cost, axis=1)[:, None]
+        return Minimum(
+            float(np.take_along_axis(cost, choice, axis=1).sum()),
+            float(np.take_along_axis(self.request, choice, axis=1).sum()),
+            float(np.take_along_axis(self.short, choice, axis=1).sum()),
         )
 
 
@@ -94,38 +91,6 @@ def _candidates(usage: np.ndarray) -> _Candidates:
     )
 
 
-def _certified_ratio(candidates: _Candidates, price: float, budget: float) -> float:
-    """The largest theta with min over choices of (slack - theta x request + price x
-    (short - budget)) >= 0, bisected from below (0 when not even theta = 0 holds)."""
-
-    def holds(theta: float) -> bool:
-        slack, request, short = candidates.totals(candidates.pick(theta, price))
-        return slack - theta * request + price * (short - budget) >= 0.0
-
-    if not holds(0.0):
-        return 0.0
-    low, high = 0.0, 1.0  # slack never exceeds the request: theta = 1 never holds
-    for _ in range(RATIO_STEPS):
-        middle = (low + high) / 2.0
-        if holds(middle):
-            low = middle
-        else:
-            high = middle
-    return low
-
-
-def _achieved_ratio(candidates: _Candidates, price: float) -> tuple[float, float]:
-    """Dinkelbach's fixed point at this price: (ratio, shortfall windows) of its choice."""
-    theta = 0.0
-    for _ in range(100):
-        slack, request, short = candidates.totals(candidates.pick(theta, price))
-        ratio = slack / request if request > 0 else 0.0
-        if abs(ratio - theta) < 1e-12:
-            break
-        theta = ratio
-    return theta, short
-
-
 def block_optimum(
     cpu: np.ndarray, start: np.ndarray, block: int, budget_rate: float
 ) -> BlockOptimum:
@@ -137,22 +102,17 @@ def block_optimum(
     if not 0.0 <= budget_rate <= 1.0:
         raise ValueError("the shortfall budget is a rate in [0, 1]")
     usage, windows = evaluated_blocks(cpu, start, block, "CPU")
-    candidates = _candidates(usage.reshape(-1, block))
-    budget = budget_rate * windows
-    finite = np.where(np.isfinite(candidates.slack), candidates.slack, 0.0)
-    # at `high` one shortfall costs more than covering any block can
-    low, high = 0.0, float(finite.max(initial=0.0) + candidates.request.max(initial=0.0)) + 1.0
-    for _ in range(PRICE_STEPS):
-        middle = (low + high) / 2.0
-        if _achieved_ratio(candidates, middle)[1] > budget:
-            low = middle
-        else:
-            high = middle
-    ratio, short = _achieved_ratio(candidates, high)
-    bound = max(_certified_ratio(candidates, price, budget) for price in (low, high))
+    seen = usage[~np.isnan(usage)]
+    scale = float(seen.mean()) if seen.size and seen.mean() > 0 else 1.0
+    candidates = _candidates(usage.reshape(-1, block) / scale)
+    budget = math.floor(budget_rate * windows + 1e-9)
+    search = RatioSearch(candidates.minimum, budget, float(seen.sum()) / scale)
+    search.run()
+    if not math.isfinite(search.achieved):  # nothing to size: all usage is 0
+        return BlockOptimum(bound=0.0, relative_slack=0.0, shortfall_rate=0.0, windows=windows)
     return BlockOptimum(
-        bound=min(bound, ratio),
-        relative_slack=ratio,
-        shortfall_rate=short / windows,
+        bound=min(search.certified, search.achieved),
+        relative_slack=search.achieved,
+        shortfall_rate=search.achieved_shortfalls / windows,
         windows=windows,
     )

@@ -23,11 +23,13 @@ to its last); days outside the change distribution (shorter than half a day,
 not a container's only day) are unconstrained; the
 p99-of-changes goal lets n - 1 - floor(0.99 (n - 1)) of the n counted days
 exceed C (np.quantile's linear rule); there, and on free days, request = usage.
-All numbers are float64; g must exceed a rounding tolerance to certify.
+All numbers are float64; g must exceed a rounding tolerance to certify. The search
+over theta and lambda is `ratio_search`, shared with the best-flat-blocks reference.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from typing import Literal
@@ -36,12 +38,11 @@ import numpy as np
 
 from recommender.backtest.history import ReplayHistory
 from recommender.backtest.metrics import counted_days, day_spans
+from recommender.backtest.ratio_search import Minimum, RatioSearch
 from recommender.backtest.settings import DAY
 
 Resource = Literal["cpu", "memory"]
 CHUNK_DAYS = 256  # days per DP pass: keeps the (changes, days, levels) state in cache
-LAMBDA_RANGE = (1e-5, 1e5)  # multipliers searched, in units of the mean usage
-MARGIN = 1e-6  # the certified ratio sits this far below the numerical root
 
 
 @dataclass(frozen=True)
@@ -82,13 +83,6 @@ class HindsightBound:
     counted_days: int
     free_days: int
     evaluations: int
-
-
-@dataclass(frozen=True)
-class _Evaluation:
-    g: float
-    requested: float  # R of the minimising requests
-    shortfalls: float  # N of the minimising requests
 
 
 class _Problem:
@@ -203,8 +197,8 @@ def _chunk_minima(
     return total, requested, shortfalls
 
 
-def _evaluate(problem: _Problem, theta: float, lam: float, budget: float) -> _Evaluation:
-    """g(theta, lambda) with the R and N of a minimiser (the exempt days chosen best)."""
+def _minimum(problem: _Problem, theta: float, lam: float) -> Minimum:
+    """min of S - theta R + lambda N over the relaxed set (the exempt days chosen best)."""
     n = problem.packed_total.size
     value, requested, shortfalls = np.empty(n), np.empty(n), np.empty(n)
     for rows, usage, levels, limit in problem.chunks:
@@ -218,72 +212,11 @@ def _evaluate(problem: _Problem, theta: float, lam: float, budget: float) -> _Ev
         value[free] = -theta * problem.packed_total[free]
         requested[free] = problem.packed_total[free]
         shortfalls[free] = 0.0
-    penalty = lam * budget if budget > 0 else 0.0
-    g = float(value.sum()) - theta * problem.free_total - penalty
-    return _Evaluation(g, float(requested.sum()) + problem.free_total, float(shortfalls.sum()))
-
-
-class _Search:
-    """Bisection on lambda (sign of N - B) around Newton (Dinkelbach) roots in theta."""
-
-    def __init__(self, problem: _Problem, budget: float) -> None:
-        self.problem, self.budget = problem, budget
-        self.evaluations = 0
-        self.certified, self.certifier = 0.0, 0.0
-        self.tolerance = 1e-9 * (problem.total + 1.0)
-
-    def evaluate(self, theta: float, lam: float) -> _Evaluation:
-        self.evaluations += 1
-        result = _evaluate(self.problem, theta, lam, self.budget)
-        scale = self.tolerance * (1.0 + (lam if math.isfinite(lam) else 0.0))
-        if result.g > scale and theta > self.certified:
-            self.certified, self.certifier = theta, lam
-        return result
-
-    def root(self, lam: float, theta: float) -> tuple[float, _Evaluation]:
-        """The theta where g(., lambda) crosses 0 (Newton from above: monotone, finite)."""
-        result = self.evaluate(theta, lam)
-        for _ in range(100):
-            if result.requested <= 0:  # g flat in theta: above 0 everywhere or nowhere
-                if result.g <= 0:
-                    return -math.inf, result
-                theta, result = 1.0, self.evaluate(1.0, lam)
-                continue
-            step = result.g / result.requested
-            if abs(step) <= 1e-10:
-                break
-            theta = min(theta + step, 1.0)  # above 1 no request set can have g > 0
-            result = self.evaluate(theta, lam)
-        return theta, result
-
-    def run(self) -> None:
-        if self.budget <= 0:
-            self._certify(math.inf, self.root(math.inf, 0.0)[0])
-            return
-        low, high = (math.log(bound) for bound in LAMBDA_RANGE)
-        best_theta, best_lam, theta = -math.inf, 1.0, 0.0
-        while high - low > math.log(1.001):
-            lam = math.exp((low + high) / 2)
-            root, result = self.root(lam, max(theta, 0.0))
-            if root > best_theta:
-                best_theta, best_lam = root, lam
-            theta = root if math.isfinite(root) else 0.0
-            if result.shortfalls > self.budget:
-                low = math.log(lam)
-            else:
-                high = math.log(lam)
-        self._certify(best_lam, best_theta)
-
-    def _certify(self, lam: float, root: float) -> None:
-        """Prove a ratio just below the numerical root (Newton from above if it fails)."""
-        theta = root - MARGIN
-        for _ in range(20):
-            if theta <= self.certified:
-                return
-            result = self.evaluate(theta, lam)
-            if result.requested <= 0:
-                return
-            theta += min(result.g / result.requested, 0.0) - MARGIN
+    return Minimum(
+        float(value.sum()) - theta * problem.free_total,
+        float(requested.sum()) + problem.free_total,
+        float(shortfalls.sum()),
+    )
 
 
 def slack_lower_bound(
@@ -299,7 +232,7 @@ def slack_lower_bound(
     """
     whole = math.floor(budget + 1e-9) if math.isfinite(budget) else budget
     problem = _Problem(days, changes_per_day, exempt_fraction)
-    search = _Search(problem, whole)
+    search = RatioSearch(functools.partial(_minimum, problem), whole, problem.total)
     if problem.total > 0 and whole < days.windows:
         search.run()
     return HindsightBound(
