@@ -57,8 +57,13 @@ def evaluated_blocks(
     return picked.reshape(n, blocks, block), windows
 
 
-def _candidates(usage: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Slack, shortfall windows and request per (series, candidate), summed over blocks."""
+def _candidates(
+    usage: np.ndarray, at_least_mean: bool
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Slack, shortfall windows and request per (series, candidate), summed over blocks.
+
+    With `at_least_mean` only rules that never ask less than the block's mean
+    (q >= 1, z >= 0) are candidates."""
     seen = ~np.isnan(usage)
     counts = seen.sum(axis=2)
     filled = np.where(seen, usage, 0.0)
@@ -67,7 +72,9 @@ def _candidates(usage: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     spread = np.sqrt(
         np.divide((deviation**2).sum(axis=2), counts, out=np.zeros(counts.shape), where=counts > 0)
     )
-    requests = [mean * q for q in MULTIPLIERS] + [mean + z * spread for z in SPREADS]
+    lowest_q, lowest_z = (1.0, 0.0) if at_least_mean else (-np.inf, -np.inf)
+    requests = [mean * q for q in MULTIPLIERS if q >= lowest_q]
+    requests += [mean + z * spread for z in SPREADS if z >= lowest_z]
     slack, short, requested = [], [], []
     for level in requests:
         level = np.maximum(level, 0.0)[:, :, None]
@@ -78,17 +85,22 @@ def _candidates(usage: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 
 def level_reference(
-    cpu: np.ndarray, start: np.ndarray, block: int, budget_rate: float
+    cpu: np.ndarray,
+    start: np.ndarray,
+    block: int,
+    budget_rate: float,
+    at_least_mean: bool = False,
 ) -> LevelReference:
     """The reference on usage `cpu` (series, windows) evaluated from `start` (series,).
 
     block: windows per block; budget_rate: shortfall windows allowed per
-    evaluated window over the fleet (e.g. the vpa strategy's measured rate).
+    evaluated window over the fleet (e.g. the vpa strategy's measured rate);
+    at_least_mean: no block's request below its own mean usage.
     """
     if not 0.0 <= budget_rate <= 1.0:
         raise ValueError("the shortfall budget is a rate in [0, 1]")
     usage, windows = evaluated_blocks(cpu, start, block, "CPU")
-    slack, short, requested = _candidates(usage)
+    slack, short, requested = _candidates(usage, at_least_mean)
     rows = np.arange(slack.shape[0])
     allowed = budget_rate * windows
 

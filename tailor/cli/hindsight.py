@@ -80,6 +80,14 @@ def hindsight_command(
             "true peak (memory).",
         ),
     ] = None,
+    at_least_mean: Annotated[
+        bool,
+        typer.Option(
+            "--at-least-mean",
+            help="The --level-block cpu references never request less than a block's own "
+            "mean usage: no container is starved to save slack.",
+        ),
+    ] = False,
 ) -> None:
     """Certified lower bound on the relative slack any strategy can reach on this history."""
     started = time.perf_counter()
@@ -106,30 +114,36 @@ def hindsight_command(
         f"load {loaded - started:.1f}s, bound {time.perf_counter() - loaded:.1f}s)"
     )
     if block is not None:
-        _print_reference(history, resource, block, budget_rate)
+        _print_reference(history, resource, block, budget_rate, at_least_mean)
 
 
 def _print_reference(
-    history: ReplayHistory, resource: Resource, seconds: int, budget_rate: float
+    history: ReplayHistory,
+    resource: Resource,
+    seconds: int,
+    budget_rate: float,
+    at_least_mean: bool,
 ) -> None:
     """The clairvoyant reference of --level-block: block levels (cpu) or block peaks (memory)."""
     windows = max(1, seconds // history.usage.step)
     blocks = f"blocks of {windows * history.usage.step // 60} min"
+    floor = ", never below the block's mean" if at_least_mean else ""
     start = history.evaluation_start
+    rate = min(budget_rate, 1.0)
     if resource is Resource.cpu:
-        level = level_reference(history.usage.cpu, start, windows, min(budget_rate, 1.0))
+        level = level_reference(history.usage.cpu, start, windows, rate, at_least_mean)
         typer.echo(
             f"level-clairvoyant cpu_relative_slack = {level.relative_slack:.4f} at shortfall "
-            f"{level.shortfall_rate:.4f} ({blocks} sized on their own mean and spread; "
+            f"{level.shortfall_rate:.4f} ({blocks} sized on their own mean and spread{floor}; "
             "not a bound on mid-block resizes)"
         )
-        best = block_optimum(history.usage.cpu, start, windows, min(budget_rate, 1.0))
+        best = block_optimum(history.usage.cpu, start, windows, rate, at_least_mean)
         typer.echo(
             f"best flat blocks: cpu_relative_slack > {math.floor(best.bound * 1e4) / 1e4:.4f} "
             f"(certified; reached: {best.relative_slack:.4f} at shortfall "
             f"{best.shortfall_rate:.4f}; {blocks}, each at the request that is best for the "
-            "fleet knowing every window of the block: a floor for any strategy whose "
-            "request is flat on this block grid)"
+            f"fleet knowing every window of the block{floor}: a floor for any strategy "
+            "whose request is flat on this block grid)"
         )
         return
     peak = peak_reference(history.usage.memory, start, windows)

@@ -41,10 +41,16 @@ def test_without_budget_every_block_is_covered_at_its_peak() -> None:
     assert result.relative_slack == pytest.approx(15 / 32, rel=1e-9)
 
 
-def _brute_force(cpu: np.ndarray, block: int, budget: float) -> float:
-    """The best ratio over every choice of a flat request per block (each a sample or 0)."""
+def _brute_force(cpu: np.ndarray, block: int, budget: float, at_least_mean: bool = False) -> float:
+    """The best ratio over every choice of a flat request per block (each a sample or 0;
+    with `at_least_mean`, the block's mean or a sample above it)."""
     blocks = cpu.reshape(-1, block)
     options = [np.concatenate([[0.0], np.unique(values)]) for values in blocks]
+    if at_least_mean:
+        options = [
+            np.concatenate([[values.mean()], np.unique(values[values > values.mean()])])
+            for values in blocks
+        ]
     best = np.inf
     for levels in itertools.product(*options):
         request = np.repeat(np.array(levels), block)
@@ -56,12 +62,15 @@ def _brute_force(cpu: np.ndarray, block: int, budget: float) -> float:
 
 
 @pytest.mark.parametrize("seed", range(6))
-def test_the_bound_and_the_achieved_ratio_bracket_the_true_optimum(seed: int) -> None:
+@pytest.mark.parametrize("at_least_mean", [False, True])
+def test_the_bound_and_the_achieved_ratio_bracket_the_true_optimum(
+    seed: int, at_least_mean: bool
+) -> None:
     rng = np.random.default_rng(seed)
     cpu = rng.gamma(2.0, 1.0, size=(1, 4 * 3)).round(1) + 0.1
     rate = 2 / 12
-    result = block_optimum(cpu, np.array([0]), 3, rate)
-    optimum = _brute_force(cpu[0], 3, rate * 12)
+    result = block_optimum(cpu, np.array([0]), 3, rate, at_least_mean)
+    optimum = _brute_force(cpu[0], 3, rate * 12, at_least_mean)
     assert result.bound <= optimum + 1e-9
     assert optimum <= result.relative_slack + 1e-9
     assert result.shortfall_rate <= rate + 1e-12
@@ -77,6 +86,29 @@ def test_knowing_every_window_leaves_no_more_than_knowing_level_and_spread() -> 
         by_level = level_reference(cpu, start, 12, rate)
         assert best.bound <= by_level.relative_slack + 1e-9
         assert best.relative_slack - best.bound < 0.01
+
+
+def test_a_heavy_bursting_container_is_starved_unless_requests_cover_the_mean() -> None:
+    # a heavy container idle at 1 core with 3 bursts to 40, and a light steady one: with a
+    # budget of 3 windows the fleet's best asks the heavy one for 1 core, below its mean
+    heavy = np.where(np.isin(np.arange(BLOCK * 4), [3, 7, 11]), 40.0, 1.0)
+    light = np.tile([0.2, 0.3, 0.2, 0.3], 4)
+    cpu = np.stack([heavy, light])
+    start = np.zeros(2, dtype=np.int64)
+    rate = 3 / cpu.size
+    starved = block_optimum(cpu, start, BLOCK * 4, rate)
+    fed = block_optimum(cpu, start, BLOCK * 4, rate, at_least_mean=True)
+    heavy_mean = heavy.mean()
+    # starved: heavy at 1 (no slack), light at 0.3 (slack 0.8 of 4.8 + 16)
+    assert starved.relative_slack == pytest.approx(0.8 / (16 + 4.8), rel=1e-9)
+    # fed: heavy at its mean (slack 13 x (mean - 1)), light at 0.3, 3 windows short each way
+    expected = (13 * (heavy_mean - 1) + 0.8) / (16 * heavy_mean + 4.8)
+    assert fed.relative_slack == pytest.approx(expected, rel=1e-9)
+    assert fed.bound == pytest.approx(expected, rel=1e-6)
+    assert fed.shortfall_rate <= rate + 1e-12
+    by_level = level_reference(cpu, start, BLOCK * 4, rate, at_least_mean=True)
+    assert fed.bound <= by_level.relative_slack + 1e-9
+    assert level_reference(cpu, start, BLOCK * 4, rate).relative_slack < by_level.relative_slack
 
 
 def test_windows_before_the_evaluation_start_do_not_count() -> None:

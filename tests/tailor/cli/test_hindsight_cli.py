@@ -61,6 +61,13 @@ def test_the_level_reference_is_printed_for_cpu() -> None:
     assert float(best.group(1)) <= float(found.group(1))
     assert float(best.group(3)) <= 0.02
     assert runner.invoke(app, [*args[:-1], "0h"]).exit_code == 2
+    fed = runner.invoke(app, [*args, "--at-least-mean"])
+    assert fed.exit_code == 0, fed.output
+    assert fed.stdout.count("never below the block's mean") == 2
+    fed_best = re.search(r"best flat blocks: cpu_relative_slack > ([0-9.]+)", fed.stdout)
+    assert fed_best is not None
+    # a floor on every request can only leave as much slack or more
+    assert float(fed_best.group(1)) >= float(best.group(1)) - 1e-4
 
 
 def test_the_memory_reference_limits_every_block_at_its_peak(tmp_path: Path) -> None:
