@@ -87,6 +87,25 @@ def test_changes_other_than_oom_bumps_stay_within_the_daily_cap() -> None:
         assert changed[:, start : start + syn.PER_DAY].sum(axis=1).max() <= cap
 
 
+def test_cpu_follows_the_plan_down_in_the_resizes_an_oom_forces() -> None:
+    # 2 cores for two days, then 0.3; right after the drop a leak climbs to 8 GiB and each
+    # kill bumps memory. With 3 changes a day the budget is gone, yet the bumps are resizes
+    # anyway: CPU comes down with them instead of waiting up to a day at 2 cores.
+    rng = np.random.default_rng(3)
+    windows = 3 * syn.PER_DAY
+    drop = 2 * syn.PER_DAY
+    cpu = np.where(np.arange(windows) < drop, 2.0, 0.3) * rng.uniform(0.9, 1.1, windows)
+    climb = np.arange(windows) - (drop + 12)
+    memory = np.where(climb > 0, np.minimum(1.0 + 7.0 * climb / 48, 8.0), 1.0) * syn.GIB
+    settings = ForecastSettings(max_changes_per_day=3, reserved_changes=1)
+    requested, limits, ooms, _ = replay(cpu[None, :], memory[None, :], settings)
+    assert ooms[0, drop:].sum() >= 3
+    cpu_moves = np.flatnonzero(np.diff(requested[0, drop + 12 :]) != 0)
+    memory_moves = np.flatnonzero(np.diff(limits[0, drop + 12 :]) != 0)
+    assert set(cpu_moves) <= set(memory_moves)  # not one change more than the kills cost
+    assert requested[0, drop + 72] < 0.6  # within 6 hours, near the new level
+
+
 def test_a_batch_job_is_followed_down_and_back_up_when_shortfalls_are_allowed() -> None:
     # (with the default VPA-parity target this fleet gets almost no shortfall
     # allowance: the VPA's P90 covers a job running 20 % of the time)
