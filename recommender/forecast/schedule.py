@@ -15,6 +15,8 @@ import numpy as np
 from recommender.forecast.settings import ForecastSettings
 
 FREE_RIDE_DECREASE = 0.02  # a resize happening anyway also lowers memory by this much
+LAST_CHANGE_CUT = 0.7  # the budget's last change may go to a cut to this share or lower ...
+QUIET_HOURS = 2.0  # ... when usage stayed under the new level for this long
 
 
 def cover(required: np.ndarray, blocks: int) -> np.ndarray:
@@ -43,6 +45,47 @@ def cpu_step(
     up = may_increase & (now > current * (1.0 + settings.increase_threshold))
     down = may_decrease & (level < current * (1.0 - settings.decrease_threshold))
     return np.where(unset | up | down, level, current)
+
+
+def along_memory(
+    cpu: np.ndarray,
+    required: np.ndarray,
+    settings: ForecastSettings,
+    alone: np.ndarray,
+    usage: np.ndarray,
+) -> np.ndarray:
+    """CPU for series whose memory is resized `alone` (an OOM kill's bump, a rise).
+
+    The resize is a change anyway, so CPU moves to the plan's level in it, with the
+    block boundary's thresholds and never below the last `usage` + the reaction
+    margin: kills had spent a young container's budget, and its CPU then waited up
+    to a day at a level the plan no longer wanted.
+    """
+    if not alone.any():
+        return cpu
+    planned = cpu_step(cpu, required, settings, alone, alone)
+    using = usage * (1.0 + settings.react_margin)
+    return np.where(planned < cpu, np.fmin(cpu, np.fmax(planned, using)), planned)
+
+
+def last_change_cut(
+    current: np.ndarray,
+    required: np.ndarray,
+    settings: ForecastSettings,
+    last: np.ndarray,
+    quiet_peak: np.ndarray,
+) -> np.ndarray:
+    """The level for series with only their `last` change left: a deep cut may take it.
+
+    That change is kept for a reaction, but a request far above what the blocks
+    ahead need waits for the budget to free up, up to a day. A cut to at most
+    `LAST_CHANGE_CUT` of the request is taken when the usage of the last
+    `QUIET_HOURS` (`quiet_peak`) stayed under the new level with the reaction margin.
+    """
+    level = cpu_step(current, required, settings, np.zeros(current.shape, dtype=bool), last)
+    deep = last & (level <= LAST_CHANGE_CUT * current)
+    deep &= quiet_peak * (1.0 + settings.react_margin) <= level
+    return np.where(deep, level, current)
 
 
 def memory_step(

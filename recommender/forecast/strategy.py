@@ -22,7 +22,13 @@ from recommender.forecast.lulls import LullTracker
 from recommender.forecast.margins import LEVEL_EDGES, level_bins
 from recommender.forecast.memory import OomHistory, recent_peak
 from recommender.forecast.planner import Plan, make_plan
-from recommender.forecast.schedule import cover, cpu_step, plan_cpu
+from recommender.forecast.schedule import (
+    QUIET_HOURS,
+    along_memory,
+    cover,
+    last_change_cut,
+    plan_cpu,
+)
 from recommender.forecast.settings import DAY, ForecastSettings
 from recommender.forecast.spikes import SpikeTracker
 from recommender.strategy import Fleet, Requests, Strategy
@@ -145,6 +151,12 @@ class ForecastStrategy:
         if at_boundary:
             planned = np.where(may_plan, s.max_changes_per_day - s.reserved_changes, 0)
             planned_cpu = plan_cpu(cpu, required, s, planned, may_react)[:, 0]
+            last = ~may_plan & (left >= 1) & ~following
+            if last.any():
+                cpu_seen, _ = self.buffer.recent(round(QUIET_HOURS * 3600 / self.fleet.step))
+                quiet_peak = recent_peak(cpu_seen, cpu_seen.shape[1])
+                cut = last_change_cut(cpu, required, s, last, quiet_peak)
+                planned_cpu = np.where(cut < cpu, cut, planned_cpu)
             # never plan below what the container is using right now
             using = self.last_cpu * (1.0 + s.react_margin)
             below = (self.last_cpu > planned_cpu) & (planned_cpu < cpu)
@@ -191,7 +203,9 @@ class ForecastStrategy:
         memory = self._lull_memory(memory, current.memory, dropped, along, now)
         memory = np.where(self.oom_now, np.fmax(memory, self.ooms.floor), memory)
         cpu = self._ride_along(cpu, current, memory, plan.calibration.scale)
-        cpu = self._plan_along(cpu, current, memory, required, following)
+        alone = ~np.isclose(memory, current.memory, equal_nan=True) & ~following
+        alone &= np.isclose(cpu, current.cpu, equal_nan=True)
+        cpu = along_memory(cpu, required, s, alone, self.last_cpu)
         self.oom_now[:] = False
         changed = cpu_moves | ~np.isclose(memory, current.memory, equal_nan=True)
         self._record_changes(np.flatnonzero(changed & ~np.isnan(current.cpu)), now)
@@ -250,25 +264,6 @@ class ForecastStrategy:
         raise_now = resized & short & np.isclose(cpu, current.cpu, equal_nan=True)
         wanted = self.last_cpu * (1.0 + s.react_margin)
         return np.where(raise_now, np.fmax(cpu, wanted), cpu)
-
-    def _plan_along(
-        self,
-        cpu: np.ndarray,
-        current: Requests,
-        memory: np.ndarray,
-        required: np.ndarray,
-        following: np.ndarray,
-    ) -> np.ndarray:
-        """A memory resize alone (an OOM kill's bump, a rise) is a change anyway: CPU moves
-        to the plan's level in the same resize, with the block boundary's hysteresis,
-        instead of waiting for a budget the resize itself may have spent."""
-        alone = ~np.isclose(memory, current.memory, equal_nan=True) & ~following
-        alone &= np.isclose(cpu, current.cpu, equal_nan=True)
-        if not alone.any():
-            return cpu
-        planned = cpu_step(cpu, required, self.settings, alone, alone)
-        using = self.last_cpu * (1.0 + self.settings.react_margin)
-        return np.where(planned < cpu, np.fmin(cpu, np.fmax(planned, using)), planned)
 
     def _within_ceiling(self, cpu: np.ndarray, current: np.ndarray) -> np.ndarray:
         """A new request of an on/off container stays under its busy ceiling (the plan's

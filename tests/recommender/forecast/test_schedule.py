@@ -7,11 +7,37 @@ import itertools
 import numpy as np
 import pytest
 
-from recommender.forecast.schedule import build_schedule, cpu_step, optimal_levels
+from recommender.forecast.schedule import (
+    along_memory,
+    build_schedule,
+    cpu_step,
+    last_change_cut,
+    optimal_levels,
+)
 from recommender.forecast.settings import ForecastSettings, Scheduler
 
 SETTINGS = ForecastSettings()
 YES = np.array([True])
+
+
+def test_the_last_change_goes_only_to_a_deep_cut_after_quiet_hours() -> None:
+    current = np.full(4, 2.0)
+    required = np.array([[0.4, 0.5, 0.3]] * 3 + [[1.6, 1.6, 1.6]])  # the last: a 20 % cut
+    last = np.array([True, True, False, True])
+    quiet = np.array([0.3, 0.48, 0.3, 0.3])  # the second used nearly the new level lately
+    cut = last_change_cut(current, required, SETTINGS, last, quiet)
+    # only the first: the others are busy lately, not on their last change, or cut too little
+    np.testing.assert_array_equal(cut, [0.5, 2.0, 2.0, 2.0])
+
+
+def test_cpu_follows_a_memory_resize_to_the_plan_but_not_below_usage() -> None:
+    cpu = np.array([2.0, 2.0, 2.0, 0.5])
+    required = np.array([[0.4, 0.5, 0.3]] * 3 + [[1.0, 1.0, 1.0]])
+    alone = np.array([True, True, False, True])
+    usage = np.array([0.2, 0.6, 0.2, 0.4])
+    moved = along_memory(cpu, required, SETTINGS, alone, usage)
+    # down to the plan, held at usage + 10 %, untouched without a memory resize, and up
+    np.testing.assert_allclose(moved, [0.5, 0.66, 2.0, 1.0])
 
 
 def test_small_moves_are_ignored_and_large_ones_cover_the_blocks_ahead() -> None:
