@@ -29,7 +29,7 @@ from recommender.forecast.schedule import (
     last_change_cut,
     plan_cpu,
 )
-from recommender.forecast.settings import DAY, ForecastSettings
+from recommender.forecast.settings import DAY, HOUR, ForecastSettings
 from recommender.forecast.spikes import SpikeTracker
 from recommender.strategy import Fleet, Requests, Strategy
 
@@ -153,7 +153,7 @@ class ForecastStrategy:
             planned_cpu = plan_cpu(cpu, required, s, planned, may_react)[:, 0]
             last = ~may_plan & (left >= 1) & ~following
             if last.any():
-                cpu_seen, _ = self.buffer.recent(round(QUIET_HOURS * 3600 / self.fleet.step))
+                cpu_seen, _ = self.buffer.recent(round(QUIET_HOURS * HOUR / self.fleet.step))
                 quiet_peak = recent_peak(cpu_seen, cpu_seen.shape[1])
                 cut = last_change_cut(cpu, required, s, last, quiet_peak)
                 planned_cpu = np.where(cut < cpu, cut, planned_cpu)
