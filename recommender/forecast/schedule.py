@@ -47,25 +47,40 @@ def cpu_step(
     return np.where(unset | up | down, level, current)
 
 
-def along_memory(
+def kept_above_usage(
+    planned: np.ndarray, current: np.ndarray, usage: np.ndarray, settings: ForecastSettings
+) -> np.ndarray:
+    """A cut never goes below what the container is using right now (+ the reaction
+    margin), nor, for that reason, above the request in force."""
+    below = (usage > planned) & (planned < current)
+    using = usage * (1.0 + settings.react_margin)
+    return np.where(below, np.fmin(current, np.fmax(planned, using)), planned)
+
+
+def ride_with_memory(
     cpu: np.ndarray,
     required: np.ndarray,
     settings: ForecastSettings,
-    alone: np.ndarray,
+    resized: np.ndarray,
     usage: np.ndarray,
+    clearly: np.ndarray,
+    follows_plan: np.ndarray,
 ) -> np.ndarray:
-    """CPU for series whose memory is resized `alone` (an OOM kill's bump, a rise).
+    """CPU for series whose memory is `resized` anyway (an OOM kill's bump, a rise).
 
-    The resize is a change anyway, so CPU moves to the plan's level in it, with the
-    block boundary's thresholds and never below the last `usage` + the reaction
-    margin: kills had spent a young container's budget, and its CPU then waited up
-    to a day at a level the plan no longer wanted.
+    The resize is a change, so CPU rides along when it was not moving: up to the
+    last `usage` + the reaction margin when that was `clearly` above the request (one
+    resize instead of a reaction later), else, where it `follows_plan`, to the plan's
+    level with the block boundary's thresholds: kills had spent a young container's
+    budget, and its CPU then waited up to a day at a level the plan no longer wanted.
     """
-    if not alone.any():
+    if not resized.any():
         return cpu
-    planned = cpu_step(cpu, required, settings, alone, alone)
-    using = usage * (1.0 + settings.react_margin)
-    return np.where(planned < cpu, np.fmin(cpu, np.fmax(planned, using)), planned)
+    short = resized & (usage > cpu + clearly)
+    raised = np.where(short, np.fmax(cpu, usage * (1.0 + settings.react_margin)), cpu)
+    alone = resized & ~short & follows_plan
+    planned = cpu_step(raised, required, settings, alone, alone)
+    return kept_above_usage(planned, raised, usage, settings)
 
 
 def last_change_cut(

@@ -24,10 +24,11 @@ from recommender.forecast.memory import OomHistory, recent_peak
 from recommender.forecast.planner import Plan, make_plan
 from recommender.forecast.schedule import (
     QUIET_HOURS,
-    along_memory,
     cover,
+    kept_above_usage,
     last_change_cut,
     plan_cpu,
+    ride_with_memory,
 )
 from recommender.forecast.settings import DAY, HOUR, ForecastSettings
 from recommender.forecast.spikes import SpikeTracker
@@ -157,10 +158,7 @@ class ForecastStrategy:
                 quiet_peak = recent_peak(cpu_seen, cpu_seen.shape[1])
                 cut = last_change_cut(cpu, required, s, last, quiet_peak)
                 planned_cpu = np.where(cut < cpu, cut, planned_cpu)
-            # never plan below what the container is using right now
-            using = self.last_cpu * (1.0 + s.react_margin)
-            below = (self.last_cpu > planned_cpu) & (planned_cpu < cpu)
-            planned_cpu = np.where(below, np.fmin(cpu, np.fmax(planned_cpu, using)), planned_cpu)
+            planned_cpu = kept_above_usage(planned_cpu, cpu, self.last_cpu, s)
             # a decrease too small against the recent peak is not worth a change
             small = cpu - planned_cpu < s.min_decrease_share * plan.calibration.scale
             # an on/off container keeps its busy level through a job's dips: the change
@@ -202,12 +200,12 @@ class ForecastStrategy:
         )
         memory = self._lull_memory(memory, current.memory, dropped, along, now)
         memory = np.where(self.oom_now, np.fmax(memory, self.ooms.floor), memory)
-        cpu = self._ride_along(cpu, current, memory, plan.calibration.scale)
-        alone = ~np.isclose(memory, current.memory, equal_nan=True) & ~following
-        alone &= np.isclose(cpu, current.cpu, equal_nan=True)
-        cpu = along_memory(cpu, required, s, alone, self.last_cpu)
+        resized = ~np.isclose(memory, current.memory, equal_nan=True)
+        still = resized & np.isclose(cpu, current.cpu, equal_nan=True)
+        clearly = s.react_min_fraction * plan.calibration.scale
+        cpu = ride_with_memory(cpu, required, s, still, self.last_cpu, clearly, ~following)
         self.oom_now[:] = False
-        changed = cpu_moves | ~np.isclose(memory, current.memory, equal_nan=True)
+        changed = cpu_moves | resized
         self._record_changes(np.flatnonzero(changed & ~np.isnan(current.cpu)), now)
         return Requests(cpu, memory, memory.copy())
 
@@ -252,18 +250,6 @@ class ForecastStrategy:
         windows = self.settings.windows_per_block(self.fleet.step)
         _, memory = self.buffer.recent(windows)
         return recent_peak(memory, windows) * (1.0 + self.settings.memory_margin / 2.0) > limit
-
-    def _ride_along(
-        self, cpu: np.ndarray, current: Requests, memory: np.ndarray, scale: np.ndarray
-    ) -> np.ndarray:
-        """When memory is resized anyway (an OOM kill), CPU short in the last window
-        is raised in the same resize instead of a separate reaction later."""
-        s = self.settings
-        resized = ~np.isclose(memory, current.memory, equal_nan=True)
-        short = self.last_cpu > cpu + s.react_min_fraction * scale
-        raise_now = resized & short & np.isclose(cpu, current.cpu, equal_nan=True)
-        wanted = self.last_cpu * (1.0 + s.react_margin)
-        return np.where(raise_now, np.fmax(cpu, wanted), cpu)
 
     def _within_ceiling(self, cpu: np.ndarray, current: np.ndarray) -> np.ndarray:
         """A new request of an on/off container stays under its busy ceiling (the plan's

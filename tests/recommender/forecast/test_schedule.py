@@ -8,11 +8,11 @@ import numpy as np
 import pytest
 
 from recommender.forecast.schedule import (
-    along_memory,
     build_schedule,
     cpu_step,
     last_change_cut,
     optimal_levels,
+    ride_with_memory,
 )
 from recommender.forecast.settings import ForecastSettings, Scheduler
 
@@ -35,7 +35,7 @@ def test_cpu_follows_a_memory_resize_to_the_plan_but_not_below_usage() -> None:
     required = np.array([[0.4, 0.5, 0.3]] * 3 + [[1.0, 1.0, 1.0]])
     alone = np.array([True, True, False, True])
     usage = np.array([0.2, 0.6, 0.2, 0.4])
-    moved = along_memory(cpu, required, SETTINGS, alone, usage)
+    moved = ride_with_memory(cpu, required, SETTINGS, alone, usage, np.zeros(4), np.ones(4, bool))
     # down to the plan, held at usage + 10 %, untouched without a memory resize, and up
     np.testing.assert_allclose(moved, [0.5, 0.66, 2.0, 1.0])
 
