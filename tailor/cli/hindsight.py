@@ -106,7 +106,7 @@ def hindsight_command(
     result = slack_lower_bound(days, budget, changes_per_day, exempt_fraction)
     typer.echo(
         f"{resource.value}_relative_slack > "
-        f"{math.floor(result.bound * 1e4) / 1e4:.4f} "  # rounded down: still a lower bound
+        f"{_bound_text(result.bound)} "
         f"(certified; lambda={result.multiplier:.4g}, budget={result.budget:g} of "
         f"{days.windows} windows, {days.container_days:.1f} container-days, "
         f"counted days={result.counted_days}, exempt={result.exempt_days}, "
@@ -115,6 +115,11 @@ def hindsight_command(
     )
     if block is not None:
         _print_reference(history, resource, block, budget_rate, at_least_mean)
+
+
+def _bound_text(bound: float) -> str:
+    """A certified bound printed rounded down, so that the printed figure is still one."""
+    return f"{math.floor(bound * 1e4) / 1e4:.4f}"
 
 
 def _print_reference(
@@ -139,7 +144,7 @@ def _print_reference(
         )
         best = block_optimum(history.usage.cpu, start, windows, rate, at_least_mean)
         typer.echo(
-            f"best flat blocks: cpu_relative_slack > {math.floor(best.bound * 1e4) / 1e4:.4f} "
+            f"best flat blocks: cpu_relative_slack > {_bound_text(best.bound)} "
             f"(certified; reached: {best.relative_slack:.4f} at shortfall "
             f"{best.shortfall_rate:.4f}; {blocks}, each at the request that is best for the "
             f"fleet knowing every window of the block{floor}: a floor for any strategy "
