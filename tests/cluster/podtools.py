@@ -9,6 +9,16 @@ from tests.cluster.rawapi import Json, RawApi, pod_path
 from tests.cluster.waiting import wait_until
 
 
+def container_resources(requests: dict[str, str] | None, limits: dict[str, str] | None) -> Json:
+    """A container's `resources`, with only the parts that are given."""
+    resources: Json = {}
+    if requests:
+        resources["requests"] = requests
+    if limits:
+        resources["limits"] = limits
+    return resources
+
+
 def pod_manifest(
     name: str,
     *,
@@ -21,11 +31,7 @@ def pod_manifest(
     resize_policy: list[dict[str, str]] | None = None,
 ) -> Json:
     """A one-container pod; `node` binds it directly (no scheduler needed)."""
-    resources: Json = {}
-    if requests:
-        resources["requests"] = requests
-    if limits:
-        resources["limits"] = limits
+    resources = container_resources(requests, limits)
     spec: Json = {
         "containers": [
             {"name": container, "image": "registry.k8s.io/pause:3.10", "resources": resources}
@@ -64,11 +70,7 @@ def resize(
     limits: dict[str, str] | None = None,
 ) -> Json:
     """PATCH pods/{name}/resize with a strategic merge patch of one container."""
-    resources: Json = {}
-    if requests:
-        resources["requests"] = requests
-    if limits:
-        resources["limits"] = limits
+    resources = container_resources(requests, limits)
     body = {"spec": {"containers": [{"name": container, "resources": resources}]}}
     return dict(api.patch(pod_path(namespace, name, "resize"), body))
 

@@ -15,12 +15,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from recommender.backtest.strategies.vpa_updater import (
-    Bounds,
-    VpaUpdaterSettings,
-    update_candidates,
-)
+from recommender.backtest.strategies.vpa_updater import VpaUpdaterSettings, update_candidates
 from recommender.strategy import Fleet, Requests
+from recommender.vpa.estimators import VpaRecommendation
 from recommender.vpa.model import VpaModel
 from recommender.vpa.settings import VpaSettings
 
@@ -41,7 +38,7 @@ class VpaStrategy:
         self.settings = settings or VpaStrategySettings()
         self._fleet: Fleet | None = None
         self._model: VpaModel | None = None
-        self._bounds: Bounds | None = None
+        self._bounds: VpaRecommendation | None = None
         self._every = 1
         self._memory_request = np.zeros(0)
         self._started = np.zeros(0)
@@ -77,19 +74,11 @@ class VpaStrategy:
         model.add_oom(containers, np.full(containers.size, fleet.time_of(step)), request)
         self._oom[containers] = True
 
-    def _recommend(self, step: int) -> Bounds:
+    def _recommend(self, step: int) -> VpaRecommendation:
         fleet, model = self._state()
         due = (fleet.start // fleet.step + step) % self._every == 0  # absolute time
         if self._bounds is None or due or self._oom.any():
-            r = model.recommend()
-            self._bounds = Bounds(
-                r.cpu_target,
-                r.cpu_lower,
-                r.cpu_upper,
-                r.memory_target,
-                r.memory_lower,
-                r.memory_upper,
-            )
+            self._bounds = model.recommend()
         return self._bounds
 
     def decide(self, step: int, current: Requests) -> Requests:

@@ -22,6 +22,7 @@ import numpy as np
 
 from recommender.backtest.settings import HOUR
 from recommender.strategy import Requests
+from recommender.vpa.estimators import VpaRecommendation
 
 
 @dataclass(frozen=True)
@@ -29,18 +30,6 @@ class VpaUpdaterSettings:
     min_pod_age_seconds: int = 12 * HOUR
     min_relative_difference: float = 0.10
     update_after_oom: bool = True
-
-
-@dataclass(frozen=True)
-class Bounds:
-    """Target and bounds per container (cores / bytes)."""
-
-    cpu_target: np.ndarray
-    cpu_lower: np.ndarray
-    cpu_upper: np.ndarray
-    memory_target: np.ndarray
-    memory_lower: np.ndarray
-    memory_upper: np.ndarray
 
 
 def _outside(request: np.ndarray, lower: np.ndarray, upper: np.ndarray) -> np.ndarray:
@@ -55,7 +44,7 @@ def _relative(request: np.ndarray, target: np.ndarray) -> np.ndarray:
 
 def update_candidates(
     current: Requests,
-    bounds: Bounds,
+    bounds: VpaRecommendation,
     pod_age_seconds: np.ndarray,
     oom_killed: np.ndarray,
     settings: VpaUpdaterSettings,

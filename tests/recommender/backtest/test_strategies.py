@@ -12,13 +12,10 @@ from recommender.backtest.engine import Trajectory, replay
 from recommender.backtest.registry import builtin_strategies
 from recommender.backtest.strategies.common import HysteresisPolicy, row_quantile
 from recommender.backtest.strategies.krr import KrrSettings, KrrStrategy
-from recommender.backtest.strategies.vpa_updater import (
-    Bounds,
-    VpaUpdaterSettings,
-    update_candidates,
-)
+from recommender.backtest.strategies.vpa_updater import VpaUpdaterSettings, update_candidates
 from recommender.data.synthetic import demo_fleet
 from recommender.strategy import Requests
+from recommender.vpa.estimators import VpaRecommendation
 from tests.recommender.backtest.helpers import GIB, MIB, PER_DAY, days, fixed_spec, history
 
 SERIAL = ExecutionSettings(workers=1)
@@ -120,9 +117,11 @@ def test_vpa_settles_near_p90_of_a_steady_load() -> None:
     assert trajectory.changed[PER_DAY:, 0].sum() <= 2  # the updater does not churn
 
 
-def bounds(target: float, lower: float, upper: float) -> Bounds:
+def bounds(target: float, lower: float, upper: float) -> VpaRecommendation:
     one = np.ones(1)
-    return Bounds(target * one, lower * one, upper * one, GIB * one, 0.5 * GIB * one, 2 * GIB * one)
+    return VpaRecommendation(
+        target * one, lower * one, upper * one, GIB * one, 0.5 * GIB * one, 2 * GIB * one, one
+    )
 
 
 @pytest.mark.parametrize(
