@@ -113,6 +113,11 @@ def observe_window(
     return oom
 
 
+def differs(new: np.ndarray, old: np.ndarray) -> np.ndarray:
+    """Elementwise new != old, treating two NaNs as equal (a request left unset)."""
+    return ~((new == old) | (np.isnan(new) & np.isnan(old)))
+
+
 def admit(proposal: Requests, current: Requests, ratio: np.ndarray) -> Requests:
     """Apply a proposal as the admission step does: a NaN keeps the value in force,
     and the memory limit is the memory request times the limit / request ratio."""

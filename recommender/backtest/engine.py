@@ -28,7 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from recommender.backtest.blocks import ReplayBlock
-from recommender.strategy import Requests, Strategy, admit, observe_window
+from recommender.strategy import Requests, Strategy, admit, differs, observe_window
 
 
 @dataclass(frozen=True)
@@ -40,11 +40,6 @@ class Trajectory:
     memory_limit: np.ndarray  # memory limit in force, bytes
     oom: np.ndarray  # bool: an OOM kill in this window
     changed: np.ndarray  # bool: requests changed at the start of this window
-
-
-def _differs(new: np.ndarray, old: np.ndarray) -> np.ndarray:
-    """Elementwise new != old, treating two NaNs as equal."""
-    return ~((new == old) | (np.isnan(new) & np.isnan(old)))
 
 
 def _read_only(values: np.ndarray) -> np.ndarray:
@@ -78,9 +73,7 @@ def replay(
         out.oom[t] = observe_window(strategy, t, cpu_usage[t], peaks[t], current.memory_limit)
         admitted = admit(strategy.decide(t, current.copy()), current, ratio)
         if t + 1 < windows:
-            changed = _differs(admitted.cpu, current.cpu) | _differs(
-                admitted.memory, current.memory
-            )
+            changed = differs(admitted.cpu, current.cpu) | differs(admitted.memory, current.memory)
             out.changed[t + 1] = changed & set_by_strategy
             set_by_strategy |= changed
         current = admitted

@@ -15,15 +15,16 @@ from __future__ import annotations
 
 import functools
 import importlib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from recommender.backtest.settings import HOUR, BacktestInputError
-from recommender.backtest.strategies.autopilot import AutopilotStrategy
-from recommender.backtest.strategies.krr import KrrStrategy
+from recommender.backtest.strategies.autopilot import AutopilotSettings, AutopilotStrategy
+from recommender.backtest.strategies.krr import KrrSettings, KrrStrategy
 from recommender.backtest.strategies.oracle import OracleSettings, OracleStrategy
 from recommender.data.arrays import UsageArrays
+from recommender.overrides import SettingsError, settings_with
 from recommender.strategy import Strategy
 
 if TYPE_CHECKING:
@@ -48,12 +49,12 @@ def make_vpa(future: UsageArrays) -> Strategy:
     return VpaStrategy()
 
 
-def make_krr(future: UsageArrays) -> Strategy:
-    return KrrStrategy()
+def make_krr(future: UsageArrays, settings: KrrSettings | None = None) -> Strategy:
+    return KrrStrategy(settings)
 
 
-def make_autopilot(future: UsageArrays) -> Strategy:
-    return AutopilotStrategy()
+def make_autopilot(future: UsageArrays, settings: AutopilotSettings | None = None) -> Strategy:
+    return AutopilotStrategy(settings)
 
 
 def _steering_reference(future: UsageArrays, settings: ForecastSettings | None) -> Strategy | None:
@@ -95,6 +96,44 @@ def with_forecast_settings(
         else spec
         for spec in specs
     ]
+
+
+BASELINE_SETTINGS: Mapping[str, tuple[Callable[..., Strategy], type]] = {
+    "krr": (make_krr, KrrSettings),
+    "autopilot": (make_autopilot, AutopilotSettings),
+}
+
+
+def baseline_settings(pairs: Sequence[str]) -> dict[str, object]:
+    """Settings per baseline from STRATEGY:NAME=VALUE text (`krr:cpu_percentile=0.99`,
+    `autopilot:policy.max_changes_per_day=6`), each checked; SettingsError if not."""
+    grouped: dict[str, list[str]] = {}
+    for pair in pairs:
+        name, sep, setting = pair.partition(":")
+        name = name.strip()
+        if not sep or name not in BASELINE_SETTINGS:
+            raise SettingsError(
+                f"expected STRATEGY:NAME=VALUE with STRATEGY one of "
+                f"{', '.join(BASELINE_SETTINGS)}, got {pair!r}"
+            )
+        grouped.setdefault(name, []).append(setting)
+    return {
+        name: settings_with(found, BASELINE_SETTINGS[name][1](), name)
+        for name, found in grouped.items()
+    }
+
+
+def with_baseline_settings(
+    specs: Sequence[StrategySpec], settings: Mapping[str, object]
+) -> list[StrategySpec]:
+    """`specs` with each named baseline (`krr`, `autopilot`) built on its settings."""
+    bound: dict[Callable[..., Strategy], StrategyFactory] = {}
+    for name, chosen in settings.items():
+        factory = BASELINE_SETTINGS[name][0]
+        if not any(spec.factory is factory for spec in specs):
+            raise BacktestInputError(f"{name} settings given, but {name} is not run")
+        bound[factory] = functools.partial(factory, settings=chosen)
+    return [replace(spec, factory=bound.get(spec.factory, spec.factory)) for spec in specs]
 
 
 def make_oracle(future: UsageArrays) -> Strategy:

@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
+from recommender.overrides import SettingsError
+
 HOUR = 3_600
 DAY = 86_400
 MIB = 2**20
@@ -19,7 +21,7 @@ ShortfallMode = Literal["vpa", "fixed"]
 Scheduler = Literal["optimal", "greedy"]
 
 
-class ForecastSettingsError(ValueError):
+class ForecastSettingsError(SettingsError):
     """A setting outside the range the recommender can work with."""
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from recommender.change_budget import ChangeBudget
 from recommender.data.arrays import UsageArrays
 from recommender.forecast.buffer import UsageBuffer
 from recommender.forecast.feedback import ReferenceLoop, ShortfallFeedback
@@ -34,7 +35,6 @@ from recommender.forecast.settings import DAY, HOUR, ForecastSettings
 from recommender.forecast.spikes import SpikeTracker
 from recommender.strategy import Fleet, Requests, Strategy
 
-BUDGET_WINDOWS = (2 / 3, 1.0)  # trailing windows (days) the change cap is checked over
 MEMORY_ALONE_DECREASE = 0.3  # a memory-only resize down must cut the limit by this share
 
 
@@ -76,7 +76,7 @@ class ForecastStrategy:
         self.oom_now = np.zeros(n, dtype=bool)
         self.short_run = np.zeros(n, dtype=np.int64)
         self.last_cpu = np.full(n, np.nan)
-        self.change_times = np.full((n, s.max_changes_per_day), -np.inf)
+        self.changes = ChangeBudget(n, s.max_changes_per_day)
         self.lulls = LullTracker.empty(n)
         self.spikes = SpikeTracker.empty(n)
         self.feedback = ShortfallFeedback.start(s.feedback, s.vpa_parity_factor, fleet.step)
@@ -98,27 +98,10 @@ class ForecastStrategy:
         self.ooms.record(containers, when, memory, self.settings, np.maximum(peak, 0.0))
         self.oom_now[containers] = True
 
-    def _budget_left(self, now: float) -> np.ndarray:
-        """Changes still allowed now: at most `max_changes_per_day` x w / 24 h in every
-        trailing window of w = 16 h and 24 h. The 16 h window keeps most part-days (the
-        start or end of a series) near the daily rate; a 12 h one as well (3 per 12 h)
-        left lull following too few changes (tuning months: slack 0.434 against 0.423)."""
-        cap = self.settings.max_changes_per_day
-        left = np.full(self.change_times.shape[0], cap)
-        for share in BUDGET_WINDOWS:
-            allowed = int(cap * share + 1e-9)
-            used = np.sum(self.change_times > now - share * DAY, axis=1)
-            left = np.minimum(left, allowed - used)
-        return left
-
-    def _record_changes(self, rows: np.ndarray, now: float) -> None:
-        oldest = np.argmin(self.change_times[rows], axis=1)
-        self.change_times[rows, oldest] = now
-
     def decide(self, step: int, current: Requests) -> Requests:
         s = self.settings
         now = float(self.fleet.time_of(step + 1))
-        left = self._budget_left(now)
+        left = self.changes.left(now)
         may_plan = left > s.reserved_changes
         may_react = left > 0
         scale = None if self.plan is None else self.plan.calibration.scale
@@ -206,7 +189,7 @@ class ForecastStrategy:
         cpu = ride_with_memory(cpu, required, s, still, self.last_cpu, clearly, ~following)
         self.oom_now[:] = False
         changed = cpu_moves | resized
-        self._record_changes(np.flatnonzero(changed & ~np.isnan(current.cpu)), now)
+        self.changes.record(np.flatnonzero(changed & ~np.isnan(current.cpu)), now)
         return Requests(cpu, memory, memory.copy())
 
     def _memory(
@@ -303,7 +286,7 @@ class ForecastStrategy:
         long_lull = following & ~budget & (left >= 1) & (self.lulls.idle_run >= s.lulls.long_after)
         if s.lulls.long_after > 0 and long_lull.any():  # the look ahead only when it can matter
             soon = now + s.lulls.frees_within * self.fleet.step
-            frees = self._budget_left(soon) >= s.lulls.reserve + 1  # if none is made until then
+            frees = self.changes.left(soon) >= s.lulls.reserve + 1  # if none is made until then
             budget |= long_lull & frees
         eligible = following & unchanged & budget & ~np.isnan(self.plan.cpu_idle)
         min_saving = s.lulls.min_saving * self.plan.calibration.scale

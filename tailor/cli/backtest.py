@@ -32,10 +32,15 @@ from recommender.backtest import (
 )
 from recommender.backtest.history import ReplayHistory
 from recommender.backtest.pieces import split_series
-from recommender.backtest.registry import with_forecast_settings
+from recommender.backtest.registry import (
+    baseline_settings,
+    with_baseline_settings,
+    with_forecast_settings,
+)
 from recommender.backtest.result import BASELINE
+from recommender.overrides import SettingsError
 from tailor.cli.inputs import load_history
-from tailor.cli.options import ForecastSet, forecast_settings
+from tailor.cli.options import BaselineSet, ForecastSet, forecast_settings
 
 Demo = Annotated[bool, typer.Option("--demo", help="Replay the built-in demo fleet.")]
 Input = Annotated[
@@ -237,13 +242,20 @@ def backtest_command(
         bool, typer.Option("--progress/--no-progress", help="Progress bar on stderr.")
     ] = True,
     forecast_set: ForecastSet = None,
+    baseline_set: BaselineSet = None,
 ) -> None:
     """Replay usage history through recommendation strategies and compare them."""
     settings = forecast_settings(forecast_set)
     try:
+        baselines = baseline_settings(baseline_set or [])
+    except SettingsError as error:
+        raise typer.BadParameter(str(error), param_hint="--baseline-set") from error
+    try:
         specs = resolve_strategies(strategies)
         if settings is not None:
             specs = with_forecast_settings(specs, settings)
+        if baselines:
+            specs = with_baseline_settings(specs, baselines)
         execution = ExecutionSettings(
             engine=engine.value,
             workers=workers,

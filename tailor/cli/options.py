@@ -15,8 +15,8 @@ import typer
 from rich.console import Console
 
 from recommender.data.arrays import SamplePeriodError
-from recommender.forecast.overrides import settings_with
-from recommender.forecast.settings import ForecastSettings, ForecastSettingsError
+from recommender.forecast.settings import ForecastSettings
+from recommender.overrides import SettingsError, settings_with
 from recommender.recommend import recommend_forecast_workloads
 from tailor.cli.inputs import PrometheusOptions, load_from_prometheus, load_history
 from tailor.durations import parse_duration
@@ -59,13 +59,23 @@ ForecastSet = Annotated[
 ]
 
 
+BaselineSet = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--baseline-set",
+        help="Baseline setting STRATEGY:NAME=VALUE, repeatable: e.g. krr:cpu_percentile=0.99, "
+        "autopilot:policy.max_changes_per_day=6 (see KrrSettings, AutopilotSettings).",
+    ),
+]
+
+
 def forecast_settings(pairs: list[str] | None) -> ForecastSettings | None:
     """The forecast settings `--forecast-set` asks for (None: the defaults), checked."""
     if not pairs:
         return None
     try:
-        return settings_with(pairs)
-    except ForecastSettingsError as error:
+        return settings_with(pairs, ForecastSettings(), "forecast")
+    except SettingsError as error:
         raise typer.BadParameter(str(error), param_hint="--forecast-set") from error
 
 

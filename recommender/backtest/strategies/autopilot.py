@@ -24,6 +24,8 @@ from recommender.backtest.strategies.common import (
     DecayingHistograms,
     Floor,
     HysteresisPolicy,
+    PolicyUpdates,
+    require,
     round_requests,
 )
 from recommender.strategy import Fleet, Requests
@@ -42,6 +44,20 @@ class AutopilotSettings:
     floor: Floor = field(default_factory=Floor)
     policy: HysteresisPolicy = field(default_factory=HysteresisPolicy)
 
+    def __post_init__(self) -> None:
+        require(
+            [
+                (self.cpu_half_life_seconds > 0, "cpu_half_life_seconds must be positive"),
+                (self.memory_half_life_seconds > 0, "memory_half_life_seconds must be positive"),
+                (0.0 < self.cpu_percentile <= 1.0, "cpu_percentile must be in (0, 1]"),
+                (0.0 < self.memory_percentile <= 1.0, "memory_percentile must be in (0, 1]"),
+                (self.cpu_margin >= 0.0, "cpu_margin cannot be negative"),
+                (self.memory_margin >= 0.0, "memory_margin cannot be negative"),
+                (self.max_over_seconds >= 0, "max_over_seconds cannot be negative"),
+                (self.oom_bump_ratio >= 1.0, "oom_bump_ratio must be at least 1"),
+            ]
+        )
+
 
 class AutopilotStrategy:
     """Decaying percentiles plus margin, held at their maximum over the last hour."""
@@ -55,6 +71,7 @@ class AutopilotStrategy:
         self._memory_hist: DecayingHistograms | None = None
         self._recent = np.empty((0, 0, 0))
         self._oom = np.zeros(0, dtype=bool)
+        self._updates: PolicyUpdates | None = None
         self._bump = np.zeros(0)
 
     def reset(self, fleet: Fleet) -> None:
@@ -65,6 +82,7 @@ class AutopilotStrategy:
         depth = max(1, s.max_over_seconds // fleet.step)
         self._recent = np.full((depth, 2, fleet.size), np.nan)
         self._oom = np.zeros(fleet.size, dtype=bool)
+        self._updates = PolicyUpdates(self.settings.policy, fleet)
         self._bump = np.full(fleet.size, np.nan)
 
     def _histograms(self) -> tuple[Fleet, DecayingHistograms, DecayingHistograms]:
@@ -84,6 +102,11 @@ class AutopilotStrategy:
         self._oom[containers] = True
         self._bump[containers] = bumped
 
+    def _policy(self) -> PolicyUpdates:
+        if self._updates is None:
+            raise RuntimeError("reset() must be called before the replay")
+        return self._updates
+
     def decide(self, step: int, current: Requests) -> Requests:
         s = self.settings
         _, cpu_hist, memory_hist = self._histograms()
@@ -92,7 +115,7 @@ class AutopilotStrategy:
         self._recent[step % self._recent.shape[0]] = (cpu, np.fmax(memory, self._bump))
         held = np.fmax.reduce(self._recent, axis=0)
         cpu, memory = round_requests(held[0], held[1], s.floor)
-        decided = s.policy.apply(current, cpu, memory, self._oom)
+        decided = self._policy().apply(step, current, cpu, memory, self._oom)
         self._oom[:] = False
         self._bump[:] = np.nan
         return decided

@@ -10,7 +10,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from recommender.strategy import Requests
+from recommender.change_budget import ChangeBudget
+from recommender.strategy import Fleet, Requests, differs
 
 MIB = 2.0**20
 
@@ -28,6 +29,13 @@ def row_quantile(values: np.ndarray, q: float) -> np.ndarray:
     return np.where(count > 0, result, np.nan)
 
 
+def require(checks: list[tuple[bool, str]]) -> None:
+    """Raise ValueError with the message of the first failed check (settings validation)."""
+    for ok, message in checks:
+        if not ok:
+            raise ValueError(message)
+
+
 @dataclass(frozen=True)
 class Floor:
     """Smallest requests a strategy hands out (KRR's defaults: 10 millicores, 100 MiB).
@@ -38,6 +46,9 @@ class Floor:
 
     cpu: float = 0.010
     memory: float = 100 * MIB
+
+    def __post_init__(self) -> None:
+        require([(self.cpu >= 0.0 and self.memory >= 0.0, "floor: cannot be negative")])
 
 
 def round_requests(
@@ -119,14 +130,33 @@ class HysteresisPolicy:
 
     A container is resized when it has no request yet, when it was OOM-killed
     since the last decision, or when the CPU or memory recommendation differs
-    from the request in force by at least `min_relative_change`.
+    from the request in force by at least `min_relative_change`. With
+    `max_changes_per_day` (0 = no cap) the last reason also needs the container's
+    change budget (`recommender.change_budget`): a baseline held to the same
+    constraint as `forecast`. The restart after an OOM kill is never held back.
     """
 
     min_relative_change: float = 0.10
+    max_changes_per_day: int = 0
+
+    def __post_init__(self) -> None:
+        require(
+            [
+                (self.min_relative_change >= 0.0, "policy: min_relative_change cannot be negative"),
+                (self.max_changes_per_day >= 0, "policy: max_changes_per_day cannot be negative"),
+            ]
+        )
 
     def apply(
-        self, current: Requests, cpu: np.ndarray, memory: np.ndarray, forced: np.ndarray
+        self,
+        current: Requests,
+        cpu: np.ndarray,
+        memory: np.ndarray,
+        forced: np.ndarray,
+        allowed: np.ndarray | None = None,
     ) -> Requests:
+        """The requests after this decision; `allowed` (bool per container, None = all)
+        says who may still change for a moved recommendation."""
         with np.errstate(divide="ignore", invalid="ignore"):
             cpu_off = np.abs(cpu - current.cpu) >= self.min_relative_change * current.cpu
             memory_off = (
@@ -137,7 +167,38 @@ class HysteresisPolicy:
         unset = (np.isnan(current.cpu) & ~np.isnan(cpu)) | (
             np.isnan(current.memory) & ~np.isnan(memory)
         )
-        act = (unset | forced | cpu_off | memory_off) & ~(np.isnan(cpu) & np.isnan(memory))
+        moved = cpu_off | memory_off
+        if allowed is not None:
+            moved &= allowed
+        act = (unset | forced | moved) & ~(np.isnan(cpu) & np.isnan(memory))
         new_cpu = np.where(act & ~np.isnan(cpu), cpu, current.cpu)
         new_memory = np.where(act & ~np.isnan(memory), memory, current.memory)
         return Requests(new_cpu, new_memory, current.memory_limit)
+
+
+class PolicyUpdates:
+    """A `HysteresisPolicy` at work over one fleet: it keeps the change budget.
+
+    Changes are counted as the replay counts them: from the strategy's first
+    setting of a container on, that first setting excluded.
+    """
+
+    def __init__(self, policy: HysteresisPolicy, fleet: Fleet) -> None:
+        self.policy = policy
+        self.fleet = fleet
+        cap = policy.max_changes_per_day
+        self.budget = ChangeBudget(fleet.size, cap) if cap else None
+        self.set_before = np.zeros(fleet.size, dtype=bool)
+
+    def apply(
+        self, step: int, current: Requests, cpu: np.ndarray, memory: np.ndarray, forced: np.ndarray
+    ) -> Requests:
+        """The requests in force from window `step + 1` on."""
+        if self.budget is None:
+            return self.policy.apply(current, cpu, memory, forced)
+        now = float(self.fleet.time_of(step + 1))
+        decided = self.policy.apply(current, cpu, memory, forced, self.budget.left(now) > 0)
+        changed = differs(decided.cpu, current.cpu) | differs(decided.memory, current.memory)
+        self.budget.record(np.flatnonzero(changed & self.set_before), now)
+        self.set_before |= changed
+        return decided

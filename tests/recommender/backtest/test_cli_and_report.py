@@ -87,6 +87,10 @@ def test_table_shows_metrics_and_ratios_to_vpa(tmp_path: Path) -> None:
         (["--scheduler", "tcp://x:1"], "needs the dask engine"),
         (["--forecast-set", "max_changes_per_day=3"], "the forecast strategy is not run"),
         (["--strategies", "forecast", "--forecast-set", "cap=3"], "unknown forecast setting"),
+        (["--strategies", "vpa", "--baseline-set", "autopilot:cpu_margin=0"], "is not run"),
+        (["--strategies", "krr", "--baseline-set", "krr:cpu_percentil=0.9"], "unknown krr"),
+        (["--strategies", "krr", "--baseline-set", "krr:cpu_percentile=2"], "cpu_percentile must"),
+        (["--strategies", "krr", "--baseline-set", "cpu_percentile=0.9"], "STRATEGY:NAME=VALUE"),
     ],
 )
 def test_bad_options_get_clear_errors(tmp_path: Path, args: list[str], message: str) -> None:
@@ -156,3 +160,23 @@ def test_forecast_settings_reach_the_replayed_strategy() -> None:
 
     assert p99() > 3  # the demo fleet's busiest day takes more changes than ...
     assert p99("--forecast-set", "max_changes_per_day=3") <= 3  # ... a cap of 3 allows
+
+
+def test_baseline_settings_reach_the_replayed_baselines() -> None:
+    def run(*extra: str) -> dict[str, dict[str, float]]:
+        code, output = invoke(
+            "--demo", "--strategies", "krr,autopilot", "--format", "json", "--no-progress", *extra
+        )
+        assert code == 0, output
+        return dict(json.loads(output)["strategies"])
+
+    free = run()
+    held = run(
+        "--baseline-set",
+        "autopilot:policy.max_changes_per_day=2",
+        "--baseline-set",
+        "krr:cpu_percentile=0.99",
+    )
+    assert free["autopilot"]["changes_per_container_day_p99"] > 2
+    assert held["autopilot"]["changes_per_container_day_p99"] <= 2
+    assert held["krr"]["cpu_core_hours_requested"] > free["krr"]["cpu_core_hours_requested"]

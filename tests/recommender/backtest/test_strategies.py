@@ -10,11 +10,12 @@ from recommender.backtest import ExecutionSettings, ReplaySettings, prepare_hist
 from recommender.backtest.blocks import ReplayBlock, cut_block, plan_blocks
 from recommender.backtest.engine import Trajectory, replay
 from recommender.backtest.registry import builtin_strategies
+from recommender.backtest.strategies.autopilot import AutopilotSettings, AutopilotStrategy
 from recommender.backtest.strategies.common import HysteresisPolicy, row_quantile
 from recommender.backtest.strategies.krr import KrrSettings, KrrStrategy
 from recommender.backtest.strategies.vpa_updater import VpaUpdaterSettings, update_candidates
 from recommender.data.synthetic import demo_fleet
-from recommender.strategy import Requests
+from recommender.strategy import Requests, Strategy
 from recommender.vpa.estimators import VpaRecommendation
 from tests.recommender.backtest.helpers import GIB, MIB, PER_DAY, days, fixed_spec, history
 
@@ -154,3 +155,45 @@ def test_row_quantile_ignores_nan_like_numpy() -> None:
     assert got[0] == pytest.approx(np.nanpercentile(values[0], 95))
     assert np.isnan(got[1])
     assert got[2] == pytest.approx(np.percentile(values[2], 95))
+
+
+def changes_in_any_day(changed: np.ndarray) -> int:
+    """The most changes (column 0) within any 24 h of the replay."""
+    counts = np.convolve(changed[:, 0].astype(int), np.ones(PER_DAY, dtype=int), mode="valid")
+    return int(counts.max())
+
+
+@pytest.mark.parametrize("name", ["krr", "autopilot"])
+def test_a_capped_baseline_keeps_its_change_budget(name: str) -> None:
+    w = days(4)
+    rng = np.random.default_rng(3)
+    cpu = 1.0 + np.sin(2 * np.pi * w / PER_DAY) * 0.8 + rng.gamma(2.0, 0.1, w.size)
+    prepared = prepare_history(history(cpu), settings=ReplaySettings(warm_up_seconds=0))
+    block = cut_block(prepared, 0, plan_blocks(prepared)[0])
+    eager = HysteresisPolicy(min_relative_change=0.0)
+    capped = HysteresisPolicy(min_relative_change=0.0, max_changes_per_day=3)
+
+    def build(policy: HysteresisPolicy) -> Strategy:
+        if name == "krr":
+            return KrrStrategy(KrrSettings(policy=policy))
+        return AutopilotStrategy(AutopilotSettings(policy=policy))
+
+    free = replay(block, build(eager)).changed
+    held = replay(block, build(capped)).changed
+    assert changes_in_any_day(free) > 6  # uncapped, it follows the cycle many times a day
+    assert changes_in_any_day(held) == 3  # capped, it uses the budget and no more
+
+
+def test_a_capped_baseline_still_restarts_after_an_oom_kill() -> None:
+    w = days(2)
+    memory = np.where(w < PER_DAY, 500 * MIB, 500 * MIB + (w - PER_DAY) * 20 * MIB)
+    prepared = prepare_history(
+        history(np.full(w.size, 0.5), memory), settings=ReplaySettings(warm_up_seconds=0)
+    )
+    block = cut_block(prepared, 0, plan_blocks(prepared)[0])
+    policy = HysteresisPolicy(max_changes_per_day=1)
+    trajectory = replay(block, KrrStrategy(KrrSettings(policy=policy)))
+    kills = np.flatnonzero(trajectory.oom[:, 0])
+    assert kills.size >= 3  # the leak outgrows each new limit
+    for kill in kills[:3]:  # every kill is answered in the next window, budget or not
+        assert trajectory.memory[kill + 1, 0] > trajectory.memory[kill, 0]

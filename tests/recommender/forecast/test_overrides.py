@@ -8,13 +8,17 @@ import pytest
 
 from recommender.backtest.registry import make_forecast, resolve_strategies, with_forecast_settings
 from recommender.backtest.settings import BacktestInputError
-from recommender.forecast.overrides import settings_with
-from recommender.forecast.settings import ForecastSettings, ForecastSettingsError
+from recommender.forecast.settings import ForecastSettings
 from recommender.forecast.strategy import ForecastStrategy
+from recommender.overrides import SettingsError, settings_with
+
+
+def forecast_with(pairs: list[str], base: ForecastSettings | None = None) -> ForecastSettings:
+    return settings_with(pairs, base or ForecastSettings(), "forecast")
 
 
 def test_each_kind_of_setting_is_read_by_its_declared_type() -> None:
-    settings = settings_with(
+    settings = forecast_with(
         [
             "target_cpu_shortfall=0.01",
             "max_changes_per_day=4",
@@ -33,12 +37,12 @@ def test_each_kind_of_setting_is_read_by_its_declared_type() -> None:
     assert settings.lulls.after_windows == default.lulls.after_windows  # the rest of a group stays
     assert settings.spikes.after_windows == 3
     assert settings.memory_margin == default.memory_margin
-    assert settings_with([]) == default
+    assert forecast_with([]) == default
 
 
 def test_a_later_pair_wins_and_a_base_is_kept() -> None:
     base = ForecastSettings(memory_margin=0.3)
-    settings = settings_with(["react_margin=0.2", "react_margin=0.3"], base)
+    settings = forecast_with(["react_margin=0.2", "react_margin=0.3"], base)
     assert settings.react_margin == 0.3 and settings.memory_margin == 0.3
 
 
@@ -58,14 +62,12 @@ def test_a_later_pair_wins_and_a_base_is_kept() -> None:
     ],
 )
 def test_mistakes_are_errors_that_name_the_setting(pair: str, message: str) -> None:
-    with pytest.raises(
-        ForecastSettingsError, match=message.replace("(", r"\(").replace(")", r"\)")
-    ):
-        settings_with([pair])
+    with pytest.raises(SettingsError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        forecast_with([pair])
 
 
 def test_a_backtest_runs_the_forecast_on_the_given_settings() -> None:
-    settings = settings_with(["max_changes_per_day=3"])
+    settings = forecast_with(["max_changes_per_day=3"])
     specs = with_forecast_settings(resolve_strategies("vpa,forecast"), settings)
     assert specs[0].factory is resolve_strategies("vpa")[0].factory  # others untouched
     factory = pickle.loads(pickle.dumps(specs[1].factory))  # workers get it pickled

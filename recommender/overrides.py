@@ -1,10 +1,11 @@
-"""Forecast settings from NAME=VALUE text, as command lines and config files give them.
+"""Strategy settings from NAME=VALUE text, as command lines and config files give them.
 
-Every knob of `ForecastSettings` can be set by name (`target_cpu_shortfall=0.01`),
-and a knob of a group by its dotted name (`lulls.follow=false`). Values are read
-by the field's declared type, and the result goes through the same checks as a
-`ForecastSettings` built in code, so a typo or an out-of-range value is an error
-that names the setting, never a silently ignored flag.
+Every knob of a settings dataclass (`ForecastSettings`, the baselines' settings)
+can be set by name (`target_cpu_shortfall=0.01`), and a knob of a group by its
+dotted name (`lulls.follow=false`). Values are read by the field's declared
+type, and the result goes through the same checks as settings built in code, so
+a typo or an out-of-range value is an error that names the setting, never a
+silently ignored flag.
 """
 
 from __future__ import annotations
@@ -13,9 +14,14 @@ import dataclasses
 import difflib
 import typing
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, TypeVar
 
-from recommender.forecast.settings import ForecastSettings, ForecastSettingsError
+Settings = TypeVar("Settings")
+
+
+class SettingsError(ValueError):
+    """A setting that names nothing, cannot be read, or is out of range."""
+
 
 TRUE = ("true", "yes", "on", "1")
 FALSE = ("false", "no", "off", "0")
@@ -43,8 +49,8 @@ def _convert(name: str, kind: Any, text: str) -> Any:
             item = typing.get_args(kind)[0]
             return tuple(_convert(name, item, part) for part in text.split(",") if part.strip())
     except ValueError as error:
-        raise ForecastSettingsError(f"setting {name}: cannot read {text!r} ({error})") from None
-    raise ForecastSettingsError(f"setting {name} cannot be set from text")
+        raise SettingsError(f"setting {name}: cannot read {text!r} ({error})") from None
+    raise SettingsError(f"setting {name} cannot be set from text")
 
 
 def _fields(cls: type) -> dict[str, Any]:
@@ -53,10 +59,10 @@ def _fields(cls: type) -> dict[str, Any]:
     return {field.name: hints[field.name] for field in dataclasses.fields(cls)}
 
 
-def _setting_types() -> dict[str, Any]:
+def _setting_types(cls: type) -> dict[str, Any]:
     """Every settable name (dotted inside a group) and the type its value is read as."""
     types: dict[str, Any] = {}
-    for name, kind in _fields(ForecastSettings).items():
+    for name, kind in _fields(cls).items():
         if dataclasses.is_dataclass(kind):
             group = _fields(typing.cast(type, kind))
             types.update({f"{name}.{field}": inner for field, inner in group.items()})
@@ -65,35 +71,40 @@ def _setting_types() -> dict[str, Any]:
     return types
 
 
-def _unknown(name: str, known: Sequence[str]) -> ForecastSettingsError:
+def _unknown(name: str, known: Sequence[str], what: str) -> SettingsError:
     close = difflib.get_close_matches(name, known, n=3)
     hint = f"; did you mean {', '.join(close)}?" if close else ""
-    return ForecastSettingsError(f"unknown forecast setting {name!r}{hint}")
+    return SettingsError(f"unknown {what} setting {name!r}{hint}")
 
 
 def _split(pair: str) -> tuple[str, str]:
     name, sep, value = pair.partition("=")
     if not sep or not name.strip():
-        raise ForecastSettingsError(f"expected NAME=VALUE, got {pair!r}")
+        raise SettingsError(f"expected NAME=VALUE, got {pair!r}")
     return name.strip(), value.strip()
 
 
-def settings_with(pairs: Sequence[str], base: ForecastSettings | None = None) -> ForecastSettings:
-    """`base` (default: the defaults) with every NAME=VALUE of `pairs` applied, checked."""
-    base = base or ForecastSettings()
-    types = _setting_types()
+def settings_with(pairs: Sequence[str], base: Settings, what: str) -> Settings:
+    """`base` with every NAME=VALUE of `pairs` applied and checked; `what` names the
+    settings in messages ("forecast", "krr")."""
+    types = _setting_types(type(base))
     flat: dict[str, Any] = {}
     grouped: dict[str, dict[str, Any]] = {}
     for pair in pairs:
         name, text = _split(pair)
         if name not in types:
-            raise _unknown(name, list(types))
+            raise _unknown(name, list(types), what)
         value = _convert(name, types[name], text)
         group, _, field = name.rpartition(".")
         if group:
             grouped.setdefault(group, {})[field] = value
         else:
             flat[name] = value
-    for group, values in grouped.items():
-        flat[group] = dataclasses.replace(getattr(base, group), **values)
-    return dataclasses.replace(base, **flat)
+    try:
+        for group, values in grouped.items():
+            flat[group] = dataclasses.replace(getattr(base, group), **values)
+        return typing.cast(Settings, dataclasses.replace(typing.cast(Any, base), **flat))
+    except SettingsError:
+        raise
+    except ValueError as error:
+        raise SettingsError(f"{what} settings: {error}") from None

@@ -1,0 +1,49 @@
+"""How many request changes each container may still make: a cap per trailing day.
+
+Autopilot's bar, and the project's, is at most 6 changes per container-day. A
+replayed strategy that must honour it (the `forecast` strategy, and the
+baselines when they are held to the same constraint) keeps the times of each
+container's last changes and checks the cap over trailing windows: over 24 h,
+and over shorter spans at the same daily rate, so that the part-days at the
+start or end of a series stay near that rate too.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+DAY = 86400
+DEFAULT_SPANS = (2 / 3, 1.0)  # trailing windows, in days, the cap is checked over
+
+
+class ChangeBudget:
+    """Times of the last `cap` changes per container (UNIX seconds, -inf = none)."""
+
+    def __init__(self, containers: int, cap: int, spans: Sequence[float] = DEFAULT_SPANS) -> None:
+        if cap < 1:
+            raise ValueError("a change budget needs a cap of at least one change a day")
+        if not spans or any(not 0.0 < span <= 1.0 for span in spans):
+            raise ValueError("the spans the cap is checked over must be in (0, 1] day")
+        self.cap = cap
+        self.spans = tuple(spans)
+        self.times = np.full((containers, cap), -np.inf)
+
+    def left(self, now: float) -> np.ndarray:
+        """Changes still allowed at `now` per container (int, may be negative after
+        changes that had to happen anyway, such as the bump after an OOM kill): at most
+        cap x span changes in every trailing span."""
+        left = np.full(self.times.shape[0], self.cap, dtype=np.int64)
+        for span in self.spans:
+            allowed = int(self.cap * span + 1e-9)
+            used = np.sum(self.times > now - span * DAY, axis=1)
+            left = np.minimum(left, allowed - used)
+        return left
+
+    def record(self, rows: np.ndarray, now: float) -> None:
+        """Containers `rows` (indices) changed their requests at `now`."""
+        if rows.size == 0:
+            return
+        oldest = np.argmin(self.times[rows], axis=1)
+        self.times[rows, oldest] = now
