@@ -14,7 +14,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-DAY = 86400
+from tailor.durations import DAY
+
 DEFAULT_SPANS = (2 / 3, 1.0)  # trailing windows, in days, the cap is checked over
 
 
@@ -41,8 +42,10 @@ class ChangeBudget:
             left = np.minimum(left, allowed - used)
         return left
 
-    def record(self, rows: np.ndarray, now: float) -> None:
-        """Containers `rows` (indices) changed their requests at `now`."""
+    def record(self, changed: np.ndarray, before: np.ndarray, now: float) -> None:
+        """Containers `changed` (bool) resized at `now`; `before` is the CPU request they
+        had (NaN: none yet, so this was their first setting, not a change)."""
+        rows = np.flatnonzero(changed & ~np.isnan(before))
         if rows.size == 0:
             return
         oldest = np.argmin(self.times[rows], axis=1)

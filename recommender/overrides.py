@@ -23,6 +23,13 @@ class SettingsError(ValueError):
     """A setting that names nothing, cannot be read, or is out of range."""
 
 
+def require(checks: list[tuple[bool, str]], error: type[SettingsError] = SettingsError) -> None:
+    """Raise `error` with the message of the first failed check (settings validation)."""
+    for ok, message in checks:
+        if not ok:
+            raise error(message)
+
+
 TRUE = ("true", "yes", "on", "1")
 FALSE = ("false", "no", "off", "0")
 
@@ -100,11 +107,6 @@ def settings_with(pairs: Sequence[str], base: Settings, what: str) -> Settings:
             grouped.setdefault(group, {})[field] = value
         else:
             flat[name] = value
-    try:
-        for group, values in grouped.items():
-            flat[group] = dataclasses.replace(getattr(base, group), **values)
-        return typing.cast(Settings, dataclasses.replace(typing.cast(Any, base), **flat))
-    except SettingsError:
-        raise
-    except ValueError as error:
-        raise SettingsError(f"{what} settings: {error}") from None
+    for group, values in grouped.items():
+        flat[group] = dataclasses.replace(getattr(base, group), **values)
+    return typing.cast(Settings, dataclasses.replace(typing.cast(Any, base), **flat))

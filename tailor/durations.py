@@ -9,7 +9,9 @@ from __future__ import annotations
 import re
 from datetime import timedelta
 
-UNIT_SECONDS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
+HOUR = 3_600
+DAY = 86_400
+UNIT_SECONDS = {"ms": 0.001, "s": 1, "m": 60, "h": HOUR, "d": DAY, "w": 7 * DAY}
 _PART = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h|d|w)")
 
 

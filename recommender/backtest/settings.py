@@ -12,9 +12,7 @@ from datetime import timedelta
 from typing import Literal
 
 from tailor import durations
-
-DAY = 86_400
-HOUR = 3_600
+from tailor.durations import DAY, HOUR
 
 # Google 2011 series span exactly one day: the default one-day warm-up would leave
 # nothing to evaluate, so that dataset warms up for 6 hours instead.

@@ -10,10 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-from recommender.overrides import SettingsError
+from recommender.overrides import SettingsError, require
+from tailor.durations import DAY, HOUR
 
-HOUR = 3_600
-DAY = 86_400
 MIB = 2**20
 
 BatchSizing = Literal["mean", "percentile"]
@@ -23,13 +22,6 @@ Scheduler = Literal["optimal", "greedy"]
 
 class ForecastSettingsError(SettingsError):
     """A setting outside the range the recommender can work with."""
-
-
-def _require(checks: list[tuple[bool, str]]) -> None:
-    """Raise the message of the first failed check."""
-    for ok, message in checks:
-        if not ok:
-            raise ForecastSettingsError(message)
 
 
 @dataclass(frozen=True)
@@ -77,7 +69,7 @@ class LullSettings:
             (self.long_after >= 0, "lulls: long_after cannot be negative"),
             (self.frees_within >= 0, "lulls: frees_within cannot be negative"),
         ]
-        _require(checks)
+        require(checks, ForecastSettingsError)
 
 
 @dataclass(frozen=True)
@@ -107,7 +99,7 @@ class SpikeSettings:
             (self.reserve >= 0, "spikes: reserve cannot be negative"),
             (self.last_change_after >= 1, "spikes: last_change_after must be at least 1"),
         ]
-        _require(checks)
+        require(checks, ForecastSettingsError)
 
 
 @dataclass(frozen=True)
@@ -139,7 +131,7 @@ class FeedbackSettings:
             (self.half_life_days > 0.0, "feedback: half_life_days must be positive"),
             (self.prior_windows > 0.0, "feedback: prior_windows must be positive"),
         ]
-        _require(checks)
+        require(checks, ForecastSettingsError)
 
 
 @dataclass(frozen=True)
@@ -341,7 +333,7 @@ class ForecastSettings:
             (self.min_cpu_cores > 0.0, "min_cpu_cores must be positive"),
             (self.min_memory_bytes > 0.0, "min_memory_bytes must be positive"),
         ]
-        _require(checks)
+        require(checks, ForecastSettingsError)
 
     def blocks_per(self, seconds: float) -> int:
         """How many update periods fit in `seconds` (at least one)."""

@@ -189,7 +189,7 @@ class ForecastStrategy:
         cpu = ride_with_memory(cpu, required, s, still, self.last_cpu, clearly, ~following)
         self.oom_now[:] = False
         changed = cpu_moves | resized
-        self.changes.record(np.flatnonzero(changed & ~np.isnan(current.cpu)), now)
+        self.changes.record(changed, current.cpu, now)
         return Requests(cpu, memory, memory.copy())
 
     def _memory(

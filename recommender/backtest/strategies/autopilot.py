@@ -25,9 +25,9 @@ from recommender.backtest.strategies.common import (
     Floor,
     HysteresisPolicy,
     PolicyUpdates,
-    require,
     round_requests,
 )
+from recommender.overrides import require
 from recommender.strategy import Fleet, Requests
 
 
@@ -71,7 +71,7 @@ class AutopilotStrategy:
         self._memory_hist: DecayingHistograms | None = None
         self._recent = np.empty((0, 0, 0))
         self._oom = np.zeros(0, dtype=bool)
-        self._updates: PolicyUpdates | None = None
+        self._updates = PolicyUpdates(self.settings.policy)
         self._bump = np.zeros(0)
 
     def reset(self, fleet: Fleet) -> None:
@@ -82,7 +82,7 @@ class AutopilotStrategy:
         depth = max(1, s.max_over_seconds // fleet.step)
         self._recent = np.full((depth, 2, fleet.size), np.nan)
         self._oom = np.zeros(fleet.size, dtype=bool)
-        self._updates = PolicyUpdates(self.settings.policy, fleet)
+        self._updates.reset(fleet)
         self._bump = np.full(fleet.size, np.nan)
 
     def _histograms(self) -> tuple[Fleet, DecayingHistograms, DecayingHistograms]:
@@ -102,11 +102,6 @@ class AutopilotStrategy:
         self._oom[containers] = True
         self._bump[containers] = bumped
 
-    def _policy(self) -> PolicyUpdates:
-        if self._updates is None:
-            raise RuntimeError("reset() must be called before the replay")
-        return self._updates
-
     def decide(self, step: int, current: Requests) -> Requests:
         s = self.settings
         _, cpu_hist, memory_hist = self._histograms()
@@ -115,7 +110,7 @@ class AutopilotStrategy:
         self._recent[step % self._recent.shape[0]] = (cpu, np.fmax(memory, self._bump))
         held = np.fmax.reduce(self._recent, axis=0)
         cpu, memory = round_requests(held[0], held[1], s.floor)
-        decided = self._policy().apply(step, current, cpu, memory, self._oom)
+        decided = self._updates.apply(step, current, cpu, memory, self._oom)
         self._oom[:] = False
         self._bump[:] = np.nan
         return decided

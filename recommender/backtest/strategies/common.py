@@ -11,6 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from recommender.change_budget import ChangeBudget
+from recommender.overrides import require
 from recommender.strategy import Fleet, Requests, differs
 
 MIB = 2.0**20
@@ -27,13 +28,6 @@ def row_quantile(values: np.ndarray, q: float) -> np.ndarray:
     fraction = position - low
     result = ordered[rows, low] * (1 - fraction) + ordered[rows, high] * fraction
     return np.where(count > 0, result, np.nan)
-
-
-def require(checks: list[tuple[bool, str]]) -> None:
-    """Raise ValueError with the message of the first failed check (settings validation)."""
-    for ok, message in checks:
-        if not ok:
-            raise ValueError(message)
 
 
 @dataclass(frozen=True)
@@ -177,28 +171,27 @@ class HysteresisPolicy:
 
 
 class PolicyUpdates:
-    """A `HysteresisPolicy` at work over one fleet: it keeps the change budget.
+    """A `HysteresisPolicy` at work over one fleet: it keeps the change budget,
+    counted as `forecast` counts its own (`ChangeBudget.record`)."""
 
-    Changes are counted as the replay counts them: from the strategy's first
-    setting of a container on, that first setting excluded.
-    """
-
-    def __init__(self, policy: HysteresisPolicy, fleet: Fleet) -> None:
+    def __init__(self, policy: HysteresisPolicy) -> None:
         self.policy = policy
+        self.fleet: Fleet | None = None
+        self.budget: ChangeBudget | None = None
+
+    def reset(self, fleet: Fleet) -> None:
+        cap = self.policy.max_changes_per_day
         self.fleet = fleet
-        cap = policy.max_changes_per_day
         self.budget = ChangeBudget(fleet.size, cap) if cap else None
-        self.set_before = np.zeros(fleet.size, dtype=bool)
 
     def apply(
         self, step: int, current: Requests, cpu: np.ndarray, memory: np.ndarray, forced: np.ndarray
     ) -> Requests:
         """The requests in force from window `step + 1` on."""
-        if self.budget is None:
+        if self.budget is None or self.fleet is None:
             return self.policy.apply(current, cpu, memory, forced)
         now = float(self.fleet.time_of(step + 1))
         decided = self.policy.apply(current, cpu, memory, forced, self.budget.left(now) > 0)
         changed = differs(decided.cpu, current.cpu) | differs(decided.memory, current.memory)
-        self.budget.record(np.flatnonzero(changed & self.set_before), now)
-        self.set_before |= changed
+        self.budget.record(changed, current.cpu, now)
         return decided

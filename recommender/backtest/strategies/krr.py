@@ -20,10 +20,10 @@ from recommender.backtest.strategies.common import (
     Floor,
     HysteresisPolicy,
     PolicyUpdates,
-    require,
     round_requests,
     row_quantile,
 )
+from recommender.overrides import require
 from recommender.strategy import Fleet, Requests
 
 
@@ -60,7 +60,7 @@ class KrrStrategy:
         self._period = 1
         self._first_window = 0
         self._oom = np.zeros(0, dtype=bool)
-        self._updates: PolicyUpdates | None = None
+        self._updates = PolicyUpdates(self.settings.policy)
         self._recommended: tuple[np.ndarray, np.ndarray] | None = None
 
     def reset(self, fleet: Fleet) -> None:
@@ -71,7 +71,7 @@ class KrrStrategy:
         self._period = max(1, self.settings.update_period_seconds // fleet.step)
         self._first_window = fleet.start // fleet.step  # periods align to absolute time
         self._oom = np.zeros(fleet.size, dtype=bool)
-        self._updates = PolicyUpdates(self.settings.policy, fleet)
+        self._updates.reset(fleet)
         self._recommended = None
 
     def observe(self, step: int, cpu: np.ndarray, memory: np.ndarray) -> None:
@@ -89,11 +89,6 @@ class KrrStrategy:
         peak = np.fmax.reduce(self._memory[rows, :used], axis=1)
         return round_requests(cpu, peak * (1 + self.settings.memory_buffer), self.settings.floor)
 
-    def _policy(self) -> PolicyUpdates:
-        if self._updates is None:
-            raise RuntimeError("reset() must be called before the replay")
-        return self._updates
-
     def decide(self, step: int, current: Requests) -> Requests:
         due = (self._first_window + step + 1) % self._period == 0 or self._recommended is None
         if due:
@@ -109,6 +104,6 @@ class KrrStrategy:
         if not due:
             cpu = np.where(self._oom, cpu, np.nan)
             memory = np.where(self._oom, memory, np.nan)
-        decided = self._policy().apply(step, current, cpu, memory, self._oom)
+        decided = self._updates.apply(step, current, cpu, memory, self._oom)
         self._oom[:] = False
         return decided
