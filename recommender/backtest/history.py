@@ -29,7 +29,13 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from recommender.backtest.settings import DAY, BacktestInputError, ReplaySettings, format_duration
+from recommender.backtest.settings import (
+    DAY,
+    HOUR,
+    BacktestInputError,
+    ReplaySettings,
+    format_duration,
+)
 from recommender.data.arrays import UsageArrays, from_long, infer_step
 from recommender.data.schema import (
     SERIES_COLUMNS,
@@ -154,7 +160,7 @@ def _check_something_left(
 ) -> None:
     if np.any(last >= first + warm_up_windows):
         return
-    longest = float((last - first + 1).max() * step / 3600)
+    longest = float((last - first + 1).max() * step / HOUR)
     raise BacktestInputError(
         f"a warm-up of {format_duration(warm_up)} leaves no window to evaluate: the longest "
         f"series spans {longest:.1f} h; choose a shorter warm-up (e.g. --warm-up 6h)"

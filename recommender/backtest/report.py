@@ -24,7 +24,7 @@ from recommender.backtest.metrics import GIB, METRIC_NAMES
 from recommender.backtest.registry import StrategySpec
 from recommender.backtest.result import BASELINE, BacktestResult, representative_rows
 from recommender.backtest.runner import replay_rows
-from recommender.backtest.settings import format_duration
+from recommender.backtest.settings import HOUR, format_duration
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -147,7 +147,7 @@ def _container_plot(history: ReplayHistory, specs: Sequence[StrategySpec], row: 
     for index, spec in enumerate(specs):
         block, trajectory = replay_rows(history, spec, [row])
         start = int(block.evaluation_start[0])
-        hours = (np.arange(block.usage.n_windows) * block.usage.step) / 3600
+        hours = (np.arange(block.usage.n_windows) * block.usage.step) / HOUR
         colour = COLOURS[index % len(COLOURS)]
         line = {"lw": 0.7, "alpha": 0.6} if spec.name.startswith("oracle") else {"lw": 1.4}
         cpu, memory = trajectory.cpu[:, 0], trajectory.memory[:, 0] / GIB
@@ -167,14 +167,14 @@ def _container_plot(history: ReplayHistory, specs: Sequence[StrategySpec], row: 
     if block is None:
         return ""
     start = int(block.evaluation_start[0])
-    hours = (np.arange(block.usage.n_windows) * block.usage.step) / 3600
+    hours = (np.arange(block.usage.n_windows) * block.usage.step) / HOUR
     cpu_axes.plot(hours, block.usage.cpu[0], color="black", lw=0.6, alpha=0.8, label="usage")
     memory_axes.plot(hours, block.usage.memory[0] / GIB, color="black", lw=0.6, alpha=0.8)
     top = [
         max(top[0], _evaluated_max(block.usage.cpu[0], start)),
         max(top[1], _evaluated_max(block.usage.memory[0] / GIB, start)),
     ]
-    warm_up = start * block.usage.step / 3600
+    warm_up = start * block.usage.step / HOUR
     for axes, highest in zip((cpu_axes, memory_axes), top, strict=True):
         axes.axvspan(0, warm_up, color="grey", alpha=0.12)
         axes.grid(alpha=0.3)

@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 
 from recommender.data.schema import validate_events, validate_usage
+from tailor.durations import DAY, HOUR
 
 DEMO_NAMESPACE = "demo"
 DEMO_START = pd.Timestamp("2024-01-01T00:00:00Z")  # a Monday, so weekdays line up
@@ -42,7 +43,7 @@ class Clock:
 
     @property
     def hours(self) -> np.ndarray:
-        return self.seconds / 3600.0
+        return self.seconds / HOUR
 
     @property
     def hour_of_day(self) -> np.ndarray:
@@ -51,7 +52,7 @@ class Clock:
     @property
     def weekday(self) -> np.ndarray:
         """0 = Monday ... 6 = Sunday."""
-        return (self.seconds // 86400) % 7
+        return (self.seconds // DAY) % 7
 
 
 def _daily_wave(clock: Clock, trough_hour: float = 3.0) -> np.ndarray:
@@ -109,7 +110,7 @@ def _leak(
     killed = np.zeros(n, dtype=bool)
     kills: list[tuple[float, float]] = []
     restart_at = 0.0
-    rate = 13 * MIB / 3600.0 * rng.uniform(0.9, 1.1)
+    rate = 13 * MIB / HOUR * rng.uniform(0.9, 1.1)
     for index, second in enumerate(clock.seconds):
         window_end = float(second + clock.step)
         peak[index] = baseline + rate * (window_end - restart_at)  # growing: peak at the end
@@ -117,7 +118,7 @@ def _leak(
             kills.append((float(np.floor(restart_at + (limit - baseline) / rate)), limit))
             killed[index] = True
             restart_at = window_end
-            rate = 13 * MIB / 3600.0 * rng.uniform(0.9, 1.1)
+            rate = 13 * MIB / HOUR * rng.uniform(0.9, 1.1)
     memory = np.where(killed, limit, np.minimum(peak * _noise(rng, n, 0.01), limit))
     cpu = (0.12 + 0.06 * _daily_wave(clock)) * _noise(rng, n, 0.1)
     return cpu, memory, kills
@@ -127,7 +128,7 @@ def _bursty(clock: Clock, rng: np.random.Generator) -> tuple[np.ndarray, np.ndar
     """A notifier idling at 0.05 cores with ~6 random bursts a day of 1-6 windows."""
     n = clock.seconds.size
     burst = np.zeros(n)
-    expected = 6.0 * n * clock.step / 86400.0
+    expected = 6.0 * n * clock.step / DAY
     for start in rng.choice(n, size=rng.poisson(expected), replace=False):
         length = int(rng.integers(1, 7))
         burst[start : start + length] = np.maximum(
@@ -182,7 +183,7 @@ def demo_fleet(days: int = 8, step: int = 300, seed: int = 0) -> tuple[pd.DataFr
     if days <= 0 or step <= 0:
         raise ValueError("days and step must be positive")
     rng = np.random.default_rng(seed)
-    clock = Clock(np.arange(0, days * 86400, step, dtype=np.int64), step)
+    clock = Clock(np.arange(0, days * DAY, step, dtype=np.int64), step)
     parts: list[pd.DataFrame] = []
 
     app = Resources(1.0, 768 * MIB, NOT_SET, 768 * MIB)

@@ -124,7 +124,7 @@ class MemoryPlan:
         ]
 
 
-REPEAT_SECONDS = 3_600  # a kill within this time of the previous one escalates
+REPEAT_SECONDS = HOUR  # a kill within this time of the previous one escalates
 REPEAT_FACTOR = 2.0
 STATE_HYSTERESIS = 0.1  # kills per day the state-sizing decision must move by to flip
 

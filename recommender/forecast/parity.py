@@ -15,13 +15,15 @@ from __future__ import annotations
 
 import numpy as np
 
+from tailor.durations import DAY
+
 VPA_PERCENTILE = 0.9
 VPA_SAFETY_MARGIN = 1.15
 VPA_MIN_CPU = 0.025  # cores: the upstream pod minimum (one container per pod)
 FIRST_BUCKET = 0.01  # cores
 BUCKET_RATIO = 1.05
 BUCKETS = 176
-HALF_LIFE_SECONDS = 86_400
+HALF_LIFE_SECONDS = DAY
 HISTORY_CHUNKS = 8  # upstream keeps about eight days of weight that matters
 MIN_CHUNKS = 3  # the first chunks only build history (the VPA's own cold start is not its norm)
 

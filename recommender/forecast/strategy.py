@@ -33,7 +33,7 @@ from recommender.forecast.schedule import (
 )
 from recommender.forecast.settings import DAY, HOUR, ForecastSettings
 from recommender.forecast.spikes import SpikeTracker
-from recommender.strategy import Fleet, Requests, Strategy
+from recommender.strategy import Fleet, Requests, Strategy, differs
 
 MEMORY_ALONE_DECREASE = 0.3  # a memory-only resize down must cut the limit by this share
 
@@ -176,15 +176,15 @@ class ForecastStrategy:
         cpu = np.where(released, self.spikes.raised_from, cpu)
         self.spikes.record_releases(released)
         cpu = self._within_ceiling(cpu, current.cpu)
-        cpu_moves = ~np.isclose(cpu, current.cpu, equal_nan=True)
+        cpu_moves = differs(cpu, current.cpu)
         along = cpu_moves & ~dropped & ~released  # memory follows neither drop nor release
         memory = self._memory(
             current.memory, states, along, at_boundary, may_plan, may_react, following
         )
         memory = self._lull_memory(memory, current.memory, dropped, along, now)
         memory = np.where(self.oom_now, np.fmax(memory, self.ooms.floor), memory)
-        resized = ~np.isclose(memory, current.memory, equal_nan=True)
-        still = resized & np.isclose(cpu, current.cpu, equal_nan=True)
+        resized = differs(memory, current.memory)
+        still = resized & ~cpu_moves
         clearly = s.react_min_fraction * plan.calibration.scale
         cpu = ride_with_memory(cpu, required, s, still, self.last_cpu, clearly, ~following)
         self.oom_now[:] = False

@@ -32,15 +32,15 @@ from recommender.backtest import (
 )
 from recommender.backtest.history import ReplayHistory
 from recommender.backtest.pieces import split_series
-from recommender.backtest.registry import (
-    baseline_settings,
-    with_baseline_settings,
-    with_forecast_settings,
-)
+from recommender.backtest.registry import with_baseline_settings, with_forecast_settings
 from recommender.backtest.result import BASELINE
-from recommender.overrides import SettingsError
 from tailor.cli.inputs import load_history
-from tailor.cli.options import BaselineSet, ForecastSet, forecast_settings
+from tailor.cli.options import (
+    BaselineSet,
+    ForecastSet,
+    baseline_settings_option,
+    forecast_settings,
+)
 
 Demo = Annotated[bool, typer.Option("--demo", help="Replay the built-in demo fleet.")]
 Input = Annotated[
@@ -246,10 +246,7 @@ def backtest_command(
 ) -> None:
     """Replay usage history through recommendation strategies and compare them."""
     settings = forecast_settings(forecast_set)
-    try:
-        baselines = baseline_settings(baseline_set or [])
-    except SettingsError as error:
-        raise typer.BadParameter(str(error), param_hint="--baseline-set") from error
+    baselines = baseline_settings_option(baseline_set)
     try:
         specs = resolve_strategies(strategies)
         if settings is not None:

@@ -14,6 +14,7 @@ import pandas as pd
 import typer
 from rich.console import Console
 
+from recommender.backtest.registry import baseline_settings
 from recommender.data.arrays import SamplePeriodError
 from recommender.forecast.settings import ForecastSettings
 from recommender.overrides import SettingsError, settings_with
@@ -67,6 +68,14 @@ BaselineSet = Annotated[
         "autopilot:policy.max_changes_per_day=6 (see KrrSettings, AutopilotSettings).",
     ),
 ]
+
+
+def baseline_settings_option(pairs: list[str] | None) -> dict[str, object]:
+    """The baselines' settings `--baseline-set` asks for (empty: the defaults), checked."""
+    try:
+        return baseline_settings(pairs or [])
+    except SettingsError as error:
+        raise typer.BadParameter(str(error), param_hint="--baseline-set") from error
 
 
 def forecast_settings(pairs: list[str] | None) -> ForecastSettings | None:
