@@ -2,13 +2,15 @@
 
 The JSON form is the contract scripts rely on: a list of objects with
 `namespace`, `workload`, `container`, and `cpu` / `memory` each holding
-`target`, `lowerBound`, `upperBound` as plain numbers (cores, bytes).
+`target`, `lowerBound`, `upperBound` as plain numbers (cores, bytes), or null
+where nothing is recommended (memory of a series whose memory was not measured).
 """
 
 from __future__ import annotations
 
 import io
 import json
+from collections.abc import Callable
 from enum import StrEnum
 from typing import Any
 
@@ -29,6 +31,23 @@ class OutputFormat(StrEnum):
     csv = "csv"
 
 
+def plain_number(value: Any) -> float | None:
+    """A value for JSON and YAML: a float, or None (null) where nothing is recommended.
+
+    A CPU-only series has no memory recommendation; a bare NaN is not JSON.
+    """
+    return None if pd.isna(value) else float(value)
+
+
+def quantity_cell(value: Any, formatter: Callable[[float], str]) -> str:
+    """A table cell: the formatted quantity, or "n/a" where nothing is recommended."""
+    return "n/a" if pd.isna(value) else formatter(float(value))
+
+
+def human_memory(num_bytes: float) -> str:
+    return format_memory(num_bytes, human=True)
+
+
 def recommendation_records(frame: pd.DataFrame) -> list[dict[str, Any]]:
     """One nested record per container, numbers in cores and bytes."""
     records: list[dict[str, Any]] = []
@@ -40,7 +59,7 @@ def recommendation_records(frame: pd.DataFrame) -> list[dict[str, Any]]:
         }
         for resource in ("cpu", "memory"):
             record[resource] = {
-                api: float(values[f"{resource}_{column}"]) for api, column in BOUNDS
+                api: plain_number(values[f"{resource}_{column}"]) for api, column in BOUNDS
             }
         if values.get("explanation"):
             record["explanation"] = values["explanation"]
@@ -51,7 +70,7 @@ def recommendation_records(frame: pd.DataFrame) -> list[dict[str, Any]]:
 def render(frame: pd.DataFrame, fmt: OutputFormat) -> str:
     """Text for json / yaml / csv; tables are printed by `print_table`."""
     if fmt is OutputFormat.json:
-        return json.dumps(recommendation_records(frame), indent=2) + "\n"
+        return json.dumps(recommendation_records(frame), indent=2, allow_nan=False) + "\n"
     if fmt is OutputFormat.yaml:
         return str(yaml.safe_dump(recommendation_records(frame), sort_keys=False))
     if fmt is OutputFormat.csv:
@@ -70,8 +89,8 @@ def build_table(frame: pd.DataFrame, title: str) -> Table:
             table.add_column(f"{resource} {api}", justify="right")
     for values in frame.to_dict(orient="records"):
         cells = [str(values["namespace"]), str(values["workload"]), str(values["container"])]
-        cells += [format_cpu(values[f"cpu_{column}"]) for _, column in BOUNDS]
-        cells += [format_memory(values[f"memory_{column}"], human=True) for _, column in BOUNDS]
+        cells += [quantity_cell(values[f"cpu_{column}"], format_cpu) for _, column in BOUNDS]
+        cells += [quantity_cell(values[f"memory_{column}"], human_memory) for _, column in BOUNDS]
         table.add_row(*cells)
     return table
 

@@ -1,7 +1,8 @@
 """`tailor schedule`: the forecaster's requests for the next 24 h, one row per update period.
 
 This is what in-place resizes can follow instead of one request sized for the
-daily peak. JSON rows carry plain numbers (cores, bytes) and UTC timestamps.
+daily peak. JSON rows carry plain numbers (cores, bytes; null where memory was
+not measured) and UTC timestamps.
 """
 
 from __future__ import annotations
@@ -18,7 +19,8 @@ from rich.console import Console
 from rich.table import Table
 
 from tailor.cli import options
-from tailor.quantity import format_cpu, format_memory
+from tailor.cli.output import human_memory, plain_number, quantity_cell
+from tailor.quantity import format_cpu
 
 
 class ScheduleFormat(StrEnum):
@@ -36,9 +38,9 @@ def schedule_records(schedule: pd.DataFrame) -> list[dict[str, Any]]:
             "container": row["container"],
             "start": row["start"].isoformat().replace("+00:00", "Z"),
             "end": row["end"].isoformat().replace("+00:00", "Z"),
-            "cpu": float(row["cpu_request"]),
-            "memory": float(row["memory_request"]),
-            "memoryLimit": float(row["memory_limit"]),
+            "cpu": plain_number(row["cpu_request"]),
+            "memory": plain_number(row["memory_request"]),
+            "memoryLimit": plain_number(row["memory_limit"]),
         }
         for row in schedule.to_dict(orient="records")
     ]
@@ -49,15 +51,14 @@ def schedule_table(schedule: pd.DataFrame) -> Table:
     for name in ("namespace", "workload", "container", "from (UTC)", "to", "cpu", "memory"):
         table.add_column(name, justify="right" if name in ("cpu", "memory") else "left")
     for row in schedule.to_dict(orient="records"):
-        memory = row["memory_request"]
         table.add_row(
             str(row["namespace"]),
             str(row["workload"]),
             str(row["container"]),
             row["start"].strftime("%Y-%m-%d %H:%M"),
             row["end"].strftime("%H:%M"),
-            format_cpu(row["cpu_request"]),
-            "n/a" if pd.isna(memory) else format_memory(memory, human=True),
+            quantity_cell(row["cpu_request"], format_cpu),
+            quantity_cell(row["memory_request"], human_memory),
         )
     return table
 
@@ -92,7 +93,7 @@ def schedule_command(
         Console().print(schedule_table(schedule))
         return
     if fmt is ScheduleFormat.json:
-        text = json.dumps(schedule_records(schedule), indent=2) + "\n"
+        text = json.dumps(schedule_records(schedule), indent=2, allow_nan=False) + "\n"
     elif fmt is ScheduleFormat.csv:
         buffer = io.StringIO()
         schedule.to_csv(buffer, index=False)

@@ -161,3 +161,43 @@ def test_a_known_step_lets_one_sample_be_planned() -> None:
     assert (schedule["cpu_request"] >= 0.3).all()
     assert (schedule["memory_request"] >= 400e6).all()
     assert "too little history" in recommendations["explanation"].iloc[0]
+
+
+def _strict_json(text: str) -> object:
+    """Parse as strict JSON: a bare NaN or Infinity is an error, as in most clients."""
+
+    def refuse(constant: str) -> object:
+        raise ValueError(f"not JSON: {constant}")
+
+    return json.loads(text, parse_constant=refuse)
+
+
+def test_a_cpu_only_series_has_no_memory_recommendation_in_every_format(tmp_path: Path) -> None:
+    usage = _two_pod_daily_service(days=3)
+    usage["memory"] = np.nan  # CPU-only data, as in the Azure trace
+    source = tmp_path / "usage.parquet"
+    write_usage(usage, source)
+
+    table = runner.invoke(app, ["recommend", "--input", str(source), "--strategy", "forecast"])
+    assert table.exit_code == 0, table.output
+    assert "n/a" in table.output
+
+    rows = _strict_json(
+        runner.invoke(
+            app, ["recommend", "--input", str(source), "--strategy", "forecast", "--format", "json"]
+        ).output
+    )
+    assert isinstance(rows, list) and len(rows) == 1
+    assert rows[0]["memory"] == {"target": None, "lowerBound": None, "upperBound": None}
+    assert rows[0]["cpu"]["target"] > 0
+
+    periods = _strict_json(
+        runner.invoke(app, ["schedule", "--input", str(source), "--format", "json"]).output
+    )
+    assert isinstance(periods, list) and len(periods) == 24
+    assert all(p["memory"] is None and p["memoryLimit"] is None for p in periods)
+    assert all(p["cpu"] > 0 for p in periods)
+
+    shown = runner.invoke(app, ["schedule", "--input", str(source)])
+    assert shown.exit_code == 0, shown.output
+    assert "n/a" in shown.output
