@@ -40,6 +40,7 @@ from tailor.cli.options import (
     ForecastSet,
     baseline_settings_option,
     forecast_settings,
+    writable_path,
 )
 
 Demo = Annotated[bool, typer.Option("--demo", help="Replay the built-in demo fleet.")]
@@ -137,6 +138,19 @@ def result_table(result: BacktestResult) -> Table:
     return table
 
 
+PER_CONTAINER_SUFFIXES = (".csv", ".parquet", ".json")
+
+
+def _per_container_path(value: Path | None) -> Path | None:
+    """The per-container file's type comes from its suffix: refuse one we do not write."""
+    path = writable_path(value)
+    if path is not None and path.suffix not in PER_CONTAINER_SUFFIXES:
+        raise typer.BadParameter(
+            f"{path}: write per-container metrics to {', '.join(PER_CONTAINER_SUFFIXES)}"
+        )
+    return path
+
+
 def _write_per_container(result: BacktestResult, path: Path) -> None:
     frame = result.per_container
     if path.suffix == ".parquet":
@@ -219,14 +233,24 @@ def backtest_command(
         BacktestFormat.table
     ),
     output: Annotated[
-        Path | None, typer.Option("--output", help="Write the table / JSON to this file.")
+        Path | None,
+        typer.Option(
+            "--output", help="Write the table / JSON to this file.", callback=writable_path
+        ),
     ] = None,
     report: Annotated[
-        Path | None, typer.Option("--report", help="Write a self-contained HTML report here.")
+        Path | None,
+        typer.Option(
+            "--report", help="Write a self-contained HTML report here.", callback=writable_path
+        ),
     ] = None,
     per_container: Annotated[
         Path | None,
-        typer.Option("--per-container", help="Per-container metrics (.csv, .parquet or .json)."),
+        typer.Option(
+            "--per-container",
+            help="Per-container metrics (.csv, .parquet or .json).",
+            callback=_per_container_path,
+        ),
     ] = None,
     engine: Annotated[
         EngineChoice, typer.Option("--engine", help="local processes or a dask cluster.")

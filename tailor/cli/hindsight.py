@@ -92,11 +92,22 @@ def hindsight_command(
     """Certified lower bound on the relative slack any strategy can reach on this history."""
     started = time.perf_counter()
     block = None if level_block is None else positive_duration(level_block, "--level-block")
+    if resource is Resource.cpu and budget_rate > 1.0:
+        raise typer.BadParameter(
+            f"a cpu shortfall rate is a share of windows, at most 1; got {budget_rate:g}",
+            param_hint="--budget-rate",
+        )
     history = backtest_history(demo, input, events, dataset, months, limit, warm_up, split)
     if resource is Resource.memory and np.any(history.memory_limit_ratio != 1.0):
         raise typer.BadParameter(
             "the memory bound assumes limit = request (a limit/request ratio of 1)",
             param_hint="--resource",
+        )
+    step = history.usage.step
+    if block is not None and block % step:
+        raise typer.BadParameter(
+            f"{level_block} is not a whole number of the history's {step} s sample period",
+            param_hint="--level-block",
         )
     days = container_days(history, resource.value)
     if days.windows == 0:
@@ -130,7 +141,7 @@ def _print_reference(
     at_least_mean: bool,
 ) -> None:
     """The clairvoyant reference of --level-block: block levels (cpu) or block peaks (memory)."""
-    windows = max(1, seconds // history.usage.step)
+    windows = seconds // history.usage.step
     blocks = f"blocks of {windows * history.usage.step // 60} min"
     floor = ", never below the block's mean" if at_least_mean else ""
     start = history.evaluation_start

@@ -47,8 +47,26 @@ TokenFile = Annotated[
     Path | None, typer.Option("--bearer-token-file", help="Bearer token for Prometheus.")
 ]
 Insecure = Annotated[bool, typer.Option("--insecure", help="Skip TLS verification of Prometheus.")]
+
+
+def writable_path(value: Path | None) -> Path | None:
+    """Refuse a file the command could not write before any work is done.
+
+    A backtest can run for minutes; a typo in the folder must not cost the run and
+    end in a traceback.
+    """
+    if value is None:
+        return None
+    if value.is_dir():
+        raise typer.BadParameter(f"{value} is a folder; give a file name")
+    if not value.parent.is_dir():
+        raise typer.BadParameter(f"{value}: folder {value.parent} does not exist")
+    return value
+
+
 Output = Annotated[
-    Path | None, typer.Option("--output", "-o", help="Write here instead of stdout.")
+    Path | None,
+    typer.Option("--output", "-o", help="Write here instead of stdout.", callback=writable_path),
 ]
 ForecastSet = Annotated[
     list[str] | None,

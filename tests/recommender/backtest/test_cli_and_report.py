@@ -100,6 +100,28 @@ def test_bad_options_get_clear_errors(tmp_path: Path, args: list[str], message: 
     assert message in " ".join(output.split())
 
 
+@pytest.mark.parametrize(
+    ("flag", "name", "message"),
+    [
+        ("--output", "missing/result.json", "does not exist"),
+        ("--report", "missing/report.html", "does not exist"),
+        ("--per-container", "missing/per.csv", "does not exist"),
+        ("--per-container", "per.txt", ".csv, .parquet, .json"),
+        ("--output", ".", "is a folder"),
+    ],
+)
+def test_an_unwritable_output_is_refused_before_the_replay(
+    tmp_path: Path, flag: str, name: str, message: str
+) -> None:
+    usage = write_usage(tmp_path, history(np.full(2 * PER_DAY, 0.5)))
+    target = tmp_path / name
+    code, output = invoke("--input", str(usage), "--no-progress", flag, str(target))
+    assert code == 2
+    assert message in " ".join(output.replace("│", " ").split())  # rich boxes wrap lines
+    assert not target.exists() or target.is_dir()
+    assert not (tmp_path / "missing").exists()
+
+
 def test_empty_file_is_a_clear_error(tmp_path: Path) -> None:
     path = tmp_path / "empty.csv"
     path.write_text("")

@@ -36,6 +36,13 @@ def test_bad_flags_are_refused() -> None:
         runner.invoke(app, ["hindsight", "--dataset", "azure", "--months", "2013-9"]).exit_code == 2
     )
     assert runner.invoke(app, ["hindsight", "--demo", "--budget-rate", "-1"]).exit_code == 2
+    # a shortfall rate is a share of windows; a block must hold whole windows
+    over = runner.invoke(app, ["hindsight", "--demo", "--budget-rate", "1.5"])
+    assert over.exit_code == 2 and "at most 1" in over.output
+    uneven = runner.invoke(app, ["hindsight", "--demo", "--level-block", "7m"])
+    assert uneven.exit_code == 2 and "sample period" in " ".join(
+        uneven.output.replace("│", " ").split()
+    )
     # the demo fleet's limits are not its requests: no memory bound for it
     assert runner.invoke(app, ["hindsight", "--demo", "--resource", "memory"]).exit_code == 2
 

@@ -104,3 +104,12 @@ def test_a_short_step_needs_no_chunk_but_an_explicit_chunk_is_checked() -> None:
     too_long = runner.invoke(app, [*base, "--step", "1s", "--chunk", "1d"])
     assert too_long.exit_code == 2
     assert "11000" in too_long.output
+
+
+@pytest.mark.parametrize("command", ["recommend", "schedule"])
+def test_an_output_in_a_missing_folder_is_refused(tmp_path: Path, command: str) -> None:
+    target = tmp_path / "missing" / "out.json"
+    result = runner.invoke(app, [command, "--demo", "--format", "json", "--output", str(target)])
+    assert result.exit_code == 2
+    assert "does not exist" in " ".join(result.output.replace("│", " ").split())
+    assert not target.parent.exists()
