@@ -129,6 +129,10 @@ class PrometheusSettings(BaseModel):
         chunk = self.chunk.total_seconds()
         if step < 1 or not step.is_integer():
             raise ValueError(f"step must be a whole number of seconds >= 1, got {self.step}")
+        if self.start is None and self.history.total_seconds() < step:
+            raise ValueError(f"history ({self.history}) must span at least one step ({self.step})")
+        if self.start is not None and self.end is not None and self.end <= self.start:
+            raise ValueError(f"end ({self.end}) must come after start ({self.start})")
         if chunk % step:
             raise ValueError(f"chunk ({self.chunk}) must be a multiple of step ({self.step})")
         if chunk / step > MAX_POINTS_PER_SERIES:

@@ -107,8 +107,15 @@ def prometheus_settings(options: PrometheusOptions) -> PrometheusSettings:
             bearer_token=token,
             verify_tls=not options.insecure,
         )
-    except (DurationError, ValidationError) as err:
+    except DurationError as err:
         raise typer.BadParameter(str(err)) from err
+    except ValidationError as err:
+        raise typer.BadParameter(validation_text(err)) from err
+
+
+def validation_text(err: ValidationError) -> str:
+    """Pydantic's complaints without its banner, input dump and documentation links."""
+    return "; ".join(str(item["msg"]).removeprefix("Value error, ") for item in err.errors())
 
 
 def load_from_prometheus(

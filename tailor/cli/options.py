@@ -132,10 +132,17 @@ def read_history(
     prometheus: PrometheusOptions | None,
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Exactly one source: the demo fleet, a file, or Prometheus."""
+    sources = {"--demo": demo, "--input": input is not None, "--prometheus": prometheus is not None}
+    chosen = [name for name, on in sources.items() if on]
+    if len(chosen) != 1:
+        raise typer.BadParameter(
+            "name exactly one history source: --demo, --input FILE or --prometheus URL"
+            + (f" (got {', '.join(chosen)})" if chosen else "")
+        )
     if prometheus is None:
         return load_history(demo, input, events, None)
-    if demo or input is not None or events is not None:
-        raise typer.BadParameter("--prometheus cannot be combined with --demo / --input / --events")
+    if events is not None:
+        raise typer.BadParameter("--events goes with --input; Prometheus has its own OOM events")
     return load_from_prometheus(prometheus, console)
 
 

@@ -128,6 +128,10 @@ def test_settings_validate_step_and_chunk() -> None:
         PrometheusSettings(url="http://x", step=timedelta(seconds=1), chunk=timedelta(days=1))
     with pytest.raises(ValidationError, match="timezone-aware"):
         PrometheusSettings(url="http://x", start=datetime(2024, 1, 1))
+    with pytest.raises(ValidationError, match="at least one step"):
+        PrometheusSettings(url="http://x", history=timedelta(minutes=1))
+    with pytest.raises(ValidationError, match="must come after start"):
+        PrometheusSettings(url="http://x", start=T0, end=T0)
 
 
 def test_an_unset_chunk_fits_any_whole_second_step() -> None:

@@ -113,3 +113,28 @@ def test_an_output_in_a_missing_folder_is_refused(tmp_path: Path, command: str) 
     assert result.exit_code == 2
     assert "does not exist" in " ".join(result.output.replace("│", " ").split())
     assert not target.parent.exists()
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--history", "0d"], "at least one step"),
+        (["--step", "0s"], "whole number of seconds"),
+        (["--chunk", "7m"], "multiple of step"),
+        (["--match", "1abc=x"], "invalid Prometheus label name"),
+    ],
+)
+def test_bad_prometheus_flags_are_refused_before_any_query(args: list[str], message: str) -> None:
+    result = runner.invoke(app, ["recommend", "--prometheus", "http://127.0.0.1:9", *args])
+    text = " ".join(result.output.replace("│", " ").split())
+    assert result.exit_code == 2
+    assert message in text
+    assert "errors.pydantic.dev" not in text and "Traceback" not in text
+
+
+@pytest.mark.parametrize("command", ["recommend", "schedule"])
+def test_the_source_error_names_the_sources_the_command_has(command: str) -> None:
+    result = runner.invoke(app, [command])
+    text = " ".join(result.output.replace("│", " ").split())
+    assert result.exit_code == 2
+    assert "--prometheus URL" in text and "--dataset" not in text
