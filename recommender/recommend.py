@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 
 from recommender.data.arrays import KEY_COLUMNS, factorize_rows, from_long
+from recommender.data.schema import validate_events, validate_usage
 from recommender.forecast.api import BOUND_COLUMNS, recommend_forecast
 from recommender.forecast.settings import ForecastSettings
 from recommender.vpa.model import VpaModel
@@ -42,7 +43,12 @@ def recommend_vpa(
     settings: VpaSettings | None = None,
     progress: ProgressCallback | None = None,
 ) -> pd.DataFrame:
-    """Upstream-VPA recommendations for a validated canonical usage frame."""
+    """Upstream-VPA recommendations for a canonical usage frame.
+
+    The frames are validated first (a notebook's frame has not been through a file
+    reader): bad input raises `DataFormatError` naming the row and column.
+    """
+    usage, events = _checked(usage, events)
     settings = settings or VpaSettings()
     codes, series = factorize_rows(usage, KEY_COLUMNS)
     to_aggregate, aggregates = aggregate_index(series)
@@ -87,6 +93,16 @@ def recommend_vpa(
     return frame
 
 
+def _checked(
+    usage: pd.DataFrame, events: pd.DataFrame | None
+) -> tuple[pd.DataFrame, pd.DataFrame | None]:
+    """The canonical, normalised frames, or a DataFormatError naming what is wrong."""
+    return (
+        validate_usage(usage, "usage"),
+        None if events is None else validate_events(events, "events"),
+    )
+
+
 def _oom_arrays(
     events: pd.DataFrame | None, series: pd.DataFrame, usage: pd.DataFrame
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
@@ -123,8 +139,10 @@ def recommend_forecast_workloads(
     The forecaster plans each pod's container; pods of one workload share one spec,
     so a workload gets the largest of its pods' values, block by block. `step`
     (seconds) is the sample period when the source knows it (Prometheus); else it
-    is inferred from the timestamps.
+    is inferred from the timestamps. The frames are validated first, as for
+    `recommend_vpa`.
     """
+    usage, events = _checked(usage, events)
     result = recommend_forecast(from_long(usage, step), events, settings)
     per_series = result.recommendations
     value_columns = list(BOUND_COLUMNS)

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 import pandas as pd
+import pytest
 
-from recommender.data.schema import validate_usage
-from recommender.recommend import recommend_vpa
+from recommender.data.schema import DataFormatError, validate_usage
+from recommender.recommend import recommend_forecast_workloads, recommend_vpa
 
 MIB = 2**20
 
@@ -58,3 +61,43 @@ def test_oom_counts_only_when_fed_in_time_order() -> None:
     assert with_oom.memory_upper > without.memory_upper
     assert with_oom.memory_upper >= 960 * MIB * 1.15
     assert np.isclose(with_oom.cpu_target, without.cpu_target)
+
+
+ENTRY_POINTS: list[Callable[..., object]] = [recommend_vpa, recommend_forecast_workloads]
+
+
+@pytest.mark.parametrize("entry", ENTRY_POINTS)
+@pytest.mark.parametrize(
+    ("damage", "message"),
+    [
+        (lambda f: f.drop(columns=["cpu"]), "missing required column"),
+        (lambda f: f.assign(cpu=-1.0), "negative value"),
+        (lambda f: f.assign(cpu="x"), "not a number"),
+        (lambda f: f.iloc[::-1], "unsorted"),
+        (lambda f: f.iloc[:0], "no data rows"),
+    ],
+)
+def test_a_notebook_frame_is_checked_like_a_file(
+    entry: Callable[..., object], damage: Callable[[pd.DataFrame], pd.DataFrame], message: str
+) -> None:
+    """A frame built in Jupyter has not been through a file reader: the same checks apply."""
+    with pytest.raises(DataFormatError, match=message):
+        entry(damage(_usage({"web-1": (0.5, 200 * MIB)})))
+
+
+@pytest.mark.parametrize("entry", ENTRY_POINTS)
+def test_naive_times_and_a_missing_workload_are_read_as_the_file_format_says(
+    entry: Callable[..., object],
+) -> None:
+    usage = _usage({"web-1": (0.5, 200 * MIB)})
+    loose = usage.drop(columns=["workload"]).assign(
+        timestamp=usage["timestamp"].dt.tz_localize(None)
+    )
+    strict = entry(usage)
+    relaxed = entry(loose)
+    strict_frame = strict[0] if isinstance(strict, tuple) else strict
+    relaxed_frame = relaxed[0] if isinstance(relaxed, tuple) else relaxed
+    assert isinstance(strict_frame, pd.DataFrame) and isinstance(relaxed_frame, pd.DataFrame)
+    # the workload defaults to the pod's name; the numbers are the same
+    assert list(relaxed_frame["workload"]) == ["web-1"]
+    assert relaxed_frame["cpu_target"].tolist() == strict_frame["cpu_target"].tolist()
