@@ -41,6 +41,32 @@ class StrategySpec:
     name: str
     factory: StrategyFactory
     description: str = ""
+    imported: bool = False  # named as module:function by the user, not built in
+
+    def build(self, usage: UsageArrays) -> Strategy:
+        """A fresh strategy for one block.
+
+        An imported factory that fails, or returns something without the strategy
+        protocol, is the user's input gone wrong: a BacktestInputError, not a traceback.
+        """
+        try:
+            strategy = self.factory(usage)
+        except Exception as error:
+            if not self.imported or isinstance(error, BacktestInputError):
+                raise
+            raise BacktestInputError(
+                f"strategy {self.name!r}: its factory failed: {type(error).__name__}: {error}"
+            ) from error
+        missing = [name for name in PROTOCOL if not callable(getattr(strategy, name, None))]
+        if missing:
+            raise BacktestInputError(
+                f"strategy {self.name!r}: its factory returned a {type(strategy).__name__}, "
+                f"without {', '.join(missing)} (see recommender/strategy.py)"
+            )
+        return strategy
+
+
+PROTOCOL = ("reset", "observe", "observe_oom", "decide")
 
 
 def make_vpa(future: UsageArrays) -> Strategy:
@@ -171,7 +197,7 @@ def _imported(text: str) -> StrategySpec:
         raise BacktestInputError(f"cannot import strategy factory {name!r}: {error}") from None
     if not callable(factory):
         raise BacktestInputError(f"strategy factory {name!r} is not callable")
-    return StrategySpec(label or name, factory, f"imported from {name}")
+    return StrategySpec(label or name, factory, f"imported from {name}", imported=True)
 
 
 def resolve_strategies(strategies: str | Sequence[str | StrategySpec]) -> list[StrategySpec]:

@@ -25,7 +25,7 @@ from recommender.backtest.history import ReplayHistory, prepare_history
 from recommender.backtest.metrics import BlockMetrics, block_metrics
 from recommender.backtest.registry import DEFAULT_STRATEGIES, StrategySpec, resolve_strategies
 from recommender.backtest.result import BacktestResult, assemble
-from recommender.backtest.settings import ExecutionSettings, ReplaySettings
+from recommender.backtest.settings import BacktestInputError, ExecutionSettings, ReplaySettings
 from recommender.data.arrays import UsageArrays
 
 #: progress(done, total): container replays finished (containers x strategies).
@@ -52,8 +52,7 @@ class TaskOutcome:
 
 def run_task(task: ReplayTask) -> TaskOutcome:
     """Replay one strategy over one block and reduce it to metric sums (runs on workers)."""
-    strategy = task.spec.factory(task.block.usage)
-    trajectory = replay(task.block, strategy)
+    trajectory = guarded_replay(task.block, task.spec)
     metrics = block_metrics(task.block, trajectory)
     return TaskOutcome(task.spec.name, task.block.index, task.block.size, metrics)
 
@@ -144,4 +143,17 @@ def replay_rows(
 ) -> tuple[ReplayBlock, Trajectory]:
     """Replay some containers alone and keep the full trajectory (plots, analysis)."""
     block = cut_block(history, 0, np.asarray(sorted(rows), dtype=np.int64))
-    return block, replay(block, spec.factory(block.usage))
+    return block, guarded_replay(block, spec)
+
+
+def guarded_replay(block: ReplayBlock, spec: StrategySpec) -> Trajectory:
+    """Replay one strategy; an imported strategy that breaks is named, not a traceback."""
+    strategy = spec.build(block.usage)
+    try:
+        return replay(block, strategy)
+    except Exception as error:
+        if not spec.imported:
+            raise
+        raise BacktestInputError(
+            f"strategy {spec.name!r} failed in the replay: {type(error).__name__}: {error}"
+        ) from error

@@ -202,3 +202,50 @@ def test_baseline_settings_reach_the_replayed_baselines() -> None:
     assert free["autopilot"]["changes_per_container_day_p99"] > 2
     assert held["autopilot"]["changes_per_container_day_p99"] <= 2
     assert held["krr"]["cpu_core_hours_requested"] > free["krr"]["cpu_core_hours_requested"]
+
+
+def make_not_a_strategy(usage: object) -> object:
+    return object()
+
+
+def make_failing_factory(usage: object) -> object:
+    raise RuntimeError("no model file")
+
+
+class _CrashingStrategy:
+    name = "crashing"
+
+    def reset(self, fleet: object) -> None:
+        pass
+
+    def observe(self, step: int, cpu: object, memory: object) -> None:
+        pass
+
+    def observe_oom(self, step: int, containers: object, memory: object) -> None:
+        pass
+
+    def decide(self, step: int, current: object) -> object:
+        raise ValueError("requests of the wrong shape")
+
+
+def make_crashing(usage: object) -> object:
+    return _CrashingStrategy()
+
+
+@pytest.mark.parametrize(
+    ("factory", "message"),
+    [
+        ("make_not_a_strategy", "without reset, observe, observe_oom, decide"),
+        ("make_failing_factory", "its factory failed: RuntimeError: no model file"),
+        ("make_crashing", "failed in the replay: ValueError: requests of the wrong shape"),
+    ],
+)
+def test_a_broken_imported_strategy_is_named_not_a_traceback(
+    tmp_path: Path, factory: str, message: str
+) -> None:
+    usage = write_usage(tmp_path, history(np.full(2 * PER_DAY, 0.5)))
+    name = f"{__name__}:{factory}"
+    code, output = invoke("--input", str(usage), "--no-progress", "--strategies", f"vpa,{name}")
+    assert code == 2
+    assert message in " ".join(output.replace("│", " ").split())
+    assert "Traceback" not in output
