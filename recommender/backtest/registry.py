@@ -51,6 +51,8 @@ class StrategySpec:
         """
         try:
             strategy = self.factory(usage)
+        except SettingsError as error:  # settings this history cannot take (e.g. its step)
+            raise BacktestInputError(f"strategy {self.name!r}: {error}") from error
         except Exception as error:
             if not self.imported or isinstance(error, BacktestInputError):
                 raise

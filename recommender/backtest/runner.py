@@ -27,6 +27,7 @@ from recommender.backtest.registry import DEFAULT_STRATEGIES, StrategySpec, reso
 from recommender.backtest.result import BacktestResult, assemble
 from recommender.backtest.settings import BacktestInputError, ExecutionSettings, ReplaySettings
 from recommender.data.arrays import UsageArrays
+from recommender.overrides import SettingsError
 
 #: progress(done, total): container replays finished (containers x strategies).
 ProgressCallback = Callable[[int, int], None]
@@ -151,6 +152,8 @@ def guarded_replay(block: ReplayBlock, spec: StrategySpec) -> Trajectory:
     strategy = spec.build(block.usage)
     try:
         return replay(block, strategy)
+    except SettingsError as error:  # settings the history cannot take (e.g. its step)
+        raise BacktestInputError(f"strategy {spec.name!r}: {error}") from error
     except Exception as error:
         if not spec.imported:
             raise

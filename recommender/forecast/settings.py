@@ -340,5 +340,15 @@ class ForecastSettings:
         return max(1, round(seconds / self.update_period_seconds))
 
     def windows_per_block(self, step: int) -> int:
-        """Sample windows per update period for a data step of `step` seconds."""
-        return max(1, round(self.update_period_seconds / step))
+        """Sample windows per update period for a data step of `step` seconds.
+
+        A period that is not a whole number of steps cannot be kept: it used to be
+        rounded, so 7-minute periods on 5-minute data became 5-minute blocks and the
+        24 h schedule silently covered 17 h.
+        """
+        if step <= 0 or self.update_period_seconds % step:
+            raise ForecastSettingsError(
+                f"update_period_seconds ({self.update_period_seconds}) must be a whole "
+                f"number of the data's {step} s sample period"
+            )
+        return self.update_period_seconds // step

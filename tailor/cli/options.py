@@ -122,6 +122,8 @@ def forecast_workloads(
             f"{error}: the forecaster needs a series with two samples or more",
             param_hint="--input",
         ) from error
+    except SettingsError as error:
+        raise typer.BadParameter(str(error), param_hint="--forecast-set") from error
 
 
 def read_history(

@@ -87,6 +87,10 @@ def test_table_shows_metrics_and_ratios_to_vpa(tmp_path: Path) -> None:
         (["--scheduler", "tcp://x:1"], "needs the dask engine"),
         (["--forecast-set", "max_changes_per_day=3"], "the forecast strategy is not run"),
         (["--strategies", "forecast", "--forecast-set", "cap=3"], "unknown forecast setting"),
+        (
+            ["--strategies", "forecast-perfect", "--forecast-set", "update_period_seconds=420"],
+            "whole number of the data's 300 s sample period",
+        ),
         (["--strategies", "vpa", "--baseline-set", "autopilot:cpu_margin=0"], "is not run"),
         (["--strategies", "krr", "--baseline-set", "krr:cpu_percentil=0.9"], "unknown krr"),
         (["--strategies", "krr", "--baseline-set", "krr:cpu_percentile=2"], "cpu_percentile must"),

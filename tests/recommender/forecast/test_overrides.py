@@ -8,7 +8,7 @@ import pytest
 
 from recommender.backtest.registry import make_forecast, resolve_strategies, with_forecast_settings
 from recommender.backtest.settings import BacktestInputError
-from recommender.forecast.settings import ForecastSettings
+from recommender.forecast.settings import ForecastSettings, ForecastSettingsError
 from recommender.forecast.strategy import ForecastStrategy
 from recommender.overrides import SettingsError, settings_with
 
@@ -77,3 +77,12 @@ def test_a_backtest_runs_the_forecast_on_the_given_settings() -> None:
     assert make_forecast(None).settings == ForecastSettings()  # type: ignore[arg-type, attr-defined]
     with pytest.raises(BacktestInputError, match="forecast strategy is not run"):
         with_forecast_settings(resolve_strategies("vpa,krr"), settings)
+
+
+def test_an_update_period_must_hold_whole_sample_windows() -> None:
+    """7-minute periods on 5-minute data were once rounded to 5 minutes, silently."""
+    assert ForecastSettings().windows_per_block(300) == 12
+    assert ForecastSettings(update_period_seconds=5400).windows_per_block(300) == 18
+    for step in (420, 7200):  # 420 s does not divide an hour; 2 h samples are coarser
+        with pytest.raises(ForecastSettingsError, match="whole number"):
+            ForecastSettings().windows_per_block(step)

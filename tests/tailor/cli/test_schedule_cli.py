@@ -201,3 +201,10 @@ def test_a_cpu_only_series_has_no_memory_recommendation_in_every_format(tmp_path
     shown = runner.invoke(app, ["schedule", "--input", str(source)])
     assert shown.exit_code == 0, shown.output
     assert "n/a" in shown.output
+
+
+@pytest.mark.parametrize("command", [["schedule"], ["recommend", "--strategy", "forecast"]])
+def test_an_update_period_off_the_data_grid_is_refused(command: list[str]) -> None:
+    result = runner.invoke(app, [*command, "--demo", "--forecast-set", "update_period_seconds=420"])
+    assert result.exit_code == 2
+    assert "whole number of the data's 300 s" in " ".join(result.output.replace("│", " ").split())
