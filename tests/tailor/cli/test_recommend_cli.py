@@ -14,6 +14,7 @@ from recommender.data.files import write_usage
 from recommender.data.synthetic import demo_fleet
 from recommender.recommend import recommend_vpa
 from tailor.cli.main import app
+from tests.cli_text import plain
 
 runner = CliRunner()
 
@@ -111,7 +112,7 @@ def test_an_output_in_a_missing_folder_is_refused(tmp_path: Path, command: str) 
     target = tmp_path / "missing" / "out.json"
     result = runner.invoke(app, [command, "--demo", "--format", "json", "--output", str(target)])
     assert result.exit_code == 2
-    assert "does not exist" in " ".join(result.output.replace("│", " ").split())
+    assert "does not exist" in plain(result.output)
     assert not target.parent.exists()
 
 
@@ -126,7 +127,7 @@ def test_an_output_in_a_missing_folder_is_refused(tmp_path: Path, command: str) 
 )
 def test_bad_prometheus_flags_are_refused_before_any_query(args: list[str], message: str) -> None:
     result = runner.invoke(app, ["recommend", "--prometheus", "http://127.0.0.1:9", *args])
-    text = " ".join(result.output.replace("│", " ").split())
+    text = plain(result.output)
     assert result.exit_code == 2
     assert message in text
     assert "errors.pydantic.dev" not in text and "Traceback" not in text
@@ -135,6 +136,6 @@ def test_bad_prometheus_flags_are_refused_before_any_query(args: list[str], mess
 @pytest.mark.parametrize("command", ["recommend", "schedule"])
 def test_the_source_error_names_the_sources_the_command_has(command: str) -> None:
     result = runner.invoke(app, [command])
-    text = " ".join(result.output.replace("│", " ").split())
+    text = plain(result.output)
     assert result.exit_code == 2
     assert "--prometheus URL" in text and "--dataset" not in text
