@@ -14,6 +14,7 @@ from __future__ import annotations
 import pandas as pd
 
 from recommender.backtest.settings import BacktestInputError
+from recommender.data.arrays import SamplePeriodError, infer_step
 from recommender.data.schema import SERIES_COLUMNS
 
 SERIES = list(SERIES_COLUMNS)
@@ -39,6 +40,21 @@ def _renamed(frame: pd.DataFrame, piece: pd.Series, shift: pd.Series) -> pd.Data
     return out
 
 
+def _check_span_on_grid(usage: pd.DataFrame, span_seconds: int) -> None:
+    """Pieces must hold whole windows: 7-minute pieces of 5-minute data alternate 1 and 2."""
+    seconds = usage["timestamp"].astype("datetime64[s, UTC]").astype("int64").to_numpy()
+    codes = usage.groupby(SERIES, sort=False).ngroup().to_numpy()
+    try:
+        step = infer_step(seconds, codes)
+    except SamplePeriodError:
+        return  # a single sample per series: the replay reports it
+    if span_seconds % step:
+        raise BacktestInputError(
+            f"the split span ({span_seconds} s) must be a whole number of the data's "
+            f"{step} s sample period"
+        )
+
+
 def split_series(
     usage: pd.DataFrame, events: pd.DataFrame, span_seconds: int
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -53,6 +69,7 @@ def split_series(
         raise BacktestInputError("the split span must be positive")
     if usage.empty:
         return usage, events
+    _check_span_on_grid(usage, span_seconds)
     starts = usage.groupby(SERIES, sort=False)["timestamp"].min().rename("first")
     first = usage.join(starts, on=SERIES)["first"]
     origin = starts.min()
