@@ -34,6 +34,7 @@ def explanation_columns(plan: Plan, ooms: OomHistory, settings: ForecastSettings
     day_blocks = max(1, round(DAY / plan.period))
     shape = plan.shape
     first_state = plan.cpu_states[:, 0]
+    young = np.isnan(plan.cpu_margin[:, 0])
     return pd.DataFrame(
         {
             "season": shape.season_name(day_blocks),
@@ -46,9 +47,13 @@ def explanation_columns(plan: Plan, ooms: OomHistory, settings: ForecastSettings
             "alpha": np.where(plan.model == "holt-winters", plan.alpha, np.nan),
             "cpu_state": np.asarray(STATE_NAMES, dtype=object)[first_state],
             "cpu_margin": plan.cpu_margin[:, 0],
-            "cpu_margin_quantile": np.take_along_axis(
-                plan.calibration.level, first_state[:, None], axis=1
-            )[:, 0],
+            # a young series has no margin: its request is a quantile of what it used
+            "cpu_margin_quantile": np.where(
+                young,
+                np.nan,
+                np.take_along_axis(plan.calibration.level, first_state[:, None], axis=1)[:, 0],
+            ),
+            "cpu_seen_quantile": np.where(young, 1.0 - settings.target_cpu_shortfall, np.nan),
             "shortfall_target": plan.shortfall_target,
             "memory_by_cpu_state": plan.memory.by_state,
             "memory_peak": plan.memory.peak,
@@ -58,7 +63,9 @@ def explanation_columns(plan: Plan, ooms: OomHistory, settings: ForecastSettings
     )
 
 
-def _cpu_sentence(plan: Plan, i: int, seasons: np.ndarray, kinds: np.ndarray) -> str:
+def _cpu_sentence(
+    plan: Plan, i: int, seasons: np.ndarray, kinds: np.ndarray, settings: ForecastSettings
+) -> str:
     shape = plan.shape
     season = seasons[i]
     kind = kinds[i]
@@ -76,7 +83,11 @@ def _cpu_sentence(plan: Plan, i: int, seasons: np.ndarray, kinds: np.ndarray) ->
     state = int(plan.cpu_states[i, 0])
     margin = plan.cpu_margin[i, 0]
     if np.isnan(margin):
-        sizing = "too little history: high quantile of what was seen plus headroom"
+        sizing = (
+            "too little history for a margin: "
+            f"P{(1.0 - settings.target_cpu_shortfall) * 100:g} of what was seen "
+            f"+{settings.react_margin:.0%} headroom"
+        )
     else:
         level = plan.calibration.level[i, state]
         sizing = (
@@ -115,6 +126,7 @@ def explain(plan: Plan, ooms: OomHistory, settings: ForecastSettings) -> list[st
     seasons = plan.shape.season_name(day_blocks)
     kinds = plan.shape.workload_class()
     return [
-        f"{_cpu_sentence(plan, i, seasons, kinds)}. {_memory_sentence(plan, ooms, i, settings)}."
+        f"{_cpu_sentence(plan, i, seasons, kinds, settings)}. "
+        f"{_memory_sentence(plan, ooms, i, settings)}."
         for i in range(plan.cpu_required.shape[0])
     ]

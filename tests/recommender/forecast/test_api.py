@@ -113,3 +113,18 @@ def test_the_update_period_is_a_setting(period_hours: int) -> None:
     settings = ForecastSettings(update_period_seconds=period_hours * 3600)
     schedule = recommend_forecast(_usage(), settings=settings).schedule
     assert len(schedule) == 3 * 24 // period_hours
+
+
+@pytest.mark.parametrize(("shortfall", "quantile"), [(0.005, "P99.5"), (0.02, "P98")])
+def test_a_young_series_says_which_quantile_of_its_usage_sized_it(
+    shortfall: float, quantile: str
+) -> None:
+    """Too young for margins: the explanation names the quantile and headroom in use."""
+    young = _usage(days=0.25)  # 6 hours: no level state has enough errors
+    settings = ForecastSettings(target_cpu_shortfall=shortfall, react_margin=0.25)
+    frame = recommend_forecast(young, settings=settings).recommendations
+    assert frame["cpu_margin"].isna().all()
+    assert frame["cpu_margin_quantile"].isna().all()  # no margin, so no margin quantile
+    assert np.allclose(frame["cpu_seen_quantile"], 1.0 - shortfall)
+    for text in frame["explanation"]:
+        assert f"{quantile} of what was seen +25% headroom" in text
