@@ -32,6 +32,7 @@ if TYPE_CHECKING:
 
 StrategyFactory = Callable[[UsageArrays], Strategy]
 DEFAULT_STRATEGIES = ("vpa", "krr", "autopilot", "oracle")
+PROTOCOL = ("reset", "observe", "observe_oom", "decide")  # what a factory must return
 
 
 @dataclass(frozen=True)
@@ -66,9 +67,6 @@ class StrategySpec:
                 f"without {', '.join(missing)} (see recommender/strategy.py)"
             )
         return strategy
-
-
-PROTOCOL = ("reset", "observe", "observe_oom", "decide")
 
 
 def make_vpa(future: UsageArrays) -> Strategy:
