@@ -16,7 +16,20 @@ _PART = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h|d|w)")
 
 
 class DurationError(ValueError):
-    """A duration string that does not parse."""
+    """A duration string that does not parse, or that the data's time grid cannot hold."""
+
+
+def whole_windows(seconds: int, step: int, what: str) -> int:
+    """How many sample windows of `step` seconds make `seconds`.
+
+    Update periods, split spans and reference blocks are cut from the data's grid; a
+    span between windows used to be rounded, silently changing what was asked for.
+    """
+    if step <= 0 or seconds <= 0 or seconds % step:
+        raise DurationError(
+            f"{what} ({seconds} s) must be a whole number of the data's {step} s sample period"
+        )
+    return seconds // step
 
 
 def parse_duration(text: str) -> timedelta:

@@ -16,6 +16,7 @@ import pandas as pd
 from recommender.backtest.settings import BacktestInputError
 from recommender.data.arrays import SamplePeriodError, infer_step
 from recommender.data.schema import SERIES_COLUMNS
+from tailor.durations import DurationError, whole_windows
 
 SERIES = list(SERIES_COLUMNS)
 
@@ -48,11 +49,10 @@ def _check_span_on_grid(usage: pd.DataFrame, span_seconds: int) -> None:
         step = infer_step(seconds, codes)
     except SamplePeriodError:
         return  # a single sample per series: the replay reports it
-    if span_seconds % step:
-        raise BacktestInputError(
-            f"the split span ({span_seconds} s) must be a whole number of the data's "
-            f"{step} s sample period"
-        )
+    try:
+        whole_windows(span_seconds, step, "the split span")
+    except DurationError as error:
+        raise BacktestInputError(str(error)) from None
 
 
 def split_series(

@@ -45,21 +45,9 @@ class StrategySpec:
     imported: bool = False  # named as module:function by the user, not built in
 
     def build(self, usage: UsageArrays) -> Strategy:
-        """A fresh strategy for one block.
-
-        An imported factory that fails, or returns something without the strategy
-        protocol, is the user's input gone wrong: a BacktestInputError, not a traceback.
-        """
-        try:
-            strategy = self.factory(usage)
-        except SettingsError as error:  # settings this history cannot take (e.g. its step)
-            raise BacktestInputError(f"strategy {self.name!r}: {error}") from error
-        except Exception as error:
-            if not self.imported or isinstance(error, BacktestInputError):
-                raise
-            raise BacktestInputError(
-                f"strategy {self.name!r}: its factory failed: {type(error).__name__}: {error}"
-            ) from error
+        """A fresh strategy for one block; something without the strategy protocol is
+        the user's input gone wrong (an imported factory), not a traceback."""
+        strategy = self.factory(usage)
         missing = [name for name in PROTOCOL if not callable(getattr(strategy, name, None))]
         if missing:
             raise BacktestInputError(

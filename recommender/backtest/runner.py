@@ -148,15 +148,21 @@ def replay_rows(
 
 
 def guarded_replay(block: ReplayBlock, spec: StrategySpec) -> Trajectory:
-    """Replay one strategy; an imported strategy that breaks is named, not a traceback."""
-    strategy = spec.build(block.usage)
+    """Replay one strategy. Settings the history cannot take (e.g. its step), and an
+    imported strategy that breaks, are input errors that name the strategy; a built-in
+    strategy that breaks is a bug and keeps its traceback."""
+    phase = "its factory failed"
     try:
+        strategy = spec.build(block.usage)
+        phase = "failed in the replay"
         return replay(block, strategy)
-    except SettingsError as error:  # settings the history cannot take (e.g. its step)
+    except BacktestInputError:
+        raise
+    except SettingsError as error:
         raise BacktestInputError(f"strategy {spec.name!r}: {error}") from error
     except Exception as error:
         if not spec.imported:
             raise
         raise BacktestInputError(
-            f"strategy {spec.name!r} failed in the replay: {type(error).__name__}: {error}"
+            f"strategy {spec.name!r}: {phase}: {type(error).__name__}: {error}"
         ) from error

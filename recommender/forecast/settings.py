@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from recommender.overrides import SettingsError, require
-from tailor.durations import DAY, HOUR
+from tailor.durations import DAY, HOUR, DurationError, whole_windows
 
 MIB = 2**20
 
@@ -346,9 +346,7 @@ class ForecastSettings:
         rounded, so 7-minute periods on 5-minute data became 5-minute blocks and the
         24 h schedule silently covered 17 h.
         """
-        if step <= 0 or self.update_period_seconds % step:
-            raise ForecastSettingsError(
-                f"update_period_seconds ({self.update_period_seconds}) must be a whole "
-                f"number of the data's {step} s sample period"
-            )
-        return self.update_period_seconds // step
+        try:
+            return whole_windows(self.update_period_seconds, step, "update_period_seconds")
+        except DurationError as error:
+            raise ForecastSettingsError(str(error)) from None

@@ -33,6 +33,7 @@ from tailor.cli.backtest import (
     backtest_history,
     positive_duration,
 )
+from tailor.durations import DurationError, whole_windows
 
 
 class Resource(StrEnum):
@@ -103,12 +104,10 @@ def hindsight_command(
             "the memory bound assumes limit = request (a limit/request ratio of 1)",
             param_hint="--resource",
         )
-    step = history.usage.step
-    if block is not None and block % step:
-        raise typer.BadParameter(
-            f"{level_block} is not a whole number of the history's {step} s sample period",
-            param_hint="--level-block",
-        )
+    try:
+        windows = None if block is None else whole_windows(block, history.usage.step, "a block")
+    except DurationError as error:
+        raise typer.BadParameter(str(error), param_hint="--level-block") from error
     days = container_days(history, resource.value)
     if days.windows == 0:
         raise typer.BadParameter(f"no {resource.value} usage to bound", param_hint="--resource")
@@ -124,8 +123,8 @@ def hindsight_command(
         f"free={result.free_days}, evaluations={result.evaluations}, "
         f"load {loaded - started:.1f}s, bound {time.perf_counter() - loaded:.1f}s)"
     )
-    if block is not None:
-        _print_reference(history, resource, block, budget_rate, at_least_mean)
+    if windows is not None:
+        _print_reference(history, resource, windows, budget_rate, at_least_mean)
 
 
 def _bound_text(bound: float) -> str:
@@ -136,12 +135,11 @@ def _bound_text(bound: float) -> str:
 def _print_reference(
     history: ReplayHistory,
     resource: Resource,
-    seconds: int,
+    windows: int,
     budget_rate: float,
     at_least_mean: bool,
 ) -> None:
     """The clairvoyant reference of --level-block: block levels (cpu) or block peaks (memory)."""
-    windows = seconds // history.usage.step
     blocks = f"blocks of {windows * history.usage.step // 60} min"
     floor = ", never below the block's mean" if at_least_mean else ""
     start = history.evaluation_start

@@ -30,6 +30,17 @@ from tailor.durations import DurationError, parse_duration
 DATASETS = ("bitbrains", "azure", "google2011")
 
 
+def one_source(sources: dict[str, object]) -> None:
+    """Refuse none or several of a command's history sources (flag spelling -> given?)."""
+    chosen = [flag.split()[0] for flag, given in sources.items() if given]
+    if len(chosen) != 1:
+        names = list(sources)
+        raise typer.BadParameter(
+            f"name exactly one history source: {', '.join(names[:-1])} or {names[-1]}"
+            + (f" (got {', '.join(chosen)})" if chosen else "")
+        )
+
+
 def load_history(
     demo: bool,
     input: Path | None,
@@ -38,14 +49,7 @@ def load_history(
     dataset_options: dict[str, Any] | None = None,
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Exactly one source must be named; events only go with --input."""
-    chosen = [
-        name for name, on in (("--demo", demo), ("--input", input), ("--dataset", dataset)) if on
-    ]
-    if len(chosen) != 1:
-        raise typer.BadParameter(
-            "name exactly one history source: --demo, --input FILE or --dataset NAME"
-            + (f" (got {', '.join(chosen)})" if chosen else "")
-        )
+    one_source({"--demo": demo, "--input FILE": input is not None, "--dataset NAME": dataset})
     if events is not None and input is None:
         raise typer.BadParameter("--events goes with --input")
     try:

@@ -19,7 +19,12 @@ from recommender.data.arrays import SamplePeriodError
 from recommender.forecast.settings import ForecastSettings
 from recommender.overrides import SettingsError, settings_with
 from recommender.recommend import recommend_forecast_workloads
-from tailor.cli.inputs import PrometheusOptions, load_from_prometheus, load_history
+from tailor.cli.inputs import (
+    PrometheusOptions,
+    load_from_prometheus,
+    load_history,
+    one_source,
+)
 from tailor.durations import parse_duration
 
 Demo = Annotated[bool, typer.Option("--demo", help="Use the built-in sample fleet.")]
@@ -116,7 +121,8 @@ def forecast_workloads(
     source; a history with no two samples of a series is a clear error, not a traceback."""
     step = None if source is None else int(parse_duration(source.step).total_seconds())
     try:
-        return recommend_forecast_workloads(usage, events, settings, step)
+        # read_history's sources validate what they return
+        return recommend_forecast_workloads(usage, events, settings, step, checked=True)
     except SamplePeriodError as error:
         raise typer.BadParameter(
             f"{error}: the forecaster needs a series with two samples or more",
@@ -134,13 +140,7 @@ def read_history(
     prometheus: PrometheusOptions | None,
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Exactly one source: the demo fleet, a file, or Prometheus."""
-    sources = {"--demo": demo, "--input": input is not None, "--prometheus": prometheus is not None}
-    chosen = [name for name, on in sources.items() if on]
-    if len(chosen) != 1:
-        raise typer.BadParameter(
-            "name exactly one history source: --demo, --input FILE or --prometheus URL"
-            + (f" (got {', '.join(chosen)})" if chosen else "")
-        )
+    one_source({"--demo": demo, "--input FILE": input is not None, "--prometheus URL": prometheus})
     if prometheus is None:
         return load_history(demo, input, events, None)
     if events is not None:

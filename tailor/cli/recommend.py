@@ -60,6 +60,7 @@ def recommend_command(
                 usage,
                 event_frame,
                 progress=lambda done, _total: progress.update(task, completed=done),
+                checked=True,  # read_history's sources validate what they return
             )
     emit(frame, fmt, output)
 

@@ -2,7 +2,7 @@ from datetime import timedelta
 
 import pytest
 
-from tailor.durations import DurationError, format_duration, parse_duration
+from tailor.durations import DurationError, format_duration, parse_duration, whole_windows
 
 
 @pytest.mark.parametrize(
@@ -33,3 +33,10 @@ def test_rejects_malformed(text: str) -> None:
 @pytest.mark.parametrize("text", ["1d", "90m", "6h", "45s", "2w"])
 def test_format_round_trips(text: str) -> None:
     assert format_duration(parse_duration(text)) == text
+
+
+def test_a_span_must_hold_whole_sample_windows() -> None:
+    assert whole_windows(3600, 300, "the period") == 12
+    for seconds, step in ((420, 300), (0, 300), (3600, 0), (3600, 7200)):
+        with pytest.raises(DurationError, match="whole number of the data's"):
+            whole_windows(seconds, step, "the period")
