@@ -181,7 +181,14 @@ class Quantity:
         return self.nanos == 0
 
     def __float__(self) -> float:
-        return self.nanos / NANOS_PER_UNIT
+        """Nearest float; beyond the float range +-inf (apimachinery's AsApproximateFloat64).
+
+        The API accepts decimal amounts like `1e309`; reading one must not crash.
+        """
+        try:
+            return self.nanos / NANOS_PER_UNIT
+        except OverflowError:
+            return math.inf if self.nanos > 0 else -math.inf
 
     # --- comparison ---------------------------------------------------------------
 

@@ -151,6 +151,13 @@ def test_non_quantities_are_rejected(value: object) -> None:
         Quantity.parse(value)  # type: ignore[arg-type]
 
 
+def test_amounts_beyond_the_float_range_read_as_infinity() -> None:
+    # The API stores "1e309" (decimal amounts are not capped); as a float it saturates.
+    assert cpu_cores("1e309") == float("inf")
+    assert memory_bytes("-1e400") == float("-inf")
+    assert str(parse_quantity("1e309")) == "1e309"
+
+
 def test_equality_and_order_go_by_amount_not_spelling() -> None:
     assert parse_quantity("1Gi") == parse_quantity("1073741824")
     assert hash(parse_quantity("1Gi")) == hash(parse_quantity("1073741824"))
