@@ -12,7 +12,8 @@ from datetime import timedelta
 HOUR = 3_600
 DAY = 86_400
 UNIT_SECONDS = {"ms": 0.001, "s": 1, "m": 60, "h": HOUR, "d": DAY, "w": 7 * DAY}
-_PART = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h|d|w)")
+_NUMBER = re.compile(r"[0-9]+(?:\.[0-9]+)?")
+_PART = re.compile(rf"({_NUMBER.pattern})(ms|s|m|h|d|w)")
 
 
 class DurationError(ValueError):
@@ -33,14 +34,18 @@ def whole_windows(seconds: int, step: int, what: str) -> int:
 
 
 def parse_duration(text: str) -> timedelta:
-    """Parse a sequence of number+unit parts; a bare number means seconds."""
+    """Parse a sequence of number+unit parts; a bare number means seconds.
+
+    Signs, exponents, `inf` and spans past timedelta's range are refused here: they
+    used to slip through float() as negative spans or OverflowError.
+    """
+    if not isinstance(text, str):
+        raise DurationError(f"invalid duration {text!r}: expected text such as 6h")
     cleaned = text.strip().lower()
     if not cleaned:
         raise DurationError("empty duration")
-    try:
-        return timedelta(seconds=float(cleaned))
-    except ValueError:
-        pass
+    if _NUMBER.fullmatch(cleaned):
+        return _span(float(cleaned), text)
     position = 0
     total = 0.0
     for match in _PART.finditer(cleaned):
@@ -53,7 +58,14 @@ def parse_duration(text: str) -> timedelta:
             f"invalid duration {text!r}: use a number with a unit (ms, s, m, h, d, w),"
             " e.g. 6h or 1h30m"
         )
-    return timedelta(seconds=total)
+    return _span(total, text)
+
+
+def _span(seconds: float, text: str) -> timedelta:
+    try:
+        return timedelta(seconds=seconds)
+    except OverflowError:
+        raise DurationError(f"invalid duration {text!r}: too long") from None
 
 
 def format_duration(value: timedelta) -> str:

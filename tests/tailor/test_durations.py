@@ -30,6 +30,20 @@ def test_rejects_malformed(text: str) -> None:
         parse_duration(text)
 
 
+@pytest.mark.parametrize(
+    "text", ["-5", "-1.5", "inf", "-inf", "1e20", "1e3", "99999999999d", "9" * 400, "1_000"]
+)
+def test_signs_exponents_and_overlong_spans_are_refused(text: str) -> None:
+    # These used to pass float() as negative spans or raise OverflowError.
+    with pytest.raises(DurationError, match="invalid duration"):
+        parse_duration(text)
+
+
+def test_a_non_string_is_refused() -> None:
+    with pytest.raises(DurationError, match="expected text"):
+        parse_duration(5)  # type: ignore[arg-type]
+
+
 @pytest.mark.parametrize("text", ["1d", "90m", "6h", "45s", "2w"])
 def test_format_round_trips(text: str) -> None:
     assert format_duration(parse_duration(text)) == text
