@@ -22,8 +22,10 @@ from pydantic import (
     AfterValidator,
     BaseModel,
     ConfigDict,
+    Field,
     GetCoreSchemaHandler,
     PlainSerializer,
+    model_validator,
 )
 from pydantic.alias_generators import to_camel
 from pydantic_core import core_schema
@@ -166,9 +168,23 @@ class SelectorOperator(StrEnum):
 
 
 class LabelSelectorRequirement(APIModel):
-    key: str
+    """One matchExpressions term; values must fit the operator, as the API server demands.
+
+    Unchecked, `In` without values silently matched nothing and `Exists` ignored its values.
+    """
+
+    key: str = Field(min_length=1)
     operator: SelectorOperator
     values: list[str] | None = None
+
+    @model_validator(mode="after")
+    def _values_fit_the_operator(self) -> Self:
+        wants_values = self.operator in (SelectorOperator.IN, SelectorOperator.NOT_IN)
+        if wants_values and not self.values:
+            raise ValueError(f"values must be non-empty when operator is {self.operator}")
+        if not wants_values and self.values:
+            raise ValueError(f"values must be empty when operator is {self.operator}")
+        return self
 
     def matches(self, labels: Mapping[str, str]) -> bool:
         present = self.key in labels

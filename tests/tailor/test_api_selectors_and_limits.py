@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+from pydantic import ValidationError
+
 from tailor.api import (
     LabelSelector,
     LimitRange,
@@ -36,6 +39,24 @@ def test_label_selector_semantics() -> None:
         {"matchExpressions": [{"key": "team", "operator": "Exists"}]}
     )
     assert exists.matches({"team": ""}) and not exists.matches({})
+
+
+@pytest.mark.parametrize(
+    ("term", "problem"),
+    [
+        ({"key": "tier", "operator": "In"}, "non-empty"),
+        ({"key": "tier", "operator": "NotIn", "values": []}, "non-empty"),
+        ({"key": "tier", "operator": "Exists", "values": ["front"]}, "must be empty"),
+        ({"key": "tier", "operator": "DoesNotExist", "values": ["x"]}, "must be empty"),
+        ({"key": "", "operator": "Exists"}, "key"),
+        ({"key": "tier", "operator": "Gt", "values": ["1"]}, "operator"),
+    ],
+)
+def test_malformed_selector_terms_are_refused(term: dict[str, Any], problem: str) -> None:
+    # `In` without values used to match nothing and `Exists` ignored its values, silently.
+    with pytest.raises(ValidationError, match=problem) as caught:
+        LabelSelector.model_validate({"matchExpressions": [term]})
+    assert "matchExpressions.0" in str(caught.value)
 
 
 REAL_LIMIT_RANGE: dict[str, Any] = {
