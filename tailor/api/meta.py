@@ -128,8 +128,20 @@ class ResourceList(dict[str, Quantity]):
         cls, source: type[Any], handler: GetCoreSchemaHandler
     ) -> core_schema.CoreSchema:
         return core_schema.no_info_after_validator_function(
-            cls, handler.generate_schema(dict[str, Quantity])
+            cls._from_api, handler.generate_schema(dict[str, Quantity])
         )
+
+    @classmethod
+    def _from_api(cls, amounts: dict[str, Quantity]) -> ResourceList:
+        """Every resource list in an API object is an amount of something: never negative.
+
+        The API server refuses negative requests, limits and LimitRange values; a negative
+        maxAllowed used to cap recommendations below zero without a word.
+        """
+        for name, amount in amounts.items():
+            if amount.nanos < 0:
+                raise ValueError(f"{name}: {amount} is negative; amounts must be >= 0")
+        return cls(amounts)
 
 
 class OwnerReference(APIModel):

@@ -314,6 +314,26 @@ def test_bad_quantity_error_names_the_string() -> None:
         VerticalPodAutoscaler.from_api(data)
 
 
+@pytest.mark.parametrize(
+    ("path", "where"),
+    [
+        (("spec", "resourcePolicy", "containerPolicies", 0, "maxAllowed"), "maxAllowed"),
+        (("spec", "resourcePolicy", "containerPolicies", 0, "minAllowed"), "minAllowed"),
+        (("status", "recommendation", "containerRecommendations", 0, "target"), "target"),
+    ],
+)
+def test_negative_amounts_are_refused(path: tuple[str | int, ...], where: str) -> None:
+    # A negative maxAllowed used to cap every recommendation below zero, silently.
+    data = copy.deepcopy(REAL_VPA)
+    node: Any = data
+    for key in path:
+        node = node[key]
+    node["cpu"] = "-100m"
+    with pytest.raises(ValidationError, match=r"cpu: -100m is negative") as caught:
+        VerticalPodAutoscaler.from_api(data)
+    assert where in str(caught.value)
+
+
 def test_target_ref_is_required() -> None:
     with pytest.raises(ValidationError, match=r"spec\.targetRef"):
         VerticalPodAutoscaler.from_api({"spec": {}})

@@ -87,6 +87,11 @@ def test_limit_range_round_trips() -> None:
     assert container.max_limit_request_ratio == ResourceList(cpu="4")
 
 
+def test_negative_limit_range_amounts_are_refused() -> None:
+    with pytest.raises(ValidationError, match=r"limits\.0\.max\n.*cpu: -1 is negative"):
+        LimitRange.from_api({"spec": {"limits": [{"type": "Container", "max": {"cpu": "-1"}}]}})
+
+
 def test_limit_ranges_merge_to_the_tightest_bounds() -> None:
     second = LimitRange.from_api(
         {
