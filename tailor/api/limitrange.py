@@ -10,10 +10,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from enum import StrEnum
+from typing import Self
 
-from pydantic import Field
+from pydantic import Field, model_validator
+from pydantic.alias_generators import to_camel
 
-from tailor.api.meta import APIModel, ObjectMeta, ResourceList
+from tailor.api.meta import APIModel, ObjectMeta, ResourceList, require_ordered
 from tailor.quantity import Quantity
 
 
@@ -32,6 +34,23 @@ class LimitRangeItem(APIModel):
     default: ResourceList | None = None
     default_request: ResourceList | None = None
     max_limit_request_ratio: ResourceList | None = None
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Self:
+        """The API server's rules; crossed bounds or a ratio below 1 make no pod admissible.
+
+        A ratio under 1 used to push limits below requests (RequestsAndLimits) or requests
+        above limits (RequestsOnly).
+        """
+        if self.type == LimitType.POD and (self.default or self.default_request):
+            raise ValueError("default and defaultRequest may not be set when type is Pod")
+        for lower, upper in _ORDERED_PAIRS:
+            names = (to_camel(lower), to_camel(upper))
+            require_ordered(getattr(self, lower), getattr(self, upper), names)
+        for resource, ratio in (self.max_limit_request_ratio or {}).items():
+            if ratio.value < 1:
+                raise ValueError(f"maxLimitRequestRatio {resource} {ratio} is less than 1")
+        return self
 
     def with_api_defaults(self) -> LimitRangeItem:
         """Fill the defaults the API server fills when it stores a Container item.
@@ -52,6 +71,16 @@ class LimitRangeItem(APIModel):
         return self.model_copy(
             update={"default": default or None, "default_request": default_request or None}
         )
+
+
+_ORDERED_PAIRS = (
+    ("min", "max"),
+    ("min", "default_request"),
+    ("default_request", "max"),
+    ("default_request", "default"),
+    ("min", "default"),
+    ("default", "max"),
+)
 
 
 class LimitRangeSpec(APIModel):
@@ -85,7 +114,8 @@ def merged_limit_range_item(
         for item in limit_range.spec.limits
         if item.type == limit_type
     ]
-    merged = LimitRangeItem(
+    # Not validated: bounds taken from different objects may cross (no pod fits then).
+    merged = LimitRangeItem.model_construct(
         type=limit_type,
         max=_merge((item.max for item in items), min),
         min=_merge((item.min for item in items), max),

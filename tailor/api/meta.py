@@ -144,6 +144,22 @@ class ResourceList(dict[str, Quantity]):
         return cls(amounts)
 
 
+def require_ordered(
+    lower: Mapping[str, Quantity] | None,
+    upper: Mapping[str, Quantity] | None,
+    names: tuple[str, str],
+) -> None:
+    """Raise ValueError where `lower` exceeds `upper` for a resource both name.
+
+    One rule for minAllowed/maxAllowed and a LimitRange's min/default/max: the API
+    refuses crossed bounds, and capping to them would let one bound win silently.
+    """
+    for resource, low in (lower or {}).items():
+        high = (upper or {}).get(resource)
+        if high is not None and low > high:
+            raise ValueError(f"{names[0]} {resource} {low} is above {names[1]} {resource} {high}")
+
+
 class OwnerReference(APIModel):
     api_version: str
     kind: str

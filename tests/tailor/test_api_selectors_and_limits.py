@@ -92,6 +92,40 @@ def test_negative_limit_range_amounts_are_refused() -> None:
         LimitRange.from_api({"spec": {"limits": [{"type": "Container", "max": {"cpu": "-1"}}]}})
 
 
+@pytest.mark.parametrize(
+    ("fields", "problem"),
+    [
+        ({"min": {"cpu": "2"}, "max": {"cpu": "1"}}, "min cpu 2 is above max cpu 1"),
+        ({"default": {"memory": "2Gi"}, "max": {"memory": "1Gi"}}, "default memory 2Gi is above"),
+        ({"defaultRequest": {"cpu": "1"}, "default": {"cpu": "500m"}}, "defaultRequest cpu 1"),
+        ({"min": {"cpu": "1"}, "defaultRequest": {"cpu": "500m"}}, "min cpu 1 is above"),
+        ({"maxLimitRequestRatio": {"cpu": "500m"}}, "less than 1"),
+        ({"maxLimitRequestRatio": {"memory": "0"}}, "less than 1"),
+    ],
+)
+def test_inconsistent_limit_range_items_are_refused(fields: dict[str, Any], problem: str) -> None:
+    # A ratio below 1 used to push limits under requests; crossed bounds were capped silently.
+    data = {"spec": {"limits": [{"type": "Container", **fields}]}}
+    with pytest.raises(ValidationError, match=problem) as caught:
+        LimitRange.from_api(data)
+    assert "spec.limits.0" in str(caught.value)
+
+
+def test_a_pod_item_may_not_carry_defaults() -> None:
+    with pytest.raises(ValidationError, match="type is Pod"):
+        LimitRangeItem.from_api({"type": "Pod", "default": {"cpu": "1"}})
+
+
+def test_bounds_from_different_limit_ranges_may_cross_when_merged() -> None:
+    ranges = [
+        LimitRange.from_api({"spec": {"limits": [{"type": "Container", "max": {"cpu": "1"}}]}}),
+        LimitRange.from_api({"spec": {"limits": [{"type": "Container", "min": {"cpu": "2"}}]}}),
+    ]
+    merged = merged_limit_range_item(ranges, LimitType.CONTAINER)
+    assert merged is not None and merged.max == ResourceList(cpu="1")
+    assert merged.min == ResourceList(cpu="2")
+
+
 def test_limit_ranges_merge_to_the_tightest_bounds() -> None:
     second = LimitRange.from_api(
         {
