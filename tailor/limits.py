@@ -13,9 +13,9 @@ from fractions import Fraction
 from typing import Literal
 
 from tailor.api.limitrange import LimitRangeItem
-from tailor.api.meta import RESOURCE_CPU, RESOURCE_MEMORY, ResourceList
+from tailor.api.meta import RESOURCE_CPU, RESOURCE_MEMORY, ResourceList, granule
 from tailor.api.vpa import ContainerResourcePolicy, ControlledValues
-from tailor.quantity import INT64_MAX, NANOS_PER_UNIT, Quantity
+from tailor.quantity import INT64_MAX, Quantity
 
 LIMIT_SCALED_RESOURCES = (RESOURCE_CPU, RESOURCE_MEMORY)
 Rounding = Literal["down", "up"]
@@ -36,11 +36,6 @@ class ContainerUpdate:
 
     resources: ContainerResources
     notes: tuple[str, ...] = ()
-
-
-def granule(resource: str) -> int:
-    """Nanos in one scaling step: a millicore for CPU, one unit for everything else."""
-    return NANOS_PER_UNIT // 1000 if resource == RESOURCE_CPU else NANOS_PER_UNIT
 
 
 def steps_of(amount: Quantity, resource: str) -> int:

@@ -30,7 +30,7 @@ from pydantic import (
 from pydantic.alias_generators import to_camel
 from pydantic_core import core_schema
 
-from tailor.quantity import Quantity, cpu_quantity, memory_quantity
+from tailor.quantity import NANOS_PER_UNIT, Quantity, cpu_quantity, memory_quantity
 
 RESOURCE_CPU = "cpu"
 RESOURCE_MEMORY = "memory"
@@ -74,6 +74,11 @@ Timestamp = Annotated[
     PlainSerializer(_format_rfc3339, return_type=str, when_used="always"),
 ]
 """An RFC 3339 time (metav1.Time): read with any offset, written as UTC seconds + 'Z'."""
+
+
+def granule(resource: str) -> int:
+    """Nanos in one step of a resource: a millicore for CPU, one unit for everything else."""
+    return NANOS_PER_UNIT // 1000 if resource == RESOURCE_CPU else NANOS_PER_UNIT
 
 
 class ResourceList(dict[str, Quantity]):

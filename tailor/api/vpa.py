@@ -7,8 +7,9 @@ Only what our components read or write is modelled; newer upstream fields
 from __future__ import annotations
 
 from enum import StrEnum
+from typing import Self
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from tailor.api.crd import API_VERSION, VPA_KIND, VPA_LIST_KIND, WILDCARD_CONTAINER
 from tailor.api.meta import (
@@ -18,6 +19,8 @@ from tailor.api.meta import (
     ObjectMeta,
     ResourceList,
     Timestamp,
+    granule,
+    require_ordered,
 )
 from tailor.quantity import Quantity
 
@@ -113,9 +116,39 @@ class ContainerResourcePolicy(APIModel):
     def effective_controlled_values(self) -> ControlledValues:
         return self.controlled_values or ControlledValues.REQUESTS_AND_LIMITS
 
+    @model_validator(mode="after")
+    def _as_upstream_admits(self) -> Self:
+        """The upstream admission controller's rules; unchecked, min above max let max win
+        silently, a sub-millicore bound gave sub-millicore recommendations, and an unknown
+        controlled resource was never recommended for."""
+        require_ordered(self.min_allowed, self.max_allowed, ("minAllowed", "maxAllowed"))
+        for field, bounds in (("minAllowed", self.min_allowed), ("maxAllowed", self.max_allowed)):
+            for resource, amount in (bounds or {}).items():
+                if resource in DEFAULT_CONTROLLED_RESOURCES and amount.nanos % granule(resource):
+                    step = "milli CPUs" if resource == RESOURCE_CPU else "bytes"
+                    raise ValueError(f"{field} {resource} {amount} is not a whole number of {step}")
+        unsupported = set(self.controlled_resources or ()) - set(DEFAULT_CONTROLLED_RESOURCES)
+        if unsupported:
+            raise ValueError(f"controlledResources {sorted(unsupported)}: only cpu and memory")
+        if self.is_off and self.controlled_values is ControlledValues.REQUESTS_AND_LIMITS:
+            raise ValueError("controlledValues may not be RequestsAndLimits when mode is Off")
+        if self.oom_bump_up_ratio is not None and self.oom_bump_up_ratio.value < 1:
+            raise ValueError(f"oomBumpUpRatio {self.oom_bump_up_ratio} is less than 1")
+        if self.oom_min_bump_up is not None and self.oom_min_bump_up.nanos < 0:
+            raise ValueError(f"oomMinBumpUp {self.oom_min_bump_up} is negative")
+        return self
+
 
 class PodResourcePolicy(APIModel):
     container_policies: list[ContainerResourcePolicy] | None = None
+
+    @model_validator(mode="after")
+    def _every_policy_names_its_container(self) -> Self:
+        """A policy without containerName (upstream requires one) would apply to nothing."""
+        for index, policy in enumerate(self.container_policies or []):
+            if not policy.container_name:
+                raise ValueError(f"containerPolicies[{index}].containerName is required")
+        return self
 
     def policy_for(self, container_name: str) -> ContainerResourcePolicy | None:
         """The container's own policy, else the "*" policy, else None."""
@@ -136,7 +169,7 @@ class VerticalPodAutoscalerSpec(APIModel):
     target_ref: CrossVersionObjectReference
     update_policy: PodUpdatePolicy | None = None
     resource_policy: PodResourcePolicy | None = None
-    recommenders: list[RecommenderSelector] | None = None
+    recommenders: list[RecommenderSelector] | None = Field(default=None, max_length=1)
 
 
 class RecommendedContainerResources(APIModel):

@@ -334,6 +334,44 @@ def test_negative_amounts_are_refused(path: tuple[str | int, ...], where: str) -
     assert where in str(caught.value)
 
 
+@pytest.mark.parametrize(
+    ("policy", "problem"),
+    [
+        ({"minAllowed": {"cpu": "2"}, "maxAllowed": {"cpu": "1"}}, "minAllowed cpu 2 is above"),
+        ({"minAllowed": {"cpu": "500u"}}, "whole number of milli CPUs"),
+        ({"maxAllowed": {"memory": "500m"}}, "whole number of bytes"),
+        ({"controlledResources": ["cpu", "gpu"]}, r"controlledResources \['gpu'\]"),
+        ({"mode": "Off", "controlledValues": "RequestsAndLimits"}, "mode is Off"),
+        ({"oomBumpUpRatio": "0.5"}, "oomBumpUpRatio 500m is less than 1"),
+        ({"oomMinBumpUp": "-1Mi"}, "oomMinBumpUp -1Mi is negative"),
+    ],
+)
+def test_container_policies_upstream_refuses_are_refused(
+    policy: dict[str, Any], problem: str
+) -> None:
+    # minAllowed above maxAllowed used to let max win silently, "500u" gave sub-millicore
+    # recommendations and "gpu" was never recommended for, all without a word.
+    data = copy.deepcopy(REAL_VPA)
+    data["spec"]["resourcePolicy"]["containerPolicies"] = [{"containerName": "app", **policy}]
+    with pytest.raises(ValidationError, match=problem) as caught:
+        VerticalPodAutoscaler.from_api(data)
+    assert "spec.resourcePolicy.containerPolicies.0" in str(caught.value)
+
+
+def test_a_container_policy_needs_a_container_name() -> None:
+    data = copy.deepcopy(REAL_VPA)
+    data["spec"]["resourcePolicy"]["containerPolicies"].append({"mode": "Off"})
+    with pytest.raises(ValidationError, match=r"containerPolicies\[3\]\.containerName"):
+        VerticalPodAutoscaler.from_api(data)
+
+
+def test_at_most_one_recommender_may_be_named() -> None:
+    data = copy.deepcopy(REAL_VPA)
+    data["spec"]["recommenders"] = [{"name": "a"}, {"name": "b"}]
+    with pytest.raises(ValidationError, match=r"spec\.recommenders"):
+        VerticalPodAutoscaler.from_api(data)
+
+
 def test_target_ref_is_required() -> None:
     with pytest.raises(ValidationError, match=r"spec\.targetRef"):
         VerticalPodAutoscaler.from_api({"spec": {}})

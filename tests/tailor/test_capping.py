@@ -138,9 +138,12 @@ def test_no_policy_and_zero_bounds_change_nothing() -> None:
     assert zero is not None and zero.capped.target == raw.target
 
 
-def test_max_wins_when_min_exceeds_max() -> None:
+def test_max_wins_when_a_global_max_is_below_min_allowed() -> None:
+    # A policy with minAllowed above its own maxAllowed is refused (test_api_models).
     capping = apply_container_policy(
-        rec("app", {"cpu": "500m"}), policy(minAllowed={"cpu": "2"}, maxAllowed={"cpu": "1"})
+        rec("app", {"cpu": "500m"}),
+        policy(minAllowed={"cpu": "2"}),
+        global_max_allowed=ResourceList(cpu="1"),
     )
     assert capping is not None and capping.capped.target == ResourceList(cpu="1")
 
