@@ -23,7 +23,8 @@ BucketWeight = Annotated[int, Field(ge=0, le=UINT32_MAX)]
 class HistogramCheckpoint(APIModel):
     reference_timestamp: Timestamp | None = None
     bucket_weights: dict[int, BucketWeight] | None = None
-    total_weight: float | None = None
+    # Upstream refuses a negative total; NaN or infinity would poison every loaded weight.
+    total_weight: float | None = Field(default=None, ge=0, allow_inf_nan=False)
 
     @field_validator("bucket_weights")
     @classmethod

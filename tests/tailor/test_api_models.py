@@ -385,6 +385,14 @@ def test_checkpoint_weights_are_validated() -> None:
             VerticalPodAutoscalerCheckpoint.from_api(data)
 
 
+@pytest.mark.parametrize("total", [-1.0, float("nan"), float("inf"), "NaN"])
+def test_checkpoint_total_weight_must_be_finite_and_non_negative(total: object) -> None:
+    data = copy.deepcopy(REAL_CHECKPOINT)
+    data["status"]["memoryHistogram"]["totalWeight"] = total
+    with pytest.raises(ValidationError, match=r"memoryHistogram\.totalWeight"):
+        VerticalPodAutoscalerCheckpoint.from_api(data)
+
+
 def test_checkpoint_name_is_vpa_then_container() -> None:
     assert checkpoint_name("web", "app") == "web-app"
 
