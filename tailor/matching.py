@@ -109,12 +109,23 @@ def is_served_by(vpa: VerticalPodAutoscaler, recommender_name: str, is_default: 
     return acts_as_default and (not names or DEFAULT_RECOMMENDER_NAME in names)
 
 
+class OwnerReferenceError(ValueError):
+    """Owner references the API server would refuse (more than one controller)."""
+
+
 def controller_reference(owner_references: Sequence[OwnerReference] | None) -> ControllerRef | None:
-    """The owner marked `controller: true` (an object has at most one), else None."""
-    for owner in owner_references or []:
-        if owner.controller:
-            return ControllerRef(kind=owner.kind, name=owner.name, api_version=owner.api_version)
-    return None
+    """The owner marked `controller: true`, else None.
+
+    The API allows at most one; with two, taking the first would pick a VPA by list order.
+    """
+    controllers = [owner for owner in owner_references or [] if owner.controller]
+    if len(controllers) > 1:
+        names = ", ".join(f"{owner.kind}/{owner.name}" for owner in controllers)
+        raise OwnerReferenceError(f"more than one owner reference is a controller: {names}")
+    if not controllers:
+        return None
+    owner = controllers[0]
+    return ControllerRef(kind=owner.kind, name=owner.name, api_version=owner.api_version)
 
 
 def top_most_controller(

@@ -9,6 +9,7 @@ import pytest
 from tailor.api import LabelSelector, OwnerReference, VerticalPodAutoscaler
 from tailor.matching import (
     ControllerRef,
+    OwnerReferenceError,
     PodRef,
     VpaCandidate,
     controller_reference,
@@ -121,6 +122,16 @@ def test_controller_reference_takes_the_controller_owner() -> None:
     assert controller_reference(owners) == ControllerRef("ReplicaSet", "web-7d9f", "apps/v1")
     assert controller_reference(owners[:1]) is None
     assert controller_reference(None) is None
+
+
+def test_two_controller_owners_are_refused() -> None:
+    # The first used to win, so list order decided which VPA owned the pod.
+    owners = [
+        OwnerReference(api_version="apps/v1", kind="ReplicaSet", name=n, uid=n, controller=True)
+        for n in ("a", "b")
+    ]
+    with pytest.raises(OwnerReferenceError, match="ReplicaSet/a, ReplicaSet/b"):
+        controller_reference(owners)
 
 
 def test_top_most_controller_walks_up_and_stops_on_cycles() -> None:
