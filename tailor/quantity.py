@@ -155,7 +155,12 @@ class Quantity:
         value: Fraction | Decimal | int,
         fmt: QuantityFormat = QuantityFormat.DECIMAL_SI,
     ) -> Quantity:
-        """An exact amount in whole units (rounded up to 1n if finer)."""
+        """An exact amount in whole units (rounded up to 1n if finer).
+
+        A Decimal NaN or infinity has no exact value: QuantityError, not Overflow/ValueError.
+        """
+        if isinstance(value, Decimal) and not value.is_finite():
+            raise QuantityError(value, "not a finite number")
         return cls(_round_up_to_nanos(Fraction(value)), fmt)
 
     @classmethod

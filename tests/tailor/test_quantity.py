@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from decimal import Decimal
 from fractions import Fraction
 
 import numpy as np
@@ -225,6 +226,13 @@ def test_formatting_refuses_negative_or_non_finite_amounts(bad: float) -> None:
         format_cpu(bad)
     with pytest.raises(ValueError):
         format_memory(bad)
+
+
+@pytest.mark.parametrize("bad", [Decimal("Infinity"), Decimal("-Infinity"), Decimal("NaN")])
+def test_from_value_refuses_non_finite_decimals(bad: Decimal) -> None:
+    # Infinity used to raise OverflowError from inside Fraction().
+    with pytest.raises(QuantityError, match="not a finite number"):
+        Quantity.from_value(bad)
 
 
 def test_from_value_and_from_milli() -> None:
