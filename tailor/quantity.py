@@ -205,22 +205,28 @@ class Quantity:
     def __hash__(self) -> int:
         return hash(self.nanos)
 
-    def __lt__(self, other: Quantity) -> bool:
-        return self.nanos < other.nanos
+    # Against anything but a Quantity these return NotImplemented, so Python raises
+    # its usual TypeError (e.g. `q > 0`) instead of an AttributeError from inside.
+    def __lt__(self, other: object) -> bool:
+        return self.nanos < other.nanos if isinstance(other, Quantity) else NotImplemented
 
-    def __le__(self, other: Quantity) -> bool:
-        return self.nanos <= other.nanos
+    def __le__(self, other: object) -> bool:
+        return self.nanos <= other.nanos if isinstance(other, Quantity) else NotImplemented
 
-    def __gt__(self, other: Quantity) -> bool:
-        return self.nanos > other.nanos
+    def __gt__(self, other: object) -> bool:
+        return self.nanos > other.nanos if isinstance(other, Quantity) else NotImplemented
 
-    def __ge__(self, other: Quantity) -> bool:
-        return self.nanos >= other.nanos
+    def __ge__(self, other: object) -> bool:
+        return self.nanos >= other.nanos if isinstance(other, Quantity) else NotImplemented
 
-    def __add__(self, other: Quantity) -> Quantity:
+    def __add__(self, other: object) -> Quantity:
+        if not isinstance(other, Quantity):
+            return NotImplemented
         return Quantity(self.nanos + other.nanos, self.format)
 
-    def __sub__(self, other: Quantity) -> Quantity:
+    def __sub__(self, other: object) -> Quantity:
+        if not isinstance(other, Quantity):
+            return NotImplemented
         return Quantity(self.nanos - other.nanos, self.format)
 
     # --- printing -----------------------------------------------------------------

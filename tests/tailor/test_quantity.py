@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from decimal import Decimal
 from fractions import Fraction
+from typing import Any
 
 import numpy as np
 import pytest
@@ -240,3 +241,17 @@ def test_from_value_and_from_milli() -> None:
     assert str(Quantity.from_value(2**20, QuantityFormat.BINARY_SI)) == "1Mi"
     assert str(Quantity.from_milli(2500)) == "2500m"
     assert repr(parse_quantity("1.5Gi")) == "Quantity('1536Mi')"
+
+
+@pytest.mark.parametrize(
+    "operation",
+    [
+        lambda q: q > 0,
+        lambda q: q <= 1.5,
+        lambda q: q + 1,
+        lambda q: q - "1",
+    ],
+)
+def test_arithmetic_with_a_non_quantity_is_a_type_error(operation: Any) -> None:
+    with pytest.raises(TypeError):
+        operation(Quantity.parse("1"))
