@@ -71,6 +71,28 @@ def load_history(
         raise typer.BadParameter(str(err)) from err
 
 
+def only_namespaces(
+    usage: pd.DataFrame, events: pd.DataFrame, namespaces: list[str] | None
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Keep the series of `namespaces` (all when none are named), as Prometheus' query does.
+
+    A file or the demo fleet used to ignore `--namespace` and answer for every namespace;
+    naming only namespaces the history lacks is an error, like Prometheus' empty result.
+    """
+    if not namespaces:
+        return usage, events
+    kept = usage[usage["namespace"].isin(namespaces)]
+    if kept.empty:
+        present = sorted(usage["namespace"].unique())
+        shown = ", ".join(present[:10]) + (", ..." if len(present) > 10 else "")
+        raise typer.BadParameter(
+            f"no series in namespace {', '.join(namespaces)} (the history has: {shown})",
+            param_hint="--namespace",
+        )
+    chosen = events[events["namespace"].isin(namespaces)]
+    return kept.reset_index(drop=True), chosen.reset_index(drop=True)
+
+
 @dataclass(frozen=True)
 class PrometheusOptions:
     """The --prometheus family of flags, as typed."""

@@ -24,6 +24,7 @@ from tailor.cli.inputs import (
     load_from_prometheus,
     load_history,
     one_source,
+    only_namespaces,
 )
 from tailor.durations import parse_duration
 
@@ -138,11 +139,13 @@ def read_history(
     input: Path | None,
     events: Path | None,
     prometheus: PrometheusOptions | None,
+    namespaces: list[str] | None = None,
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Exactly one source: the demo fleet, a file, or Prometheus."""
+    """Exactly one source: the demo fleet, a file, or Prometheus (which filters namespaces
+    in its query; the others are filtered here)."""
     one_source({"--demo": demo, "--input FILE": input is not None, "--prometheus URL": prometheus})
     if prometheus is None:
-        return load_history(demo, input, events, None)
+        return only_namespaces(*load_history(demo, input, events, None), namespaces)
     if events is not None:
         raise typer.BadParameter("--events goes with --input; Prometheus has its own OOM events")
     return load_from_prometheus(prometheus, console)

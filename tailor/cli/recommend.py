@@ -50,7 +50,7 @@ def recommend_command(
     source = options.prometheus_options(
         prometheus, history, step, chunk, namespace, match, token_file, insecure
     )
-    usage, event_frame = options.read_history(err_console, demo, input, events, source)
+    usage, event_frame = options.read_history(err_console, demo, input, events, source, namespace)
     if strategy == "forecast":
         frame, _ = options.forecast_workloads(usage, event_frame, settings, source)
     else:

@@ -87,7 +87,7 @@ def schedule_command(
     source = options.prometheus_options(
         prometheus, history, step, chunk, namespace, match, token_file, insecure
     )
-    usage, event_frame = options.read_history(err_console, demo, input, events, source)
+    usage, event_frame = options.read_history(err_console, demo, input, events, source, namespace)
     _, schedule = options.forecast_workloads(usage, event_frame, settings, source)
     if fmt is ScheduleFormat.table and output is None:
         Console().print(schedule_table(schedule))

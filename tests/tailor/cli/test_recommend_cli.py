@@ -139,3 +139,33 @@ def test_the_source_error_names_the_sources_the_command_has(command: str) -> Non
     text = plain(result.output)
     assert result.exit_code == 2
     assert "--prometheus URL" in text and "--dataset" not in text
+
+
+def _two_namespaces(tmp_path: Path) -> Path:
+    usage, _ = demo_fleet(days=1)
+    other = usage.assign(namespace="staging")
+    source = tmp_path / "usage.parquet"
+    write_usage(pd.concat([usage, other], ignore_index=True), source)
+    return source
+
+
+@pytest.mark.parametrize("command", [["recommend"], ["schedule"]])
+def test_namespace_filters_a_file(tmp_path: Path, command: list[str]) -> None:
+    """-n used to be ignored for files: every namespace came back."""
+    source = _two_namespaces(tmp_path)
+    result = runner.invoke(
+        app, [*command, "--input", str(source), "-n", "staging", "--format", "json"]
+    )
+    assert result.exit_code == 0, result.output
+    assert {row["namespace"] for row in json.loads(result.stdout)} == {"staging"}
+
+
+def test_a_namespace_the_file_lacks_is_a_clear_error(tmp_path: Path) -> None:
+    source = _two_namespaces(tmp_path)
+    target = tmp_path / "out.json"
+    args = ["--input", str(source), "-n", "prod", "--format", "json", "-o", str(target)]
+    result = runner.invoke(app, ["recommend", *args])
+    text = plain(result.output)
+    assert result.exit_code == 2
+    assert "no series in namespace prod" in text and "demo, staging" in text
+    assert not target.exists()
