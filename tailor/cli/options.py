@@ -36,6 +36,8 @@ Events = Annotated[Path | None, typer.Option("--events", help="OOM / eviction ev
 Prometheus = Annotated[
     str | None, typer.Option("--prometheus", help="Prometheus base URL to read history from.")
 ]
+HISTORY_DEFAULT = "8d"
+STEP_DEFAULT = "5m"
 History = Annotated[str, typer.Option(help="With --prometheus: how far back.")]
 Step = Annotated[str, typer.Option(help="With --prometheus: sample period.")]
 Chunk = Annotated[
@@ -161,8 +163,24 @@ def prometheus_options(
     token_file: Path | None,
     insecure: bool,
 ) -> PrometheusOptions | None:
-    """The --prometheus flag family as one value (None without --prometheus)."""
+    """The --prometheus flag family as one value (None without --prometheus).
+
+    Its flags mean nothing to a file or the demo fleet, which carry their own period and
+    labels; they used to be ignored there silently, so `--match cluster=prod` looked applied.
+    """
     if url is None:
+        given = {
+            "--history": history != HISTORY_DEFAULT,
+            "--step": step != STEP_DEFAULT,
+            "--chunk": chunk is not None,
+            "--match": bool(match),
+            "--bearer-token-file": token_file is not None,
+            "--insecure": insecure,
+        }
+        stray = [flag for flag, on in given.items() if on]
+        if stray:
+            verb = "goes" if len(stray) == 1 else "go"
+            raise typer.BadParameter(f"{', '.join(stray)} {verb} with --prometheus URL")
         return None
     return PrometheusOptions(
         url=url,

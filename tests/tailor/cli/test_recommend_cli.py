@@ -169,3 +169,21 @@ def test_a_namespace_the_file_lacks_is_a_clear_error(tmp_path: Path) -> None:
     assert result.exit_code == 2
     assert "no series in namespace prod" in text and "demo, staging" in text
     assert not target.exists()
+
+
+@pytest.mark.parametrize(
+    ("args", "flags"),
+    [
+        (["--match", "cluster=prod"], "--match goes"),
+        (["--step", "1m", "--insecure"], "--step, --insecure go"),
+        (["--history", "1d"], "--history goes"),
+    ],
+)
+@pytest.mark.parametrize("command", ["recommend", "schedule"])
+def test_prometheus_flags_without_prometheus_are_refused(
+    command: str, args: list[str], flags: str
+) -> None:
+    """They used to be ignored, so a file's answer looked filtered by --match cluster=prod."""
+    result = runner.invoke(app, [command, "--demo", *args])
+    assert result.exit_code == 2
+    assert f"{flags} with --prometheus URL" in plain(result.output)
