@@ -132,7 +132,15 @@ def forecast_workloads(
             param_hint="--input",
         ) from error
     except SettingsError as error:
-        raise typer.BadParameter(str(error), param_hint="--forecast-set") from error
+        if settings is not None:
+            raise typer.BadParameter(str(error), param_hint="--forecast-set") from error
+        # the defaults fit any sane grid: the history's own sample period is at fault
+        if source is not None:
+            raise typer.BadParameter(str(error), param_hint="--step") from error
+        raise typer.BadParameter(
+            f"{error} (the sample period is the most common gap between a series' timestamps)",
+            param_hint="--input",
+        ) from error
 
 
 def read_history(

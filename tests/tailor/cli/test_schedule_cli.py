@@ -209,3 +209,19 @@ def test_an_update_period_off_the_data_grid_is_refused(command: list[str]) -> No
     result = runner.invoke(app, [*command, "--demo", "--forecast-set", "update_period_seconds=420"])
     assert result.exit_code == 2
     assert "whole number of the data's 300 s" in plain(result.output)
+
+
+@pytest.mark.parametrize("command", [["schedule"], ["recommend", "--strategy", "forecast"]])
+def test_a_sample_period_the_default_period_cannot_hold_blames_the_input(
+    tmp_path: Path, command: list[str]
+) -> None:
+    """Samples 2 h 5 min apart: the error used to name --forecast-set, which was not given."""
+    usage = _single_sample()
+    later = usage.assign(timestamp=usage["timestamp"] + pd.Timedelta(minutes=125))
+    source = tmp_path / "usage.csv"
+    write_usage(pd.concat([usage, later], ignore_index=True), source)
+    result = runner.invoke(app, [*command, "--input", str(source)])
+    text = plain(result.output)
+    assert result.exit_code == 2
+    assert "Invalid value for --input" in text and "--forecast-set" not in text
+    assert "data's 7500 s sample period" in text
