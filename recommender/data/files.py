@@ -50,7 +50,7 @@ def _read_csv(path: Path, columns: tuple[str, ...]) -> pd.DataFrame:
     na_values: dict[str, list[str]] = {name: [""] for name in text_columns}
     na_values.update({name: list(NUMERIC_MISSING) for name in columns if name not in TEXT_COLUMNS})
     try:
-        return pd.read_csv(
+        frame = pd.read_csv(
             path,
             dtype=dict.fromkeys(text_columns, "str"),
             keep_default_na=False,
@@ -63,6 +63,13 @@ def _read_csv(path: Path, columns: tuple[str, ...]) -> pd.DataFrame:
         if isinstance(error, FileNotFoundError):
             raise
         raise DataFormatError(str(path), f"not a readable CSV file: {error}") from None
+    if not isinstance(frame.index, pd.RangeIndex):
+        # pandas reads extra leading fields as an index: a stray first column or a trailing
+        # comma on every row used to shift or silently drop a column
+        raise DataFormatError(
+            str(path), f"more fields than the {len(frame.columns)} of the header row", row=1
+        )
+    return frame
 
 
 def _read_parquet(path: Path) -> pd.DataFrame:

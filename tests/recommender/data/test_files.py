@@ -129,3 +129,19 @@ def test_parquet_with_unix_seconds_is_accepted(tmp_path: Path) -> None:
     frame.to_parquet(tmp_path / "usage.parquet")
     loaded = read_usage(tmp_path / "usage.parquet")
     assert loaded["timestamp"].iloc[0] == pd.Timestamp(1_700_000_000, unit="s", tz="UTC")
+
+
+@pytest.mark.parametrize(
+    "rows",
+    [
+        ["x,2024-01-01T00:00:00Z,a,p,c,0.5,100", "y,2024-01-01T00:05:00Z,a,p,c,0.5,100"],
+        ["2024-01-01T00:00:00Z,a,p,c,0.5,100,", "2024-01-01T00:05:00Z,a,p,c,0.5,100,"],
+    ],
+    ids=["stray-first-column", "trailing-comma"],
+)
+def test_csv_rows_longer_than_the_header_are_refused(tmp_path: Path, rows: list[str]) -> None:
+    """pandas made the extra field an index: a stray column vanished and the rest was read."""
+    path = tmp_path / "usage.csv"
+    path.write_text("\n".join(["timestamp,namespace,pod,container,cpu,memory", *rows]) + "\n")
+    with pytest.raises(DataFormatError, match="row 1: more fields than the 6 of the header"):
+        read_usage(path)
