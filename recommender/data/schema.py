@@ -103,15 +103,14 @@ def _text(values: pd.Series, column: str, source: str) -> pd.Series:
 
 
 def numeric_values(values: pd.Series, column: str, source: str) -> np.ndarray:
-    """A numeric column as float64 (NaN kept), rejecting text, booleans, infinities, negatives.
+    """A numeric column as float64 (NaN kept), rejecting text, booleans, complex numbers,
+    infinities and negatives.
 
     Public so that loaders of raw traces report bad cells the same way.
     """
     if pd.api.types.is_bool_dtype(values):
         raise DataFormatError(source, "booleans are not numbers", row=1, column=column)
-    if pd.api.types.is_numeric_dtype(values):
-        numbers = values.to_numpy(dtype=np.float64, na_value=np.nan)
-    else:
+    if not pd.api.types.is_numeric_dtype(values):
         coerced = pd.to_numeric(values, errors="coerce")
         not_numbers = (coerced.isna() & values.notna()).to_numpy()
         hits = np.flatnonzero(not_numbers)
@@ -122,7 +121,10 @@ def numeric_values(values: pd.Series, column: str, source: str) -> np.ndarray:
                 row=int(hits[0]) + 1,
                 column=column,
             )
-        numbers = coerced.to_numpy(dtype=np.float64, na_value=np.nan)
+        values = coerced
+    if pd.api.types.is_complex_dtype(values):
+        raise DataFormatError(source, "complex numbers are not accepted", row=1, column=column)
+    numbers = values.to_numpy(dtype=np.float64, na_value=np.nan)
     _fail_at(source, column, np.isinf(numbers), "infinite value")
     negative = numbers < 0
     hits = np.flatnonzero(negative)

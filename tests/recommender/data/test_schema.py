@@ -274,3 +274,14 @@ def test_memory_may_be_unmeasured_in_single_samples(tmp_path: Path) -> None:
     assert len(frame) == 4
     assert frame["memory"].isna().sum() == 1
     assert frame["cpu"].notna().all()
+
+
+def test_complex_numbers_are_refused() -> None:
+    """Their imaginary part used to be dropped without a word."""
+    frame = usage_frame()
+    frame["cpu"] = frame["cpu"].astype(complex) + 1j
+    with pytest.raises(DataFormatError, match="column 'cpu': complex numbers are not accepted"):
+        validate_usage(frame)
+    frame["cpu"] = pd.Series([0.5, 0.25 + 2j, 0.75], dtype=object)
+    with pytest.raises(DataFormatError, match="column 'cpu': complex numbers are not accepted"):
+        validate_usage(frame)
