@@ -21,6 +21,8 @@ from typing import Final
 import numpy as np
 import pandas as pd
 
+from tailor.quantity import INT64_MAX
+
 SERIES_COLUMNS = ("namespace", "pod", "container")
 USAGE_REQUIRED = ("timestamp", "namespace", "pod", "container", "cpu", "memory")
 RESOURCE_COLUMNS = ("cpu_request", "memory_request", "cpu_limit", "memory_limit")
@@ -41,6 +43,9 @@ KEY_LABELS = ("namespace", "workload", "pod", "container")
 TEXT_COLUMNS = (*KEY_LABELS, "reason")
 TIMESTAMP_DTYPE: Final = "datetime64[us, UTC]"
 STRING_DTYPE = pd.StringDtype(na_value=np.nan)
+# Above these no Kubernetes quantity can be set (int64 millicores, int64 bytes): such a
+# value is a unit mistake or corruption, and it overflowed the models to inf (a JSON crash).
+CEILINGS: Final = {"cpu": (INT64_MAX / 1000, "cores"), "memory": (float(INT64_MAX), "bytes")}
 
 
 class DataFormatError(ValueError):
@@ -102,9 +107,11 @@ def _text(values: pd.Series, column: str, source: str) -> pd.Series:
     return text.reset_index(drop=True)
 
 
-def numeric_values(values: pd.Series, column: str, source: str) -> np.ndarray:
+def numeric_values(
+    values: pd.Series, column: str, source: str, ceiling: tuple[float, str] | None = None
+) -> np.ndarray:
     """A numeric column as float64 (NaN kept), rejecting text, booleans, complex numbers,
-    infinities and negatives.
+    infinities, negatives and values above `ceiling` (limit, unit).
 
     Public so that loaders of raw traces report bad cells the same way.
     """
@@ -133,7 +140,23 @@ def numeric_values(values: pd.Series, column: str, source: str) -> np.ndarray:
         raise DataFormatError(
             source, f"negative value {value:g}", row=int(hits[0]) + 1, column=column
         )
+    if ceiling is not None:
+        limit, unit = ceiling
+        hits = np.flatnonzero(numbers > limit)
+        if hits.size:
+            raise DataFormatError(
+                source,
+                f"{numbers[hits[0]]:g} {unit} is more than a Kubernetes quantity holds "
+                f"({limit:.3g})",
+                row=int(hits[0]) + 1,
+                column=column,
+            )
     return numbers
+
+
+def _measure(frame: pd.DataFrame, column: str, source: str) -> np.ndarray:
+    """A cpu_* or memory_* column, held to what Kubernetes can express."""
+    return numeric_values(frame[column], column, source, CEILINGS[column.split("_")[0]])
 
 
 def _timestamps(values: pd.Series, source: str) -> pd.Series:
@@ -276,7 +299,7 @@ def validate_usage(frame: pd.DataFrame, source: str = "<frame>") -> pd.DataFrame
     labels = _labels(frame, source)
     timestamps = _timestamps(frame["timestamp"], source)
     numbers = {
-        name: numeric_values(frame[name], name, source)
+        name: _measure(frame, name, source)
         for name in ("cpu", "memory", *RESOURCE_COLUMNS)
         if name in frame
     }
@@ -314,7 +337,7 @@ def validate_events(frame: pd.DataFrame, source: str = "<frame>") -> pd.DataFram
             row=int(hits[0]) + 1,
             column="reason",
         )
-    memory = numeric_values(frame["memory"], "memory", source)
+    memory = _measure(frame, "memory", source)
     _fail_at(source, "memory", np.isnan(memory), "missing value")
     series = _group_codes([labels[name] for name in SERIES_COLUMNS])
     _check_one_workload(series, labels["workload"], source)

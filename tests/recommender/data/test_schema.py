@@ -83,6 +83,8 @@ def test_negative_value_message_names_file_row_and_column(tmp_path: Path) -> Non
         (",shop,web-1,app,0.1,1000", 3, "timestamp", "missing timestamp"),
         ("2024-01-01T00:05:00Z,shop,web-1,app,0.1,1000", 3, "timestamp", "duplicate timestamp"),
         ("2023-12-31T23:55:00Z,shop,web-1,app,0.1,1000", 3, "timestamp", "earlier than row 2"),
+        ("2024-01-01T00:10:00Z,shop,web-1,app,1e300,1000", 3, "cpu", "1e+300 cores is more"),
+        ("2024-01-01T00:10:00Z,shop,web-1,app,0.1,1e19", 3, "memory", "1e+19 bytes is more"),
     ],
 )
 def test_bad_cell_is_located(
@@ -239,6 +241,7 @@ def test_events_validate_and_sort(tmp_path: Path) -> None:
         ("2024-01-01T00:00:00Z,shop,web-1,app,OOMKilled,", "memory", "missing value"),
         ("2024-01-01T00:00:00Z,shop,web-1,app,oomkilled,5", "reason", "'oomkilled'"),
         ("2024-01-01T00:05:00Z,shop,web-1,app,OOMKilled,7", "timestamp", "duplicate event"),
+        ("2024-01-01T00:00:00Z,shop,web-1,app,OOMKilled,1e300", "memory", "than a Kubernetes"),
     ],
 )
 def test_bad_event_is_located(tmp_path: Path, bad_row: str, column: str, fragment: str) -> None:
@@ -284,4 +287,13 @@ def test_complex_numbers_are_refused() -> None:
         validate_usage(frame)
     frame["cpu"] = pd.Series([0.5, 0.25 + 2j, 0.75], dtype=object)
     with pytest.raises(DataFormatError, match="column 'cpu': complex numbers are not accepted"):
+        validate_usage(frame)
+
+
+def test_resource_columns_are_held_to_what_kubernetes_can_express() -> None:
+    """A value no quantity can hold overflowed the models to inf; the largest one still loads."""
+    frame = usage_frame().assign(cpu=[0.5, 9.2e15, 0.75], memory_limit=[5.0, 5.0, 9.2e18])
+    assert validate_usage(frame)["cpu"].max() == 9.2e15
+    frame["memory_limit"] = [5.0, 1e20, 5.0]
+    with pytest.raises(DataFormatError, match=r"row 2, column 'memory_limit': 1e\+20 bytes"):
         validate_usage(frame)

@@ -225,3 +225,24 @@ def test_a_sample_period_the_default_period_cannot_hold_blames_the_input(
     assert result.exit_code == 2
     assert "Invalid value for --input" in text and "--forecast-set" not in text
     assert "data's 7500 s sample period" in text
+
+
+@pytest.mark.parametrize("command", [["schedule"], ["recommend", "--strategy", "forecast"]])
+def test_a_usage_no_quantity_can_hold_is_refused(tmp_path: Path, command: list[str]) -> None:
+    """cpu 1e308 overflowed to inf and the JSON writer crashed with a traceback."""
+    usage = _two_pod_daily_service(days=1)
+    source = tmp_path / "usage.csv"
+    write_usage(usage, source)
+    text = source.read_text().splitlines()
+    cells = text[5].split(",")
+    cells[5] = "1e308"  # the cpu column
+    source.write_text("\n".join([*text[:5], ",".join(cells), *text[6:]]) + "\n")
+    target = tmp_path / "out.json"
+    result = runner.invoke(
+        app, [*command, "--input", str(source), "--format", "json", "-o", str(target)]
+    )
+    assert result.exit_code == 2, result.output
+    assert "row 5, column 'cpu': 1e+308 cores is more than a Kubernetes quantity" in plain(
+        result.output
+    )
+    assert not target.exists()
