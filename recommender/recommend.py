@@ -148,26 +148,77 @@ def recommend_forecast_workloads(
     so a workload gets the largest of its pods' values, block by block. `step`
     (seconds) is the sample period when the source knows it (Prometheus); else it
     is inferred from the timestamps. The frames are validated first unless
-    `checked`, as for `recommend_vpa`.
+    `checked`, as for `recommend_vpa`. Only the last `settings.history_days` before
+    the history's end are planned on; a workload with no sample in them gets NaN
+    figures and an explanation saying when it was last seen.
     """
     if not checked:
         usage, events = _checked(usage, events)
-    result = recommend_forecast(from_long(usage, step), events, settings)
-    per_series = result.recommendations
+    settings = settings or ForecastSettings()
+    kept, quiet = _remembered(usage, settings.history_days)
+    result = recommend_forecast(from_long(kept, step), events, settings)
+    active = _active(kept, settings.residual_days)
+    per_series = result.recommendations.loc[active(result.recommendations)]
     value_columns = list(BOUND_COLUMNS)
     ranked = per_series.sort_values("cpu_target", ascending=False, kind="stable")
     grouped = ranked.groupby(list(AGGREGATE_COLUMNS), sort=False)
     recommendations = grouped[value_columns].max().reset_index()
     recommendations["explanation"] = grouped["explanation"].first().to_numpy()
+    recommendations = pd.concat([recommendations, quiet], ignore_index=True)
     recommendations = recommendations.sort_values(list(AGGREGATE_COLUMNS)).reset_index(drop=True)
     schedule = (
-        result.schedule.groupby([*AGGREGATE_COLUMNS, "start", "end"], sort=True)[
+        result.schedule.loc[active(result.schedule)]
+        .groupby([*AGGREGATE_COLUMNS, "start", "end"], sort=True)[
             ["cpu_request", "memory_request", "memory_limit"]
         ]
         .max()
         .reset_index()
     )
     return _rounded(recommendations), _rounded(schedule)
+
+
+def _remembered(usage: pd.DataFrame, days: float) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The samples of the last `days` before the history's end, as the live strategy keeps;
+    and a row saying why for each aggregate with none left.
+
+    Older samples carry no weight in a plan, and a stray sample years away stretched
+    the forecaster's grid (series x windows) past any memory.
+    """
+    end = usage["timestamp"].max()
+    recent = (usage["timestamp"] > end - pd.Timedelta(days=days)).to_numpy()
+    kept = usage.loc[recent]
+    gone = usage.loc[~recent, [*AGGREGATE_COLUMNS, "timestamp"]]
+    last = gone.groupby(list(AGGREGATE_COLUMNS), sort=False)["timestamp"].max().reset_index()
+    present = pd.MultiIndex.from_frame(kept.loc[:, list(AGGREGATE_COLUMNS)].drop_duplicates())
+    last = last[~pd.MultiIndex.from_frame(last.loc[:, list(AGGREGATE_COLUMNS)]).isin(present)]
+    quiet = last.loc[:, list(AGGREGATE_COLUMNS)].reset_index(drop=True)
+    for column in BOUND_COLUMNS:
+        quiet[column] = np.nan
+    quiet["explanation"] = [
+        f"no usage in the {days:g} days before the history's end "
+        f"({end:%Y-%m-%d %H:%M} UTC); last sample {seen:%Y-%m-%d %H:%M} UTC: nothing to plan on."
+        for seen in last["timestamp"]
+    ]
+    return kept, quiet
+
+
+def _active(usage: pd.DataFrame, days: float) -> Callable[[pd.DataFrame], np.ndarray]:
+    """Which rows of a per-pod frame a workload's figures are taken from.
+
+    A pod with no sample in the last `days` (one replaced by a rollout) is planned
+    on what it last used; its workload takes that only when no pod of it is recent.
+    """
+    end = usage["timestamp"].max()
+    recent = usage.loc[usage["timestamp"] > end - pd.Timedelta(days=days), list(KEY_COLUMNS)]
+    recent_keys = pd.MultiIndex.from_frame(recent.drop_duplicates())
+
+    def rows(frame: pd.DataFrame) -> np.ndarray:
+        is_recent = pd.MultiIndex.from_frame(frame.loc[:, list(KEY_COLUMNS)]).isin(recent_keys)
+        aggregate = frame.loc[:, list(AGGREGATE_COLUMNS)].assign(recent=is_recent)
+        any_recent = aggregate.groupby(list(AGGREGATE_COLUMNS))["recent"].transform("any")
+        return np.asarray(is_recent | ~any_recent.to_numpy(dtype=bool))
+
+    return rows
 
 
 def _rounded(frame: pd.DataFrame) -> pd.DataFrame:

@@ -219,6 +219,8 @@ def plan_memory(
         by_state = np.where(sized_by_state, extra <= tolerance + slack, extra <= tolerance - slack)
     by_state &= days >= 1.0
     peak = recent_peak(memory, min(total, max(1, round(settings.memory_peak_days * DAY / step))))
+    # a series with no sample in those days (a pod gone quiet) keeps the peak it last had
+    peak = np.where(np.isnan(peak), recent_peak(memory, total), peak)
     recent = recent_peak(memory, recent_blocks * per_block)
     # a state's peak may lower the limit, never raise it above the overall recent
     # peak: a state last seen a week ago does not bring back that week's memory

@@ -246,6 +246,11 @@ def make_plan(
     required = forecast + use_margin
     if np.isnan(margin).any():
         fallback = _fallback_cpu(recent_cpu, settings)
+        # a series with no sample in the recent window (a pod gone quiet) falls back
+        # on all the history it has, instead of planning nothing
+        quiet = np.isnan(fallback)
+        if quiet.any():
+            fallback[quiet] = _fallback_cpu(usage.cpu[quiet], settings)
         required = np.where(np.isnan(margin), fallback[:, None], required)
     # an on/off job runs at its own ceiling: a batch request never needs to exceed it
     ceiling = np.where(shape.batch, scale * (1.0 + settings.batch_peak_margin), np.nan)

@@ -101,3 +101,78 @@ def test_naive_times_and_a_missing_workload_are_read_as_the_file_format_says(
     # the workload defaults to the pod's name; the numbers are the same
     assert list(relaxed_frame["workload"]) == ["web-1"]
     assert relaxed_frame["cpu_target"].tolist() == strict_frame["cpu_target"].tolist()
+
+
+def _spans(pods: dict[str, tuple[str, float, float, float]]) -> pd.DataFrame:
+    """pod -> (workload, first day, last day, cores): 5-minute samples over [first, last)."""
+    end = pd.Timestamp("2024-03-21", tz="UTC")
+    frames = []
+    for pod, (workload, first, last, cores) in pods.items():
+        times = pd.date_range(
+            end - pd.Timedelta(days=first), end - pd.Timedelta(days=last), freq="5min"
+        )
+        noise = np.random.default_rng(len(pod)).gamma(2.0, 0.02, times.size)
+        frames.append(
+            pd.DataFrame(
+                {
+                    "timestamp": times[:-1],
+                    "namespace": "ns",
+                    "workload": workload,
+                    "pod": pod,
+                    "container": "app",
+                    "cpu": cores + noise[:-1],
+                    "memory": 400 * MIB,
+                }
+            )
+        )
+    return validate_usage(pd.concat(frames, ignore_index=True))
+
+
+def _by_workload(frame: pd.DataFrame) -> pd.DataFrame:
+    return frame.set_index("workload")
+
+
+def test_a_workload_quiet_for_days_is_planned_on_what_it_last_used() -> None:
+    """A pod that stopped 9 days before the history's end (a weekly job, a scaled-down
+    service) had no sample in the forecaster's recent window and came back all NaN."""
+    recommendations, schedule = recommend_forecast_workloads(
+        _spans({"live-1": ("live", 12, 0, 0.5), "weekly-1": ("weekly", 12, 9, 1.5)})
+    )
+    weekly = _by_workload(recommendations).loc["weekly"]
+    assert 1.5 <= weekly.cpu_target <= 2.2
+    assert 400 * MIB <= weekly.memory_target <= 500 * MIB
+    assert "not measured" not in weekly.explanation
+    assert schedule.loc[schedule["workload"] == "weekly", "cpu_request"].notna().all()
+
+
+def test_a_workload_unseen_for_longer_than_the_history_kept_says_so() -> None:
+    recommendations, schedule = recommend_forecast_workloads(
+        _spans({"live-1": ("live", 20, 0, 0.5), "gone-1": ("gone", 20, 16, 1.5)})
+    )
+    gone = _by_workload(recommendations).loc["gone"]
+    assert np.isnan(gone.cpu_target) and np.isnan(gone.memory_target)
+    assert "no usage in the 14 days before the history's end" in gone.explanation
+    assert "last sample 2024-03-04 23:55 UTC" in gone.explanation
+    assert "gone" not in set(schedule["workload"])
+
+
+def test_old_pods_of_a_live_workload_do_not_set_its_requests() -> None:
+    """A rollout leaves the old pods' series behind: their last usage, sized without
+    margins, must not outbid the running pods, nor must a stray sample from long ago."""
+    fresh = _spans({"web-2": ("web", 12, 0, 0.5)})
+    stray = pd.DataFrame(
+        {
+            "timestamp": [pd.Timestamp("1999-01-01", tz="UTC")],
+            "namespace": "ns",
+            "workload": "web",
+            "pod": "web-0",
+            "container": "app",
+            "cpu": 40.0,
+            "memory": 900 * MIB,
+        }
+    )
+    with_old = pd.concat([fresh, _spans({"web-1": ("web", 20, 9, 4.0)}), stray], ignore_index=True)
+    alone, alone_schedule = recommend_forecast_workloads(fresh)
+    mixed, mixed_schedule = recommend_forecast_workloads(validate_usage(with_old))
+    pd.testing.assert_frame_equal(alone, mixed)
+    pd.testing.assert_frame_equal(alone_schedule, mixed_schedule)
