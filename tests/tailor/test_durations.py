@@ -24,7 +24,22 @@ def test_parses_each_unit(text: str, seconds: float) -> None:
     assert parse_duration(text) == timedelta(seconds=seconds)
 
 
-@pytest.mark.parametrize("text", ["", "h", "5 minutes", "5x", "1h-2m", "m5", "1h 30m"])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "",
+        "h",
+        "5 minutes",
+        "5x",
+        "1h-2m",
+        "m5",
+        "1h 30m",
+        "inf",
+        "nan",
+        "1e308",
+        "99999999999999999999w",
+    ],
+)
 def test_rejects_malformed(text: str) -> None:
     with pytest.raises(DurationError):
         parse_duration(text)

@@ -83,6 +83,8 @@ def test_table_shows_metrics_and_ratios_to_vpa(tmp_path: Path) -> None:
     [
         (["--strategies", "nope"], "unknown strategy"),
         (["--warm-up", "forever"], "duration"),
+        (["--warm-up", "1e308"], "duration '1e308' is too long"),
+        (["--split", "inf"], "invalid duration 'inf'"),
         (["--warm-up", "30d"], "leaves no window"),
         (["--split", "7m"], "split span (420 s) must be a whole number of the data's 300 s"),
         (["--months", "2013-9"], "--months goes with --dataset bitbrains"),
