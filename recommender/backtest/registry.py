@@ -179,6 +179,9 @@ def builtin_strategies() -> dict[str, StrategySpec]:
 def _imported(text: str) -> StrategySpec:
     label, _, name = text.rpartition("=")
     module_name, _, attribute = name.partition(":")
+    if not module_name or module_name.startswith(".") or not attribute:
+        # importlib raises ValueError / TypeError for these, not ImportError
+        raise BacktestInputError(f"strategy factory {name!r}: name it as module.path:function")
     try:
         factory = getattr(importlib.import_module(module_name), attribute)
     except (ImportError, AttributeError) as error:

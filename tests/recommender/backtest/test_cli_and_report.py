@@ -82,6 +82,9 @@ def test_table_shows_metrics_and_ratios_to_vpa(tmp_path: Path) -> None:
     ("args", "message"),
     [
         (["--strategies", "nope"], "unknown strategy"),
+        (["--strategies", ":make"], "':make': name it as module.path:function"),
+        (["--strategies", "x=.relative:make"], "name it as module.path:function"),
+        (["--strategies", "os:"], "name it as module.path:function"),
         (["--warm-up", "forever"], "duration"),
         (["--warm-up", "1e308"], "duration '1e308' is too long"),
         (["--split", "inf"], "invalid duration 'inf'"),
@@ -104,7 +107,7 @@ def test_table_shows_metrics_and_ratios_to_vpa(tmp_path: Path) -> None:
 def test_bad_options_get_clear_errors(tmp_path: Path, args: list[str], message: str) -> None:
     usage = write_usage(tmp_path, history(np.full(2 * PER_DAY, 0.5)))
     code, output = invoke("--input", str(usage), "--no-progress", *args)
-    assert code != 0
+    assert code == 2, output  # a usage error, not a traceback
     assert message in plain(output)
 
 
