@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import math
 import typing
 from collections.abc import Sequence
 from typing import Any, TypeVar
@@ -46,7 +47,10 @@ def _convert(name: str, kind: Any, text: str) -> Any:
         if kind is int:
             return int(text)
         if kind is float:
-            return float(text)
+            value = float(text)
+            if not math.isfinite(value):  # `x >= 0` checks let inf through, and nan reads oddly
+                raise ValueError("expected a finite number")
+            return value
         if origin is typing.Literal:
             choices = typing.get_args(kind)
             if text not in choices:

@@ -102,6 +102,8 @@ def test_table_shows_metrics_and_ratios_to_vpa(tmp_path: Path) -> None:
         (["--strategies", "krr", "--baseline-set", "krr:cpu_percentil=0.9"], "unknown krr"),
         (["--strategies", "krr", "--baseline-set", "krr:cpu_percentile=2"], "cpu_percentile must"),
         (["--strategies", "krr", "--baseline-set", "cpu_percentile=0.9"], "STRATEGY:NAME=VALUE"),
+        (["--strategies", "krr", "--baseline-set", "krr:memory_buffer=inf"], "a finite number"),
+        (["--strategies", "krr", "--baseline-set", "krr:floor.cpu=-inf"], "a finite number"),
     ],
 )
 def test_bad_options_get_clear_errors(tmp_path: Path, args: list[str], message: str) -> None:
