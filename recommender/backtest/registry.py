@@ -43,6 +43,7 @@ class StrategySpec:
     factory: StrategyFactory
     description: str = ""
     imported: bool = False  # named as module:function by the user, not built in
+    configured: bool = False  # built in, on settings the user gave (--forecast-set, ...)
 
     def build(self, usage: UsageArrays) -> Strategy:
         """A fresh strategy for one block; something without the strategy protocol is
@@ -105,7 +106,7 @@ def with_forecast_settings(
     if not any(spec.factory in FORECAST_FACTORIES for spec in specs):
         raise BacktestInputError("forecast settings given, but the forecast strategy is not run")
     return [
-        replace(spec, factory=functools.partial(spec.factory, settings=settings))
+        replace(spec, factory=functools.partial(spec.factory, settings=settings), configured=True)
         if spec.factory in FORECAST_FACTORIES
         else spec
         for spec in specs
@@ -147,7 +148,12 @@ def with_baseline_settings(
         if not any(spec.factory is factory for spec in specs):
             raise BacktestInputError(f"{name} settings given, but {name} is not run")
         bound[factory] = functools.partial(factory, settings=chosen)
-    return [replace(spec, factory=bound.get(spec.factory, spec.factory)) for spec in specs]
+    return [
+        replace(spec, factory=bound[spec.factory], configured=True)
+        if spec.factory in bound
+        else spec
+        for spec in specs
+    ]
 
 
 def make_oracle(future: UsageArrays) -> Strategy:

@@ -148,21 +148,28 @@ def replay_rows(
 
 
 def guarded_replay(block: ReplayBlock, spec: StrategySpec) -> Trajectory:
-    """Replay one strategy. Settings the history cannot take (e.g. its step), and an
-    imported strategy that breaks, are input errors that name the strategy; a built-in
-    strategy that breaks is a bug and keeps its traceback."""
+    """Replay one strategy. Settings the history cannot take (e.g. its step), an
+    imported strategy that breaks, and a built-in one that breaks on the user's settings
+    (`history_days=1e308` overflowing deep in numpy) are input errors that name the
+    strategy; a built-in strategy that breaks on its defaults is a bug and keeps its
+    traceback. An infinite request (a margin of 1e308) would make a report of Infinity
+    and NaN slack, so it is refused too."""
     phase = "its factory failed"
+    given = " with the settings given" if spec.configured else ""
     try:
         strategy = spec.build(block.usage)
         phase = "failed in the replay"
-        return replay(block, strategy)
+        trajectory = replay(block, strategy)
     except BacktestInputError:
         raise
     except SettingsError as error:
         raise BacktestInputError(f"strategy {spec.name!r}: {error}") from error
     except Exception as error:
-        if not spec.imported:
+        if not (spec.imported or spec.configured):
             raise
         raise BacktestInputError(
-            f"strategy {spec.name!r}: {phase}: {type(error).__name__}: {error}"
+            f"strategy {spec.name!r}: {phase}{given}: {type(error).__name__}: {error}"
         ) from error
+    if np.isinf(trajectory.cpu).any() or np.isinf(trajectory.memory).any():
+        raise BacktestInputError(f"strategy {spec.name!r} requested an infinite amount{given}")
+    return trajectory

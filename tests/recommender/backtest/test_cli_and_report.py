@@ -104,6 +104,18 @@ def test_table_shows_metrics_and_ratios_to_vpa(tmp_path: Path) -> None:
         (["--strategies", "krr", "--baseline-set", "cpu_percentile=0.9"], "STRATEGY:NAME=VALUE"),
         (["--strategies", "krr", "--baseline-set", "krr:memory_buffer=inf"], "a finite number"),
         (["--strategies", "krr", "--baseline-set", "krr:floor.cpu=-inf"], "a finite number"),
+        (
+            ["--strategies", "krr", "--baseline-set", "krr:memory_buffer=1e308"],
+            "strategy 'krr' requested an infinite amount with the settings given",
+        ),
+        (
+            ["--strategies", "krr", "--baseline-set", "krr:history_seconds=" + "9" * 30],
+            "strategy 'krr': failed in the replay with the settings given: ValueError",
+        ),
+        (
+            ["--strategies", "forecast", "--forecast-set", "history_days=1e308"],
+            "strategy 'forecast': failed in the replay with the settings given: OverflowError",
+        ),
     ],
 )
 def test_bad_options_get_clear_errors(tmp_path: Path, args: list[str], message: str) -> None:
