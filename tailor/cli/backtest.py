@@ -8,6 +8,7 @@ self-contained HTML report.
 
 from __future__ import annotations
 
+import re
 import sys
 from enum import StrEnum
 from pathlib import Path
@@ -96,12 +97,31 @@ class EngineChoice(StrEnum):
     dask = "dask"
 
 
+MONTH = re.compile(r"\d{4}-\d{1,2}")  # a Bitbrains month folder: 2013-9
+
+
+def _months(text: str) -> list[str]:
+    """The months of `--months`: an empty list made the loader fail with a traceback, a
+    repeated month with a misleading 'unsorted' error, and a path left the dataset."""
+    names = [part.strip() for part in text.split(",") if part.strip()]
+    if not names:
+        raise typer.BadParameter("name at least one month, e.g. 2013-9", param_hint="--months")
+    for name in names:
+        if not MONTH.fullmatch(name):
+            raise typer.BadParameter(
+                f"{name!r} is not a month such as 2013-9", param_hint="--months"
+            )
+        if names.count(name) > 1:
+            raise typer.BadParameter(f"{name} is named twice", param_hint="--months")
+    return names
+
+
 def _dataset_options(dataset: str | None, months: str | None, limit: int | None) -> dict[str, Any]:
     options: dict[str, Any] = {}
     if months is not None:
         if dataset != "bitbrains":
             raise typer.BadParameter("--months goes with --dataset bitbrains")
-        options["months"] = [part.strip() for part in months.split(",") if part.strip()]
+        options["months"] = _months(months)
     if limit is not None:
         if dataset not in ("azure", "google2011"):
             raise typer.BadParameter("--limit goes with --dataset azure or google2011")

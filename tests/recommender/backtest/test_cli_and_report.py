@@ -147,6 +147,25 @@ def test_an_unwritable_output_is_refused_before_the_replay(
     assert not (tmp_path / "missing").exists()
 
 
+@pytest.mark.parametrize(
+    ("months", "message"),
+    [
+        ("", "name at least one month"),
+        (" , ", "name at least one month"),
+        ("2013-7,2013-7", "2013-7 is named twice"),
+        ("../bitbrains-rnd/2013-7", "is not a month such as 2013-9"),
+        ("2013-7 2013-8", "is not a month such as 2013-9"),
+    ],
+)
+def test_bad_months_are_refused_before_the_dataset_is_read(
+    tmp_path: Path, months: str, message: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("KUBE_TAILOR_DATA", str(tmp_path))  # no trace is read
+    code, output = invoke("--dataset", "bitbrains", "--months", months, "--no-progress")
+    assert code == 2, output
+    assert message in plain(output)
+
+
 def test_empty_file_is_a_clear_error(tmp_path: Path) -> None:
     path = tmp_path / "empty.csv"
     path.write_text("")
