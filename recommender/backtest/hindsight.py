@@ -103,6 +103,9 @@ class _Problem:
         self.free_days = int((~counted & valid.any(axis=1)).sum())
         self.exempt = exempt_count(self.counted_days, exempt_fraction)
         limit = np.floor(changes_per_day * np.asarray(days.span) / per_day + 1e-9)
+        # n windows hold at most n - 1 changes: a larger cap (--changes-per-day 1e14) only
+        # sized the DP's state to petabytes
+        limit = np.minimum(limit, np.maximum(valid.sum(axis=1) - 1, 0))
         # valid windows first (a change inside a gap is the same as one at its end)
         order = np.argsort(~valid, axis=1, kind="stable")
         packed = np.take_along_axis(usage, order, axis=1)[counted]

@@ -64,6 +64,12 @@ def test_two_levels_one_change_fits_exactly() -> None:
     assert bound(day_usage(TWO_LEVELS), 0, 1) == 0.0
 
 
+def test_a_cap_above_one_change_per_window_is_no_cap() -> None:
+    # it used to size the DP's state by the cap: a MemoryError for 10**15
+    assert bound(day_usage(TWO_LEVELS), 0, 10**15) == 0.0
+    assert bound(day_usage(TWO_LEVELS, [2.0, 1.0, 2.0, 1.0, 2.0, 1.0]), 0, 10**15) == 0.0
+
+
 def test_two_levels_without_changes_must_cover_the_peak() -> None:
     # request 2 throughout: slack 3 of 12
     assert bound(day_usage(TWO_LEVELS), 0, 0) == pytest.approx(0.25, abs=1e-5)

@@ -46,6 +46,12 @@ def test_bad_flags_are_refused() -> None:
     assert runner.invoke(app, ["hindsight", "--demo", "--resource", "memory"]).exit_code == 2
 
 
+def test_a_huge_change_cap_is_no_cap_not_a_memory_error() -> None:
+    result = runner.invoke(app, ["hindsight", "--demo", "--changes-per-day", "99999999999999"])
+    assert result.exit_code == 0, result.output
+    assert "cpu_relative_slack > 0.0000" in result.stdout  # every window may change
+
+
 def test_the_level_reference_is_printed_for_cpu() -> None:
     args = ["hindsight", "--demo", "--budget-rate", "0.02", "--level-block", "4h"]
     result = runner.invoke(app, args)
