@@ -171,6 +171,18 @@ def _per_container_path(value: Path | None) -> Path | None:
     return path
 
 
+def _distinct_outputs(paths: dict[str, Path | None]) -> None:
+    """Refuse two output flags naming one file: the later write silently replaced the
+    earlier (`--output r.json --per-container r.json` left only the per-container rows)."""
+    seen: dict[Path, str] = {}
+    for flag, path in paths.items():
+        if path is None:
+            continue
+        if path.resolve() in seen:
+            raise typer.BadParameter(f"{seen[path.resolve()]} and {flag} both name {path}")
+        seen[path.resolve()] = flag
+
+
 def _write_per_container(result: BacktestResult, path: Path) -> None:
     frame = result.per_container
     if path.suffix == ".parquet":
@@ -289,6 +301,7 @@ def backtest_command(
     baseline_set: BaselineSet = None,
 ) -> None:
     """Replay usage history through recommendation strategies and compare them."""
+    _distinct_outputs({"--output": output, "--report": report, "--per-container": per_container})
     settings = forecast_settings(forecast_set)
     baselines = baseline_settings_option(baseline_set)
     try:

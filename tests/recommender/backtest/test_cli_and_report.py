@@ -166,6 +166,19 @@ def test_bad_months_are_refused_before_the_dataset_is_read(
     assert message in plain(output)
 
 
+def test_two_outputs_naming_one_file_are_refused(tmp_path: Path) -> None:
+    usage = write_usage(tmp_path, history(np.full(2 * PER_DAY, 0.5)))
+    target = tmp_path / "result.json"
+    same = tmp_path / "." / "result.json"
+    code, output = invoke(
+        "--input", str(usage), "--no-progress", "--format", "json", "--strategies", "vpa",
+        "--output", str(target), "--per-container", str(same),
+    )  # fmt: skip
+    assert code == 2, output
+    assert "--output and --per-container both name" in plain(output)
+    assert not target.exists()
+
+
 def test_empty_file_is_a_clear_error(tmp_path: Path) -> None:
     path = tmp_path / "empty.csv"
     path.write_text("")
