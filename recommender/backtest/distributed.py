@@ -41,7 +41,7 @@ def run_dask(
     else:
         try:
             client = Client(execution.scheduler, timeout="30s")
-        except OSError as error:
+        except (OSError, ValueError) as error:  # ValueError: an address without a port
             raise BacktestInputError(
                 f"cannot reach the dask scheduler at {execution.scheduler}: {error}"
             ) from error

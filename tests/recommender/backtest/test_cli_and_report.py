@@ -92,6 +92,10 @@ def test_table_shows_metrics_and_ratios_to_vpa(tmp_path: Path) -> None:
         (["--split", "7m"], "split span (420 s) must be a whole number of the data's 300 s"),
         (["--months", "2013-9"], "--months goes with --dataset bitbrains"),
         (["--scheduler", "tcp://x:1"], "needs the dask engine"),
+        (
+            ["--engine", "dask", "--scheduler", "no-port"],
+            "cannot reach the dask scheduler at no-port: missing port number",
+        ),
         (["--forecast-set", "max_changes_per_day=3"], "the forecast strategy is not run"),
         (["--strategies", "forecast", "--forecast-set", "cap=3"], "unknown forecast setting"),
         (
