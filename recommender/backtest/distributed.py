@@ -31,8 +31,8 @@ def run_dask(
         ) from error
     cluster = None
     if execution.scheduler is None:
-        cluster = LocalCluster(
-            n_workers=execution.worker_count(),
+        cluster = LocalCluster(  # no idle workers: --workers 100000 started them all
+            n_workers=min(execution.worker_count(), max(len(tasks), 1)),
             threads_per_worker=1,
             processes=True,
             dashboard_address=None,

@@ -207,3 +207,25 @@ def test_the_forecasting_strategy_plugs_in_by_name() -> None:
     forecast = result.summary["forecast"]
     assert 0.0 <= forecast["cpu_relative_slack"] < 1.0
     assert forecast["cpu_core_hours_requested"] > 0
+
+
+def test_a_dask_local_cluster_starts_no_more_workers_than_tasks(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    distributed = pytest.importorskip("dask.distributed")
+    from recommender.backtest.distributed import run_dask
+
+    asked: dict[str, object] = {}
+
+    class Started(Exception):
+        """Stops the run once the cluster's size is known."""
+
+    def cluster(**options: object) -> None:
+        asked.update(options)
+        raise Started
+
+    monkeypatch.setattr(distributed, "LocalCluster", cluster)
+    tasks: list = [object(), object()]
+    with pytest.raises(Started):
+        run_dask(tasks, ExecutionSettings(engine="dask", workers=100_000), lambda _: None)
+    assert asked["n_workers"] == 2
