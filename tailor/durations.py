@@ -65,7 +65,7 @@ def _span(seconds: float, text: str) -> timedelta:
     try:
         return timedelta(seconds=seconds)
     except OverflowError:
-        raise DurationError(f"duration {text!r} is too long") from None
+        raise DurationError(f"invalid duration {text!r}: too long") from None
 
 
 def format_duration(value: timedelta) -> str:
