@@ -153,9 +153,13 @@ class HistoryQueries:
         return HistoryQueries(metrics, labels, int(step), tuple(namespaces), extra)
 
     def _base(self) -> list[Matcher]:
+        # A series without namespace or pod (a node-level cgroup, a relabelling slip)
+        # belongs to no workload; kept, it grouped under "" and failed the whole load.
         matchers = [Matcher(name, "=", value) for name, value in self.extra]
         if self.namespaces:
             matchers.append(one_of(self.labels.namespace, self.namespaces))
+        matchers.append(Matcher(self.labels.namespace, "!=", ""))
+        matchers.append(Matcher(self.labels.pod, "!=", ""))
         return matchers
 
     def _cadvisor(self) -> list[Matcher]:

@@ -86,6 +86,7 @@ def test_queries_use_configured_labels_namespaces_and_extra_matchers() -> None:
     assert queries.cpu_counter() == (
         "max by (exported_namespace, pod_name, container_name) "
         '(container_cpu_usage_seconds_total{cluster="eu\\"1",exported_namespace=~"prod",'
+        'exported_namespace!="",pod_name!="",'
         'container_name!="",container_name!="POD",image!=""})'
     )
     assert "timestamp(container_cpu_usage_seconds_total{" in queries.cpu_counter_time()

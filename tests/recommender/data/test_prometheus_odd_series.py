@@ -1,0 +1,128 @@
+"""The Prometheus source against series real clusters produce besides the clean ones.
+
+cAdvisor exports pod-level cgroups, pause containers and, after a relabelling slip,
+series without pod or namespace; two scrape jobs can export one container twice.
+Each group of series carries its own `cluster` label, so a test reads exactly its
+group from one backfilled server (30 s scrapes, 5-min step, six hours).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from datetime import UTC, datetime
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from recommender.data.prometheus import PrometheusSettings, load_prometheus_history
+from tests.cluster.prometheus import backfill_end
+
+pytestmark = pytest.mark.prometheus
+
+SCRAPE = 30
+STEP = 300
+END = backfill_end()
+START = END - 6 * 3600
+WINDOWS = (END - START) // STEP
+
+Counter = Callable[[int], float]  # scrape time -> counter value
+
+
+def _labels(**labels: str | None) -> str:
+    shown = {name: value for name, value in labels.items() if value is not None}
+    return "{" + ",".join(f'{name}="{value}"' for name, value in shown.items()) + "}"
+
+
+def _value(value: float) -> str:
+    if math.isnan(value):
+        return "NaN"
+    if math.isinf(value):
+        return "+Inf" if value > 0 else "-Inf"
+    return repr(float(value))
+
+
+class History:
+    """cAdvisor series sampled every SCRAPE seconds over [START, END]."""
+
+    def __init__(self) -> None:
+        self.cpu: list[str] = []
+        self.memory: list[str] = []
+
+    def add(
+        self,
+        cluster: str,
+        cores: float = 0.5,
+        memory: float = 100e6,
+        *,
+        counter: Counter | None = None,
+        working_set: Callable[[int], float] | None = None,
+        **labels: str | None,
+    ) -> None:
+        keys = {"namespace": "shop", "pod": "web-0", "container": "app", **labels}
+        text = _labels(cluster=cluster, image="img", **keys)
+        for at in range(START, END + 1, SCRAPE):
+            used = counter(at) if counter else cores * (at - START)
+            peak = working_set(at) if working_set else memory
+            self.cpu.append(f"container_cpu_usage_seconds_total{text} {_value(used)} {at}")
+            self.memory.append(f"container_memory_working_set_bytes{text} {_value(peak)} {at}")
+
+    def openmetrics(self) -> str:
+        return "\n".join(
+            [
+                "# TYPE container_cpu_usage_seconds counter",
+                *self.cpu,
+                "# TYPE container_memory_working_set_bytes gauge",
+                *self.memory,
+                "# EOF",
+            ]
+        )
+
+
+def build_history() -> History:
+    history = History()
+    # "edge": one real container among the cgroups a VPA must not size
+    history.add("edge", 0.5, 100e6)
+    history.add("edge", 50.0, 90e9, container="")  # the pod's cgroup
+    history.add("edge", 40.0, 80e9, container="POD")  # the pause container
+    history.add("edge", 30.0, 70e9, pod=None, container="orphan")
+    history.add("edge", 20.0, 60e9, namespace=None, pod="kube-proxy-1", container="proxy")
+    # "twice": one container exported by two scrape jobs
+    history.add("twice", 0.25, 200e6, instance="node-1:10250", job="kubelet")
+    history.add("twice", 0.25, 200e6, instance="node-1:4194", job="cadvisor")
+    return history
+
+
+@pytest.fixture(scope="module")
+def server_url(prometheus_server) -> str:
+    return prometheus_server.start(build_history().openmetrics() + "\n").url
+
+
+def load(url: str, cluster: str) -> pd.DataFrame:
+    settings = PrometheusSettings(
+        url=url,
+        start=datetime.fromtimestamp(START, UTC),
+        end=datetime.fromtimestamp(END, UTC),
+        extra_matchers={"cluster": cluster},
+        retries=0,
+    )
+    usage, _ = load_prometheus_history(settings)
+    return usage
+
+
+def test_only_the_real_container_of_a_pod_is_read(server_url: str) -> None:
+    usage = load(server_url, "edge")
+    assert set(zip(usage["namespace"], usage["pod"], usage["container"], strict=True)) == {
+        ("shop", "web-0", "app")
+    }
+    assert len(usage) == WINDOWS
+    np.testing.assert_allclose(usage["cpu"], 0.5, rtol=1e-9)
+    assert (usage["memory"] == 100e6).all()
+
+
+def test_a_container_scraped_by_two_jobs_is_counted_once(server_url: str) -> None:
+    usage = load(server_url, "twice")
+    assert len(usage) == WINDOWS
+    np.testing.assert_allclose(usage["cpu"], 0.25, rtol=1e-9)
+    assert (usage["memory"] == 200e6).all()
