@@ -227,18 +227,40 @@ class _Fetcher:
     def range_query(self, query: str, first: int, last: int) -> list[dict]:
         url = self.settings.url
         try:
-            return self.client.custom_query_range(
+            result = self.client.custom_query_range(
                 query,
                 start_time=datetime.fromtimestamp(first, UTC),
                 end_time=datetime.fromtimestamp(last, UTC),
                 step=str(self.settings.step_seconds),
             )
+        except (requests.exceptions.JSONDecodeError, KeyError, TypeError) as error:
+            raise _not_prometheus(url, f"{type(error).__name__}: {error}") from error
         except requests.exceptions.RequestException as error:
             raise PrometheusSourceError(f"cannot reach Prometheus at {url}: {error}") from error
         except PrometheusApiClientException as error:
             raise PrometheusSourceError(
                 f"Prometheus at {url} refused query {query!r}: {error}"
             ) from error
+        if not isinstance(result, list) or not all(_is_series(item) for item in result):
+            raise _not_prometheus(url, f"no range-query matrix in {str(result)[:200]!r}")
+        return result
+
+
+def _is_series(item: object) -> bool:
+    return (
+        isinstance(item, dict)
+        and isinstance(item.get("metric"), dict)
+        and isinstance(item.get("values"), list)
+    )
+
+
+def _not_prometheus(url: str, detail: str) -> PrometheusSourceError:
+    """A server that answers, but not with Prometheus's HTTP API: usually a wrong URL
+    (a Grafana or web UI page, a proxy's landing page) rather than a broken Prometheus."""
+    return PrometheusSourceError(
+        f"{url} does not answer like a Prometheus server ({detail}); --prometheus wants "
+        "the base URL of Prometheus's HTTP API, e.g. http://prometheus:9090"
+    )
 
 
 def load_prometheus_history(

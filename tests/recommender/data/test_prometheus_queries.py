@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import http.server
 import re
 import socket
+import threading
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -190,3 +192,43 @@ def test_unreachable_server_is_a_source_error_naming_the_url() -> None:
     settings = PrometheusSettings(url=url, start=T0, end=T0 + timedelta(hours=1), retries=0)
     with pytest.raises(PrometheusSourceError, match=f"cannot reach Prometheus at {url}"):
         load_prometheus_history(settings)
+
+
+class _NotPrometheus(http.server.BaseHTTPRequestHandler):
+    """Answers every GET with 200 and the body named by the server's `body` attribute."""
+
+    def do_GET(self) -> None:
+        body = self.server.body  # type: ignore[attr-defined]
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        b"<html><body>Grafana</body></html>",
+        b"{}",
+        b"[]",
+        b'{"status": "success", "data": {"resultType": "matrix"}}',
+        b'{"status": "success", "data": {"result": [{"metric": {}, "value": [1, "2"]}]}}',
+    ],
+)
+def test_a_server_that_is_not_prometheus_is_named_as_such(body: bytes) -> None:
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _NotPrometheus)
+    server.body = body  # type: ignore[attr-defined]
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    url = f"http://127.0.0.1:{server.server_address[1]}"
+    settings = PrometheusSettings(url=url, start=T0, end=T0 + timedelta(hours=1), retries=0)
+    try:
+        with pytest.raises(PrometheusSourceError, match="does not answer like a Prometheus"):
+            load_prometheus_history(settings)
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()
