@@ -46,7 +46,7 @@ from recommender.data.promql import (
     plan_chunks,
     validate_label_name,
 )
-from recommender.data.schema import validate_events, validate_usage
+from recommender.data.schema import DataFormatError, validate_events, validate_usage
 
 LOG = logging.getLogger(__name__)
 Progress = Callable[[int, int], None]
@@ -317,7 +317,10 @@ def load_prometheus_history(
             "and label names, the namespaces, the extra matchers and the range"
         )
     source = f"prometheus {settings.url}"
-    return validate_usage(usage, source), validate_events(events, source)
+    try:
+        return validate_usage(usage, source), validate_events(events, source)
+    except DataFormatError as error:  # labels or values no cluster should export
+        raise PrometheusSourceError(f"unusable history: {error}") from error
 
 
 def _assemble(

@@ -14,12 +14,15 @@ sit on the grid (a backfill, or a scrape aligned with the step).
 
 from __future__ import annotations
 
+import logging
 import re
 
 import numpy as np
 import pandas as pd
 
-from recommender.data.schema import RESOURCE_COLUMNS, USAGE_COLUMNS
+from recommender.data.schema import CEILINGS, RESOURCE_COLUMNS, USAGE_COLUMNS
+
+LOG = logging.getLogger(__name__)
 
 KEYS = ["namespace", "pod", "container"]
 EVENT_COLUMNS = ["timestamp", "namespace", "pod", "container", "reason", "memory"]
@@ -50,6 +53,35 @@ def workload_from_owner(kind: str, name: str) -> str:
     return name
 
 
+def _plausible(frame: pd.DataFrame, column: str, what: str) -> pd.DataFrame:
+    """`frame` without rows whose `column` no container can have, with a warning.
+
+    An exporter glitch (+Inf, a negative gauge, 1e300 bytes) in one sample used to
+    fail the whole load in validation; the window holding it is dropped instead,
+    as a gap would be. NaN is no value (left to the caller), not a glitch. The
+    ceiling is the schema's, per resource (a `resource` column, else `column`).
+    """
+    values = frame[column].to_numpy(dtype=np.float64)
+    resources = frame["resource"] if "resource" in frame else pd.Series(column, frame.index)
+    ceiling = resources.map(lambda name: CEILINGS[name][0]).to_numpy(dtype=np.float64)
+    with np.errstate(invalid="ignore"):
+        bad = ~np.isnan(values) & ~((values >= 0) & (values <= ceiling))
+    if bad.any():
+        first = frame.loc[bad].iloc[0]
+        LOG.warning(
+            "skipped %d %s value(s) no container can have (infinite, negative or above what "
+            "a Kubernetes quantity holds), e.g. %g for %s/%s/%s at %s",
+            int(bad.sum()),
+            what,
+            first[column],
+            first["namespace"],
+            first["pod"],
+            first["container"],
+            pd.Timestamp(int(first["time"]), unit="s", tz="UTC").isoformat(),
+        )
+    return frame.loc[~bad]
+
+
 def _next_in_series(frame: pd.DataFrame, keys: list[str], step: int) -> pd.DataFrame:
     """Pair each grid point with the same series' next grid point (dropping gaps)."""
     frame = frame.sort_values([*keys, "time"], kind="stable").reset_index(drop=True)
@@ -71,7 +103,7 @@ def cpu_windows(counter: pd.DataFrame, stamps: pd.DataFrame, step: int) -> pd.Da
     valid = (increase >= 0) & (elapsed > 0)
     out = paired.loc[valid, [*KEYS, "time"]].copy()
     out["cpu"] = (increase[valid] / elapsed[valid]).astype(np.float64)
-    return out
+    return _plausible(out, "cpu", "cpu")
 
 
 def memory_windows(peaks: pd.DataFrame, step: int) -> pd.DataFrame:
@@ -79,7 +111,7 @@ def memory_windows(peaks: pd.DataFrame, step: int) -> pd.DataFrame:
     out = peaks.loc[:, [*KEYS, "time"]].copy()
     out["time"] = out["time"] - step
     out["memory"] = peaks["value"].to_numpy(dtype=np.float64)
-    return out
+    return _plausible(out, "memory", "memory")
 
 
 def resource_columns(requests: pd.DataFrame, limits: pd.DataFrame) -> pd.DataFrame:
@@ -88,6 +120,7 @@ def resource_columns(requests: pd.DataFrame, limits: pd.DataFrame) -> pd.DataFra
     for frame, kind in ((requests, "request"), (limits, "limit")):
         if frame.empty:
             continue
+        frame = _plausible(frame, "value", f"resource {kind}")
         wide = frame.pivot_table(
             index=[*KEYS, "time"], columns="resource", values="value", aggfunc="max"
         )

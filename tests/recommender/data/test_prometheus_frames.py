@@ -151,3 +151,17 @@ def test_eviction_is_reported_once_per_container_with_its_last_peak() -> None:
     assert events[["container", "memory"]].values.tolist() == [["c", 6.0], ["side", 3.0]]
     assert set(events["timestamp"]) == {pd.Timestamp(600, unit="s", tz="UTC")}
     assert frames.eviction_events(evicted, memory, start=600, step=STEP).empty
+
+
+def test_requests_and_limits_no_container_can_have_are_unknown_not_fatal() -> None:
+    requests = pd.concat(
+        [
+            samples([0, 300], [0.5, np.inf], resource="cpu"),
+            samples([0, 300], [1e300, 2.0**20], resource="memory"),
+        ]
+    )
+    limits = samples([0, 300], [-1.0, 2.0], resource="cpu")
+    wide = frames.resource_columns(requests, limits).set_index("time")
+    assert wide["cpu_request"].tolist()[0] == 0.5 and np.isnan(wide["cpu_request"][300])
+    assert np.isnan(wide["memory_request"][0]) and wide["memory_request"][300] == 2.0**20
+    assert np.isnan(wide["cpu_limit"][0]) and wide["cpu_limit"][300] == 2.0

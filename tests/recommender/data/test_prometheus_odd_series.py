@@ -91,7 +91,22 @@ def build_history() -> History:
     # "twice": one container exported by two scrape jobs
     history.add("twice", 0.25, 200e6, instance="node-1:10250", job="kubelet")
     history.add("twice", 0.25, 200e6, instance="node-1:4194", job="cadvisor")
+    # "glitch": one exporter glitch each, an hour in
+    glitch = START + 3600
+    history.add("glitch", pod="clean-0")
+    history.add("glitch", pod="inf-cpu-0", counter=lambda at: _spike(at, glitch, 0.5, math.inf))
+    for pod, value in (("inf-mem-0", math.inf), ("huge-mem-0", 1e300), ("neg-mem-0", -5.0)):
+        history.add("glitch", pod=pod, working_set=_in_window(glitch, value, 100e6))
     return history
+
+
+def _spike(at: int, when: int, cores: float, value: float) -> float:
+    return value if at == when else cores * (at - START)
+
+
+def _in_window(start: int, value: float, otherwise: float) -> Callable[[int], float]:
+    """A working set equal to `value` throughout the window [start, start + STEP)."""
+    return lambda at: value if start <= at < start + STEP else otherwise
 
 
 @pytest.fixture(scope="module")
@@ -126,3 +141,24 @@ def test_a_container_scraped_by_two_jobs_is_counted_once(server_url: str) -> Non
     assert len(usage) == WINDOWS
     np.testing.assert_allclose(usage["cpu"], 0.25, rtol=1e-9)
     assert (usage["memory"] == 200e6).all()
+
+
+def test_an_exporter_glitch_drops_its_windows_not_the_load(
+    server_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    usage = load(server_url, "glitch")
+    rows = usage.groupby("pod").size().to_dict()
+    # +Inf in the counter spoils the two windows around it; a bad peak its own window
+    assert rows == {
+        "clean-0": WINDOWS,
+        "inf-cpu-0": WINDOWS - 2,
+        "inf-mem-0": WINDOWS - 1,
+        "huge-mem-0": WINDOWS - 1,
+        "neg-mem-0": WINDOWS - 1,
+    }
+    np.testing.assert_allclose(usage["cpu"], 0.5, rtol=1e-9)
+    assert (usage["memory"] == 100e6).all()
+    glitch = pd.Timestamp(START + 3600, unit="s", tz="UTC")
+    assert not (usage["timestamp"] == glitch)[usage["pod"] != "clean-0"].any()
+    warned = " ".join(record.getMessage() for record in caplog.records)
+    assert "skipped 1 cpu value" in warned and "skipped 3 memory value" in warned
