@@ -282,6 +282,8 @@ def load_prometheus_history(
     plan = {
         "cpu": (queries.cpu_counter(), keys),
         "cpu_at": (queries.cpu_counter_time(), keys),
+        "cpu_resets": (queries.cpu_resets(), keys),
+        "cpu_low": (queries.cpu_low(), keys),
         "memory": (queries.memory_peak(), keys),
         "requests": (queries.requests(), _label_columns(settings, "resource")),
         "limits": (queries.limits(), _label_columns(settings, "resource")),
@@ -326,7 +328,9 @@ def load_prometheus_history(
 def _assemble(
     samples: dict[str, pd.DataFrame], start: int, end: int, step: int
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
-    cpu = frames.cpu_windows(samples["cpu"], samples["cpu_at"], step)
+    cpu = frames.cpu_windows(
+        samples["cpu"], samples["cpu_at"], step, samples["cpu_resets"], samples["cpu_low"]
+    )
     memory = frames.memory_windows(samples["memory"], step)
     resources = frames.resource_columns(samples["requests"], samples["limits"])
     usage = frames.usage_frame(cpu, memory, resources, samples["owners"], start, end)

@@ -90,17 +90,33 @@ def _next_in_series(frame: pd.DataFrame, keys: list[str], step: int) -> pd.DataF
     return paired[paired["time_next"] == paired["time"] + step]
 
 
-def cpu_windows(counter: pd.DataFrame, stamps: pd.DataFrame, step: int) -> pd.DataFrame:
+def cpu_windows(
+    counter: pd.DataFrame,
+    stamps: pd.DataFrame,
+    step: int,
+    resets: pd.DataFrame,
+    lows: pd.DataFrame,
+) -> pd.DataFrame:
     """Average cores per window from counter values and their sample times.
 
-    Windows where the counter went down (a restart) or did not advance in time
-    (a finished container still inside the lookback) are left out: their usage is unknown.
+    Windows where the counter was reset (a restart) or did not advance in time
+    (a finished container still inside the lookback) are left out: their usage is
+    unknown. A reset shows as a decrease of the two values, as `resets` (counted
+    up to the window's end) or as a sample below the start value in `lows`: a
+    restarted container whose new counter overtook the old value would otherwise
+    pass for one that used only the difference.
     """
     both = counter.merge(stamps.rename(columns={"value": "at"}), on=[*KEYS, "time"])
     paired = _next_in_series(both, KEYS, step)
+    ends = resets.rename(columns={"value": "resets"}).merge(
+        lows.rename(columns={"value": "low"}), on=[*KEYS, "time"]
+    )
+    ends["time"] = ends["time"] - step  # the range ending at T_j+1 is window j
+    paired = paired.merge(ends, on=[*KEYS, "time"], how="left")
     increase = paired["value_next"] - paired["value"]
     elapsed = paired["at_next"] - paired["at"]
-    valid = (increase >= 0) & (elapsed > 0)
+    unbroken = (paired["resets"] == 0) & (paired["low"] >= paired["value"])
+    valid = (increase >= 0) & (elapsed > 0) & unbroken
     out = paired.loc[valid, [*KEYS, "time"]].copy()
     out["cpu"] = (increase[valid] / elapsed[valid]).astype(np.float64)
     return _plausible(out, "cpu", "cpu")

@@ -183,6 +183,22 @@ class HistoryQueries:
         """When that sample was taken, so the rate divides by the true interval."""
         return f"{self._by()} (timestamp({selector(self.metrics.cpu_usage, self._cadvisor())}))"
 
+    def cpu_resets(self) -> str:
+        """Counter resets among the samples up to each grid point since the one before.
+
+        With `cpu_low` this tells a window crossing a restart: the counter difference
+        alone misses a reset whenever the new instance overtakes the old value.
+        """
+        inner = selector(self.metrics.cpu_usage, self._cadvisor())
+        return f"{self._by()} (resets({inner}[{duration(self.step)}]))"
+
+    def cpu_low(self) -> str:
+        """Lowest counter sample in the same range, over all series of the container
+        (after a restart cAdvisor may export the new instance as a new series)."""
+        inner = selector(self.metrics.cpu_usage, self._cadvisor())
+        by = self._by().replace("max by", "min by", 1)
+        return f"{by} (min_over_time({inner}[{duration(self.step)}]))"
+
     def memory_peak(self) -> str:
         """Peak working set of the window ENDING at each grid point.
 

@@ -23,10 +23,15 @@ def samples(times: list[int], values: list[float], **labels: str) -> pd.DataFram
     return frame
 
 
+def unbroken(counter: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """`resets` and `lows` of a counter that only ever grew: none, and its own value."""
+    return counter.assign(value=0.0), counter
+
+
 def test_cpu_divides_by_the_true_interval_between_samples() -> None:
     counter = samples([0, 300, 600], [10.0, 70.0, 100.0])
     stamps = samples([0, 300, 600], [-15.0, 285.0, 600.0])  # scrapes not on the grid
-    cpu = frames.cpu_windows(counter, stamps, STEP)
+    cpu = frames.cpu_windows(counter, stamps, STEP, *unbroken(counter))
     assert cpu["time"].tolist() == [0, 300]
     assert cpu["cpu"].tolist() == [60.0 / 300.0, 30.0 / 315.0]
 
@@ -34,11 +39,23 @@ def test_cpu_divides_by_the_true_interval_between_samples() -> None:
 def test_cpu_skips_resets_stale_samples_and_missing_grid_points() -> None:
     counter = samples([0, 300, 600, 900, 1500, 1800], [50.0, 5.0, 5.0, 8.0, 9.0, 12.0])
     stamps = samples([0, 300, 600, 900, 1500, 1800], [0.0, 300.0, 300.0, 900.0, 1500.0, 1800.0])
-    cpu = frames.cpu_windows(counter, stamps, STEP)
+    cpu = frames.cpu_windows(counter, stamps, STEP, *unbroken(counter))
     # 0: reset; 300: same sample seen twice (lookback); 900: no point at 1200.
     assert cpu["time"].tolist() == [600, 1500]
     # 600 is averaged over the true interval, from the sample at 300 to the one at 900.
     assert cpu["cpu"].tolist() == [3.0 / 600.0, 3.0 / 300.0]
+
+
+def test_cpu_skips_a_reset_the_new_counter_overtook() -> None:
+    """A restart whose new counter passed the old value before the window's end."""
+    times = [0, 300, 600, 900]
+    counter = samples(times, [10.0, 40.0, 70.0, 100.0])
+    stamps = samples(times, [0.0, 300.0, 600.0, 900.0])
+    resets = samples(times, [0.0, 1.0, 0.0, 0.0])  # a reset inside [0, 300]
+    lows = samples(times, [10.0, 1.0, 45.0, 2.0])  # [600, 900]: reset before its first sample
+    cpu = frames.cpu_windows(counter, stamps, STEP, resets, lows)
+    assert cpu["time"].tolist() == [300]
+    assert cpu["cpu"].tolist() == [30.0 / 300.0]
 
 
 def test_memory_value_at_t_belongs_to_the_window_before() -> None:

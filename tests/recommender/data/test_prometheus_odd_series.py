@@ -97,7 +97,18 @@ def build_history() -> History:
     history.add("glitch", pod="inf-cpu-0", counter=lambda at: _spike(at, glitch, 0.5, math.inf))
     for pod, value in (("inf-mem-0", math.inf), ("huge-mem-0", 1e300), ("neg-mem-0", -5.0)):
         history.add("glitch", pod=pod, working_set=_in_window(glitch, value, 100e6))
+    # "restarts": a crash loop around every hour; the new counter overtakes the old value
+    history.add("restarts", 1.0, counter=_since_restart)
+    history.add("restarts", 1.0, pod="steady-0")
     return history
+
+
+# Restarts 30 s before and 240 s after every full hour of the history (1 core throughout).
+RESTARTS = [hour + shift for hour in range(START + 3600, END + 1, 3600) for shift in (-30, 240)]
+
+
+def _since_restart(at: int) -> float:
+    return float(at - max([START, *(r for r in RESTARTS if r <= at)]))
 
 
 def _spike(at: int, when: int, cores: float, value: float) -> float:
@@ -162,3 +173,15 @@ def test_an_exporter_glitch_drops_its_windows_not_the_load(
     assert not (usage["timestamp"] == glitch)[usage["pod"] != "clean-0"].any()
     warned = " ".join(record.getMessage() for record in caplog.records)
     assert "skipped 1 cpu value" in warned and "skipped 3 memory value" in warned
+
+
+def test_windows_crossing_a_restart_are_left_out_even_when_the_counter_grew(
+    server_url: str,
+) -> None:
+    usage = load(server_url, "restarts")
+    crash = usage[usage["pod"] == "web-0"]
+    crossed = {START + (r - START - 1) // STEP * STEP for r in RESTARTS}  # r in (T, T + STEP]
+    expected = [t for t in range(START, END, STEP) if t not in crossed]
+    assert crash["timestamp"].astype("int64").floordiv(10**6).tolist() == expected
+    np.testing.assert_allclose(crash["cpu"], 1.0, rtol=1e-9)  # was 0.1: 60 - 30 over 300 s
+    assert len(usage[usage["pod"] == "steady-0"]) == WINDOWS
