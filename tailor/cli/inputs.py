@@ -114,7 +114,13 @@ def prometheus_settings(options: PrometheusOptions) -> PrometheusSettings:
         name, sep, value = item.partition("=")
         if not sep or not name:
             raise typer.BadParameter(f"--match wants NAME=VALUE, got {item!r}")
-        extra[name.strip()] = value
+        name = name.strip()
+        if name in extra:  # a dict kept only the last, so the query ignored the first
+            raise typer.BadParameter(
+                f"--match {name} given twice ({extra[name]!r} and {value!r}): "
+                "a series has one value per label"
+            )
+        extra[name] = value
     token = None
     if options.token_file is not None:
         try:

@@ -123,6 +123,7 @@ def test_an_output_in_a_missing_folder_is_refused(tmp_path: Path, command: str) 
         (["--step", "0s"], "whole number of seconds"),
         (["--chunk", "7m"], "multiple of step"),
         (["--match", "1abc=x"], "invalid Prometheus label name"),
+        (["--match", "cluster=a", "--match", "cluster=b"], "--match cluster given twice"),
     ],
 )
 def test_bad_prometheus_flags_are_refused_before_any_query(args: list[str], message: str) -> None:
