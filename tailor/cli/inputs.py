@@ -127,6 +127,11 @@ def prometheus_settings(options: PrometheusOptions) -> PrometheusSettings:
             token = options.token_file.read_text().strip()
         except OSError as err:
             raise typer.BadParameter(f"--bearer-token-file: {err}") from err
+        if not token or len(token.split()) != 1:  # else "Bearer " or a header requests refuses
+            raise typer.BadParameter(
+                f"--bearer-token-file {options.token_file}: "
+                + ("is empty" if not token else "holds more than one word; want the token alone")
+            )
     try:
         chunk = {} if options.chunk is None else {"chunk": parse_duration(options.chunk)}
         return PrometheusSettings(

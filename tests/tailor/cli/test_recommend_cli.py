@@ -188,3 +188,15 @@ def test_prometheus_flags_without_prometheus_are_refused(
     result = runner.invoke(app, [command, "--demo", *args])
     assert result.exit_code == 2
     assert f"{flags} with --prometheus URL" in plain(result.output)
+
+
+@pytest.mark.parametrize(("text", "message"), [("\n", "is empty"), ("abc\ndef\n", "one word")])
+def test_an_empty_or_multi_line_token_file_is_refused(
+    tmp_path: Path, text: str, message: str
+) -> None:
+    token = tmp_path / "token"
+    token.write_text(text)
+    args = ["--prometheus", "http://127.0.0.1:9", "--bearer-token-file", str(token)]
+    result = runner.invoke(app, ["recommend", *args])
+    assert result.exit_code == 2
+    assert message in plain(result.output) and "cannot reach" not in plain(result.output)
