@@ -25,6 +25,7 @@ from recommender.backtest.strategies.common import (
     Floor,
     HysteresisPolicy,
     PolicyUpdates,
+    grid_windows,
     round_requests,
 )
 from recommender.overrides import require
@@ -79,7 +80,8 @@ class AutopilotStrategy:
         self._fleet = fleet
         self._cpu_hist = DecayingHistograms(fleet.size, 0.001, 1000.0, s.cpu_half_life_seconds)
         self._memory_hist = DecayingHistograms(fleet.size, 1e6, 1e13, s.memory_half_life_seconds)
-        depth = max(1, s.max_over_seconds // fleet.step)
+        # 0: the latest recommendation alone, as one window
+        depth = grid_windows(s, "max_over_seconds", fleet.step) if s.max_over_seconds else 1
         self._recent = np.full((depth, 2, fleet.size), np.nan)
         self._oom = np.zeros(fleet.size, dtype=bool)
         self._updates.reset(fleet)

@@ -6,15 +6,35 @@ All of them work on a whole block of containers at once, one row per container.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
+from typing import Any
 
 import numpy as np
 
 from recommender.change_budget import ChangeBudget
-from recommender.overrides import require
+from recommender.overrides import SettingsError, require
 from recommender.strategy import Fleet, Requests, differs
+from tailor.durations import DurationError, whole_windows
 
 MIB = 2.0**20
+
+
+def grid_windows(settings: Any, name: str, step: int) -> int:
+    """Sample windows of `step` seconds in the span `settings.<name>` (a period, a window).
+
+    A span the user set must be whole windows: `update_period_seconds=420` on 5-minute
+    data used to become 300 s silently. The default is rounded down as before (at least one
+    window): nobody chose it, and it must run on any grid (vpa's 60 s loop is every window
+    of 5-minute data).
+    """
+    seconds = getattr(settings, name)
+    default = next(f.default for f in fields(settings) if f.name == name)
+    if seconds == default:
+        return max(1, seconds // step)
+    try:
+        return whole_windows(seconds, step, name)
+    except DurationError as error:
+        raise SettingsError(str(error)) from None
 
 
 def row_quantile(values: np.ndarray, q: float) -> np.ndarray:

@@ -20,6 +20,7 @@ from recommender.backtest.strategies.common import (
     Floor,
     HysteresisPolicy,
     PolicyUpdates,
+    grid_windows,
     round_requests,
     row_quantile,
 )
@@ -64,11 +65,11 @@ class KrrStrategy:
         self._recommended: tuple[np.ndarray, np.ndarray] | None = None
 
     def reset(self, fleet: Fleet) -> None:
-        width = max(1, self.settings.history_seconds // fleet.step)
+        width = grid_windows(self.settings, "history_seconds", fleet.step)
         self._cpu = np.full((fleet.size, width), np.nan)
         self._memory = np.full((fleet.size, width), np.nan)
         self._filled = 0
-        self._period = max(1, self.settings.update_period_seconds // fleet.step)
+        self._period = grid_windows(self.settings, "update_period_seconds", fleet.step)
         self._first_window = fleet.start // fleet.step  # periods align to absolute time
         self._oom = np.zeros(fleet.size, dtype=bool)
         self._updates.reset(fleet)

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from recommender.backtest.strategies.common import grid_windows
 from recommender.backtest.strategies.vpa_updater import VpaUpdaterSettings, update_candidates
 from recommender.strategy import Fleet, Requests
 from recommender.vpa.estimators import VpaRecommendation
@@ -49,7 +50,7 @@ class VpaStrategy:
         self._fleet = fleet
         self._model = VpaModel(np.arange(n), n, self.settings.model)
         self._bounds = None
-        self._every = max(1, self.settings.recommend_every_seconds // fleet.step)
+        self._every = grid_windows(self.settings, "recommend_every_seconds", fleet.step)
         self._memory_request = np.full(n, np.nan)
         self._started = np.full(n, np.nan)  # UNIX seconds the pod (re)started
         self._oom = np.zeros(n, dtype=bool)

@@ -114,7 +114,15 @@ def test_table_shows_metrics_and_ratios_to_vpa(tmp_path: Path) -> None:
             "strategy 'krr' requested an infinite amount with the settings given",
         ),
         (
-            ["--strategies", "krr", "--baseline-set", "krr:history_seconds=" + "9" * 30],
+            ["--strategies", "krr", "--baseline-set", "krr:update_period_seconds=420"],
+            "strategy 'krr': update_period_seconds (420 s) must be a whole number of the data's",
+        ),
+        (
+            ["--strategies", "autopilot", "--baseline-set", "autopilot:max_over_seconds=1"],
+            "max_over_seconds (1 s) must be a whole number of the data's 300 s sample period",
+        ),
+        (
+            ["--strategies", "krr", "--baseline-set", "krr:history_seconds=3" + "0" * 30],
             "strategy 'krr': failed in the replay with the settings given: ValueError",
         ),
         (

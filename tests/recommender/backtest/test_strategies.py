@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -13,11 +15,22 @@ from recommender.backtest.registry import builtin_strategies
 from recommender.backtest.strategies.autopilot import AutopilotSettings, AutopilotStrategy
 from recommender.backtest.strategies.common import HysteresisPolicy, row_quantile
 from recommender.backtest.strategies.krr import KrrSettings, KrrStrategy
+from recommender.backtest.strategies.vpa import VpaStrategy, VpaStrategySettings
 from recommender.backtest.strategies.vpa_updater import VpaUpdaterSettings, update_candidates
 from recommender.data.synthetic import demo_fleet
+from recommender.overrides import SettingsError
 from recommender.strategy import Requests, Strategy
 from recommender.vpa.estimators import VpaRecommendation
-from tests.recommender.backtest.helpers import GIB, MIB, PER_DAY, days, fixed_spec, history
+from tests.recommender.backtest.helpers import (
+    GIB,
+    MIB,
+    PER_DAY,
+    START,
+    STEP,
+    days,
+    fixed_spec,
+    history,
+)
 
 SERIAL = ExecutionSettings(workers=1)
 REAL = ("vpa", "krr", "autopilot")
@@ -197,3 +210,43 @@ def test_a_capped_baseline_still_restarts_after_an_oom_kill() -> None:
     assert kills.size >= 3  # the leak outgrows each new limit
     for kill in kills[:3]:  # every kill is answered in the next window, budget or not
         assert trajectory.memory[kill + 1, 0] > trajectory.memory[kill, 0]
+
+
+def one_block(frame: pd.DataFrame) -> ReplayBlock:
+    prepared = prepare_history(frame, settings=ReplaySettings(warm_up_seconds=0))
+    return cut_block(prepared, 0, plan_blocks(prepared)[0])
+
+
+@pytest.mark.parametrize(
+    ("strategy", "name"),
+    [
+        (KrrStrategy(KrrSettings(update_period_seconds=420)), "update_period_seconds (420 s)"),
+        (KrrStrategy(KrrSettings(update_period_seconds=1)), "update_period_seconds (1 s)"),
+        (KrrStrategy(KrrSettings(history_seconds=100)), "history_seconds (100 s)"),
+        (AutopilotStrategy(AutopilotSettings(max_over_seconds=420)), "max_over_seconds (420 s)"),
+        (VpaStrategy(VpaStrategySettings(recommend_every_seconds=420)), "recommend_every_seconds"),
+    ],
+)
+def test_a_baseline_span_off_the_data_grid_is_refused(strategy: Strategy, name: str) -> None:
+    block = one_block(history(np.full(PER_DAY, 0.5)))  # 300 s windows
+    with pytest.raises(SettingsError, match="whole number of the data's 300 s sample period"):
+        replay(block, strategy)
+    with pytest.raises(SettingsError, match=re.escape(name)):
+        replay(block, strategy)
+
+
+@pytest.mark.parametrize("step", [STEP, 420])
+def test_baseline_defaults_run_on_any_grid(step: int) -> None:
+    """Defaults nobody chose are rounded to the grid as before (vpa's 60 s loop, krr's hour)."""
+    frame = history(np.full(PER_DAY, 0.5))
+    frame["timestamp"] = START + (frame["timestamp"] - START) * (step // 60) / (STEP // 60)
+    block = one_block(frame)
+    assert block.usage.step == step
+    for strategy in (KrrStrategy(), AutopilotStrategy(), VpaStrategy()):
+        assert np.isfinite(replay(block, strategy).cpu[1:]).all()
+    krr = KrrStrategy(KrrSettings(update_period_seconds=2 * step))  # a whole number: kept
+    replay(block, krr)
+    assert krr._period == 2
+    hold = AutopilotStrategy(AutopilotSettings(max_over_seconds=0))  # 0: the latest only
+    replay(block, hold)
+    assert hold._recent.shape[0] == 1
