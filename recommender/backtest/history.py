@@ -155,16 +155,29 @@ def _sample_span(arrays: UsageArrays) -> tuple[np.ndarray, np.ndarray]:
     return first.astype(np.int64), last.astype(np.int64)
 
 
+class WarmUpError(BacktestInputError):
+    """A warm-up no series outlives; carries both spans so a caller can name the flag
+    the warm-up came from (a default one follows `--split` or the dataset)."""
+
+    def __init__(self, warm_up_seconds: int, longest_seconds: int) -> None:
+        self.warm_up_seconds = warm_up_seconds
+        self.longest_seconds = longest_seconds
+        super().__init__(
+            f"a warm-up of {format_duration(warm_up_seconds)} leaves no window to evaluate: "
+            f"{self.longest_text}; choose a shorter warm-up (e.g. --warm-up 6h)"
+        )
+
+    @property
+    def longest_text(self) -> str:
+        return f"the longest series spans {self.longest_seconds / HOUR:.1f} h"
+
+
 def _check_something_left(
     first: np.ndarray, last: np.ndarray, warm_up_windows: int, step: int, warm_up: int
 ) -> None:
     if np.any(last >= first + warm_up_windows):
         return
-    longest = float((last - first + 1).max() * step / HOUR)
-    raise BacktestInputError(
-        f"a warm-up of {format_duration(warm_up)} leaves no window to evaluate: the longest "
-        f"series spans {longest:.1f} h; choose a shorter warm-up (e.g. --warm-up 6h)"
-    )
+    raise WarmUpError(warm_up, int((last - first + 1).max()) * step)
 
 
 def _first_per_series(frame: pd.DataFrame, arrays: UsageArrays, column: str) -> np.ndarray:

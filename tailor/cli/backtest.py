@@ -31,10 +31,11 @@ from recommender.backtest import (
     resolve_strategies,
     run_backtest,
 )
-from recommender.backtest.history import ReplayHistory
+from recommender.backtest.history import ReplayHistory, WarmUpError
 from recommender.backtest.pieces import split_series
 from recommender.backtest.registry import with_baseline_settings, with_forecast_settings
 from recommender.backtest.result import BASELINE
+from recommender.backtest.settings import format_duration
 from tailor.cli.inputs import load_history
 from tailor.cli.options import (
     BaselineSet,
@@ -245,8 +246,29 @@ def backtest_history(
         if span is not None:
             usage, event_frame = split_series(usage, event_frame, span)
         return prepare_history(usage, event_frame, replay)
+    except WarmUpError as error:
+        raise _no_window_left(error, warm_up, split) from error
     except BacktestInputError as error:
         raise typer.BadParameter(str(error)) from error
+
+
+def _no_window_left(error: WarmUpError, warm_up: str | None, split: str | None) -> Exception:
+    """Name the flag the warm-up came from: a default one follows --split (or the dataset),
+    and telling the user to shorten a --warm-up they never gave misled."""
+    if warm_up:
+        return typer.BadParameter(str(error), param_hint="--warm-up")
+    spans = f"leaves no window to evaluate: {error.longest_text}"
+    default = format_duration(error.warm_up_seconds)
+    if split:
+        return typer.BadParameter(
+            f"a piece of {split} warms up for a quarter of it ({default}) by default, which "
+            f"{spans}; choose a shorter --split, or a --warm-up",
+            param_hint="--split",
+        )
+    return typer.BadParameter(
+        f"the default warm-up of {default} {spans}; choose a shorter one with --warm-up",
+        param_hint="--warm-up",
+    )
 
 
 def backtest_command(

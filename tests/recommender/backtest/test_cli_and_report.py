@@ -89,7 +89,12 @@ def test_table_shows_metrics_and_ratios_to_vpa(tmp_path: Path) -> None:
         (["--warm-up", "1e308"], "invalid duration '1e308'"),
         (["--warm-up", "99999999999999w"], "invalid duration '99999999999999w': too long"),
         (["--split", "inf"], "invalid duration 'inf'"),
-        (["--warm-up", "30d"], "leaves no window"),
+        (["--warm-up", "30d"], "a warm-up of 30d leaves no window"),
+        (
+            ["--split", "40d"],
+            "--split: a piece of 40d warms up for a quarter of it (10d) by default, which leaves "
+            "no window to evaluate: the longest series spans 48.0 h; choose a shorter --split",
+        ),
         (["--split", "7m"], "split span (420 s) must be a whole number of the data's 300 s"),
         (["--months", "2013-9"], "--months goes with --dataset bitbrains"),
         (["--scheduler", "tcp://x:1"], "needs the dask engine"),
@@ -190,6 +195,16 @@ def test_two_outputs_naming_one_file_are_refused(tmp_path: Path) -> None:
     assert code == 2, output
     assert "--output and --per-container both name" in plain(output)
     assert not target.exists()
+
+
+def test_a_default_warm_up_longer_than_the_history_is_named_as_the_default(
+    tmp_path: Path,
+) -> None:
+    usage = write_usage(tmp_path, history(np.full(PER_DAY // 2, 0.5)))
+    code, output = invoke("--input", str(usage), "--no-progress")
+    assert code == 2, output
+    assert "the default warm-up of 1d leaves no window to evaluate: the longest series spans " \
+        "12.0 h; choose a shorter one with --warm-up" in plain(output)  # fmt: skip
 
 
 def test_empty_file_is_a_clear_error(tmp_path: Path) -> None:
