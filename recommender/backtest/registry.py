@@ -183,7 +183,7 @@ def builtin_strategies() -> dict[str, StrategySpec]:
 
 
 def _imported(text: str) -> StrategySpec:
-    label, _, name = text.rpartition("=")
+    label, _, name = (part.strip() for part in text.rpartition("="))
     module_name, _, attribute = name.partition(":")
     if not module_name or module_name.startswith(".") or not attribute:
         # importlib raises ValueError / TypeError for these, not ImportError
@@ -217,6 +217,12 @@ def resolve_strategies(strategies: str | Sequence[str | StrategySpec]) -> list[S
                 f"unknown strategy {item!r}: choose from {', '.join(known)} "
                 "or name a factory as module.path:function"
             )
+    taken = sorted({spec.name for spec in resolved if spec.imported and spec.name in known})
+    if taken:  # results (and every ratio to vpa) would be reported as the built-in's
+        raise BacktestInputError(
+            f"an imported strategy cannot take the built-in name {', '.join(taken)}: "
+            "label it otherwise (label=module.path:function)"
+        )
     names = [spec.name for spec in resolved]
     duplicates = sorted({name for name in names if names.count(name) > 1})
     if duplicates:

@@ -85,6 +85,10 @@ def test_table_shows_metrics_and_ratios_to_vpa(tmp_path: Path) -> None:
         (["--strategies", ":make"], "':make': name it as module.path:function"),
         (["--strategies", "x=.relative:make"], "name it as module.path:function"),
         (["--strategies", "os:"], "name it as module.path:function"),
+        (
+            ["--strategies", "vpa=tests.recommender.backtest.helpers:make_fixed"],
+            "an imported strategy cannot take the built-in name vpa",
+        ),
         (["--warm-up", "forever"], "duration"),
         (["--warm-up", "1e308"], "invalid duration '1e308'"),
         (["--warm-up", "99999999999999w"], "invalid duration '99999999999999w': too long"),

@@ -16,6 +16,7 @@ from recommender.backtest import (
     ReplaySettings,
     StrategySpec,
     parse_duration,
+    resolve_strategies,
     run_backtest,
 )
 from recommender.data.synthetic import demo_fleet
@@ -111,6 +112,24 @@ def test_imported_factories_plug_in_by_name() -> None:
     assert list(labelled.summary) == ["mine"]
     with pytest.raises(BacktestInputError, match="cannot import"):
         run_backtest(history(np.full(2 * PER_DAY, 0.5)), strategies="no.such.module:make")
+
+
+@pytest.mark.parametrize(
+    ("strategies", "message"),
+    [
+        ("vpa=tests.recommender.backtest.helpers:make_fixed,krr", "the built-in name vpa:"),
+        ("krr,oracle = tests.recommender.backtest.helpers:make_fixed", "the built-in name oracle"),
+        (
+            "a=tests.recommender.backtest.helpers:make_fixed,a=recommender.backtest.registry:"
+            "make_krr",
+            "strategy named twice: a",
+        ),
+    ],
+)
+def test_an_imported_label_cannot_pass_for_another_strategy(strategies: str, message: str) -> None:
+    """Labelled `vpa`, an imported factory made every 'ratio to vpa' a ratio to itself."""
+    with pytest.raises(BacktestInputError, match=message):
+        resolve_strategies(strategies)
 
 
 def test_short_series_are_skipped_and_counted() -> None:
