@@ -41,12 +41,24 @@ img { max-width: 100%; border: 1px solid #eee; margin: 0.5em 0; }
 """
 
 
-def _figure(width: float, height: float) -> Figure:
+class ReportUnavailableError(RuntimeError):
+    """The report cannot be drawn here: matplotlib is not importable."""
+
+
+def require_matplotlib() -> type[Figure]:
+    """matplotlib's Figure, or ReportUnavailableError; a command asking for a report checks
+    this before its replay, so a missing matplotlib costs no run and writes no file."""
     try:
         from matplotlib.figure import Figure
     except ImportError as error:
-        raise RuntimeError("the HTML report needs matplotlib: pip install matplotlib") from error
-    return Figure(figsize=(width, height), dpi=100, layout="constrained")
+        raise ReportUnavailableError(
+            "the HTML report needs matplotlib: pip install matplotlib"
+        ) from error
+    return Figure
+
+
+def _figure(width: float, height: float) -> Figure:
+    return require_matplotlib()(figsize=(width, height), dpi=100, layout="constrained")
 
 
 def _png(figure: Figure) -> str:

@@ -9,7 +9,6 @@ self-contained HTML report.
 from __future__ import annotations
 
 import re
-import sys
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any
@@ -17,12 +16,9 @@ from typing import Annotated, Any
 import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-from rich.table import Table
 
 from recommender.backtest import (
-    METRIC_NAMES,
     BacktestInputError,
-    BacktestResult,
     ExecutionSettings,
     ReplaySettings,
     default_warm_up,
@@ -34,8 +30,16 @@ from recommender.backtest import (
 from recommender.backtest.history import ReplayHistory, WarmUpError
 from recommender.backtest.pieces import split_series
 from recommender.backtest.registry import with_baseline_settings, with_forecast_settings
-from recommender.backtest.result import BASELINE
 from recommender.backtest.settings import format_duration
+from tailor.cli.backtest_output import (
+    BacktestFormat,
+    distinct_outputs,
+    emit,
+    per_container_path,
+    render,
+    report_possible,
+    write_per_container,
+)
 from tailor.cli.inputs import load_history
 from tailor.cli.options import (
     BaselineSet,
@@ -80,18 +84,6 @@ Split = Annotated[
     ),
 ]
 
-SOURCES = {
-    "bitbrains": "Bitbrains GWA-T-12 Rnd trace (Grid Workloads Archive, TU Delft; Shen, van Beek, "
-    "Iosup, CCGrid 2015).",
-    "azure": "Azure Public Dataset V1 (Cortez et al., Resource Central, SOSP 2017; CC-BY 4.0).",
-    "google2011": "Google cluster-data 2011, job series prepared by HiPro-IT.",
-}
-
-
-class BacktestFormat(StrEnum):
-    table = "table"
-    json = "json"
-
 
 class EngineChoice(StrEnum):
     local = "local"
@@ -128,87 +120,6 @@ def _dataset_options(dataset: str | None, months: str | None, limit: int | None)
             raise typer.BadParameter("--limit goes with --dataset azure or google2011")
         options["limit"] = limit
     return options
-
-
-def _cell(value: float, ratio: float | None) -> str:
-    if value != value:  # NaN: undefined (e.g. memory on CPU-only data)
-        return "n/a"
-    text = f"{value:,.0f}" if abs(value) >= 1000 else f"{value:.4g}"
-    if ratio is not None and ratio == ratio:
-        text += f"\n[dim]{ratio:.2f}x[/dim]"
-    return text
-
-
-def result_table(result: BacktestResult) -> Table:
-    """Metrics as rows, strategies as columns; under each value its ratio to vpa."""
-    ratios = result.ratios(BASELINE)
-    title = (
-        f"backtest: {result.containers} containers, {result.container_days:,.1f} container-days"
-        + (f" (grey: ratio to {BASELINE})" if ratios else "")
-    )
-    table = Table(title=title, header_style="bold")
-    table.add_column("metric", no_wrap=True)
-    for name in result.strategies:
-        table.add_column(name, justify="right")
-    for metric in METRIC_NAMES:
-        cells = []
-        for name in result.strategies:
-            ratio = ratios[name][metric] if ratios and name != BASELINE else None
-            cells.append(_cell(result.summary[name][metric], ratio))
-        table.add_row(metric, *cells)
-    return table
-
-
-PER_CONTAINER_SUFFIXES = (".csv", ".parquet", ".json")
-
-
-def _per_container_path(value: Path | None) -> Path | None:
-    """The per-container file's type comes from its suffix: refuse one we do not write."""
-    path = writable_path(value)
-    if path is not None and path.suffix not in PER_CONTAINER_SUFFIXES:
-        raise typer.BadParameter(
-            f"{path}: write per-container metrics to {', '.join(PER_CONTAINER_SUFFIXES)}"
-        )
-    return path
-
-
-def _distinct_outputs(paths: dict[str, Path | None]) -> None:
-    """Refuse two output flags naming one file: the later write silently replaced the
-    earlier (`--output r.json --per-container r.json` left only the per-container rows)."""
-    seen: dict[Path, str] = {}
-    for flag, path in paths.items():
-        if path is None:
-            continue
-        if path.resolve() in seen:
-            raise typer.BadParameter(f"{seen[path.resolve()]} and {flag} both name {path}")
-        seen[path.resolve()] = flag
-
-
-def _write_per_container(result: BacktestResult, path: Path) -> None:
-    frame = result.per_container
-    if path.suffix == ".parquet":
-        frame.to_parquet(path, index=False)
-    elif path.suffix == ".json":
-        frame.to_json(path, orient="records", indent=1)
-    else:
-        frame.to_csv(path, index=False)
-
-
-def _emit(result: BacktestResult, fmt: BacktestFormat, output: Path | None) -> None:
-    if fmt is BacktestFormat.json:
-        text = result.to_json() + "\n"
-        if output is None:
-            sys.stdout.write(text)
-        else:
-            output.write_text(text)
-        return
-    Console().print(result_table(result))
-    if output is not None:
-        recorder = Console(file=open(output, "w"), width=200)  # noqa: SIM115 - closed below
-        try:
-            recorder.print(result_table(result))
-        finally:
-            recorder.file.close()
 
 
 def positive_duration(text: str, option: str) -> int:
@@ -303,7 +214,7 @@ def backtest_command(
         typer.Option(
             "--per-container",
             help="Per-container metrics (.csv, .parquet or .json).",
-            callback=_per_container_path,
+            callback=per_container_path,
         ),
     ] = None,
     engine: Annotated[
@@ -323,7 +234,7 @@ def backtest_command(
     baseline_set: BaselineSet = None,
 ) -> None:
     """Replay usage history through recommendation strategies and compare them."""
-    _distinct_outputs({"--output": output, "--report": report, "--per-container": per_container})
+    distinct_outputs({"--output": output, "--report": report, "--per-container": per_container})
     settings = forecast_settings(forecast_set)
     baselines = baseline_settings_option(baseline_set)
     try:
@@ -339,6 +250,8 @@ def backtest_command(
         )
     except BacktestInputError as error:
         raise typer.BadParameter(str(error)) from error
+    if report is not None:
+        report_possible()
     history = backtest_history(demo, input, events, dataset, months, limit, warm_up, split)
     err = Console(stderr=True)
     if history.unevaluated:
@@ -362,12 +275,10 @@ def backtest_command(
             result = run_backtest(history, strategies=specs, execution=execution, progress=advance)
         except BacktestInputError as error:
             raise typer.BadParameter(str(error)) from error
-    _emit(result, fmt, output)
+    page = None if report is None else render(history, result, specs, dataset)
+    emit(result, fmt, output)  # nothing is written before the report is drawn
     if per_container is not None:
-        _write_per_container(result, per_container)
-    if report is not None:
-        from recommender.backtest.report import write_report
-
-        notes = [f"Data: {SOURCES[dataset]}"] if dataset in SOURCES else []
-        write_report(report, history, result, specs, notes=notes)
+        write_per_container(result, per_container)
+    if report is not None and page is not None:
+        report.write_text(page, encoding="utf-8")
         err.print(f"report written to {report}")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import json
 import re
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -235,6 +236,35 @@ def test_report_is_one_readable_html_file(tmp_path: Path) -> None:
     assert all(base64.b64decode(image)[:8] == b"\x89PNG\r\n\x1a\n" for image in images)
     for name in ("vpa", "krr", "oracle", "memory_relative_slack", "0.00x vpa"):
         assert name in text
+
+
+@pytest.mark.parametrize("fails", ["import", "drawing"])
+def test_a_report_that_cannot_be_drawn_writes_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fails: str
+) -> None:
+    """Without matplotlib, --output and --per-container were written, then a traceback."""
+    from recommender.backtest import report
+
+    if fails == "import":
+        monkeypatch.setitem(sys.modules, "matplotlib", None)  # import matplotlib fails
+        monkeypatch.setitem(sys.modules, "matplotlib.figure", None)
+    else:  # importable, but the drawing itself fails after the replay
+
+        def broken(width: float, height: float) -> None:
+            raise report.ReportUnavailableError("no canvas")
+
+        monkeypatch.setattr(report, "_figure", broken)
+    usage = write_usage(tmp_path, history(np.full(2 * PER_DAY, 0.5)))
+    written = [tmp_path / "out.json", tmp_path / "per.csv", tmp_path / "report.html"]
+    code, output = invoke(
+        "--input", str(usage), "--no-progress", "--strategies", "krr", "--workers", "1",
+        "--format", "json", "--output", str(written[0]), "--per-container", str(written[1]),
+        "--report", str(written[2]),
+    )  # fmt: skip
+    assert code == 2, output
+    message = "needs matplotlib: pip install matplotlib" if fails == "import" else "no canvas"
+    assert "Invalid value for --report" in plain(output) and message in plain(output)
+    assert not any(path.exists() for path in written)
 
 
 def test_split_replays_each_day_as_a_cold_start(tmp_path: Path) -> None:

@@ -1,0 +1,138 @@
+"""How `tailor backtest` writes its result: the table or JSON, per-container rows, the report.
+
+The command draws the report before it writes anything, so a report that cannot be
+drawn (no matplotlib) leaves no partial set of files behind.
+"""
+
+from __future__ import annotations
+
+import sys
+from enum import StrEnum
+from pathlib import Path
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from recommender.backtest import METRIC_NAMES, BacktestInputError, BacktestResult
+from recommender.backtest.history import ReplayHistory
+from recommender.backtest.registry import StrategySpec
+from recommender.backtest.result import BASELINE
+from tailor.cli.options import writable_path
+
+SOURCES = {
+    "bitbrains": "Bitbrains GWA-T-12 Rnd trace (Grid Workloads Archive, TU Delft; Shen, van Beek, "
+    "Iosup, CCGrid 2015).",
+    "azure": "Azure Public Dataset V1 (Cortez et al., Resource Central, SOSP 2017; CC-BY 4.0).",
+    "google2011": "Google cluster-data 2011, job series prepared by HiPro-IT.",
+}
+
+
+class BacktestFormat(StrEnum):
+    table = "table"
+    json = "json"
+
+
+def _cell(value: float, ratio: float | None) -> str:
+    if value != value:  # NaN: undefined (e.g. memory on CPU-only data)
+        return "n/a"
+    text = f"{value:,.0f}" if abs(value) >= 1000 else f"{value:.4g}"
+    if ratio is not None and ratio == ratio:
+        text += f"\n[dim]{ratio:.2f}x[/dim]"
+    return text
+
+
+def result_table(result: BacktestResult) -> Table:
+    """Metrics as rows, strategies as columns; under each value its ratio to vpa."""
+    ratios = result.ratios(BASELINE)
+    title = (
+        f"backtest: {result.containers} containers, {result.container_days:,.1f} container-days"
+        + (f" (grey: ratio to {BASELINE})" if ratios else "")
+    )
+    table = Table(title=title, header_style="bold")
+    table.add_column("metric", no_wrap=True)
+    for name in result.strategies:
+        table.add_column(name, justify="right")
+    for metric in METRIC_NAMES:
+        cells = []
+        for name in result.strategies:
+            ratio = ratios[name][metric] if ratios and name != BASELINE else None
+            cells.append(_cell(result.summary[name][metric], ratio))
+        table.add_row(metric, *cells)
+    return table
+
+
+PER_CONTAINER_SUFFIXES = (".csv", ".parquet", ".json")
+
+
+def per_container_path(value: Path | None) -> Path | None:
+    """The per-container file's type comes from its suffix: refuse one we do not write."""
+    path = writable_path(value)
+    if path is not None and path.suffix not in PER_CONTAINER_SUFFIXES:
+        raise typer.BadParameter(
+            f"{path}: write per-container metrics to {', '.join(PER_CONTAINER_SUFFIXES)}"
+        )
+    return path
+
+
+def distinct_outputs(paths: dict[str, Path | None]) -> None:
+    """Refuse two output flags naming one file: the later write silently replaced the
+    earlier (`--output r.json --per-container r.json` left only the per-container rows)."""
+    seen: dict[Path, str] = {}
+    for flag, path in paths.items():
+        if path is None:
+            continue
+        if path.resolve() in seen:
+            raise typer.BadParameter(f"{seen[path.resolve()]} and {flag} both name {path}")
+        seen[path.resolve()] = flag
+
+
+def write_per_container(result: BacktestResult, path: Path) -> None:
+    frame = result.per_container
+    if path.suffix == ".parquet":
+        frame.to_parquet(path, index=False)
+    elif path.suffix == ".json":
+        frame.to_json(path, orient="records", indent=1)
+    else:
+        frame.to_csv(path, index=False)
+
+
+def emit(result: BacktestResult, fmt: BacktestFormat, output: Path | None) -> None:
+    if fmt is BacktestFormat.json:
+        text = result.to_json() + "\n"
+        if output is None:
+            sys.stdout.write(text)
+        else:
+            output.write_text(text)
+        return
+    Console().print(result_table(result))
+    if output is not None:
+        recorder = Console(file=open(output, "w"), width=200)  # noqa: SIM115 - closed below
+        try:
+            recorder.print(result_table(result))
+        finally:
+            recorder.file.close()
+
+
+def report_possible() -> None:
+    """A report that cannot be drawn is refused before the replay, not after it."""
+    from recommender.backtest.report import ReportUnavailableError, require_matplotlib
+
+    try:
+        require_matplotlib()
+    except ReportUnavailableError as error:
+        raise typer.BadParameter(str(error), param_hint="--report") from error
+
+
+def render(
+    history: ReplayHistory, result: BacktestResult, specs: list[StrategySpec], dataset: str | None
+) -> str:
+    """The HTML report, drawn before any output is written: its representative containers
+    are replayed again, and a failure there must leave no partial set of files."""
+    from recommender.backtest.report import ReportUnavailableError, render_report
+
+    notes = [f"Data: {SOURCES[dataset]}"] if dataset in SOURCES else []
+    try:
+        return render_report(history, result, specs, notes=notes)
+    except (BacktestInputError, ReportUnavailableError) as error:
+        raise typer.BadParameter(str(error), param_hint="--report") from error
