@@ -8,11 +8,14 @@ and logged, never done silently. Every result passes `validate_usage`.
 
 from __future__ import annotations
 
+import gzip
 import logging
 import os
 import re
 import tarfile
-from collections.abc import Callable, Iterable
+import zlib
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Literal
 
@@ -83,6 +86,18 @@ def load_dataset(name: str, root: PathLike | None = None, **options: Any) -> pd.
     return loaders[name](folder, **options)
 
 
+@contextmanager
+def _reading(source: str) -> Iterator[None]:
+    """A raw file pandas, gzip or tarfile cannot read becomes a DataFormatError naming it;
+    their own errors (`No columns to parse from file`) named no file, and some were tracebacks."""
+    try:
+        yield
+    except DataFormatError:
+        raise
+    except (ValueError, EOFError, zlib.error, gzip.BadGzipFile, tarfile.TarError) as error:
+        raise DataFormatError(source, f"cannot read it: {error}") from None
+
+
 def _repeat_labels(labels: list[str], codes: np.ndarray) -> pd.Series:
     """labels[codes] as a string column, built in Arrow (no million Python str objects)."""
     return pd.Series(pd.array(pa.array(labels).take(pa.array(codes)), dtype=STRING_DTYPE))
@@ -125,7 +140,8 @@ def _series_frame(
 def _read_bitbrains_file(path: Path) -> pd.DataFrame:
     """One raw file as numbers: 'value;<TAB>value' parses with the C engine via skipinitialspace."""
     source = str(path)
-    raw = pd.read_csv(path, sep=";", skipinitialspace=True, usecols=[0, 1, 2, 3, 5, 6])
+    with _reading(source):
+        raw = pd.read_csv(path, sep=";", skipinitialspace=True, usecols=[0, 1, 2, 3, 5, 6])
     header = [str(name).strip() for name in raw.columns]
     for found, expected in zip(header, BITBRAINS_COLUMNS, strict=True):
         if found != expected:
@@ -259,7 +275,8 @@ def load_azure(
     _check_limit(limit)
     path = Path(root) / AZURE_DIR / f"microsoft_{kind}_100.csv.gz"
     source = str(path)
-    raw = pd.read_csv(path)
+    with _reading(source):
+        raw = pd.read_csv(path)
     if raw.empty:
         raise DataFormatError(source, "no data rows")
     step_column = str(raw.columns[0])
@@ -301,7 +318,7 @@ def load_azure(
 def _google_members(path: Path) -> dict[tuple[int, int], tuple[str, bytes]]:
     """Every series file of the archive, read in one streaming pass (nothing extracted)."""
     members: dict[tuple[int, int], tuple[str, bytes]] = {}
-    with tarfile.open(path, "r|gz") as archive:
+    with _reading(str(path)), tarfile.open(path, "r|gz") as archive:
         for member in archive:
             if not member.isfile():
                 continue

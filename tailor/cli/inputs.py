@@ -60,7 +60,10 @@ def load_history(
                 raise typer.BadParameter(
                     f"unknown dataset {dataset!r}; choose one of {', '.join(DATASETS)}"
                 )
-            return load_dataset(dataset, **(dataset_options or {})), empty_events()
+            try:
+                return load_dataset(dataset, **(dataset_options or {})), empty_events()
+            except ValueError as err:  # the loaders' documented error: no files selected, ...
+                raise typer.BadParameter(str(err), param_hint="--dataset") from err
         assert input is not None
         if not input.is_file():
             raise typer.BadParameter(f"{input}: no such file")

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import gzip
 import io
+import re
 import tarfile
 from pathlib import Path
 
@@ -175,6 +176,18 @@ def test_bitbrains_wrong_header_is_named(tmp_path: Path) -> None:
         load_bitbrains(tmp_path, months=("2013-7",))
 
 
+def test_an_unreadable_bitbrains_file_is_named(tmp_path: Path) -> None:
+    """pandas' and gzip's own errors named no file (and were not DataFormatError)."""
+    path = fake_bitbrains(tmp_path, "2013-7", 5, [bb_row(300, 2, 5000.0, 1000.0, 10.0)])
+    path.write_bytes(path.read_bytes()[:-10])  # truncated
+    named = f"^{re.escape(str(path))}: cannot read it: "
+    with pytest.raises(DataFormatError, match=named + "Compressed file ended"):
+        load_bitbrains(tmp_path, months=("2013-7",))
+    path.write_bytes(gzip.compress(b""))
+    with pytest.raises(DataFormatError, match=named + "No columns to parse"):
+        load_bitbrains(tmp_path, months=("2013-7",))
+
+
 # --- Azure ----------------------------------------------------------------------------------
 
 
@@ -277,6 +290,14 @@ def test_google_bad_line_names_member_row_and_column(tmp_path: Path) -> None:
     path = fake_google(fake, {"vm_1_1": b"10 20\n30\n"})
     with pytest.raises(DataFormatError, match=r"vm_1_1: row 2: expected 2 fields, found 1"):
         load_google2011(fake)
+
+
+def test_an_unreadable_google_archive_is_named(tmp_path: Path) -> None:
+    path = fake_google(tmp_path, {"vm_1_1": b"10 20\n"})
+    path.write_bytes(b"not an archive")
+    named = f"^{re.escape(str(path))}: cannot read it: not a gzip file"
+    with pytest.raises(DataFormatError, match=named):
+        load_google2011(tmp_path)
 
 
 def test_google_small_archive_loads(tmp_path: Path) -> None:
