@@ -39,10 +39,35 @@ import numpy as np
 from recommender.backtest.history import ReplayHistory
 from recommender.backtest.metrics import counted_days, day_spans
 from recommender.backtest.ratio_search import Minimum, RatioSearch
-from recommender.backtest.settings import DAY
+from recommender.backtest.settings import DAY, BacktestInputError
 
 Resource = Literal["cpu", "memory"]
 CHUNK_DAYS = 256  # days per DP pass: keeps the (changes, days, levels) state in cache
+
+
+class HindsightInputError(BacktestInputError):
+    """A limit the bound cannot be computed for; `setting` names the argument at fault."""
+
+    def __init__(self, setting: str, message: str) -> None:
+        self.setting = setting
+        super().__init__(message)
+
+
+def check_limits(changes_per_day: float, exempt_fraction: float) -> None:
+    """The change cap and the exempt share, checked once for the CLI and notebooks alike
+    (only the CLI used to check them; nan or inf gave a bound for no real limit)."""
+    if not 0 <= changes_per_day < math.inf:  # compares a huge int exactly; refuses nan
+        raise HindsightInputError(
+            "changes_per_day",
+            f"changes_per_day must be a finite number of at least 0 (0: one flat request "
+            f"per container-day), got {changes_per_day!r}",
+        )
+    if not 0.0 <= exempt_fraction <= 0.5:  # also refuses nan
+        raise HindsightInputError(
+            "exempt_fraction",
+            f"exempt_fraction must be in [0, 0.5] (0.01 exempts the days above the p99), "
+            f"got {exempt_fraction!r}",
+        )
 
 
 @dataclass(frozen=True)
@@ -102,9 +127,11 @@ class _Problem:
         self.counted_days = int(np.sum(days.counted))  # the distribution's n, any resource
         self.free_days = int((~counted & valid.any(axis=1)).sum())
         self.exempt = exempt_count(self.counted_days, exempt_fraction)
-        limit = np.floor(changes_per_day * np.asarray(days.span) / per_day + 1e-9)
         # n windows hold at most n - 1 changes: a larger cap (--changes-per-day 1e14) only
-        # sized the DP's state to petabytes
+        # sized the DP's state to petabytes (and a 400-digit one overflowed); a day's span
+        # is at most per_day windows, so a cap of per_day already allows them all
+        cap = min(changes_per_day, per_day)
+        limit = np.floor(cap * np.asarray(days.span) / per_day + 1e-9)
         limit = np.minimum(limit, np.maximum(valid.sum(axis=1) - 1, 0))
         # valid windows first (a change inside a gap is the same as one at its end)
         order = np.argsort(~valid, axis=1, kind="stable")
@@ -231,9 +258,14 @@ def slack_lower_bound(
     """The largest theta proven: every strategy within the limits has slack / request > theta.
 
     budget: shortfall (or OOM) windows allowed over the whole fleet; only whole
-    windows count, so it is rounded down.
+    windows count, so it is rounded down. HindsightInputError for a limit out of range.
     """
-    whole = math.floor(budget + 1e-9) if math.isfinite(budget) else budget
+    check_limits(changes_per_day, exempt_fraction)
+    if not (math.isfinite(budget) and budget >= 0):  # inf printed a bound of 0 as certified
+        raise HindsightInputError(
+            "budget", f"budget must be a finite number of windows, at least 0; got {budget!r}"
+        )
+    whole = math.floor(budget + 1e-9)
     problem = _Problem(days, changes_per_day, exempt_fraction)
     search = RatioSearch(functools.partial(_minimum, problem), whole, problem.total)
     if problem.total > 0 and whole < days.windows:

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from enum import StrEnum
 from typing import Annotated
 
@@ -18,7 +20,13 @@ import numpy as np
 import typer
 
 from recommender.backtest.block_optimum import block_optimum
-from recommender.backtest.hindsight import budget_from_rate, container_days, slack_lower_bound
+from recommender.backtest.hindsight import (
+    HindsightInputError,
+    budget_from_rate,
+    check_limits,
+    container_days,
+    slack_lower_bound,
+)
 from recommender.backtest.history import ReplayHistory
 from recommender.backtest.level_reference import level_reference, peak_reference
 from tailor.cli.backtest import (
@@ -63,13 +71,12 @@ def hindsight_command(
         ),
     ] = 0.0,
     changes_per_day: Annotated[
-        int, typer.Option("--changes-per-day", min=1, help="Change cap per container-day.")
+        int,
+        typer.Option("--changes-per-day", help="Change cap per container-day (0: flat each day)."),
     ] = 6,
     exempt_fraction: Annotated[
         float,
-        typer.Option(
-            "--exempt-fraction", min=0.0, max=0.5, help="Days exempt from the cap (p99: 0.01)."
-        ),
+        typer.Option("--exempt-fraction", help="Days exempt from the cap, 0 to 0.5 (p99: 0.01)."),
     ] = 0.01,
     level_block: Annotated[
         str | None,
@@ -98,6 +105,8 @@ def hindsight_command(
             f"a cpu shortfall rate is a share of windows, at most 1; got {budget_rate:g}",
             param_hint="--budget-rate",
         )
+    with _flag_errors():  # before the history is read
+        check_limits(changes_per_day, exempt_fraction)
     history = backtest_history(demo, input, events, dataset, months, limit, warm_up, split)
     if resource is Resource.memory and np.any(history.memory_limit_ratio != 1.0):
         raise typer.BadParameter(
@@ -112,8 +121,9 @@ def hindsight_command(
     if days.windows == 0:
         raise typer.BadParameter(f"no {resource.value} usage to bound", param_hint="--resource")
     loaded = time.perf_counter()
-    budget = budget_from_rate(days, resource.value, budget_rate)
-    result = slack_lower_bound(days, budget, changes_per_day, exempt_fraction)
+    with _flag_errors():
+        budget = budget_from_rate(days, resource.value, budget_rate)
+        result = slack_lower_bound(days, budget, changes_per_day, exempt_fraction)
     typer.echo(
         f"{resource.value}_relative_slack > "
         f"{_bound_text(result.bound)} "
@@ -125,6 +135,16 @@ def hindsight_command(
     )
     if windows is not None:
         _print_reference(history, resource, windows, budget_rate, at_least_mean)
+
+
+@contextmanager
+def _flag_errors() -> Iterator[None]:
+    """The library's checks of the limits (one place), as errors naming the flag."""
+    try:
+        yield
+    except HindsightInputError as error:
+        flag = "--budget-rate" if error.setting == "budget" else f"--{error.setting}"
+        raise typer.BadParameter(str(error), param_hint=flag.replace("_", "-")) from error
 
 
 def _bound_text(bound: float) -> str:

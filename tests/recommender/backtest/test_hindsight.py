@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import itertools
+import math
 
 import numpy as np
 import pytest
 
-from recommender.backtest import ExecutionSettings, run_backtest
+from recommender.backtest import BacktestInputError, ExecutionSettings, run_backtest
 from recommender.backtest.hindsight import (
     DayUsage,
     budget_from_rate,
@@ -68,6 +69,32 @@ def test_a_cap_above_one_change_per_window_is_no_cap() -> None:
     # it used to size the DP's state by the cap: a MemoryError for 10**15
     assert bound(day_usage(TWO_LEVELS), 0, 10**15) == 0.0
     assert bound(day_usage(TWO_LEVELS, [2.0, 1.0, 2.0, 1.0, 2.0, 1.0]), 0, 10**15) == 0.0
+
+
+def test_a_cap_past_any_float_is_no_cap() -> None:
+    assert bound(day_usage(TWO_LEVELS, TWO_LEVELS[::-1]), 0, 10**400) == 0.0  # overflowed
+
+
+@pytest.mark.parametrize(
+    ("budget", "changes", "exempt", "setting"),
+    [
+        (-1.0, 1, 0.0, "budget must be a finite number"),
+        (math.inf, 1, 0.0, "budget must be a finite number"),
+        (math.nan, 1, 0.0, "budget must be a finite number"),
+        (0.0, -1, 0.0, "changes_per_day must be"),
+        (0.0, math.inf, 0.0, "changes_per_day must be"),
+        (0.0, math.nan, 0.0, "changes_per_day must be"),
+        (0.0, 1, 0.6, r"exempt_fraction must be in \[0, 0.5\]"),
+        (0.0, 1, -0.1, "exempt_fraction must be"),
+        (0.0, 1, math.nan, "exempt_fraction must be"),
+    ],
+)
+def test_limits_out_of_range_are_refused_by_the_library(
+    budget: float, changes: float, exempt: float, setting: str
+) -> None:
+    """Only the CLI checked them; a notebook got a bound for limits that mean nothing."""
+    with pytest.raises(BacktestInputError, match=setting):
+        slack_lower_bound(day_usage(TWO_LEVELS), budget, changes, exempt)  # type: ignore[arg-type]
 
 
 def test_two_levels_without_changes_must_cover_the_peak() -> None:
