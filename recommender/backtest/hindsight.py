@@ -70,6 +70,18 @@ def check_limits(changes_per_day: float, exempt_fraction: float) -> None:
         )
 
 
+def check_budget_rate(resource: Resource, rate: float) -> None:
+    """A rate a budget can be made of: finite, at least 0, and a share (<= 1) for cpu."""
+    if not (math.isfinite(rate) and rate >= 0):
+        raise HindsightInputError(
+            "budget_rate", f"a budget rate must be a finite number of at least 0, got {rate!r}"
+        )
+    if resource == "cpu" and rate > 1.0:
+        raise HindsightInputError(
+            "budget_rate", f"a cpu shortfall rate is a share of windows, at most 1; got {rate:g}"
+        )
+
+
 @dataclass(frozen=True)
 class DayUsage:
     """Evaluated windows cut into container-days, as the backtest metrics cut them.
@@ -308,4 +320,8 @@ def container_days(history: ReplayHistory, resource: Resource) -> DayUsage:
 
 def budget_from_rate(days: DayUsage, resource: Resource, rate: float) -> float:
     """Shortfalls allowed: rate per evaluated window (cpu) or per container-day (memory)."""
-    return rate * (days.windows if resource == "cpu" else days.container_days)
+    check_budget_rate(resource, rate)
+    budget = rate * (days.windows if resource == "cpu" else days.container_days)
+    if not math.isfinite(budget):
+        raise HindsightInputError("budget_rate", f"a budget rate of {rate:g} is too large")
+    return budget

@@ -23,6 +23,7 @@ from recommender.backtest.block_optimum import block_optimum
 from recommender.backtest.hindsight import (
     HindsightInputError,
     budget_from_rate,
+    check_budget_rate,
     check_limits,
     container_days,
     slack_lower_bound,
@@ -65,7 +66,6 @@ def hindsight_command(
         float,
         typer.Option(
             "--budget-rate",
-            min=0.0,
             help="Shortfalls allowed per evaluated window (cpu) or OOM kills per "
             "container-day (memory), e.g. the vpa strategy's measured rate.",
         ),
@@ -100,12 +100,8 @@ def hindsight_command(
     """Certified lower bound on the relative slack any strategy can reach on this history."""
     started = time.perf_counter()
     block = None if level_block is None else positive_duration(level_block, "--level-block")
-    if resource is Resource.cpu and budget_rate > 1.0:
-        raise typer.BadParameter(
-            f"a cpu shortfall rate is a share of windows, at most 1; got {budget_rate:g}",
-            param_hint="--budget-rate",
-        )
     with _flag_errors():  # before the history is read
+        check_budget_rate(resource.value, budget_rate)
         check_limits(changes_per_day, exempt_fraction)
     history = backtest_history(demo, input, events, dataset, months, limit, warm_up, split)
     if resource is Resource.memory and np.any(history.memory_limit_ratio != 1.0):

@@ -11,6 +11,7 @@ import pytest
 from recommender.backtest import BacktestInputError, ExecutionSettings, run_backtest
 from recommender.backtest.hindsight import (
     DayUsage,
+    Resource,
     budget_from_rate,
     container_days,
     exempt_count,
@@ -95,6 +96,13 @@ def test_limits_out_of_range_are_refused_by_the_library(
     """Only the CLI checked them; a notebook got a bound for limits that mean nothing."""
     with pytest.raises(BacktestInputError, match=setting):
         slack_lower_bound(day_usage(TWO_LEVELS), budget, changes, exempt)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("resource", ["cpu", "memory"])
+@pytest.mark.parametrize("rate", [math.inf, math.nan, -0.5])
+def test_a_budget_rate_must_be_a_finite_count(resource: Resource, rate: float) -> None:
+    with pytest.raises(BacktestInputError, match="a budget rate must be a finite number"):
+        budget_from_rate(day_usage(TWO_LEVELS), resource, rate)
 
 
 def test_two_levels_without_changes_must_cover_the_peak() -> None:

@@ -109,3 +109,31 @@ def test_the_memory_reference_limits_every_block_at_its_peak(tmp_path: Path) -> 
     assert found is not None
     assert float(found.group(1)) == pytest.approx(47 / 96, abs=1e-4)
     assert runner.invoke(app, [*args[:-1], "-4h"]).exit_code == 2
+
+
+@pytest.mark.parametrize("resource", ["cpu", "memory"])
+@pytest.mark.parametrize(
+    ("rate", "message"),
+    [
+        ("inf", "a budget rate must be a finite number of at least 0, got inf"),
+        ("nan", "a budget rate must be a finite number of at least 0, got nan"),
+        ("-1", "a budget rate must be a finite number of at least 0, got -1.0"),
+    ],
+)
+def test_a_budget_rate_that_is_no_number_of_kills_is_refused(
+    tmp_path: Path, resource: str, rate: str, message: str
+) -> None:
+    """`--resource memory --budget-rate inf` printed a 'certified' bound of 0."""
+    usage = write_usage(tmp_path, history(np.full(3 * PER_DAY, 0.5), np.full(3 * PER_DAY, GIB)))
+    args = ["hindsight", "--input", str(usage), "--resource", resource, "--budget-rate", rate]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 2, result.output
+    assert f"Invalid value for --budget-rate: {message}" in plain(result.output)
+
+
+def test_a_budget_rate_that_overflows_the_budget_is_refused(tmp_path: Path) -> None:
+    usage = write_usage(tmp_path, history(np.full(3 * PER_DAY, 0.5), np.full(3 * PER_DAY, GIB)))
+    args = ["hindsight", "--input", str(usage), "--resource", "memory", "--budget-rate", "1e308"]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 2, result.output
+    assert "a budget rate of 1e+308 is too large" in plain(result.output)
