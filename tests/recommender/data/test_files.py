@@ -145,3 +145,61 @@ def test_csv_rows_longer_than_the_header_are_refused(tmp_path: Path, rows: list[
     path.write_text("\n".join(["timestamp,namespace,pod,container,cpu,memory", *rows]) + "\n")
     with pytest.raises(DataFormatError, match="row 1: more fields than the 6 of the header"):
         read_usage(path)
+
+
+SHORT_HEADER = "timestamp,namespace,pod,container,cpu,memory"
+
+
+def _write_csv(path: Path, text: str) -> None:
+    data = text.encode()
+    path.write_bytes(gzip.compress(data) if path.name.endswith(".gz") else data)
+
+
+@pytest.mark.parametrize("suffix", ["csv", "csv.gz"])
+@pytest.mark.parametrize(
+    ("rows", "row", "column"),
+    [
+        # an interrupted download: the last line stops inside the cpu field
+        (["2024-01-01T00:00:00Z,a,p,c,0.5,100", "2024-01-01T00:05:00Z,a,p,c,0."], 2, "memory"),
+        (["2024-01-01T00:00:00Z,a,p,c", "", "2024-01-01T00:05:00Z,a,p,c,0.5,100"], 1, "cpu"),
+        (
+            ['"2024-01-01T00:00:00Z","a,b",p,c,0.5,1', '"2024-01-01T00:05:00Z","a,b",p,c,0.5'],
+            2,
+            "memory",
+        ),
+    ],
+    ids=["truncated-last-line", "short-first-row", "quoted-commas-elsewhere"],
+)
+def test_csv_rows_shorter_than_the_header_are_refused(
+    tmp_path: Path, suffix: str, rows: list[str], row: int, column: str
+) -> None:
+    """pandas pads a short row with empty fields: it read as cpu 0 and memory "not measured"."""
+    path = tmp_path / f"usage.{suffix}"
+    _write_csv(path, "\r\n".join([SHORT_HEADER, *rows]))
+    with pytest.raises(
+        DataFormatError, match=f"row {row}, column '{column}': missing field"
+    ) as info:
+        read_usage(path)
+    assert (info.value.row, info.value.column) == (row, column)
+
+
+@pytest.mark.parametrize("suffix", ["csv", "csv.gz"])
+def test_empty_cells_and_quoted_commas_are_not_short_rows(tmp_path: Path, suffix: str) -> None:
+    """`...,0.5,` has its memory field (empty: not measured); a quoted comma is no separator."""
+    path = tmp_path / f"usage.{suffix}"
+    rows = [
+        '2024-01-01T00:00:00Z,"a,b",p,"c ""x""",0.5,',
+        "",
+        '2024-01-01T00:05:00Z,"a,b",p,"c ""x""",0.25,',
+    ]
+    _write_csv(path, "\n".join([SHORT_HEADER, *rows]) + "\n")
+    loaded = read_usage(path)
+    assert loaded["cpu"].tolist() == [0.5, 0.25]
+    assert loaded["memory"].isna().all()
+    assert loaded["container"].tolist() == ['c "x"', 'c "x"']
+
+
+def test_a_header_only_events_file_still_means_no_events(tmp_path: Path) -> None:
+    path = tmp_path / "events.csv"
+    path.write_text("timestamp,namespace,pod,container,reason,memory\n")
+    assert read_events(path).empty

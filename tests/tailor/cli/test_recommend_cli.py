@@ -200,3 +200,17 @@ def test_an_empty_or_multi_line_token_file_is_refused(
     result = runner.invoke(app, ["recommend", *args])
     assert result.exit_code == 2
     assert message in plain(result.output) and "cannot reach" not in plain(result.output)
+
+
+def test_a_file_cut_short_is_refused(tmp_path: Path) -> None:
+    """The last line of an interrupted download used to read as cpu 0, memory not measured."""
+    cut = tmp_path / "cut.csv"
+    cut.write_text(
+        "timestamp,namespace,pod,container,cpu,memory\n"
+        "2024-01-01T00:00:00Z,a,p,c,0.5,100\n"
+        "2024-01-01T00:05:00Z,a,p,c,0."
+    )
+    result = runner.invoke(app, ["recommend", "--input", str(cut)])
+    assert result.exit_code == 2
+    assert "row 2" in plain(result.output) and "missing field" in plain(result.output)
+    assert "Traceback" not in result.output
