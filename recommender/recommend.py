@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 
 from recommender.data.arrays import KEY_COLUMNS, factorize_rows, from_long
+from recommender.data.ooms import oom_kills
 from recommender.data.schema import validate_events, validate_usage
 from recommender.forecast.api import BOUND_COLUMNS, recommend_forecast
 from recommender.forecast.settings import ForecastSettings
@@ -65,12 +66,10 @@ def recommend_vpa(
     codes = codes[order]
     cpu = usage["cpu"].to_numpy(dtype=np.float64)[order]
     memory = usage["memory"].to_numpy(dtype=np.float64)[order]
-    ooms = _oom_arrays(events, series, usage)
+    ooms = oom_kills(events, series)  # the memory a kill reports counts as the request then
     # Upstream only accepts an OOM inside the series' current 24 h interval, so
     # samples and OOMs are fed in time order, as the live recommender sees them.
-    cuts: np.ndarray | list[int] = (
-        np.searchsorted(seconds, ooms[1], side="right") if ooms is not None else []
-    )
+    cuts = np.searchsorted(seconds, ooms.seconds, side="right")
     total = len(seconds)
     done = 0
     boundaries = sorted({*range(INGEST_CHUNK, total, INGEST_CHUNK), *map(int, cuts), total})
@@ -79,12 +78,9 @@ def recommend_vpa(
         if end > done:
             model.add_samples(codes[done:end], seconds[done:end], cpu[done:end], memory[done:end])
             done = end
-        while ooms is not None and oom_at < len(cuts) and cuts[oom_at] <= done:
-            model.add_oom(
-                ooms[0][oom_at : oom_at + 1],
-                ooms[1][oom_at : oom_at + 1],
-                ooms[2][oom_at : oom_at + 1],
-            )
+        while oom_at < len(cuts) and cuts[oom_at] <= done:
+            kill = slice(oom_at, oom_at + 1)
+            model.add_oom(ooms.series[kill], ooms.seconds[kill], ooms.memory[kill])
             oom_at += 1
         if progress is not None:
             progress(done, total)
@@ -107,31 +103,6 @@ def _checked(
         validate_usage(usage, "usage"),
         None if events is None else validate_events(events, "events"),
     )
-
-
-def _oom_arrays(
-    events: pd.DataFrame | None, series: pd.DataFrame, usage: pd.DataFrame
-) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
-    """OOM kills as (series index, UNIX seconds, memory) sorted by time.
-
-    Events match usage on (namespace, pod, container); the memory they carry
-    counts as the request at the time. Events of unknown series are ignored.
-    """
-    if events is None or events.empty:
-        return None
-    ooms = events[events["reason"] == "OOMKilled"]
-    if ooms.empty:
-        return None
-    lookup = pd.MultiIndex.from_frame(series.loc[:, ["namespace", "pod", "container"]])
-    wanted = pd.MultiIndex.from_frame(ooms.loc[:, ["namespace", "pod", "container"]].astype(str))
-    index = lookup.get_indexer(wanted)
-    known = index >= 0
-    if not known.any():
-        return None
-    seconds = ooms["timestamp"].astype("datetime64[s, UTC]").astype("int64").to_numpy()[known]
-    memory = ooms["memory"].to_numpy(dtype=np.float64)[known]
-    order = np.argsort(seconds, kind="stable")
-    return index[known].astype(np.int64)[order], seconds[order], memory[order]
 
 
 def recommend_forecast_workloads(

@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 
 from recommender.data.arrays import KEY_COLUMNS, UsageArrays
+from recommender.data.ooms import oom_kills
 from recommender.forecast.explain import explain, explanation_columns
 from recommender.forecast.memory import OomHistory
 from recommender.forecast.planner import Plan, make_plan
@@ -64,26 +65,16 @@ def oom_history(
 ) -> OomHistory:
     """OOM kills from an events table (reason "OOMKilled") as the planner's OOM history.
 
-    Events are matched to series by namespace, pod and container; kills after the
-    end of the history or for unknown series are ignored.
+    Events are matched to series as `recommend_vpa` matches them (`oom_kills`);
+    kills after the end of the history or for unknown series are ignored.
     """
     ooms = OomHistory.empty(usage.n_series)
-    if events is None or events.empty:
-        return ooms
-    kills = events[events["reason"] == "OOMKilled"]
-    if kills.empty:
-        return ooms
-    match = ("namespace", "pod", "container")
-    lookup = pd.MultiIndex.from_frame(usage.keys.loc[:, list(match)].astype(str))
-    rows = lookup.get_indexer(pd.MultiIndex.from_frame(kills.loc[:, list(match)].astype(str)))
-    seconds = kills["timestamp"].astype("datetime64[s, UTC]").astype("int64").to_numpy()
+    kills = oom_kills(events, usage.keys)
     end = usage.start + usage.n_windows * usage.step
-    known = (rows >= 0) & (seconds < end)
+    known = kills.seconds < end
     if not known.any():
         return ooms
-    order = np.argsort(seconds[known], kind="stable")
-    rows, seconds = rows[known][order], seconds[known][order]
-    memory = kills["memory"].to_numpy(dtype=np.float64)[known][order]
+    rows, seconds, memory = kills.series[known], kills.seconds[known], kills.memory[known]
     peaks = np.max(np.where(np.isnan(usage.memory), -np.inf, usage.memory), axis=1)
     ooms.record(rows, seconds.astype(np.float64), memory, settings, np.maximum(peaks[rows], 0.0))
     return ooms

@@ -16,6 +16,7 @@ from rich.console import Console
 
 from recommender.backtest.registry import baseline_settings
 from recommender.data.arrays import SamplePeriodError
+from recommender.data.ooms import unmatched_oom_kills
 from recommender.forecast.settings import ForecastSettings
 from recommender.overrides import SettingsError, settings_with
 from recommender.recommend import recommend_forecast_workloads
@@ -155,10 +156,28 @@ def read_history(
     in its query; the others are filtered here)."""
     one_source({"--demo": demo, "--input FILE": input is not None, "--prometheus URL": prometheus})
     if prometheus is None:
-        return only_namespaces(*load_history(demo, input, events, None), namespaces)
+        usage, event_frame = only_namespaces(*load_history(demo, input, events, None), namespaces)
+        if events is not None:
+            _note_unmatched_ooms(console, usage, event_frame)
+        return usage, event_frame
     if events is not None:
         raise typer.BadParameter("--events goes with --input; Prometheus has its own OOM events")
     return load_from_prometheus(prometheus, console)
+
+
+def _note_unmatched_ooms(console: Console, usage: pd.DataFrame, events: pd.DataFrame) -> None:
+    """Both models ignore kills of containers the history lacks; a namespace typo in an
+    events file used to drop every kill without a word."""
+    unmatched = unmatched_oom_kills(usage, events)
+    if unmatched:
+        kills = int((events["reason"] == "OOMKilled").sum())
+        console.print(
+            f"note: {unmatched} of {kills} OOM kills in the events file match no container "
+            "of the history (by namespace, pod and container) and are ignored",
+            markup=False,
+            highlight=False,
+            soft_wrap=True,
+        )
 
 
 def prometheus_options(

@@ -214,3 +214,27 @@ def test_a_file_cut_short_is_refused(tmp_path: Path) -> None:
     assert result.exit_code == 2
     assert "row 2" in plain(result.output) and "missing field" in plain(result.output)
     assert "Traceback" not in result.output
+
+
+@pytest.mark.parametrize(
+    "command", [["recommend"], ["recommend", "--strategy", "forecast"], ["schedule"]]
+)
+def test_kills_of_no_container_are_noted(tmp_path: Path, command: list[str]) -> None:
+    """A namespace typo in the events file used to drop every kill without a word."""
+    usage, _ = demo_fleet(days=1)
+    source, events = tmp_path / "usage.parquet", tmp_path / "events.csv"
+    write_usage(usage, source)
+    kill = "2024-01-01T00:0{}:00Z,dmeo,web,web-7c9d4b-2xk8q,app,OOMKilled,1e9\n"
+    events.write_text(
+        "timestamp,namespace,workload,pod,container,reason,memory\n"
+        + kill.format(0)
+        + kill.format(5)
+        + "2024-01-01T00:00:00Z,dmeo,web,web-7c9d4b-2xk8q,app,Evicted,1e9\n"
+    )
+    args = [*command, "--input", str(source), "--events", str(events), "--format", "json"]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    assert "note: 2 of 2 OOM kills in the events file match no container" in plain(result.stderr)
+    json.loads(result.stdout)
+    events.write_text(events.read_text().replace("dmeo", "demo"))
+    assert "note" not in runner.invoke(app, args).stderr

@@ -1,0 +1,76 @@
+"""OOM kills of an events table, matched to the series of a usage history.
+
+Both models (`recommend_vpa`, the forecaster) and the CLI's note on events that
+match nothing use this one rule, so they cannot disagree on which kill belongs
+to which container: a kill belongs to the series with its namespace, pod and
+container; the workload label plays no part (events may omit it).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+MATCH_COLUMNS = ("namespace", "pod", "container")
+
+
+@dataclass(frozen=True)
+class OomKills:
+    """OOMKilled events of known series, in time order (arrays of one length).
+
+    series: row of the keys frame they were matched to; seconds: UNIX seconds;
+    memory: bytes in use at the kill (NaN = not reported); unmatched: kills that
+    match no series (a namespace typo in an events file makes them all unmatched).
+    """
+
+    series: np.ndarray
+    seconds: np.ndarray
+    memory: np.ndarray
+    unmatched: int
+
+    def __len__(self) -> int:
+        return int(self.series.size)
+
+
+def _kills(events: pd.DataFrame | None) -> pd.DataFrame:
+    if events is None or events.empty:
+        return pd.DataFrame(columns=["timestamp", *MATCH_COLUMNS, "memory"])
+    return events[events["reason"] == "OOMKilled"]
+
+
+def oom_kills(events: pd.DataFrame | None, keys: pd.DataFrame) -> OomKills:
+    """The OOM kills of a canonical events table matched to the rows of `keys`
+    (one row per series, with the MATCH_COLUMNS; each combination at most once)."""
+    kills = _kills(events)
+    if kills.empty:
+        none = np.zeros(0, dtype=np.int64)
+        return OomKills(none, none, np.zeros(0), 0)
+    lookup = pd.MultiIndex.from_frame(keys.loc[:, list(MATCH_COLUMNS)].astype(str))
+    rows = lookup.get_indexer(
+        pd.MultiIndex.from_frame(kills.loc[:, list(MATCH_COLUMNS)].astype(str))
+    )
+    known = rows >= 0
+    seconds = kills["timestamp"].astype("datetime64[s, UTC]").astype("int64").to_numpy()[known]
+    memory = kills["memory"].to_numpy(dtype=np.float64)[known]
+    order = np.argsort(seconds, kind="stable")
+    return OomKills(
+        rows[known].astype(np.int64)[order],
+        seconds[order],
+        memory[order],
+        int(np.count_nonzero(~known)),
+    )
+
+
+def unmatched_oom_kills(usage: pd.DataFrame, events: pd.DataFrame | None) -> int:
+    """How many OOM kills of `events` match no series of a canonical usage frame.
+
+    The models ignore such kills; a caller can say so. Only the rows of the
+    killed pods are looked at, so a long history costs one `isin`.
+    """
+    kills = _kills(events)
+    if kills.empty:
+        return 0
+    candidates = usage.loc[usage["pod"].isin(kills["pod"].unique()), list(MATCH_COLUMNS)]
+    return oom_kills(kills, candidates.drop_duplicates()).unmatched
