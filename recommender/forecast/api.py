@@ -65,16 +65,15 @@ def oom_history(
 ) -> OomHistory:
     """OOM kills from an events table (reason "OOMKilled") as the planner's OOM history.
 
-    Events are matched to series as `recommend_vpa` matches them (`oom_kills`);
-    kills after the end of the history or for unknown series are ignored.
+    Events are matched to series as `recommend_vpa` matches them (`oom_kills`), and
+    as there, a kill after the history's last sample counts: it is the latest news
+    (the live recommender would act on it). Kills of unknown series are ignored.
     """
     ooms = OomHistory.empty(usage.n_series)
     kills = oom_kills(events, usage.keys)
-    end = usage.start + usage.n_windows * usage.step
-    known = kills.seconds < end
-    if not known.any():
+    if not len(kills):
         return ooms
-    rows, seconds, memory = kills.series[known], kills.seconds[known], kills.memory[known]
+    rows, seconds, memory = kills.series, kills.seconds, kills.memory
     peaks = np.max(np.where(np.isnan(usage.memory), -np.inf, usage.memory), axis=1)
     ooms.record(rows, seconds.astype(np.float64), memory, settings, np.maximum(peaks[rows], 0.0))
     return ooms

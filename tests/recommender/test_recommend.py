@@ -176,3 +176,35 @@ def test_old_pods_of_a_live_workload_do_not_set_its_requests() -> None:
     mixed, mixed_schedule = recommend_forecast_workloads(validate_usage(with_old))
     pd.testing.assert_frame_equal(alone, mixed)
     pd.testing.assert_frame_equal(alone_schedule, mixed_schedule)
+
+
+def _kill_after_history(usage: pd.DataFrame, minutes: int) -> pd.DataFrame:
+    return pd.DataFrame(
+        {
+            "timestamp": [usage["timestamp"].max() + pd.Timedelta(minutes=minutes)],
+            "namespace": ["ns"],
+            "pod": ["web-1"],
+            "container": ["app"],
+            "reason": ["OOMKilled"],
+            "memory": [800.0 * MIB],
+        }
+    )
+
+
+@pytest.mark.parametrize("minutes", [1, 30, 2 * 24 * 60])
+def test_a_kill_after_the_last_sample_raises_memory_in_both_models(minutes: int) -> None:
+    """An OOM reported after the last usage sample is the latest news, as the live
+    recommender would take it: the VPA model used it, the forecaster dropped it."""
+    usage = _usage({"web-1": (0.1, 300 * MIB)}, hours=72)
+    kill = _kill_after_history(usage, minutes)
+    vpa_with, vpa_without = recommend_vpa(usage, kill).iloc[0], recommend_vpa(usage).iloc[0]
+    assert vpa_with.memory_target > vpa_without.memory_target
+    (forecast_with, plan_with), (forecast_without, _) = (
+        recommend_forecast_workloads(usage, kill),
+        recommend_forecast_workloads(usage),
+    )
+    # the bump: max(800 MiB x factor, (800 MiB + step) x margin) > 800 MiB, held 24 h
+    assert forecast_with.iloc[0].memory_target >= 800 * MIB
+    assert forecast_without.iloc[0].memory_target < 400 * MIB
+    assert (plan_with["memory_request"] >= 800 * MIB).all()
+    assert "1 OOM kill(s)" in forecast_with.iloc[0].explanation
