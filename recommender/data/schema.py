@@ -15,7 +15,7 @@ limits are optional and NaN means "not set".
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Final
 
 import numpy as np
@@ -73,11 +73,16 @@ class DataFormatError(ValueError):
         return (type(self), (self.source, self.problem, self.row, self.column))
 
 
-def _fail_at(source: str, column: str, bad: np.ndarray, problem: str) -> None:
-    """Raise for the first True in `bad` (rows are 1-based data rows)."""
+def _fail_at(
+    source: str, column: str, bad: np.ndarray, problem: str | Callable[[int], str]
+) -> None:
+    """Raise for the first True in `bad` (rows are 1-based data rows); a callable
+    `problem` words the message from that first bad position."""
     hits = np.flatnonzero(bad)
     if hits.size:
-        raise DataFormatError(source, problem, row=int(hits[0]) + 1, column=column)
+        first = int(hits[0])
+        text = problem if isinstance(problem, str) else problem(first)
+        raise DataFormatError(source, text, row=first + 1, column=column)
 
 
 def _check_columns(
@@ -120,37 +125,23 @@ def numeric_values(
     if not pd.api.types.is_numeric_dtype(values):
         coerced = pd.to_numeric(values, errors="coerce")
         not_numbers = (coerced.isna() & values.notna()).to_numpy()
-        hits = np.flatnonzero(not_numbers)
-        if hits.size:
-            raise DataFormatError(
-                source,
-                f"not a number: {values.iloc[hits[0]]!r}",
-                row=int(hits[0]) + 1,
-                column=column,
-            )
+        _fail_at(source, column, not_numbers, lambda i: f"not a number: {values.iloc[i]!r}")
         values = coerced
     if pd.api.types.is_complex_dtype(values):
         raise DataFormatError(source, "complex numbers are not accepted", row=1, column=column)
     numbers = values.to_numpy(dtype=np.float64, na_value=np.nan)
     _fail_at(source, column, np.isinf(numbers), "infinite value")
-    negative = numbers < 0
-    hits = np.flatnonzero(negative)
-    if hits.size:
-        value = numbers[hits[0]]
-        raise DataFormatError(
-            source, f"negative value {value:g}", row=int(hits[0]) + 1, column=column
-        )
+    _fail_at(source, column, numbers < 0, lambda i: f"negative value {numbers[i]:g}")
     if ceiling is not None:
         limit, unit = ceiling
-        hits = np.flatnonzero(numbers > limit)
-        if hits.size:
-            raise DataFormatError(
-                source,
-                f"{numbers[hits[0]]:g} {unit} is more than a Kubernetes quantity holds "
-                f"({limit:.3g})",
-                row=int(hits[0]) + 1,
-                column=column,
-            )
+        _fail_at(
+            source,
+            column,
+            numbers > limit,
+            lambda i: (
+                f"{numbers[i]:g} {unit} is more than a Kubernetes quantity holds ({limit:.3g})"
+            ),
+        )
     return numbers
 
 
@@ -211,15 +202,14 @@ def _parse_text_timestamps(values: pd.Series, source: str) -> pd.Series:
         iso = pd.to_datetime(text[~is_number], format="ISO8601", utc=True, errors="coerce")
         unparsable = np.zeros(len(text), dtype=bool)
         unparsable[~is_number] = iso.isna().to_numpy()
-        hits = np.flatnonzero(unparsable)
-        if hits.size:
-            raise DataFormatError(
-                source,
-                f"unparsable timestamp {values.iloc[hits[0]]!r} "
-                "(expected ISO-8601 or UNIX seconds)",
-                row=int(hits[0]) + 1,
-                column="timestamp",
-            )
+        _fail_at(
+            source,
+            "timestamp",
+            unparsable,
+            lambda i: (
+                f"unparsable timestamp {values.iloc[i]!r} (expected ISO-8601 or UNIX seconds)"
+            ),
+        )
         micros[~is_number] = iso.astype(TIMESTAMP_DTYPE).astype("int64").to_numpy()
     return _micros_to_utc(micros)
 
@@ -327,16 +317,14 @@ def validate_events(frame: pd.DataFrame, source: str = "<frame>") -> pd.DataFram
     labels = _labels(frame, source)
     timestamps = _timestamps(frame["timestamp"], source)
     reason = _text(frame["reason"], "reason", source)
-    unknown = ~reason.isin(EVENT_REASONS).to_numpy()
-    hits = np.flatnonzero(unknown)
-    if hits.size:
-        raise DataFormatError(
-            source,
-            f"unknown event reason {reason.iloc[hits[0]]!r} "
-            f"(expected {' or '.join(EVENT_REASONS)})",
-            row=int(hits[0]) + 1,
-            column="reason",
-        )
+    _fail_at(
+        source,
+        "reason",
+        ~reason.isin(EVENT_REASONS).to_numpy(),
+        lambda i: (
+            f"unknown event reason {reason.iloc[i]!r} (expected {' or '.join(EVENT_REASONS)})"
+        ),
+    )
     memory = _measure(frame, "memory", source)
     _fail_at(source, "memory", np.isnan(memory), "missing value")
     series = _group_codes([labels[name] for name in SERIES_COLUMNS])
