@@ -48,6 +48,7 @@ from tailor.cli.options import (
     forecast_settings,
     writable_path,
 )
+from tailor.cli.writing import write_text
 
 Demo = Annotated[bool, typer.Option("--demo", help="Replay the built-in demo fleet.")]
 Input = Annotated[
@@ -280,5 +281,5 @@ def backtest_command(
     if per_container is not None:
         write_per_container(result, per_container)
     if report is not None and page is not None:
-        report.write_text(page, encoding="utf-8")
+        write_text(report, page, "--report")
         err.print(f"report written to {report}")

@@ -6,6 +6,7 @@ drawn (no matplotlib) leaves no partial set of files behind.
 
 from __future__ import annotations
 
+import io
 import sys
 from enum import StrEnum
 from pathlib import Path
@@ -19,6 +20,7 @@ from recommender.backtest.history import ReplayHistory
 from recommender.backtest.registry import StrategySpec
 from recommender.backtest.result import BASELINE
 from tailor.cli.options import writable_path
+from tailor.cli.writing import write_file, write_text
 
 SOURCES = {
     "bitbrains": "Bitbrains GWA-T-12 Rnd trace (Grid Workloads Archive, TU Delft; Shen, van Beek, "
@@ -89,12 +91,16 @@ def distinct_outputs(paths: dict[str, Path | None]) -> None:
 
 def write_per_container(result: BacktestResult, path: Path) -> None:
     frame = result.per_container
-    if path.suffix == ".parquet":
-        frame.to_parquet(path, index=False)
-    elif path.suffix == ".json":
-        frame.to_json(path, orient="records", indent=1)
-    else:
-        frame.to_csv(path, index=False)
+
+    def write(file: Path) -> None:
+        if path.suffix == ".parquet":
+            frame.to_parquet(file, index=False)
+        elif path.suffix == ".json":
+            frame.to_json(file, orient="records", indent=1)
+        else:
+            frame.to_csv(file, index=False)
+
+    write_file(path, write, "--per-container")
 
 
 def emit(result: BacktestResult, fmt: BacktestFormat, output: Path | None) -> None:
@@ -103,15 +109,13 @@ def emit(result: BacktestResult, fmt: BacktestFormat, output: Path | None) -> No
         if output is None:
             sys.stdout.write(text)
         else:
-            output.write_text(text)
+            write_text(output, text)
         return
     Console().print(result_table(result))
     if output is not None:
-        recorder = Console(file=open(output, "w"), width=200)  # noqa: SIM115 - closed below
-        try:
-            recorder.print(result_table(result))
-        finally:
-            recorder.file.close()
+        buffer = io.StringIO()
+        Console(file=buffer, width=200).print(result_table(result))
+        write_text(output, buffer.getvalue())
 
 
 def report_possible() -> None:

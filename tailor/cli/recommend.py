@@ -14,6 +14,7 @@ from recommender.recommend import recommend_vpa
 from tailor.cli import options
 from tailor.cli.output import OutputFormat, build_table, render
 from tailor.cli.progress import progress_bar
+from tailor.cli.writing import write_text
 
 STRATEGIES = ("vpa", "forecast")
 
@@ -74,4 +75,4 @@ def emit(frame: pd.DataFrame, fmt: OutputFormat, output: Path | None) -> None:
     if output is None:
         sys.stdout.write(text)
     else:
-        output.write_text(text)
+        write_text(output, text)

@@ -20,6 +20,7 @@ from rich.table import Table
 
 from tailor.cli import options
 from tailor.cli.output import human_memory, plain_number, quantity_cell
+from tailor.cli.writing import write_text
 from tailor.quantity import format_cpu
 
 
@@ -105,4 +106,4 @@ def schedule_command(
     if output is None:
         sys.stdout.write(text)
     else:
-        output.write_text(text)
+        write_text(output, text)
