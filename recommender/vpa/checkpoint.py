@@ -8,6 +8,8 @@ in UTC; Go's zero time is written as null, as metav1.Time does.
 
 from __future__ import annotations
 
+import math
+import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -18,6 +20,14 @@ from recommender.vpa.histogram import DecayingHistograms
 from recommender.vpa.settings import ZERO_TIME
 
 CHECKPOINT_VERSION = "v3"
+#: Upstream stores bucket weights as uint32.
+_MAX_BUCKET_WEIGHT = 2**32 - 1
+#: RFC 3339 as metav1.Time reads it (Go's time.RFC3339): a date alone is not a time.
+_RFC3339 = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})")
+
+
+class CheckpointError(ValueError):
+    """A checkpoint status that upstream could not decode or that contradicts itself."""
 
 
 def format_time(seconds: int) -> str | None:
@@ -27,14 +37,43 @@ def format_time(seconds: int) -> str | None:
     return datetime.fromtimestamp(int(seconds), tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def parse_time(text: str | None) -> int:
-    """RFC 3339 text (or None) -> UNIX seconds (ZERO_TIME for None)."""
+def parse_time(text: object, field: str = "time") -> int:
+    """RFC 3339 text (or None) -> UNIX seconds (ZERO_TIME for None); CheckpointError if not."""
     if text is None or text == "":
         return ZERO_TIME
-    parsed = datetime.fromisoformat(text.replace("Z", "+00:00"))
-    if parsed.tzinfo is None:
-        parsed = parsed.replace(tzinfo=UTC)
+    if not isinstance(text, str) or not _RFC3339.fullmatch(text):
+        raise CheckpointError(f"checkpoint {field} {text!r} is not an RFC 3339 time")
+    try:
+        parsed = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        raise CheckpointError(f"checkpoint {field} {text!r} is not a valid time") from None
     return int(parsed.timestamp() // 1)
+
+
+def _number(value: object, field: str) -> float:
+    """A JSON number (not a string or a boolean), finite and not negative."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise CheckpointError(f"checkpoint {field} must be a number, got {value!r}")
+    if not math.isfinite(value) or value < 0:
+        raise CheckpointError(f"checkpoint {field} must be finite and >= 0, got {value!r}")
+    return float(value)
+
+
+def _whole(value: object, field: str, largest: float = math.inf) -> int:
+    """A whole JSON number in [0, largest] (Go decodes it into an unsigned or int field)."""
+    number = _number(value, field)
+    if number != int(number) or number > largest:
+        raise CheckpointError(f"checkpoint {field} must be a whole number, got {value!r}")
+    return int(number)
+
+
+def _mapping(value: object, field: str) -> dict[Any, Any]:
+    """An object; missing (None) is empty, as Go's zero value."""
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise CheckpointError(f"checkpoint {field} must be an object, got {type(value).__name__}")
+    return value
 
 
 def normalised_weights(histograms: DecayingHistograms, max_weight: int) -> np.ndarray:
@@ -72,25 +111,64 @@ class LoadedHistogram:
     reference: int
 
 
-def load_histogram(checkpoint: dict[str, Any] | None, n_buckets: int) -> LoadedHistogram:
-    """Upstream LoadFromCheckpoint on an empty histogram: weights share the total pro rata."""
+def load_histogram(checkpoint: object, n_buckets: int, field: str = "histogram") -> LoadedHistogram:
+    """Upstream LoadFromCheckpoint on an empty histogram: weights share the total pro rata.
+
+    Weights are whole numbers (uint32 upstream) keyed by bucket index; anything Go
+    could not decode is a CheckpointError rather than a silently skewed histogram.
+    """
     weights = np.zeros(n_buckets)
-    if not checkpoint:
+    histogram = _mapping(checkpoint, field)
+    if not histogram:
         return LoadedHistogram(weights, 0.0, ZERO_TIME)
-    total = float(checkpoint.get("totalWeight", 0.0) or 0.0)
-    if total < 0:
-        raise ValueError(f"checkpoint has negative total weight {total}")
-    stored = checkpoint.get("bucketWeights") or {}
+    total = _number(histogram.get("totalWeight") or 0.0, f"{field}.totalWeight")
+    stored = _mapping(histogram.get("bucketWeights"), f"{field}.bucketWeights")
     for key, value in stored.items():
-        bucket = int(key)
+        if isinstance(key, bool) or not re.fullmatch(r"-?[0-9]+", str(key)):
+            raise CheckpointError(f"checkpoint {field} bucket {key!r} is not a bucket index")
+        bucket = int(str(key))
         if not 0 <= bucket < n_buckets:
-            raise ValueError(f"checkpoint bucket {bucket} outside [0, {n_buckets})")
-        weights[bucket] = float(value)
-    reference = parse_time(checkpoint.get("referenceTimestamp"))
+            raise CheckpointError(f"checkpoint {field} bucket {bucket} outside [0, {n_buckets})")
+        weights[bucket] = _whole(value, f"{field} bucket {bucket} weight", _MAX_BUCKET_WEIGHT)
+    reference = parse_time(histogram.get("referenceTimestamp"), f"{field}.referenceTimestamp")
     weight_sum = weights.sum()
     if weight_sum == 0:
         return LoadedHistogram(np.zeros(n_buckets), 0.0, reference)
     return LoadedHistogram(weights * (total / weight_sum), total, reference)
+
+
+@dataclass(frozen=True)
+class LoadedStatus:
+    """A whole VerticalPodAutoscalerCheckpoint status, checked before any state changes."""
+
+    cpu: LoadedHistogram
+    memory: LoadedHistogram
+    first_sample: int
+    last_sample: int
+    sample_count: int
+
+
+def load_status(status: object, cpu_buckets: int, memory_buckets: int) -> LoadedStatus:
+    """Upstream AggregateContainerState.LoadFromCheckpoint's reading of a status object."""
+    if not isinstance(status, dict):
+        raise CheckpointError(f"checkpoint status must be an object, got {type(status).__name__}")
+    version = status.get("version")
+    if version != CHECKPOINT_VERSION:
+        raise CheckpointError(f"unsupported checkpoint version {version!r}")
+    first = parse_time(status.get("firstSampleStart"), "firstSampleStart")
+    last = parse_time(status.get("lastSampleStart"), "lastSampleStart")
+    if first != ZERO_TIME and last != ZERO_TIME and last < first:
+        raise CheckpointError(
+            f"checkpoint lastSampleStart {status['lastSampleStart']} is before "
+            f"firstSampleStart {status['firstSampleStart']}"
+        )
+    return LoadedStatus(
+        cpu=load_histogram(status.get("cpuHistogram"), cpu_buckets, "cpuHistogram"),
+        memory=load_histogram(status.get("memoryHistogram"), memory_buckets, "memoryHistogram"),
+        first_sample=first,
+        last_sample=last,
+        sample_count=_whole(status.get("totalSamplesCount") or 0, "totalSamplesCount"),
+    )
 
 
 def status_dicts(

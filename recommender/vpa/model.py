@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from recommender.vpa.buckets import cpu_buckets, memory_buckets
-from recommender.vpa.checkpoint import load_histogram, parse_time, status_dicts
+from recommender.vpa.checkpoint import CheckpointError, load_status, status_dicts
 from recommender.vpa.estimators import (
     VpaRecommendation,
     confidence_days,
@@ -343,18 +343,18 @@ class VpaModel:
         )
 
     def load_checkpoint(self, aggregate: int, status: dict[str, Any]) -> None:
-        """Replace one aggregate's histograms and sample bookkeeping by a checkpoint status."""
-        version = status.get("version")
-        if version != "v3":
-            raise ValueError(f"unsupported checkpoint version {version!r}")
-        cpu = load_histogram(status.get("cpuHistogram"), self.cpu.n_buckets)
-        memory = load_histogram(status.get("memoryHistogram"), self.memory.n_buckets)
-        row = np.array([aggregate])
-        self._reset_aggregates(row)
-        for histograms, loaded in ((self.cpu, cpu), (self.memory, memory)):
-            histograms.weights[aggregate] = loaded.weights
-            histograms.total[aggregate] = loaded.total
-            histograms.reference[aggregate] = loaded.reference
-        self.first_sample[aggregate] = parse_time(status.get("firstSampleStart"))
-        self.last_sample[aggregate] = parse_time(status.get("lastSampleStart"))
-        self.sample_count[aggregate] = int(status.get("totalSamplesCount") or 0)
+        """Replace one aggregate's histograms and sample bookkeeping by a checkpoint status.
+
+        The whole status is checked first (CheckpointError): a bad one changes nothing.
+        """
+        if not 0 <= aggregate < self.n_aggregates:
+            raise CheckpointError(f"aggregate {aggregate} outside [0, {self.n_aggregates})")
+        loaded = load_status(status, self.cpu.n_buckets, self.memory.n_buckets)
+        self._reset_aggregates(np.array([aggregate]))
+        for histograms, histogram in ((self.cpu, loaded.cpu), (self.memory, loaded.memory)):
+            histograms.weights[aggregate] = histogram.weights
+            histograms.total[aggregate] = histogram.total
+            histograms.reference[aggregate] = histogram.reference
+        self.first_sample[aggregate] = loaded.first_sample
+        self.last_sample[aggregate] = loaded.last_sample
+        self.sample_count[aggregate] = loaded.sample_count

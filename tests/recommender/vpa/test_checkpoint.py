@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import copy
 import json
+import re
+from typing import Any
 
 import numpy as np
 import pytest
 
-from recommender.vpa.checkpoint import format_time, parse_time
+from recommender.vpa.checkpoint import CheckpointError, format_time, parse_time
 from recommender.vpa.model import VpaModel
 from recommender.vpa.settings import ZERO_TIME
 
@@ -123,3 +126,73 @@ def test_load_rejects_other_versions_and_bad_buckets() -> None:
         model.load_checkpoint(
             0, {"version": "v3", "cpuHistogram": {"bucketWeights": {"176": 1}, "totalWeight": 1}}
         )
+
+
+def _with(status: dict[str, Any], path: tuple[str, ...], value: object) -> dict[str, Any]:
+    changed = copy.deepcopy(status)
+    holder = changed
+    for key in path[:-1]:
+        holder = holder[key]
+    holder[path[-1]] = value
+    return changed
+
+
+@pytest.mark.parametrize(
+    ("path", "value", "message"),
+    [
+        (("cpuHistogram",), "abc", "cpuHistogram must be an object"),
+        (("cpuHistogram", "bucketWeights"), [1, 2], "bucketWeights must be an object"),
+        (("cpuHistogram", "bucketWeights"), {"x": 1}, "bucket 'x' is not a bucket index"),
+        (("cpuHistogram", "bucketWeights"), {"10": "5"}, "weight must be a number"),
+        (("cpuHistogram", "bucketWeights"), {"10": -5, "20": 10}, "finite and >= 0"),
+        (("cpuHistogram", "bucketWeights"), {"10": float("nan")}, "finite and >= 0"),
+        (("cpuHistogram", "bucketWeights"), {"10": 2.5}, "whole number"),
+        (("memoryHistogram", "bucketWeights"), {"10": 2**32}, "whole number"),
+        (("cpuHistogram", "totalWeight"), "0.5", "totalWeight must be a number"),
+        (("cpuHistogram", "totalWeight"), float("nan"), "finite and >= 0"),
+        (("cpuHistogram", "totalWeight"), float("inf"), "finite and >= 0"),
+        (("cpuHistogram", "referenceTimestamp"), 12345, "not an RFC 3339 time"),
+        (("lastSampleStart",), "garbage", "lastSampleStart 'garbage' is not an RFC 3339"),
+        (("lastSampleStart",), "2023-11-14", "not an RFC 3339 time"),
+        (("lastSampleStart",), "2000-01-01T00:00:00Z", "before firstSampleStart"),
+        (("firstSampleStart",), 5, "not an RFC 3339 time"),
+        (("totalSamplesCount",), "12", "must be a number"),
+        (("totalSamplesCount",), -5, "finite and >= 0"),
+        (("totalSamplesCount",), 2.7, "whole number"),
+    ],
+)
+def test_a_malformed_checkpoint_is_refused_and_changes_nothing(
+    path: tuple[str, ...], value: object, message: str
+) -> None:
+    """Go could not decode these (uint32 weights, float64 total, RFC 3339 times); they used
+    to load as skewed histograms, negative counts, or half-applied state."""
+    status = _with(busy_model().to_checkpoints(np.array([0]))[0], path, value)
+    model = busy_model()
+    before = model.to_checkpoints(np.arange(4))
+    with pytest.raises(CheckpointError, match=re.escape(message)):
+        model.load_checkpoint(1, status)
+    assert model.to_checkpoints(np.arange(4)) == before
+
+
+@pytest.mark.parametrize("status", [None, [1], "v3"])
+def test_a_status_that_is_not_an_object_is_refused(status: object) -> None:
+    with pytest.raises(CheckpointError, match="status must be an object"):
+        busy_model().load_checkpoint(0, status)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("aggregate", [4, -1])
+def test_loading_into_an_aggregate_that_does_not_exist_is_refused(aggregate: int) -> None:
+    """-1 used to overwrite the last aggregate."""
+    status = busy_model().to_checkpoints(np.array([0]))[0]
+    with pytest.raises(CheckpointError, match="outside"):
+        busy_model().load_checkpoint(aggregate, status)
+
+
+def test_missing_histograms_and_totals_load_as_empty_as_upstream() -> None:
+    """Go's zero values: no histogram or no totalWeight is an empty histogram, not an error."""
+    status = busy_model().to_checkpoints(np.array([0]))[0]
+    del status["memoryHistogram"]
+    del status["cpuHistogram"]["totalWeight"]
+    model = VpaModel(np.array([0]))
+    model.load_checkpoint(0, status)
+    assert model.cpu.total[0] == 0 and model.memory.total[0] == 0
