@@ -13,6 +13,41 @@ from dataclasses import dataclass
 import numpy as np
 
 
+class VpaInputError(ValueError):
+    """Samples, kills or indices the model cannot take (wrong shape, range or value)."""
+
+
+def checked_indices(values: object, size: int, what: str) -> np.ndarray:
+    """Whole numbers in [0, size) as int64: a float index used to be truncated and -1
+    silently meant the last series."""
+    array = np.asarray(values)
+    if array.dtype.kind == "f" and not np.array_equal(array, np.trunc(array)):
+        raise VpaInputError(f"{what} indices must be whole numbers")
+    if array.dtype.kind not in "iuf" and array.size:
+        raise VpaInputError(f"{what} indices must be numbers, got {array.dtype}")
+    indices = array.astype(np.int64)
+    if indices.size and (indices.min() < 0 or indices.max() >= size):
+        raise VpaInputError(f"{what} index out of range [0, {size})")
+    return indices
+
+
+def checked_times(values: object, what: str = "t") -> np.ndarray:
+    """UNIX seconds as int64; NaN or infinite times are refused, not cast to garbage."""
+    array = np.asarray(values)
+    if array.dtype.kind == "f" and not np.isfinite(array).all():
+        raise VpaInputError(f"{what} must be finite UNIX seconds")
+    return array.astype(np.int64)
+
+
+def checked_amounts(values: object, what: str) -> np.ndarray:
+    """Usage or requests as float64: NaN means missing; infinite or negative is refused
+    (an inf sample used to land in the last bucket and recommend 1000+ cores)."""
+    array = np.asarray(values, dtype=np.float64)
+    if np.isinf(array).any() or (array < 0).any():
+        raise VpaInputError(f"{what} must be finite and >= 0 (NaN: missing)")
+    return array
+
+
 @dataclass(frozen=True)
 class Segments:
     """Rows grouped by series: where each series' run starts and which series it is."""

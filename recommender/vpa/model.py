@@ -23,7 +23,15 @@ from recommender.vpa.estimators import (
     to_amount,
 )
 from recommender.vpa.histogram import DecayingHistograms, percentile_values
-from recommender.vpa.ingest import Segments, accept_in_order, group_by_series
+from recommender.vpa.ingest import (
+    Segments,
+    VpaInputError,
+    accept_in_order,
+    checked_amounts,
+    checked_indices,
+    checked_times,
+    group_by_series,
+)
 from recommender.vpa.peaks import MemoryPeaks, PeakChanges
 from recommender.vpa.settings import ZERO_TIME, VpaSettings
 
@@ -102,16 +110,14 @@ class VpaModel:
         taken in the given order and one not newer than what the series already
         saw is dropped (CPU: not after the newest; memory: before the newest).
         """
-        series = np.asarray(series, dtype=np.int64)
-        t = np.asarray(t, dtype=np.int64)
-        cpu = np.asarray(cpu, dtype=np.float64)
-        memory = np.asarray(memory, dtype=np.float64)
+        series = checked_indices(series, self.n_series, "series")
+        t = checked_times(t)
+        cpu = checked_amounts(cpu, "cpu")
+        memory = checked_amounts(memory, "memory")
         if not series.shape == t.shape == cpu.shape == memory.shape or series.ndim != 1:
-            raise ValueError("series, t, cpu and memory must be 1-D arrays of one length")
+            raise VpaInputError("series, t, cpu and memory must be 1-D arrays of one length")
         if series.size == 0:
             return
-        if series.min() < 0 or series.max() >= self.n_series:
-            raise ValueError("series index out of range")
         chunked = series.size > _CHUNK_ROWS
         if chunked:
             self.cpu.begin_batch()
@@ -131,10 +137,10 @@ class VpaModel:
 
     def add_window(self, t: int, cpu: np.ndarray, memory: np.ndarray) -> None:
         """Replay fast path: one sample per series at time `t` (NaN = none)."""
-        cpu = np.asarray(cpu, dtype=np.float64)
-        memory = np.asarray(memory, dtype=np.float64)
+        cpu = checked_amounts(cpu, "cpu")
+        memory = checked_amounts(memory, "memory")
         if cpu.shape != (self.n_series,) or memory.shape != (self.n_series,):
-            raise ValueError("cpu and memory must have shape (n_series,)")
+            raise VpaInputError("cpu and memory must have shape (n_series,)")
         rows = np.flatnonzero(~(np.isnan(cpu) & np.isnan(memory)))
         if rows.size == 0:
             return
@@ -144,15 +150,16 @@ class VpaModel:
     def add_oom(self, series: np.ndarray, t: np.ndarray, memory_request: np.ndarray) -> None:
         """OOM kills: each adds a memory peak of max(used + bump, used * ratio).
 
-        used = max(memory request, the interval's usage peak). Processed even when
-        older than the last sample, but dropped when before the current interval.
-        Several kills of one series are applied in the given order.
+        used = max(memory request, the interval's usage peak); a NaN request means
+        none is set. Processed even when older than the last sample, but dropped
+        when before the current interval. Several kills of one series are applied
+        in the given order.
         """
-        series = np.asarray(series, dtype=np.int64)
-        t = np.asarray(t, dtype=np.int64)
-        request = np.asarray(memory_request, dtype=np.float64)
+        series = checked_indices(series, self.n_series, "series")
+        t = checked_times(t)
+        request = checked_amounts(memory_request, "memory_request")
         if not series.shape == t.shape == request.shape or series.ndim != 1:
-            raise ValueError("series, t and memory_request must be 1-D arrays of one length")
+            raise VpaInputError("series, t and memory_request must be 1-D arrays of one length")
         if series.size == 0:
             return
         order = np.argsort(series, kind="stable")
@@ -254,7 +261,7 @@ class VpaModel:
             containers = np.ones(self.n_aggregates)
         else:
             containers = np.asarray(containers_per_pod, dtype=np.float64)
-            if containers.shape != (self.n_aggregates,) or np.any(containers < 1):
+            if containers.shape != (self.n_aggregates,) or not np.all(containers >= 1):
                 raise ValueError("containers_per_pod needs one count >= 1 per aggregate")
         percentiles = [s.target_percentile, s.lower_percentile, s.upper_percentile]
         cpu_cores = percentile_values(self.cpu, self.cpu_buckets.starts, percentiles)
@@ -316,7 +323,7 @@ class VpaModel:
         count them twice) and lastUpdateTime is set; without it the dicts hold
         the complete state.
         """
-        rows = np.asarray(aggregate_indices, dtype=np.int64)
+        rows = checked_indices(aggregate_indices, self.n_aggregates, "aggregate")
         if np.unique(rows).size != rows.size:
             raise ValueError("aggregate_indices must be distinct")
         memory = self.memory.select(rows)

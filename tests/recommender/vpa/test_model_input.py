@@ -1,0 +1,85 @@
+"""VpaModel refuses input it cannot take (VpaInputError) and is left unchanged."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+import pytest
+
+from recommender.vpa.ingest import VpaInputError
+from recommender.vpa.model import VpaModel
+
+MIDNIGHT = 19675 * 86400
+A = np.array
+
+
+def _model() -> VpaModel:
+    model = VpaModel(A([0, 0, 1]), 2)
+    times = MIDNIGHT + np.arange(10) * 60
+    for series in range(3):
+        model.add_samples(np.full(10, series), times, np.full(10, 0.5), np.full(10, 4e8))
+    return model
+
+
+def _state(model: VpaModel) -> list[object]:
+    return [*model.to_checkpoints(np.arange(2)), model.peaks.oom_peak.tolist()]
+
+
+T = A([MIDNIGHT + 900])
+BAD_CALLS: dict[str, tuple[Callable[[VpaModel], object], str]] = {
+    "inf cpu": (lambda m: m.add_samples(A([0]), T, A([np.inf]), A([1e8])), "cpu must be"),
+    "negative cpu": (
+        lambda m: m.add_samples(A([0]), T, A([-1.0]), A([1e8])),
+        "cpu must be",
+    ),
+    "inf memory": (
+        lambda m: m.add_samples(A([0]), T, A([0.5]), A([np.inf])),
+        "memory must",
+    ),
+    "negative memory": (
+        lambda m: m.add_samples(A([0]), T, A([0.5]), A([-1.0])),
+        "memory",
+    ),
+    "NaN time": (
+        lambda m: m.add_samples(A([0]), A([np.nan]), A([0.5]), A([1e8])),
+        "finite UNIX",
+    ),
+    "fractional series": (
+        lambda m: m.add_samples(A([0.7]), T, A([0.5]), A([1e8])),
+        "whole numbers",
+    ),
+    "window inf": (lambda m: m.add_window(MIDNIGHT + 900, A([np.inf] * 3), A([1e8] * 3)), "cpu"),
+    "oom series 7": (lambda m: m.add_oom(A([7]), T, A([1e9])), "out of range"),
+    "oom series -1": (lambda m: m.add_oom(A([-1]), T, A([1e9])), "out of range"),
+    "oom inf request": (lambda m: m.add_oom(A([0]), T, A([np.inf])), "memory_request"),
+    "oom negative request": (lambda m: m.add_oom(A([0]), T, A([-5e9])), "memory_request"),
+    "checkpoint -1": (lambda m: m.to_checkpoints(A([-1])), "out of range"),
+    "checkpoint 2": (lambda m: m.to_checkpoints(A([2])), "out of range"),
+}
+
+
+@pytest.mark.parametrize("name", list(BAD_CALLS))
+def test_bad_input_is_refused_and_changes_nothing(name: str) -> None:
+    """Before: inf usage recommended 1000+ cores, a negative one was dropped unnoticed, a
+    fractional series index was truncated, index -1 meant the last series or aggregate,
+    an out-of-range OOM series was an IndexError and a NaN time an OverflowError."""
+    call, message = BAD_CALLS[name]
+    model = _model()
+    before = _state(model)
+    with pytest.raises(VpaInputError, match=message):
+        call(model)
+    assert _state(model) == before
+
+
+def test_nan_containers_per_pod_is_refused() -> None:
+    """It used to give all-zero recommendations."""
+    with pytest.raises(ValueError, match="containers_per_pod"):
+        _model().recommend(A([1.0, np.nan]))
+
+
+def test_nan_usage_and_nan_request_still_mean_missing() -> None:
+    model = _model()
+    model.add_samples(A([0]), T, A([np.nan]), A([np.nan]))
+    model.add_oom(A([0]), T, A([np.nan]))  # no request: used = the interval's peak
+    assert model.peaks.oom_peak[0] > 4e8
