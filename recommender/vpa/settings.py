@@ -7,11 +7,26 @@ builds its own instance instead of touching any shared state.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import math
+import numbers
+from dataclasses import dataclass, fields
+
+from recommender.overrides import require
 
 #: Go's zero `time.Time` (0001-01-01T00:00:00Z) in UNIX seconds. Upstream uses the
 #: zero time as "never"; keeping the same sentinel reproduces its arithmetic exactly.
 ZERO_TIME = -62_135_596_800
+
+
+#: Fields that count things (seconds, units, intervals): a fraction would be truncated.
+_WHOLE = (
+    "cpu_round_millicores",
+    "memory_round_bytes",
+    "max_decay_exponent",
+    "memory_interval",
+    "memory_intervals",
+    "checkpoint_max_weight",
+)
 
 
 @dataclass(frozen=True)
@@ -60,18 +75,57 @@ class VpaSettings:
     checkpoint_max_weight: int = 10000
 
     def __post_init__(self) -> None:
-        if not 0.0 <= self.lower_percentile <= 1.0:
-            raise ValueError("lower_percentile must lie in [0, 1]")
-        if not 0.0 <= self.target_percentile <= 1.0:
-            raise ValueError("target_percentile must lie in [0, 1]")
-        if not 0.0 <= self.upper_percentile <= 1.0:
-            raise ValueError("upper_percentile must lie in [0, 1]")
-        if min(self.cpu_half_life, self.memory_half_life, self.confidence_interval) <= 0:
-            raise ValueError("half-lives and the confidence interval must be positive")
-        if self.memory_interval <= 0 or self.memory_intervals <= 0:
-            raise ValueError("memory_interval and memory_intervals must be positive")
-        if self.cpu_round_millicores < 1 or self.memory_round_bytes < 1:
-            raise ValueError("rounding units must be at least 1")
+        """Refuse values that make no model (SettingsError): a half-life under half a second
+        divided by zero, NaN or a negative margin gave silent nonsense."""
+        values = [(f.name, getattr(self, f.name)) for f in fields(self)]
+        checks = [
+            (isinstance(value, numbers.Real), f"{name} must be a number") for name, value in values
+        ]
+        require(checks)  # the comparisons below need numbers
+        checks = [
+            (math.isfinite(value), f"{name} must be finite")
+            for name, value in values
+            if isinstance(value, float)
+        ]
+        checks += [
+            (isinstance(getattr(self, name), numbers.Integral), f"{name} must be a whole number")
+            for name in _WHOLE
+        ]
+        checks += [
+            (0.0 < self.lower_percentile <= 1.0, "lower_percentile must lie in (0, 1]"),
+            (0.0 < self.target_percentile <= 1.0, "target_percentile must lie in (0, 1]"),
+            (0.0 < self.upper_percentile <= 1.0, "upper_percentile must lie in (0, 1]"),
+            (self.safety_margin >= 0, "safety_margin cannot be negative"),
+            (
+                min(self.cpu_half_life, self.memory_half_life) >= 1,
+                "half-lives must be at least 1 second",
+            ),
+            (self.confidence_interval > 0, "confidence_interval must be positive"),
+            (self.pod_min_cpu >= 0 and self.pod_min_memory >= 0, "pod minimums cannot be negative"),
+            (self.cpu_round_millicores >= 1, "cpu_round_millicores must be at least 1"),
+            (self.memory_round_bytes >= 1, "memory_round_bytes must be at least 1"),
+            (self.max_decay_exponent >= 1, "max_decay_exponent must be at least 1"),
+            (
+                self.cpu_sample_weight > 0 and self.memory_peak_weight > 0,
+                "sample weights must be positive",
+            ),
+            (self.epsilon >= 0, "epsilon cannot be negative"),
+            (self.bucket_growth > 0, "bucket_growth must be positive"),
+            (
+                0 < self.cpu_first_bucket < self.cpu_max_value,
+                "need 0 < cpu_first_bucket < cpu_max_value",
+            ),
+            (
+                0 < self.memory_first_bucket < self.memory_max_value,
+                "need 0 < memory_first_bucket < memory_max_value",
+            ),
+            (self.memory_interval > 0, "memory_interval must be positive"),
+            (self.memory_intervals > 0, "memory_intervals must be positive"),
+            (self.oom_min_bump >= 0, "oom_min_bump cannot be negative"),
+            (self.oom_bump_ratio >= 1, "oom_bump_ratio must be at least 1"),
+            (self.checkpoint_max_weight >= 1, "checkpoint_max_weight must be at least 1"),
+        ]
+        require(checks)
 
     @property
     def cpu_half_life_seconds(self) -> int:

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import pytest
 
+from recommender.overrides import SettingsError
 from recommender.vpa.ingest import VpaInputError
 from recommender.vpa.model import VpaModel
+from recommender.vpa.settings import VpaSettings
 
 MIDNIGHT = 19675 * 86400
 A = np.array
@@ -83,3 +87,32 @@ def test_nan_usage_and_nan_request_still_mean_missing() -> None:
     model.add_samples(A([0]), T, A([np.nan]), A([np.nan]))
     model.add_oom(A([0]), T, A([np.nan]))  # no request: used = the interval's peak
     assert model.peaks.oom_peak[0] > 4e8
+
+
+@pytest.mark.parametrize(
+    ("settings", "message"),
+    [
+        ({"target_percentile": 0.0}, "target_percentile must lie in (0, 1]"),
+        ({"upper_percentile": float("nan")}, "upper_percentile must be finite"),
+        ({"cpu_half_life": 0.4}, "half-lives must be at least 1 second"),
+        ({"memory_half_life": float("inf")}, "memory_half_life must be finite"),
+        ({"safety_margin": -0.5}, "safety_margin cannot be negative"),
+        ({"safety_margin": "0.1"}, "safety_margin must be a number"),
+        ({"bucket_growth": float("nan")}, "bucket_growth must be finite"),
+        ({"memory_max_value": float("inf")}, "memory_max_value must be finite"),
+        ({"cpu_max_value": 0.001}, "cpu_first_bucket < cpu_max_value"),
+        ({"max_decay_exponent": 0}, "max_decay_exponent must be at least 1"),
+        ({"cpu_sample_weight": -1.0}, "sample weights must be positive"),
+        ({"epsilon": -1.0}, "epsilon cannot be negative"),
+        ({"pod_min_cpu": -1.0}, "pod minimums cannot be negative"),
+        ({"oom_bump_ratio": 0.5}, "oom_bump_ratio must be at least 1"),
+        ({"checkpoint_max_weight": 0}, "checkpoint_max_weight must be at least 1"),
+        ({"cpu_round_millicores": 1.5}, "cpu_round_millicores must be a whole number"),
+        ({"memory_interval": 1.5}, "memory_interval must be a whole number"),
+    ],
+)
+def test_nonsense_settings_are_refused(settings: dict[str, Any], message: str) -> None:
+    """Before: accepted (NaN, inf or a 0.4 s half-life as a ValueError from deep inside, or
+    no error at all and a silently different model)."""
+    with pytest.raises(SettingsError, match=re.escape(message)):
+        VpaSettings(**settings)
