@@ -27,7 +27,7 @@ from tailor.api import (
     VerticalPodAutoscalerCheckpoint,
 )
 from tailor.quantity import QuantityError, parse_quantity
-from tests.tailor.test_api_models import REAL_CHECKPOINT, REAL_VPA
+from tests.tailor.api_objects import REAL_CHECKPOINT, REAL_VPA
 
 CRD_DIR = Path(__file__).resolve().parents[2] / "deploy" / "crds"
 
