@@ -12,13 +12,14 @@ from collections.abc import Callable
 import numpy as np
 import pandas as pd
 
-from recommender.data.arrays import KEY_COLUMNS, factorize_rows, from_long
+from recommender.data.arrays import KEY_COLUMNS, UsageArrays, factorize_rows, from_long
 from recommender.data.ooms import oom_kills
 from recommender.data.schema import validate_events, validate_usage
 from recommender.forecast.api import BOUND_COLUMNS, recommend_forecast
 from recommender.forecast.settings import ForecastSettings
 from recommender.vpa.model import VpaModel
 from recommender.vpa.settings import VpaSettings
+from tailor.durations import DAY
 
 AGGREGATE_COLUMNS = ("namespace", "workload", "container")
 RECOMMENDATION_COLUMNS = (*AGGREGATE_COLUMNS, *BOUND_COLUMNS)
@@ -127,18 +128,20 @@ def recommend_forecast_workloads(
         usage, events = _checked(usage, events)
     settings = settings or ForecastSettings()
     kept, quiet = _remembered(usage, settings.history_days)
-    result = recommend_forecast(from_long(kept, step), events, settings)
-    active = _active(kept, settings.residual_days)
-    per_series = result.recommendations.loc[active(result.recommendations)]
+    arrays = from_long(kept, step)
+    result = recommend_forecast(arrays, events, settings)
+    active = _active(arrays, settings.residual_days)
+    per_series = result.recommendations.loc[active]
     value_columns = list(BOUND_COLUMNS)
     ranked = per_series.sort_values("cpu_target", ascending=False, kind="stable")
     grouped = ranked.groupby(list(AGGREGATE_COLUMNS), sort=False)
     recommendations = grouped[value_columns].max().reset_index()
     recommendations["explanation"] = grouped["explanation"].first().to_numpy()
-    recommendations = pd.concat([recommendations, quiet], ignore_index=True)
+    if quiet is not None:
+        recommendations = pd.concat([recommendations, quiet], ignore_index=True)
     recommendations = recommendations.sort_values(list(AGGREGATE_COLUMNS)).reset_index(drop=True)
     schedule = (
-        result.schedule.loc[active(result.schedule)]
+        result.schedule.loc[np.repeat(active, len(result.schedule) // arrays.n_series)]
         .groupby([*AGGREGATE_COLUMNS, "start", "end"], sort=True)[
             ["cpu_request", "memory_request", "memory_limit"]
         ]
@@ -148,7 +151,7 @@ def recommend_forecast_workloads(
     return _rounded(recommendations), _rounded(schedule)
 
 
-def _remembered(usage: pd.DataFrame, days: float) -> tuple[pd.DataFrame, pd.DataFrame]:
+def _remembered(usage: pd.DataFrame, days: float) -> tuple[pd.DataFrame, pd.DataFrame | None]:
     """The samples of the last `days` before the history's end, as the live strategy keeps;
     and a row saying why for each aggregate with none left.
 
@@ -156,12 +159,20 @@ def _remembered(usage: pd.DataFrame, days: float) -> tuple[pd.DataFrame, pd.Data
     the forecaster's grid (series x windows) past any memory.
     """
     end = usage["timestamp"].max()
-    recent = (usage["timestamp"] > end - pd.Timedelta(days=days)).to_numpy()
-    kept = usage.loc[recent]
-    gone = usage.loc[~recent, [*AGGREGATE_COLUMNS, "timestamp"]]
+    cutoff = end - pd.Timedelta(days=days)
+    recent = (usage["timestamp"] > cutoff).to_numpy()
+    if recent.all():
+        # the usual case: nothing older to leave out, and no copy of the frame made
+        return usage, None
+    kept, gone = usage.loc[recent], usage.loc[~recent]
     last = gone.groupby(list(AGGREGATE_COLUMNS), sort=False)["timestamp"].max().reset_index()
     present = pd.MultiIndex.from_frame(kept.loc[:, list(AGGREGATE_COLUMNS)].drop_duplicates())
     last = last[~pd.MultiIndex.from_frame(last.loc[:, list(AGGREGATE_COLUMNS)]).isin(present)]
+    return kept, (_unseen(last, end, days) if len(last) else None)
+
+
+def _unseen(last: pd.DataFrame, end: pd.Timestamp, days: float) -> pd.DataFrame:
+    """Rows of NaN figures for aggregates last seen at `last["timestamp"]`, saying so."""
     quiet = last.loc[:, list(AGGREGATE_COLUMNS)].reset_index(drop=True)
     for column in BOUND_COLUMNS:
         quiet[column] = np.nan
@@ -170,26 +181,21 @@ def _remembered(usage: pd.DataFrame, days: float) -> tuple[pd.DataFrame, pd.Data
         f"({end:%Y-%m-%d %H:%M} UTC); last sample {seen:%Y-%m-%d %H:%M} UTC: nothing to plan on."
         for seen in last["timestamp"]
     ]
-    return kept, quiet
+    return quiet
 
 
-def _active(usage: pd.DataFrame, days: float) -> Callable[[pd.DataFrame], np.ndarray]:
-    """Which rows of a per-pod frame a workload's figures are taken from.
+def _active(arrays: UsageArrays, days: float) -> np.ndarray:
+    """Per series: whether its workload's figures are taken from it.
 
     A pod with no sample in the last `days` (one replaced by a rollout) is planned
     on what it last used; its workload takes that only when no pod of it is recent.
     """
-    end = usage["timestamp"].max()
-    recent = usage.loc[usage["timestamp"] > end - pd.Timedelta(days=days), list(KEY_COLUMNS)]
-    recent_keys = pd.MultiIndex.from_frame(recent.drop_duplicates())
-
-    def rows(frame: pd.DataFrame) -> np.ndarray:
-        is_recent = pd.MultiIndex.from_frame(frame.loc[:, list(KEY_COLUMNS)]).isin(recent_keys)
-        aggregate = frame.loc[:, list(AGGREGATE_COLUMNS)].assign(recent=is_recent)
-        any_recent = aggregate.groupby(list(AGGREGATE_COLUMNS))["recent"].transform("any")
-        return np.asarray(is_recent | ~any_recent.to_numpy(dtype=bool))
-
-    return rows
+    windows = max(1, round(days * DAY / arrays.step))
+    unseen = np.isnan(arrays.cpu[:, -windows:]) & np.isnan(arrays.memory[:, -windows:])
+    recent = ~unseen.all(axis=1)
+    aggregate, aggregates = aggregate_index(arrays.keys)
+    any_recent = np.bincount(aggregate, weights=recent, minlength=len(aggregates)) > 0
+    return np.asarray(recent | ~any_recent[aggregate])
 
 
 def _rounded(frame: pd.DataFrame) -> pd.DataFrame:
