@@ -18,10 +18,9 @@ import numpy as np
 
 from recommender.vpa.histogram import DecayingHistograms
 from recommender.vpa.settings import ZERO_TIME
+from tailor.api.checkpoint import UINT32_MAX  # upstream stores bucket weights as uint32
 
 CHECKPOINT_VERSION = "v3"
-#: Upstream stores bucket weights as uint32.
-_MAX_BUCKET_WEIGHT = 2**32 - 1
 #: RFC 3339 as metav1.Time reads it (Go's time.RFC3339): a date alone is not a time.
 _RFC3339 = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})")
 
@@ -129,7 +128,7 @@ def load_histogram(checkpoint: object, n_buckets: int, field: str = "histogram")
         bucket = int(str(key))
         if not 0 <= bucket < n_buckets:
             raise CheckpointError(f"checkpoint {field} bucket {bucket} outside [0, {n_buckets})")
-        weights[bucket] = _whole(value, f"{field} bucket {bucket} weight", _MAX_BUCKET_WEIGHT)
+        weights[bucket] = _whole(value, f"{field} bucket {bucket} weight", UINT32_MAX)
     reference = parse_time(histogram.get("referenceTimestamp"), f"{field}.referenceTimestamp")
     weight_sum = weights.sum()
     if weight_sum == 0:

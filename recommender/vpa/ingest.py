@@ -25,7 +25,7 @@ def checked_indices(values: object, size: int, what: str) -> np.ndarray:
         raise VpaInputError(f"{what} indices must be whole numbers")
     if array.dtype.kind not in "iuf" and array.size:
         raise VpaInputError(f"{what} indices must be numbers, got {array.dtype}")
-    indices = array.astype(np.int64)
+    indices = array.astype(np.int64, copy=False)
     if indices.size and (indices.min() < 0 or indices.max() >= size):
         raise VpaInputError(f"{what} index out of range [0, {size})")
     return indices
@@ -36,14 +36,16 @@ def checked_times(values: object, what: str = "t") -> np.ndarray:
     array = np.asarray(values)
     if array.dtype.kind == "f" and not np.isfinite(array).all():
         raise VpaInputError(f"{what} must be finite UNIX seconds")
-    return array.astype(np.int64)
+    return array.astype(np.int64, copy=False)
 
 
 def checked_amounts(values: object, what: str) -> np.ndarray:
     """Usage or requests as float64: NaN means missing; infinite or negative is refused
     (an inf sample used to land in the last bucket and recommend 1000+ cores)."""
     array = np.asarray(values, dtype=np.float64)
-    if np.isinf(array).any() or (array < 0).any():
+    # two reductions that skip NaN and allocate nothing: this runs on every ingested sample
+    lowest = np.fmin.reduce(array) if array.size else np.nan  # NaN: every value missing
+    if not np.isnan(lowest) and not (lowest >= 0 and np.fmax.reduce(array) < np.inf):
         raise VpaInputError(f"{what} must be finite and >= 0 (NaN: missing)")
     return array
 
