@@ -15,20 +15,17 @@ sit on the grid (a backfill, or a scrape aligned with the step).
 from __future__ import annotations
 
 import logging
-import re
 
 import numpy as np
 import pandas as pd
 
 from recommender.data.schema import CEILINGS, RESOURCE_COLUMNS, USAGE_COLUMNS
+from tailor.workloads import workload_from_owner
 
 LOG = logging.getLogger(__name__)
 
 KEYS = ["namespace", "pod", "container"]
 EVENT_COLUMNS = ["timestamp", "namespace", "pod", "container", "reason", "memory"]
-# A Deployment's ReplicaSet is `<deployment>-<pod-template-hash>`; the hash is a
-# 32-bit number spelled in kube-controller-manager's safe alphabet (usually 8-10 chars).
-_TEMPLATE_HASH_SUFFIX = re.compile(r"^(?P<deployment>.+)-[bcdfghjklmnpqrstvwxz2456789]{6,10}$")
 
 
 def samples_frame(label_columns: list[str]) -> pd.DataFrame:
@@ -37,20 +34,6 @@ def samples_frame(label_columns: list[str]) -> pd.DataFrame:
     columns["time"] = pd.Series([], dtype=np.int64)
     columns["value"] = pd.Series([], dtype=np.float64)
     return pd.DataFrame(columns)
-
-
-def workload_from_owner(kind: str, name: str) -> str:
-    """The workload a VPA would target: a ReplicaSet's Deployment, else the owner itself.
-
-    A ReplicaSet named like `<name>-<pod-template-hash>` is taken to belong to the
-    Deployment `<name>`; a bare ReplicaSet with such a suffix would be misread,
-    which is the same guess `kubectl` users make from names alone.
-    """
-    if kind == "ReplicaSet":
-        match = _TEMPLATE_HASH_SUFFIX.match(name)
-        if match:
-            return match.group("deployment")
-    return name
 
 
 def _plausible(frame: pd.DataFrame, column: str, what: str) -> pd.DataFrame:

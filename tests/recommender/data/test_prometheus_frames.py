@@ -6,10 +6,8 @@ import warnings
 
 import numpy as np
 import pandas as pd
-import pytest
 
 from recommender.data import prometheus_frames as frames
-from recommender.data.openmetrics import replicaset_name
 
 STEP = 300
 KEY = {"namespace": "ns", "pod": "p", "container": "c"}
@@ -62,27 +60,6 @@ def test_memory_value_at_t_belongs_to_the_window_before() -> None:
     memory = frames.memory_windows(samples([300, 600], [7.0, 9.0]), STEP)
     assert memory["time"].tolist() == [0, 300]
     assert memory["memory"].tolist() == [7.0, 9.0]
-
-
-@pytest.mark.parametrize(
-    ("kind", "name", "workload"),
-    [
-        ("ReplicaSet", "web-5d8f7c9b6d", "web"),
-        ("ReplicaSet", "api-gateway-7b9c6d5f4", "api-gateway"),
-        ("ReplicaSet", "frontend", "frontend"),
-        ("ReplicaSet", "my-db", "my-db"),  # suffix too short to be a template hash
-        ("ReplicaSet", "cache-aaaaaaaa", "cache-aaaaaaaa"),  # vowels are not in the alphabet
-        ("StatefulSet", "db-5d8f7c9b6d", "db-5d8f7c9b6d"),
-        ("Job", "nightly", "nightly"),
-    ],
-)
-def test_workload_from_owner(kind: str, name: str, workload: str) -> None:
-    assert frames.workload_from_owner(kind, name) == workload
-
-
-@pytest.mark.parametrize("workload", ["web", "a-b-c", 'we"ird\\name'])
-def test_writer_replicaset_names_map_back_to_the_workload(workload: str) -> None:
-    assert frames.workload_from_owner("ReplicaSet", replicaset_name(workload)) == workload
 
 
 def test_pods_without_owner_fall_back_to_the_pod_name() -> None:
