@@ -5,6 +5,7 @@ from __future__ import annotations
 import typer
 
 from tailor.cli.backtest import backtest_command
+from tailor.cli.follow import follow_command
 from tailor.cli.hindsight import hindsight_command
 from tailor.cli.recommend import recommend_command
 from tailor.cli.schedule import schedule_command
@@ -20,6 +21,7 @@ app.command("recommend")(recommend_command)
 app.command("backtest")(backtest_command)
 app.command("schedule")(schedule_command)
 app.command("hindsight")(hindsight_command)
+app.command("follow")(follow_command)
 
 
 @app.callback()

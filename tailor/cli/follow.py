@@ -1,0 +1,169 @@
+"""`tailor follow`: the in-place updater, resizing running pods to `tailor schedule`'s plan.
+
+It re-reads the schedule file on every pass, so a cron job rewriting it steers
+the updater without a restart; a file broken mid-run keeps the last good plan,
+and an API server that does not answer costs one pass, never the service.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import signal
+import sys
+from dataclasses import asdict
+from datetime import UTC, datetime, timedelta
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from apscheduler.schedulers.blocking import BlockingScheduler
+from apscheduler.triggers.interval import IntervalTrigger
+from rich.console import Console
+from rich.table import Table
+
+from tailor.durations import DurationError, parse_duration
+from updater.decide import Policy
+from updater.follow import Outcome, PassOptions, follow_once
+from updater.kube import Cluster, ClusterError, api_client_from
+from updater.targets import ScheduleError, ScheduleRow, read_schedule
+
+LOG = logging.getLogger("tailor.follow")
+
+
+class FollowFormat(StrEnum):
+    table = "table"
+    json = "json"
+
+
+def _duration(text: str, option: str) -> timedelta:
+    try:
+        span = parse_duration(text)
+    except DurationError as error:
+        raise typer.BadParameter(str(error), param_hint=option) from error
+    if span < timedelta(0):
+        raise typer.BadParameter(f"must not be negative, got {text!r}", param_hint=option)
+    return span
+
+
+def _moment(text: str | None) -> datetime | None:
+    if text is None:
+        return None
+    try:
+        moment = datetime.fromisoformat(text)
+    except ValueError:
+        raise typer.BadParameter(f"not an RFC 3339 time: {text!r}", param_hint="--at") from None
+    if moment.tzinfo is None:
+        raise typer.BadParameter("give a timezone, e.g. 2026-11-23T10:00:00Z", param_hint="--at")
+    return moment.astimezone(UTC)
+
+
+def outcome_table(outcomes: list[Outcome]) -> Table:
+    table = Table(title="kube-tailor follow", header_style="bold")
+    for name in ("namespace", "pod", "workload", "action", "detail"):
+        table.add_column(name)
+    for item in outcomes:
+        action = item.action.value if item.applied else f"{item.action.value} (refused)"
+        table.add_row(item.namespace, item.pod, item.workload, action, item.detail)
+    return table
+
+
+def _print(outcomes: list[Outcome], fmt: FollowFormat) -> None:
+    if fmt is FollowFormat.json:
+        sys.stdout.write(json.dumps([asdict(o) for o in outcomes], indent=2) + "\n")
+    else:
+        Console().print(outcome_table(outcomes))
+
+
+class _Follower:
+    """The service's state between passes: the last schedule that read cleanly."""
+
+    def __init__(
+        self, cluster: Cluster, path: Path, rows: list[ScheduleRow], options: PassOptions
+    ) -> None:
+        self.cluster, self.path, self.rows, self.options = cluster, path, rows, options
+
+    def run_pass(self) -> None:
+        try:
+            self.rows = read_schedule(self.path)
+        except ScheduleError as error:
+            LOG.error("%s; keeping the last good schedule", error)
+        try:
+            outcomes = follow_once(self.cluster, self.rows, datetime.now(UTC), self.options)
+        except ClusterError as error:
+            LOG.error("%s; retrying next pass", error)
+            return
+        for item in outcomes:
+            if item.action.value != "none" or not item.applied:
+                LOG.info("%s/%s %s: %s", item.namespace, item.pod, item.action.value, item.detail)
+
+
+def follow_command(
+    schedule: Annotated[
+        Path, typer.Option("--schedule", help="`tailor schedule --format json` output.")
+    ],
+    kubeconfig: Annotated[
+        Path | None, typer.Option(help="Kubeconfig (default: in-cluster, else ~/.kube/config).")
+    ] = None,
+    namespace: Annotated[
+        list[str] | None, typer.Option("--namespace", "-n", help="Only these namespaces.")
+    ] = None,
+    once: Annotated[
+        bool, typer.Option("--once", help="One pass, print what it did, exit.")
+    ] = False,
+    interval: Annotated[str, typer.Option(help="Time between passes.")] = "1m",
+    evict: Annotated[
+        bool, typer.Option("--evict/--no-evict", help="Evict pods that cannot resize in place.")
+    ] = False,
+    deferred_timeout: Annotated[str, typer.Option(help="Evict after Deferred this long.")] = "5m",
+    in_progress_timeout: Annotated[
+        str, typer.Option(help="Evict after in progress this long.")
+    ] = "1h",
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Send writes with dryRun=All: validated, not applied.")
+    ] = False,
+    at: Annotated[
+        str | None, typer.Option("--at", help="With --once: follow the period in force then.")
+    ] = None,
+    fmt: Annotated[FollowFormat, typer.Option("--format", help="Output of --once.")] = (
+        FollowFormat.table
+    ),
+) -> None:
+    """Resize running pods in place to the schedule's requests (pods/resize)."""
+    policy = Policy(
+        evict=evict,
+        deferred_timeout=_duration(deferred_timeout, "--deferred-timeout"),
+        in_progress_timeout=_duration(in_progress_timeout, "--in-progress-timeout"),
+    )
+    period = _duration(interval, "--interval")
+    moment = _moment(at)
+    if moment is not None and not once:
+        raise typer.BadParameter("--at goes with --once", param_hint="--at")
+    if not once and period < timedelta(seconds=1):
+        raise typer.BadParameter("must be at least 1s", param_hint="--interval")
+    try:
+        rows = read_schedule(schedule)
+        cluster = Cluster(api_client_from(kubeconfig))
+    except (ScheduleError, ClusterError) as error:
+        raise typer.BadParameter(str(error)) from error
+    options = PassOptions(policy, frozenset(namespace or ()) or None, dry_run)
+    if once:
+        try:
+            outcomes = follow_once(cluster, rows, moment or datetime.now(UTC), options)
+        except ClusterError as error:
+            Console(stderr=True).print(f"error: {error}")
+            raise typer.Exit(1) from None
+        _print(outcomes, fmt)
+        return
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
+    follower = _Follower(cluster, schedule, rows, options)
+    scheduler = BlockingScheduler(timezone=UTC)
+    trigger = IntervalTrigger(seconds=period.total_seconds(), timezone=UTC)
+    scheduler.add_job(
+        follower.run_pass, trigger, next_run_time=datetime.now(UTC), max_instances=1, coalesce=True
+    )
+    signal.signal(signal.SIGTERM, lambda *_: scheduler.shutdown(wait=False))
+    with contextlib.suppress(KeyboardInterrupt):
+        scheduler.start()

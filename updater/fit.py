@@ -1,0 +1,109 @@
+"""Will a resized pod still fit its node? The scheduler's own accounting (pure).
+
+The kubelet answers a resize that does not fit with Deferred or Infeasible, and
+the pod then waits at its old size; asking only for what fits keeps the updater
+from filling a node's queue with resizes that cannot happen. The scheduler counts
+each container at the largest of its spec, applied (`status.resources`) and
+allocated requests, and drops the spec when the pod's resize is Infeasible.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+from updater.plan import ResizePlan
+from updater.progress import ResizeState, resize_status
+from updater.resources import Amounts, Json, requests_of, resource_list, sum_amounts, to_amounts
+
+_FINISHED = ("Succeeded", "Failed")
+
+
+def _status_by_name(pod: Json) -> dict[str, Json]:
+    statuses = (pod.get("status") or {}).get("containerStatuses") or []
+    return {str(s.get("name")): s for s in statuses}
+
+
+def _container_effective(container: Json, status: Json | None, use_spec: bool) -> Amounts:
+    found = to_amounts(requests_of(container)) if use_spec else Amounts()
+    if status:
+        applied = resource_list((status.get("resources") or {}).get("requests"))
+        allocated = resource_list(status.get("allocatedResources"))
+        found = found.larger(to_amounts(applied)).larger(to_amounts(allocated))
+    return found
+
+
+def _pod_total(
+    app: Iterable[Amounts],
+    sidecars: Iterable[Amounts],
+    plain_init: Iterable[Amounts],
+    overhead: Amounts,
+) -> Amounts:
+    running = sum_amounts(app) + sum_amounts(sidecars)
+    for init in plain_init:
+        running = running.larger(init)
+    return running + overhead
+
+
+def effective_requests(pod: Json, plan: ResizePlan | None = None) -> Amounts:
+    """What the scheduler counts for `pod`; with `plan`, as if its resize were asked for."""
+    spec = pod.get("spec") or {}
+    statuses = _status_by_name(pod)
+    use_spec = resize_status(pod).state is not ResizeState.INFEASIBLE or plan is not None
+    planned = {c.name: c for c in plan.containers} if plan else {}
+    app = []
+    for container in spec.get("containers") or []:
+        name = str(container.get("name"))
+        effective = _container_effective(container, statuses.get(name), use_spec)
+        if name in planned:  # the new spec replaces the old one in the max
+            in_flight = _container_effective(container, statuses.get(name), use_spec=False)
+            effective = in_flight.larger(to_amounts(planned[name].requests))
+        app.append(effective)
+    init = spec.get("initContainers") or []
+    sidecars = [to_amounts(requests_of(c)) for c in init if c.get("restartPolicy") == "Always"]
+    plain = [to_amounts(requests_of(c)) for c in init if c.get("restartPolicy") != "Always"]
+    overhead = to_amounts(resource_list(spec.get("overhead")))
+    return _pod_total(app, sidecars, plain, overhead)
+
+
+@dataclass(frozen=True)
+class Fit:
+    """Whether the resized pod fits; `reason` names the short resource when it does not."""
+
+    fits: bool
+    reason: str = ""
+
+
+def node_fit(pod: Json, plan: ResizePlan, node: Json, pods_on_node: Iterable[Json]) -> Fit:
+    """Does `pod` resized by `plan` fit `node` beside the other live pods bound to it?"""
+    allocatable = to_amounts(resource_list((node.get("status") or {}).get("allocatable")))
+    uid = (pod.get("metadata") or {}).get("uid")
+    others = [
+        other
+        for other in pods_on_node
+        if (other.get("metadata") or {}).get("uid") != uid
+        and (other.get("status") or {}).get("phase") not in _FINISHED
+    ]
+    used = sum_amounts(effective_requests(other) for other in others)
+    wanted = effective_requests(pod, plan)
+    free = allocatable - used
+    short = [
+        f"{resource} needs {wanted.get(resource)}, {max(free.get(resource), 0)} free"
+        for resource in ("cpu", "memory")
+        if wanted.get(resource) > free.get(resource)
+    ]
+    if short:
+        node_name = (node.get("metadata") or {}).get("name")
+        unit = "(cpu in millicores, memory in bytes)"
+        return Fit(False, f"does not fit node {node_name}: {'; '.join(short)} {unit}")
+    return Fit(True)
+
+
+def pods_by_node(pods: Iterable[Json]) -> Mapping[str, list[Json]]:
+    """Bound pods grouped by node name, for the per-node sums."""
+    grouped: dict[str, list[Json]] = {}
+    for pod in pods:
+        node = (pod.get("spec") or {}).get("nodeName")
+        if node:
+            grouped.setdefault(str(node), []).append(pod)
+    return grouped

@@ -1,0 +1,125 @@
+"""The updater's edge: read pods and nodes, send resizes and evictions (Kubernetes API).
+
+Objects are handled as the API's own JSON (dicts), which the pure modules read;
+the official client's typed models are bypassed with `_preload_content=False`.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, cast
+
+import kubernetes.client
+import kubernetes.config
+from kubernetes.client.exceptions import ApiException
+from kubernetes.config.config_exception import ConfigException
+
+from updater.resources import Json
+
+FIELD_MANAGER = "kube-tailor-updater"
+
+
+class ClusterError(RuntimeError):
+    """The API server could not be reached or refused a read the updater needs."""
+
+
+def api_client_from(kubeconfig: Path | None) -> kubernetes.client.ApiClient:
+    """A client from `kubeconfig`, else in-cluster, else the default kubeconfig."""
+    try:
+        if kubeconfig is not None:
+            if not kubeconfig.is_file():
+                raise ClusterError(f"kubeconfig {kubeconfig} does not exist")
+            return kubernetes.config.new_client_from_config(config_file=str(kubeconfig))
+        try:
+            configuration = kubernetes.client.Configuration()
+            kubernetes.config.load_incluster_config(client_configuration=configuration)
+            return kubernetes.client.ApiClient(configuration)
+        except ConfigException:
+            return kubernetes.config.new_client_from_config()
+    except (ConfigException, OSError, ValueError) as error:
+        raise ClusterError(f"cannot load a kubeconfig: {error}") from None
+
+
+def api_message(error: ApiException) -> str:
+    """The Status message of a refused call, else its reason."""
+    try:
+        body = json.loads(error.body or "{}")
+    except ValueError:
+        body = {}
+    message = body.get("message") if isinstance(body, dict) else None
+    return str(message or error.reason or f"HTTP {error.status}")
+
+
+@dataclass(frozen=True)
+class Answer:
+    """What the API server said to a write: accepted (with the new object) or why not."""
+
+    accepted: bool
+    status: int
+    message: str = ""
+    obj: Json | None = None
+
+
+class Cluster:
+    """The handful of API calls the updater makes, on one authenticated client."""
+
+    def __init__(self, api_client: kubernetes.client.ApiClient) -> None:
+        self.core = kubernetes.client.CoreV1Api(api_client)
+
+    @staticmethod
+    def _json(response: Any) -> Json:
+        return dict(json.loads(response.data or b"{}"))
+
+    def _read(self, call: Any, what: str, **kwargs: Any) -> Json:
+        try:
+            return self._json(call(_preload_content=False, **kwargs))
+        except ApiException as error:
+            raise ClusterError(f"cannot list {what}: {api_message(error)}") from None
+        except OSError as error:  # urllib3 connection errors derive from OSError
+            raise ClusterError(f"cannot reach the API server to list {what}: {error}") from None
+
+    def pods(self) -> list[Json]:
+        """Every pod of the cluster: node sums need the pods of all namespaces."""
+        listed = self._read(self.core.list_pod_for_all_namespaces, "pods")
+        return list(listed.get("items") or [])
+
+    def nodes(self) -> dict[str, Json]:
+        listed = self._read(self.core.list_node, "nodes")
+        return {str(n["metadata"]["name"]): n for n in listed.get("items") or []}
+
+    def resize(self, pod: Json, patch: Json, dry_run: bool = False) -> Answer:
+        """PATCH pods/resize with a strategic merge patch (containers merge by name)."""
+        metadata = pod["metadata"]
+        try:
+            response: Any = self.core.patch_namespaced_pod_resize(
+                metadata["name"],
+                metadata["namespace"],
+                dict(patch),
+                field_manager=FIELD_MANAGER,
+                dry_run="All" if dry_run else None,
+                _content_type="application/strategic-merge-patch+json",
+                _preload_content=False,
+            )
+        except ApiException as error:
+            return Answer(False, int(error.status or 0), api_message(error))
+        return Answer(True, int(response.status), obj=self._json(response))
+
+    def evict(self, pod: Json, dry_run: bool = False) -> Answer:
+        """POST pods/eviction: the API server refuses (429) what a PodDisruptionBudget forbids."""
+        metadata = pod["metadata"]
+        body: dict[str, Any] = {
+            "apiVersion": "policy/v1",
+            "kind": "Eviction",
+            "metadata": {"name": metadata["name"], "namespace": metadata["namespace"]},
+        }
+        if dry_run:
+            body["deleteOptions"] = {"dryRun": ["All"]}
+        try:
+            response: Any = self.core.create_namespaced_pod_eviction(
+                metadata["name"], metadata["namespace"], cast(Any, body), _preload_content=False
+            )
+        except ApiException as error:
+            return Answer(False, int(error.status or 0), api_message(error))
+        return Answer(True, int(response.status))

@@ -1,0 +1,99 @@
+"""Reading a pod's requests and limits as whole millicores and bytes (pure).
+
+The updater compares what a pod asks for with what a schedule wants, and sums
+requests on a node; integers in the units Kubernetes rounds to make those
+comparisons exact.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from tailor.quantity import Quantity, QuantityError
+
+Json = Mapping[str, Any]
+RESOURCES = ("cpu", "memory")
+
+
+@dataclass(frozen=True)
+class Amounts:
+    """CPU in millicores and memory in bytes; the pair the scheduler sums per node."""
+
+    cpu_millis: int = 0
+    memory_bytes: int = 0
+
+    def __add__(self, other: Amounts) -> Amounts:
+        return Amounts(self.cpu_millis + other.cpu_millis, self.memory_bytes + other.memory_bytes)
+
+    def __sub__(self, other: Amounts) -> Amounts:
+        return Amounts(self.cpu_millis - other.cpu_millis, self.memory_bytes - other.memory_bytes)
+
+    def larger(self, other: Amounts) -> Amounts:
+        """Per resource, the larger of the two (the scheduler's max rules)."""
+        return Amounts(
+            max(self.cpu_millis, other.cpu_millis), max(self.memory_bytes, other.memory_bytes)
+        )
+
+    def get(self, resource: str) -> int:
+        return self.cpu_millis if resource == "cpu" else self.memory_bytes
+
+
+def amount(resource: str, text: object) -> int:
+    """A quantity in the resource's unit: millicores (rounded up) or bytes (rounded up)."""
+    quantity = Quantity.parse(text)  # type: ignore[arg-type]
+    return quantity.milli_value() if resource == "cpu" else quantity.int_value()
+
+
+def format_amount(resource: str, value: int) -> str:
+    """The quantity text the API server keeps as it is: `250m`, `2`, `134217728`."""
+    if resource == "cpu":
+        return f"{value // 1000}" if value % 1000 == 0 else f"{value}m"
+    return str(value)
+
+
+def resource_list(values: Mapping[str, Any] | None) -> dict[str, int]:
+    """cpu and memory of a ResourceList (other resources are not ours to change)."""
+    found: dict[str, int] = {}
+    for resource in RESOURCES:
+        if values and resource in values:
+            found[resource] = amount(resource, values[resource])
+    return found
+
+
+def to_amounts(values: Mapping[str, int]) -> Amounts:
+    return Amounts(values.get("cpu", 0), values.get("memory", 0))
+
+
+def requests_of(container: Json) -> dict[str, int]:
+    """A container's requests, a limit standing in for a missing request (API defaulting)."""
+    resources = container.get("resources") or {}
+    limits = resource_list(resources.get("limits"))
+    return {**limits, **resource_list(resources.get("requests"))}
+
+
+def limits_of(container: Json) -> dict[str, int]:
+    return resource_list((container.get("resources") or {}).get("limits"))
+
+
+def sum_amounts(items: Iterable[Amounts]) -> Amounts:
+    total = Amounts()
+    for item in items:
+        total = total + item
+    return total
+
+
+__all__ = [
+    "RESOURCES",
+    "Amounts",
+    "Json",
+    "QuantityError",
+    "amount",
+    "format_amount",
+    "limits_of",
+    "requests_of",
+    "resource_list",
+    "sum_amounts",
+    "to_amounts",
+]
