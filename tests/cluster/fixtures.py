@@ -41,6 +41,7 @@ CLUSTER_FIXTURES = frozenset(
         "kubelet_sim",
         "kubelet_sim_factory",
         "kube_namespace",
+        "kube_api",
     }
 )
 _KEPT_LOGS = pytest.StashKey[list[Path]]()
@@ -160,6 +161,13 @@ def kubelet_sim(
 ) -> KubeletSimulator:
     """A kubelet simulator bound to kube_cluster (register nodes with .register_node)."""
     return kubelet_sim_factory(kube_cluster)
+
+
+@pytest.fixture
+def kube_api(kube_cluster: ControlPlane) -> Iterator[RawApi]:
+    """Plain-JSON calls to kube_cluster as cluster admin."""
+    with kube_cluster.api_client() as client:
+        yield RawApi(client)
 
 
 @pytest.fixture

@@ -1,0 +1,253 @@
+"""`tailor follow` against the real kube-apiserver and the kubelet simulator."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from typer.testing import CliRunner
+
+from tailor.cli.main import app
+from tests.cli_text import plain
+from tests.cluster.controlplane import ControlPlane
+from tests.cluster.kubelet_sim import KubeletSimulator
+from tests.cluster.podtools import (
+    applied_requests,
+    container_status,
+    create_pod,
+    get_pod,
+    pod_manifest,
+    resize,
+    wait_for_pod,
+)
+from tests.cluster.rawapi import Json, RawApi
+from tests.cluster.waiting import wait_until
+
+Mi = 2**20
+
+
+def period(namespace: str, workload: str, cpu: float, memory: float, **extra: Any) -> Json:
+    """One schedule row in force now, as `tailor schedule --format json` writes it."""
+    now = datetime.now(UTC).replace(microsecond=0)
+    return {
+        "namespace": namespace,
+        "workload": workload,
+        "container": "app",
+        "start": (now - timedelta(hours=1)).isoformat().replace("+00:00", "Z"),
+        "end": (now + timedelta(hours=1)).isoformat().replace("+00:00", "Z"),
+        "cpu": cpu,
+        "memory": memory,
+        "memoryLimit": extra.get("memory_limit", memory),
+    }
+
+
+def follow(cluster: ControlPlane, schedule: Path, *flags: str) -> list[Json]:
+    args = ["follow", "--once", "--format", "json", "--schedule", str(schedule)]
+    result = CliRunner().invoke(app, [*args, "--kubeconfig", str(cluster.kubeconfig), *flags])
+    assert result.exit_code == 0, result.output
+    return list(json.loads(result.stdout))
+
+
+def write_schedule(path: Path, rows: list[Json]) -> Path:
+    path.write_text(json.dumps(rows), encoding="utf-8")
+    return path
+
+
+def start(api: RawApi, namespace: str, manifest: Json) -> Json:
+    create_pod(api, namespace, manifest)
+    name = manifest["metadata"]["name"]
+    return wait_for_pod(
+        api, namespace, name, lambda p: p["status"].get("phase") == "Running", what="Running"
+    )
+
+
+def test_a_running_pod_is_resized_in_place_to_the_period_in_force(
+    kube_api: RawApi,
+    kube_cluster: ControlPlane,
+    kubelet_sim: KubeletSimulator,
+    kube_namespace: str,
+    tmp_path: Path,
+) -> None:
+    node = f"follow-{kube_namespace}"
+    kubelet_sim.register_node(node, cpu="4", memory="8Gi")
+    manifest = pod_manifest(
+        "web", node=node, requests={"cpu": "500m", "memory": "128Mi"}, limits={"memory": "256Mi"}
+    )
+    before = start(kube_api, kube_namespace, manifest)
+    schedule = write_schedule(
+        tmp_path / "schedule.json", [period(kube_namespace, "web", 0.75, 200 * Mi)]
+    )
+
+    [outcome] = follow(kube_cluster, schedule)
+    assert (outcome["pod"], outcome["action"], outcome["applied"]) == ("web", "resize", True)
+    pod = wait_for_pod(
+        kube_api,
+        kube_namespace,
+        "web",
+        lambda p: applied_requests(p)["cpu"] == "750m",
+        what="resize applied by the kubelet",
+    )
+    resources = pod["spec"]["containers"][0]["resources"]
+    assert resources["requests"] == {"cpu": "750m", "memory": str(200 * Mi)}
+    assert resources["limits"] == {"memory": str(400 * Mi)}  # 2x the request, as before
+    assert pod["metadata"]["uid"] == before["metadata"]["uid"]
+    assert container_status(pod)["restartCount"] == 0
+
+    [again] = follow(kube_cluster, schedule)
+    assert again["action"] == "none" and again["detail"] == "at its scheduled size"
+    assert (
+        get_pod(kube_api, kube_namespace, "web")["metadata"]["generation"]
+        == (pod["metadata"]["generation"])
+    )
+
+
+def test_a_resize_that_would_not_fit_the_node_is_not_sent(
+    kube_api: RawApi,
+    kube_cluster: ControlPlane,
+    kubelet_sim: KubeletSimulator,
+    kube_namespace: str,
+    tmp_path: Path,
+) -> None:
+    node = f"full-{kube_namespace}"
+    kubelet_sim.register_node(node, cpu="2", memory="8Gi")
+    start(kube_api, kube_namespace, pod_manifest("filler", node=node, requests={"cpu": "1500m"}))
+    before = start(
+        kube_api, kube_namespace, pod_manifest("web", node=node, requests={"cpu": "250m"})
+    )
+    schedule = write_schedule(tmp_path / "s.json", [period(kube_namespace, "web", 1.0, 64 * Mi)])
+
+    [outcome] = follow(kube_cluster, schedule, "--evict")
+    assert outcome["action"] == "none"
+    assert outcome["detail"].startswith(f"does not fit node {node}: cpu needs 1000, 500 free")
+    assert outcome["detail"].endswith("not evicted: no controller would replace it")
+    after = get_pod(kube_api, kube_namespace, "web")
+    assert after["metadata"]["generation"] == before["metadata"]["generation"]
+
+
+def test_a_dry_run_is_validated_by_the_api_server_and_changes_nothing(
+    kube_api: RawApi,
+    kube_cluster: ControlPlane,
+    kubelet_sim: KubeletSimulator,
+    kube_namespace: str,
+    tmp_path: Path,
+) -> None:
+    node = f"dry-{kube_namespace}"
+    kubelet_sim.register_node(node, cpu="4", memory="8Gi")
+    before = start(
+        kube_api, kube_namespace, pod_manifest("web", node=node, requests={"cpu": "250m"})
+    )
+    schedule = write_schedule(tmp_path / "s.json", [period(kube_namespace, "web", 0.5, 64 * Mi)])
+
+    [outcome] = follow(kube_cluster, schedule, "--dry-run")
+    assert (outcome["action"], outcome["applied"]) == ("resize", True)
+    after = get_pod(kube_api, kube_namespace, "web")
+    assert after["spec"]["containers"][0]["resources"]["requests"] == {"cpu": "250m"}
+    assert after["metadata"]["generation"] == before["metadata"]["generation"]
+
+
+def test_the_kubelets_infeasible_answer_is_reported_and_not_resent(
+    kube_api: RawApi,
+    kube_cluster: ControlPlane,
+    kubelet_sim: KubeletSimulator,
+    kube_namespace: str,
+    tmp_path: Path,
+) -> None:
+    """A Guaranteed pod beside the static CPU manager: the node has room, the kubelet says no."""
+    node = f"pinned-{kube_namespace}"
+    kubelet_sim.register_node(node, cpu="4", memory="8Gi", cpu_manager_policy="static")
+    size = {"cpu": "1", "memory": "128Mi"}
+    start(kube_api, kube_namespace, pod_manifest("pinned", node=node, requests=size, limits=size))
+    schedule = write_schedule(
+        tmp_path / "s.json", [period(kube_namespace, "pinned", 2.0, 128 * Mi)]
+    )
+
+    [sent] = follow(kube_cluster, schedule)
+    assert sent["action"] == "resize"
+    pod = wait_for_pod(
+        kube_api,
+        kube_namespace,
+        "pinned",
+        lambda p: any(c["type"] == "PodResizePending" for c in p["status"].get("conditions", [])),
+        what="kubelet answered",
+    )
+    resources = pod["spec"]["containers"][0]["resources"]
+    assert resources["requests"]["cpu"] == resources["limits"]["cpu"] == "2"  # still Guaranteed
+
+    [answer] = follow(kube_cluster, schedule)
+    assert answer["action"] == "none"
+    assert answer["detail"].startswith("resize Infeasible: Resize is infeasible for Guaranteed")
+    assert answer["detail"].endswith("eviction not allowed (--evict)")
+    assert (
+        get_pod(kube_api, kube_namespace, "pinned")["metadata"]["generation"]
+        == (pod["metadata"]["generation"])
+    )
+
+
+def test_a_deferred_resize_is_awaited_until_its_timeout(
+    kube_api: RawApi,
+    kube_cluster: ControlPlane,
+    kubelet_sim: KubeletSimulator,
+    kube_namespace: str,
+    tmp_path: Path,
+) -> None:
+    """Deferred by the kubelet (another actor asked for room the node lacks): wait, then give up."""
+    node = f"wait-{kube_namespace}"
+    kubelet_sim.register_node(node, cpu="2", memory="8Gi")
+    start(kube_api, kube_namespace, pod_manifest("filler", node=node, requests={"cpu": "1"}))
+    start(kube_api, kube_namespace, pod_manifest("web", node=node, requests={"cpu": "500m"}))
+    resize(kube_api, kube_namespace, "web", requests={"cpu": "1500m"})
+    wait_until(
+        lambda: any(
+            c["type"] == "PodResizePending" and c["reason"] == "Deferred"
+            for c in get_pod(kube_api, kube_namespace, "web")["status"].get("conditions", [])
+        ),
+        what="Deferred",
+    )
+    schedule = write_schedule(tmp_path / "s.json", [period(kube_namespace, "web", 1.5, 64 * Mi)])
+
+    [waiting] = follow(kube_cluster, schedule)
+    assert (waiting["action"], waiting["detail"]) == ("wait", "resize Deferred")
+    [stuck] = follow(kube_cluster, schedule, "--deferred-timeout", "0s", "--evict")
+    assert stuck["action"] == "none"
+    assert stuck["detail"].startswith("resize Deferred for ")
+    assert "Node didn't have enough resource: cpu" in stuck["detail"]
+    assert stuck["detail"].endswith("not evicted: no controller would replace it")
+
+
+def test_a_broken_schedule_or_kubeconfig_is_refused_before_anything_changes(
+    kube_api: RawApi,
+    kube_cluster: ControlPlane,
+    kubelet_sim: KubeletSimulator,
+    kube_namespace: str,
+    tmp_path: Path,
+) -> None:
+    node = f"bad-{kube_namespace}"
+    kubelet_sim.register_node(node, cpu="4", memory="8Gi")
+    before = start(
+        kube_api, kube_namespace, pod_manifest("web", node=node, requests={"cpu": "250m"})
+    )
+    good = period(kube_namespace, "web", 0.5, 64 * Mi)
+    broken = write_schedule(tmp_path / "s.json", [good, {**good, "cpu": "lots"}])
+    args = [
+        "follow",
+        "--once",
+        "--schedule",
+        str(broken),
+        "--kubeconfig",
+        str(kube_cluster.kubeconfig),
+    ]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 2
+    assert "row 1, cpu" in plain(result.output)
+
+    fine = write_schedule(tmp_path / "fine.json", [good])
+    missing = tmp_path / "nope" / "kubeconfig"
+    result = CliRunner().invoke(
+        app, ["follow", "--once", "--schedule", str(fine), "--kubeconfig", str(missing)]
+    )
+    assert result.exit_code == 2
+    assert "does not exist" in plain(result.output)
+    after = get_pod(kube_api, kube_namespace, "web")
+    assert after["metadata"]["generation"] == before["metadata"]["generation"]

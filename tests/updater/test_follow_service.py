@@ -1,0 +1,161 @@
+"""`tailor follow` as operators run it: evicting behind PodDisruptionBudgets, and as a service."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from tests.cluster.controlplane import ControlPlane
+from tests.cluster.fixtures import create_namespace, namespace_name
+from tests.cluster.kubelet_sim import KubeletSimulator
+from tests.cluster.podtools import applied_requests, get_pod, pod_manifest
+from tests.cluster.rawapi import Json, RawApi
+from tests.cluster.waiting import wait_until
+from tests.updater.test_follow_cluster import Mi, follow, period, start, write_schedule
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+
+def pinned_deployment(name: str, node_label: str) -> Json:
+    """One Guaranteed replica on the test's own node (the static CPU manager makes it stuck)."""
+    size = {"cpu": "1", "memory": "128Mi"}
+    container = {
+        "name": "app",
+        "image": "registry.k8s.io/pause:3.10",
+        "resources": {"requests": size, "limits": size},
+    }
+    labels = {"app": name}
+    spec = {"containers": [container], "nodeSelector": {"tailor-test": node_label}}
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": name},
+        "spec": {
+            "replicas": 1,
+            "selector": {"matchLabels": labels},
+            "template": {"metadata": {"labels": labels}, "spec": spec},
+        },
+    }
+
+
+def budget(name: str) -> Json:
+    return {
+        "apiVersion": "policy/v1",
+        "kind": "PodDisruptionBudget",
+        "metadata": {"name": name},
+        "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": name}}},
+    }
+
+
+def running_pods(api: RawApi, namespace: str) -> list[Json]:
+    pods = api.get(f"/api/v1/namespaces/{namespace}/pods")["items"]
+    return [
+        p
+        for p in pods
+        if p["status"].get("phase") == "Running" and not p["metadata"].get("deletionTimestamp")
+    ]
+
+
+def test_a_stuck_pod_is_evicted_only_where_its_disruption_budget_allows(
+    kube_cluster_full: ControlPlane,
+    kubelet_sim_factory: Callable[..., KubeletSimulator],
+    request: pytest.FixtureRequest,
+    tmp_path: Path,
+) -> None:
+    sim = kubelet_sim_factory(kube_cluster_full)
+    namespace = namespace_name(request.node.name)
+    with kube_cluster_full.api_client() as client:
+        api = RawApi(client)
+        create_namespace(api, namespace)
+        node = f"evict-{namespace}"
+        sim.register_node(
+            node, cpu="4", memory="8Gi", cpu_manager_policy="static", labels={"tailor-test": node}
+        )
+        api.create(
+            f"/apis/apps/v1/namespaces/{namespace}/deployments", pinned_deployment("web", node)
+        )
+        api.create(f"/apis/policy/v1/namespaces/{namespace}/poddisruptionbudgets", budget("web"))
+        [first] = wait_until(lambda: running_pods(api, namespace), timeout=30, what="replica")
+        schedule = write_schedule(tmp_path / "s.json", [period(namespace, "web", 2.0, 128 * Mi)])
+
+        [sent] = follow(kube_cluster_full, schedule)
+        assert (sent["workload"], sent["action"]) == ("web", "resize")
+        name = first["metadata"]["name"]
+        wait_until(
+            lambda: any(
+                c["type"] == "PodResizePending"
+                for c in get_pod(api, namespace, name)["status"].get("conditions", [])
+            ),
+            what="Infeasible",
+        )
+
+        [refused] = follow(kube_cluster_full, schedule, "--evict")
+        assert (refused["action"], refused["applied"]) == ("evict", False)
+        assert refused["detail"].startswith("eviction refused (429)")
+        assert get_pod(api, namespace, name)["metadata"].get("deletionTimestamp") is None
+
+        api.delete(f"/apis/policy/v1/namespaces/{namespace}/poddisruptionbudgets/web")
+        [evicted] = follow(kube_cluster_full, schedule, "--evict")
+        assert (evicted["action"], evicted["applied"]) == ("evict", True)
+        assert evicted["detail"].startswith("evicted: resize Infeasible")
+        replaced = wait_until(
+            lambda: [p for p in running_pods(api, namespace) if p["metadata"]["name"] != name],
+            timeout=30,
+            what="replacement replica",
+        )
+        assert len(replaced) == 1
+
+
+def test_the_service_follows_the_file_and_survives_a_broken_rewrite(
+    kube_api: RawApi,
+    kube_cluster: ControlPlane,
+    kubelet_sim: KubeletSimulator,
+    kube_namespace: str,
+    tmp_path: Path,
+) -> None:
+    node = f"svc-{kube_namespace}"
+    kubelet_sim.register_node(node, cpu="4", memory="8Gi")
+    start(kube_api, kube_namespace, pod_manifest("web", node=node, requests={"cpu": "250m"}))
+    schedule = write_schedule(tmp_path / "s.json", [period(kube_namespace, "web", 0.5, 64 * Mi)])
+    command = [
+        sys.executable,
+        "-m",
+        "tailor.cli.main",
+        "follow",
+        "--schedule",
+        str(schedule),
+        "--kubeconfig",
+        str(kube_cluster.kubeconfig),
+        "--interval",
+        "1s",
+    ]
+    log = tmp_path / "follow.log"
+    environment = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
+    with log.open("w") as sink:
+        service = subprocess.Popen(command, stdout=sink, stderr=subprocess.STDOUT, env=environment)
+        try:
+            wait_until(
+                lambda: applied_requests(get_pod(kube_api, kube_namespace, "web"))["cpu"] == "500m",
+                timeout=30,
+                what="first period applied",
+            )
+            schedule.write_text("[{", encoding="utf-8")
+            wait_until(lambda: "keeping the last good schedule" in log.read_text(), what="error")
+            write_schedule(schedule, [period(kube_namespace, "web", 0.75, 64 * Mi)])
+            wait_until(
+                lambda: applied_requests(get_pod(kube_api, kube_namespace, "web"))["cpu"] == "750m",
+                timeout=30,
+                what="rewritten period applied",
+            )
+            assert service.poll() is None
+        finally:
+            service.send_signal(signal.SIGTERM)
+            code = service.wait(timeout=20)
+    assert code == 0, log.read_text()
+    assert "web resize: app: cpu 500m" in log.read_text()
