@@ -57,7 +57,7 @@ def effective_requests(pod: Json, plan: ResizePlan | None = None) -> Amounts:
         effective = _container_effective(container, statuses.get(name), use_spec)
         if name in planned:  # the new spec replaces the old one in the max
             in_flight = _container_effective(container, statuses.get(name), use_spec=False)
-            effective = in_flight.larger(to_amounts(planned[name].requests))
+            effective = in_flight.larger(planned[name].request_amounts())
         app.append(effective)
     init = spec.get("initContainers") or []
     sidecars = [to_amounts(requests_of(c)) for c in init if c.get("restartPolicy") == "Always"]

@@ -12,13 +12,14 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from tailor.quantity import QuantityError
 from tailor.workloads import pod_workload
 from updater.decide import Action, Decision, Policy, decide
 from updater.fit import node_fit, pods_by_node
 from updater.kube import Answer, Cluster
 from updater.plan import ResizePlan, plan_resize
 from updater.progress import resize_status
-from updater.resources import Json, QuantityError
+from updater.resources import Json
 from updater.targets import ScheduleRow, Target, due_targets
 
 

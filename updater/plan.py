@@ -1,10 +1,11 @@
 """Turn a container's scheduled target into a resize the API server accepts (pure).
 
-The API server refuses (422) a resize that changes the pod's QoS class, removes a
-request or limit, or leaves requests above limits. So the plan keeps a
-Guaranteed pod's requests equal to its limits, scales every other limit with its
-request (the upstream VPA's proportional rule), never adds a resource the
-container does not request, and refuses any plan that would move the QoS class.
+The amounts go through the same pipeline as every VPA write (`tailor.capping`:
+the VPA's resource policy and the namespace's LimitRanges, then `tailor.limits`:
+limits kept in proportion to requests, or left alone with RequestsOnly), so a
+Guaranteed pod stays Guaranteed. The API server refuses (422) a resize that
+changes the QoS class or adds a request the container did not have, so neither
+is planned: such a pod is Skipped with the reason.
 """
 
 from __future__ import annotations
@@ -14,7 +15,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
-from updater.resources import Json, format_amount, limits_of, requests_of
+from tailor.api.limitrange import LimitRangeItem
+from tailor.api.meta import ResourceList
+from tailor.api.vpa import PodResourcePolicy, RecommendedContainerResources
+from tailor.capping import cap_recommendations_for_pod
+from tailor.limits import ContainerResources, new_container_resources
+from tailor.quantity import Quantity
+from updater.resources import RESOURCES, Amounts, Json, limits_of, requests_of
 from updater.targets import Target
 
 
@@ -41,19 +48,27 @@ def qos_of(containers: Sequence[Json]) -> Qos:
 
 @dataclass(frozen=True)
 class ContainerResize:
-    """New cpu / memory amounts for one container (millicores, bytes)."""
+    """New cpu / memory requests and limits for one container."""
 
     name: str
-    requests: Mapping[str, int]
-    limits: Mapping[str, int]
+    requests: Mapping[str, Quantity]
+    limits: Mapping[str, Quantity]
 
     def resources(self) -> Json:
         body: dict[str, dict[str, str]] = {}
         if self.requests:
-            body["requests"] = {r: format_amount(r, v) for r, v in self.requests.items()}
+            body["requests"] = {r: q.canonical() for r, q in self.requests.items()}
         if self.limits:
-            body["limits"] = {r: format_amount(r, v) for r, v in self.limits.items()}
+            body["limits"] = {r: q.canonical() for r, q in self.limits.items()}
         return body
+
+    def request_amounts(self) -> Amounts:
+        """The new requests in millicores and bytes, for the node-fit sums."""
+        cpu, memory = self.requests.get("cpu"), self.requests.get("memory")
+        return Amounts(
+            cpu.milli_value() if cpu is not None else 0,
+            memory.int_value() if memory is not None else 0,
+        )
 
 
 @dataclass(frozen=True)
@@ -61,6 +76,7 @@ class ResizePlan:
     """What to send to `pods/resize`; empty when the pod already asks for its targets."""
 
     containers: tuple[ContainerResize, ...]
+    notes: tuple[str, ...] = ()
 
     @property
     def changes(self) -> bool:
@@ -74,9 +90,9 @@ class ResizePlan:
     def describe(self) -> str:
         parts = []
         for container in self.containers:
-            amounts = ", ".join(f"{r} {format_amount(r, v)}" for r, v in container.requests.items())
+            amounts = ", ".join(f"{r} {q.canonical()}" for r, q in container.requests.items())
             parts.append(f"{container.name}: {amounts}")
-        return "; ".join(parts)
+        return "; ".join(parts + list(self.notes))
 
 
 @dataclass(frozen=True)
@@ -86,66 +102,84 @@ class Skipped:
     reason: str
 
 
-def _wanted(target: Target, qos: Qos) -> dict[str, int]:
-    wanted: dict[str, int] = {}
-    if target.cpu_cores is not None:
-        wanted["cpu"] = max(1, math.ceil(target.cpu_cores * 1000 - 1e-9))
-    if target.memory_bytes is not None:
-        memory = target.memory_bytes
-        if qos is Qos.GUARANTEED and target.memory_limit_bytes is not None:
-            memory = max(memory, target.memory_limit_bytes)  # one value is request and limit
-        wanted["memory"] = max(1, math.ceil(memory))
-    return wanted
+@dataclass(frozen=True)
+class PodRules:
+    """What bounds a pod's resize besides its spec: its VPA's policy, its LimitRanges."""
+
+    resource_policy: PodResourcePolicy | None = None
+    container_limit_range: LimitRangeItem | None = None
+    pod_limit_range: LimitRangeItem | None = None
 
 
-def _new_limit(old_request: int, old_limit: int, new_request: int) -> int:
-    """Keep the container's limit-to-request ratio, rounding up (never below the request)."""
-    return max(new_request, math.ceil(old_limit * new_request / max(old_request, 1)))
+def _wanted(target: Target, qos: Qos, requested: Mapping[str, int]) -> ResourceList:
+    """The target as quantities, for the resources the container already requests."""
+    memory = target.memory_bytes
+    if qos is Qos.GUARANTEED and memory is not None and target.memory_limit_bytes is not None:
+        memory = max(memory, target.memory_limit_bytes)  # one value is request and limit
+    cpu = target.cpu_cores
+    wanted = ResourceList.from_amounts(
+        None if cpu is None else max(cpu, 0.001),
+        None if memory is None else max(math.ceil(memory), 1),
+    )
+    return ResourceList({r: q for r, q in wanted.items() if r in requested})
 
 
-def _container_resize(container: Json, target: Target, qos: Qos) -> ContainerResize | None:
-    requests, limits = requests_of(container), limits_of(container)
-    new_requests = dict(requests)
-    new_limits = dict(limits)
-    for resource, value in _wanted(target, qos).items():
-        if resource not in requests:
-            continue  # adding a request is not a resize; the pod's spec stays the owner's
-        new_requests[resource] = value
-        if resource in limits:
-            if qos is Qos.GUARANTEED:
-                new_limits[resource] = value
-            else:
-                new_limits[resource] = _new_limit(requests[resource], limits[resource], value)
-    floor = target.memory_limit_bytes
-    if floor is not None and qos is not Qos.GUARANTEED and "memory" in limits:
-        new_limits["memory"] = max(new_limits["memory"], math.ceil(floor))
-    if new_requests == requests and new_limits == limits:
-        return None
-    return ContainerResize(
-        str(container.get("name")),
-        {r: v for r, v in new_requests.items() if r in requests},
-        {r: v for r, v in new_limits.items() if r in limits},
+def _current(container: Json) -> ContainerResources:
+    resources = container.get("resources") or {}
+    requests, limits = resources.get("requests") or {}, resources.get("limits") or {}
+    defaulted = {**limits, **requests}  # the API defaults a missing request to the limit
+    return ContainerResources(
+        name=str(container.get("name")),
+        requests=ResourceList({r: defaulted[r] for r in RESOURCES if r in defaulted}),
+        limits=ResourceList({r: limits[r] for r in RESOURCES if r in limits}),
     )
 
 
-def _with_resize(container: Json, change: ContainerResize) -> Json:
-    return {**container, "resources": change.resources()}
+def _resized(containers: Sequence[Json], changes: Mapping[str, ContainerResize]) -> list[Json]:
+    return [
+        {**c, "resources": changes[str(c.get("name"))].resources()}
+        if str(c.get("name")) in changes
+        else c
+        for c in containers
+    ]
 
 
-def plan_resize(pod: Json, targets: Mapping[str, Target]) -> ResizePlan | Skipped:
+def plan_resize(
+    pod: Json, targets: Mapping[str, Target], rules: PodRules | None = None
+) -> ResizePlan | Skipped:
     """The resize that brings the pod's containers to `targets` (by container name)."""
+    rules = rules or PodRules()
     containers: list[Json] = list((pod.get("spec") or {}).get("containers") or [])
     qos = qos_of(containers)
     if qos is Qos.BEST_EFFORT:
         return Skipped("BestEffort pod: no requests to resize")
-    changes: list[ContainerResize] = []
-    resized: list[Json] = []
-    for container in containers:
-        target = targets.get(str(container.get("name")))
-        change = _container_resize(container, target, qos) if target else None
-        if change:
-            changes.append(change)
-        resized.append(_with_resize(container, change) if change else container)
-    if changes and qos_of(resized) is not qos:
-        return Skipped(f"the scheduled amounts would make a {qos} pod {qos_of(resized)}")
-    return ResizePlan(tuple(changes))
+    current = {str(c.get("name")): _current(c) for c in containers}
+    wanted = [
+        RecommendedContainerResources(
+            container_name=name, target=_wanted(targets[name], qos, requests_of(container))
+        )
+        for name, container in ((str(c.get("name")), c) for c in containers)
+        if name in targets
+    ]
+    capped = cap_recommendations_for_pod(
+        wanted,
+        list(current.values()),
+        rules.resource_policy,
+        rules.container_limit_range,
+        rules.pod_limit_range,
+    )
+    changes: dict[str, ContainerResize] = {}
+    for recommendation in capped.recommendations:
+        name = recommendation.container_name or ""
+        policy = rules.resource_policy.policy_for(name) if rules.resource_policy else None
+        update = new_container_resources(
+            current[name], recommendation.target, policy, rules.container_limit_range
+        )
+        new = update.resources
+        if new.requests != current[name].requests or new.limits != current[name].limits:
+            changes[name] = ContainerResize(name, dict(new.requests), dict(new.limits))
+    after = qos_of(_resized(containers, changes))
+    if after is not qos:
+        return Skipped(f"the scheduled amounts would make a {qos} pod {after}")
+    notes = tuple(note for notes in capped.notes.values() for note in notes)
+    return ResizePlan(tuple(changes.values()), notes if changes else ())

@@ -11,7 +11,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from tailor.quantity import Quantity, QuantityError
+from tailor.quantity import Quantity
 
 Json = Mapping[str, Any]
 RESOURCES = ("cpu", "memory")
@@ -46,13 +46,6 @@ def amount(resource: str, text: object) -> int:
     return quantity.milli_value() if resource == "cpu" else quantity.int_value()
 
 
-def format_amount(resource: str, value: int) -> str:
-    """The quantity text the API server keeps as it is: `250m`, `2`, `134217728`."""
-    if resource == "cpu":
-        return f"{value // 1000}" if value % 1000 == 0 else f"{value}m"
-    return str(value)
-
-
 def resource_list(values: Mapping[str, Any] | None) -> dict[str, int]:
     """cpu and memory of a ResourceList (other resources are not ours to change)."""
     found: dict[str, int] = {}
@@ -82,18 +75,3 @@ def sum_amounts(items: Iterable[Amounts]) -> Amounts:
     for item in items:
         total = total + item
     return total
-
-
-__all__ = [
-    "RESOURCES",
-    "Amounts",
-    "Json",
-    "QuantityError",
-    "amount",
-    "format_amount",
-    "limits_of",
-    "requests_of",
-    "resource_list",
-    "sum_amounts",
-    "to_amounts",
-]
