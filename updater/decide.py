@@ -30,6 +30,7 @@ class Policy:
     """The operator's choices; the timeouts are the upstream in-place updater's."""
 
     evict: bool = False
+    no_eviction_reason: str = "eviction not allowed (--evict)"
     deferred_timeout: timedelta = timedelta(minutes=5)
     in_progress_timeout: timedelta = timedelta(hours=1)
 
@@ -42,7 +43,7 @@ class Decision:
 
 def _evict_or_leave(reason: str, policy: Policy, has_controller: bool) -> Decision:
     if not policy.evict:
-        return Decision(Action.NONE, f"{reason}; eviction not allowed (--evict)")
+        return Decision(Action.NONE, f"{reason}; {policy.no_eviction_reason}")
     if not has_controller:
         return Decision(Action.NONE, f"{reason}; not evicted: no controller would replace it")
     return Decision(Action.EVICT, reason)

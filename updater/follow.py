@@ -9,15 +9,18 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 
+from tailor.api.limitrange import LimitRange
+from tailor.api.vpa import VerticalPodAutoscaler
 from tailor.quantity import QuantityError
 from tailor.workloads import pod_workload
 from updater.decide import Action, Decision, Policy, decide
 from updater.fit import node_fit, pods_by_node
+from updater.governance import Governance, limit_rules, parse_objects, vpa_governance
 from updater.kube import Answer, Cluster
-from updater.plan import ResizePlan, plan_resize
+from updater.plan import PodRules, ResizePlan, plan_resize
 from updater.progress import resize_status
 from updater.resources import Json
 from updater.targets import ScheduleRow, Target, due_targets
@@ -42,6 +45,7 @@ class PassOptions:
     policy: Policy = field(default_factory=Policy)
     namespaces: frozenset[str] | None = None
     dry_run: bool = False
+    use_vpa: bool = False
 
 
 def has_controller(pod: Json) -> bool:
@@ -70,9 +74,10 @@ def _decision(
     on_node: list[Json],
     now: datetime,
     policy: Policy,
+    rules: PodRules,
 ) -> tuple[Decision, ResizePlan | None]:
     try:
-        plan = plan_resize(pod, targets)
+        plan = plan_resize(pod, targets, rules)
     except QuantityError as error:
         return Decision(Action.NONE, f"unreadable resources: {error}"), None
     node_name = str((pod.get("spec") or {}).get("nodeName"))
@@ -84,6 +89,34 @@ def _decision(
         fit = node_fit(pod, plan, node, on_node)
     decision = decide(plan, resize_status(pod), fit, now, policy, has_controller(pod))
     return decision, plan if isinstance(plan, ResizePlan) else None
+
+
+class _Governor:
+    """Each pod's Governance, from the objects read once per pass."""
+
+    def __init__(self, cluster: Cluster, use_vpa: bool) -> None:
+        ranges = parse_objects(LimitRange, cluster.limit_ranges())
+        namespaces = {r.metadata.namespace or "" for r in ranges}
+        self.limits = {
+            ns: limit_rules(r for r in ranges if r.metadata.namespace == ns) for ns in namespaces
+        }
+        self.use_vpa = use_vpa
+        self.vpas = parse_objects(VerticalPodAutoscaler, cluster.vpas()) if use_vpa else []
+        self.replica_sets = cluster.replica_sets() if use_vpa else {}
+
+    def of(self, pod: Json, namespace: str) -> Governance:
+        limits = self.limits.get(namespace, PodRules())
+        if not self.use_vpa:
+            return Governance(limits)
+        return vpa_governance(pod, self.vpas, self.replica_sets, limits)
+
+
+def _pod_policy(policy: Policy, governance: Governance) -> Policy:
+    if governance.may_evict:
+        return policy
+    return replace(
+        policy, evict=False, no_eviction_reason="its VPA's updateMode InPlace: no eviction"
+    )
 
 
 def _refused(answer: Answer, verb: str) -> str:
@@ -98,6 +131,7 @@ def follow_once(
 ) -> list[Outcome]:
     """Bring every scheduled pod towards its target; one Outcome per pod considered."""
     pods, nodes = cluster.pods(), cluster.nodes()
+    governor = _Governor(cluster, options.use_vpa)
     wanted = _targets_by_workload(rows, now)
     by_node = {name: list(group) for name, group in pods_by_node(pods).items()}
     outcomes: list[Outcome] = []
@@ -111,8 +145,14 @@ def follow_once(
             or (options.namespaces and namespace not in options.namespaces)
         ):
             continue
+        name = str(metadata.get("name"))
+        governance = governor.of(pod, namespace)
+        if governance.leave_alone:
+            outcomes.append(Outcome(namespace, name, workload, Action.NONE, governance.leave_alone))
+            continue
         on_node = by_node.setdefault(str(pod["spec"].get("nodeName")), [])
-        decision, plan = _decision(pod, targets, nodes, on_node, now, options.policy)
+        policy = _pod_policy(options.policy, governance)
+        decision, plan = _decision(pod, targets, nodes, on_node, now, policy, governance.rules)
         detail, applied = decision.reason, True
         if decision.action is Action.RESIZE and plan is not None:
             answer = cluster.resize(pod, plan.patch(), options.dry_run)
@@ -125,6 +165,5 @@ def follow_once(
             answer = cluster.evict(pod, options.dry_run)
             applied = answer.accepted
             detail = f"evicted: {detail}" if applied else _refused(answer, "eviction")
-        name = str(metadata.get("name"))
         outcomes.append(Outcome(namespace, name, workload, decision.action, detail, applied))
     return outcomes

@@ -67,6 +67,8 @@ class Cluster:
 
     def __init__(self, api_client: kubernetes.client.ApiClient) -> None:
         self.core = kubernetes.client.CoreV1Api(api_client)
+        self.apps = kubernetes.client.AppsV1Api(api_client)
+        self.custom = kubernetes.client.CustomObjectsApi(api_client)
 
     @staticmethod
     def _json(response: Any) -> Json:
@@ -88,6 +90,31 @@ class Cluster:
     def nodes(self) -> dict[str, Json]:
         listed = self._read(self.core.list_node, "nodes")
         return {str(n["metadata"]["name"]): n for n in listed.get("items") or []}
+
+    def limit_ranges(self) -> list[Json]:
+        listed = self._read(self.core.list_limit_range_for_all_namespaces, "limit ranges")
+        return list(listed.get("items") or [])
+
+    def replica_sets(self) -> dict[tuple[str, str], Json]:
+        """ReplicaSets by (namespace, name): the link from a pod to its Deployment."""
+        listed = self._read(self.apps.list_replica_set_for_all_namespaces, "replica sets")
+        return {
+            (str(r["metadata"]["namespace"]), str(r["metadata"]["name"])): r
+            for r in listed.get("items") or []
+        }
+
+    def vpas(self) -> list[Json]:
+        """Every VerticalPodAutoscaler (autoscaling.k8s.io/v1) of the cluster."""
+        return list(
+            self._read(
+                self.custom.list_cluster_custom_object,
+                "verticalpodautoscalers (is the VPA CRD installed?)",
+                group="autoscaling.k8s.io",
+                version="v1",
+                plural="verticalpodautoscalers",
+            ).get("items")
+            or []
+        )
 
     def resize(self, pod: Json, patch: Json, dry_run: bool = False) -> Answer:
         """PATCH pods/resize with a strategic merge patch (containers merge by name)."""

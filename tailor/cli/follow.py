@@ -121,6 +121,13 @@ def follow_command(
     in_progress_timeout: Annotated[
         str, typer.Option(help="Evict after in progress this long.")
     ] = "1h",
+    vpa: Annotated[
+        bool,
+        typer.Option(
+            "--vpa",
+            help="Only pods whose VPA asks for in-place updates; its resource policy binds.",
+        ),
+    ] = False,
     dry_run: Annotated[
         bool, typer.Option("--dry-run", help="Send writes with dryRun=All: validated, not applied.")
     ] = False,
@@ -148,7 +155,7 @@ def follow_command(
         cluster = Cluster(api_client_from(kubeconfig))
     except (ScheduleError, ClusterError) as error:
         raise typer.BadParameter(str(error)) from error
-    options = PassOptions(policy, frozenset(namespace or ()) or None, dry_run)
+    options = PassOptions(policy, frozenset(namespace or ()) or None, dry_run, use_vpa=vpa)
     if once:
         try:
             outcomes = follow_once(cluster, rows, moment or datetime.now(UTC), options)

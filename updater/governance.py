@@ -1,0 +1,121 @@
+"""What the cluster allows for a pod: its VPA's mode and policy, its LimitRanges (pure).
+
+With `--vpa`, the updater acts only where a VerticalPodAutoscaler asks for
+in-place updates: `InPlace` (resize only) or `InPlaceOrRecreate` (eviction as a
+fallback). `Off` and `Initial` leave running pods alone, and `Recreate` (or the
+deprecated `Auto`) asks for evictions, which a schedule changing every hour must
+not cause. The VPA that controls a pod is found with the rule every component
+shares (`tailor.matching`). LimitRanges bind every resize, VPA or not: the API
+server applies them to resizes too.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import TypeVar
+
+from pydantic import ValidationError
+
+from tailor.api.limitrange import LimitRange, LimitType, merged_limit_range_item
+from tailor.api.meta import OwnerReference
+from tailor.api.vpa import UpdateMode, VerticalPodAutoscaler
+from tailor.matching import (
+    ControllerRef,
+    OwnerReferenceError,
+    PodRef,
+    controller_reference,
+    controlling_vpa,
+    top_most_controller,
+)
+from updater.plan import PodRules
+from updater.resources import Json
+
+IN_PLACE_MODES = (UpdateMode.IN_PLACE, UpdateMode.IN_PLACE_OR_RECREATE)
+
+
+@dataclass(frozen=True)
+class Governance:
+    """The rules for one pod's resize, whether it may be evicted, or why it is left alone."""
+
+    rules: PodRules
+    may_evict: bool = True
+    leave_alone: str | None = None
+
+
+APIObject = TypeVar("APIObject", VerticalPodAutoscaler, LimitRange)
+
+
+def parse_objects(kind: type[APIObject], items: Iterable[Json]) -> list[APIObject]:
+    """The objects that validate; a malformed one binds nothing rather than stopping a pass."""
+    parsed = []
+    for item in items:
+        try:
+            parsed.append(kind.from_api(item))
+        except ValidationError:
+            continue
+    return parsed
+
+
+def limit_rules(limit_ranges: Iterable[LimitRange]) -> PodRules:
+    """The namespace's LimitRanges merged per type, as the API server checks them."""
+    ranges = list(limit_ranges)
+    return PodRules(
+        container_limit_range=merged_limit_range_item(ranges, LimitType.CONTAINER),
+        pod_limit_range=merged_limit_range_item(ranges, LimitType.POD),
+    )
+
+
+def _owner_ref(owners: Iterable[Json]) -> ControllerRef | None:
+    return controller_reference([OwnerReference.model_validate(o) for o in owners])
+
+
+def pod_controller(pod: Json, replica_sets: Mapping[tuple[str, str], Json]) -> ControllerRef | None:
+    """The pod's top-most controller: a ReplicaSet's Deployment, else its direct controller."""
+    metadata = pod.get("metadata") or {}
+    namespace = str(metadata.get("namespace"))
+    start = _owner_ref(metadata.get("ownerReferences") or [])
+    if start is None:
+        return None
+
+    def parent_of(ref: ControllerRef) -> ControllerRef | None:
+        if ref.kind != "ReplicaSet":
+            return None
+        owner = replica_sets.get((namespace, ref.name))
+        owners = ((owner or {}).get("metadata") or {}).get("ownerReferences") or []
+        return _owner_ref(owners)
+
+    return top_most_controller(start, parent_of)
+
+
+def vpa_governance(
+    pod: Json,
+    vpas: Iterable[VerticalPodAutoscaler],
+    replica_sets: Mapping[tuple[str, str], Json],
+    limits: PodRules,
+) -> Governance:
+    """The pod's rules under its controlling VPA, or why the updater leaves it alone."""
+    metadata = pod.get("metadata") or {}
+    try:
+        controller = pod_controller(pod, replica_sets)
+    except (OwnerReferenceError, ValidationError) as error:
+        return Governance(limits, leave_alone=f"unreadable owner references: {error}")
+    reference = PodRef(
+        namespace=str(metadata.get("namespace")),
+        labels=dict(metadata.get("labels") or {}),
+        controller=controller,
+        name=str(metadata.get("name")),
+    )
+    vpa = controlling_vpa(reference, vpas)
+    if vpa is None:
+        return Governance(limits, leave_alone="no VerticalPodAutoscaler controls it")
+    mode = vpa.effective_update_mode()
+    if mode not in IN_PLACE_MODES:
+        reason = f"VPA {vpa.name} has updateMode {mode}: no in-place updates"
+        return Governance(limits, leave_alone=reason)
+    rules = PodRules(
+        resource_policy=vpa.spec.resource_policy,
+        container_limit_range=limits.container_limit_range,
+        pod_limit_range=limits.pod_limit_range,
+    )
+    return Governance(rules, may_evict=mode is UpdateMode.IN_PLACE_OR_RECREATE)
