@@ -78,15 +78,15 @@ def _decision(
 ) -> tuple[Decision, ResizePlan | None]:
     try:
         plan = plan_resize(pod, targets, rules)
-    except QuantityError as error:
+        fit = None
+        if isinstance(plan, ResizePlan) and plan.changes:
+            node_name = str((pod.get("spec") or {}).get("nodeName"))
+            node = nodes.get(node_name)
+            if node is None:
+                return Decision(Action.NONE, f"node {node_name} not found"), None
+            fit = node_fit(pod, plan, node, on_node)
+    except QuantityError as error:  # the API server validates quantities; kept for safety
         return Decision(Action.NONE, f"unreadable resources: {error}"), None
-    node_name = str((pod.get("spec") or {}).get("nodeName"))
-    fit = None
-    if isinstance(plan, ResizePlan) and plan.changes:
-        node = nodes.get(node_name)
-        if node is None:
-            return Decision(Action.NONE, f"node {node_name} not found"), None
-        fit = node_fit(pod, plan, node, on_node)
     decision = decide(plan, resize_status(pod), fit, now, policy, has_controller(pod))
     return decision, plan if isinstance(plan, ResizePlan) else None
 

@@ -95,6 +95,9 @@ class _Follower:
         except ClusterError as error:
             LOG.error("%s; retrying next pass", error)
             return
+        except Exception:  # a service outlives one bad pass; the trace goes to the log
+            LOG.exception("pass failed; retrying next pass")
+            return
         for item in outcomes:
             if item.action.value != "none" or not item.applied:
                 LOG.info("%s/%s %s: %s", item.namespace, item.pod, item.action.value, item.detail)
