@@ -21,6 +21,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from typing import Any
 
 from tailor.api.crd import DEFAULT_RECOMMENDER_NAME
 from tailor.api.meta import LabelSelector, OwnerReference
@@ -145,3 +146,27 @@ def top_most_controller(
         current = parent
         seen.add(current)
     return current
+
+
+def _owner_ref(owners: Iterable[Mapping[str, Any]]) -> ControllerRef | None:
+    return controller_reference([OwnerReference.model_validate(o) for o in owners])
+
+
+def pod_controller(
+    pod: Mapping[str, Any], replica_sets: Mapping[tuple[str, str], Mapping[str, Any]]
+) -> ControllerRef | None:
+    """The pod's top-most controller: a ReplicaSet's Deployment, else its direct controller."""
+    metadata = pod.get("metadata") or {}
+    namespace = str(metadata.get("namespace"))
+    start = _owner_ref(metadata.get("ownerReferences") or [])
+    if start is None:
+        return None
+
+    def parent_of(ref: ControllerRef) -> ControllerRef | None:
+        if ref.kind != "ReplicaSet":
+            return None
+        owner = replica_sets.get((namespace, ref.name))
+        owners = ((owner or {}).get("metadata") or {}).get("ownerReferences") or []
+        return _owner_ref(owners)
+
+    return top_most_controller(start, parent_of)

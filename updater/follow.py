@@ -18,7 +18,7 @@ from tailor.quantity import QuantityError
 from tailor.workloads import pod_workload
 from updater.decide import Action, Decision, Policy, decide
 from updater.fit import node_fit, pods_by_node
-from updater.governance import Governance, limit_rules, parse_objects, vpa_governance
+from updater.governance import Governance, limit_rules, vpa_governance
 from updater.kube import Answer, Cluster
 from updater.plan import PodRules, ResizePlan, plan_resize
 from updater.progress import resize_status
@@ -95,13 +95,13 @@ class _Governor:
     """Each pod's Governance, from the objects read once per pass."""
 
     def __init__(self, cluster: Cluster, use_vpa: bool) -> None:
-        ranges = parse_objects(LimitRange, cluster.limit_ranges())
+        ranges = LimitRange.valid_among(cluster.limit_ranges())
         namespaces = {r.metadata.namespace or "" for r in ranges}
         self.limits = {
             ns: limit_rules(r for r in ranges if r.metadata.namespace == ns) for ns in namespaces
         }
         self.use_vpa = use_vpa
-        self.vpas = parse_objects(VerticalPodAutoscaler, cluster.vpas()) if use_vpa else []
+        self.vpas = VerticalPodAutoscaler.valid_among(cluster.vpas()) if use_vpa else []
         self.replica_sets = cluster.replica_sets() if use_vpa else {}
 
     def of(self, pod: Json, namespace: str) -> Governance:

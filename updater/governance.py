@@ -13,21 +13,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import TypeVar
 
 from pydantic import ValidationError
 
 from tailor.api.limitrange import LimitRange, LimitType, merged_limit_range_item
-from tailor.api.meta import OwnerReference
 from tailor.api.vpa import UpdateMode, VerticalPodAutoscaler
-from tailor.matching import (
-    ControllerRef,
-    OwnerReferenceError,
-    PodRef,
-    controller_reference,
-    controlling_vpa,
-    top_most_controller,
-)
+from tailor.matching import OwnerReferenceError, PodRef, controlling_vpa, pod_controller
 from updater.plan import PodRules
 from updater.resources import Json
 
@@ -43,20 +34,6 @@ class Governance:
     leave_alone: str | None = None
 
 
-APIObject = TypeVar("APIObject", VerticalPodAutoscaler, LimitRange)
-
-
-def parse_objects(kind: type[APIObject], items: Iterable[Json]) -> list[APIObject]:
-    """The objects that validate; a malformed one binds nothing rather than stopping a pass."""
-    parsed = []
-    for item in items:
-        try:
-            parsed.append(kind.from_api(item))
-        except ValidationError:
-            continue
-    return parsed
-
-
 def limit_rules(limit_ranges: Iterable[LimitRange]) -> PodRules:
     """The namespace's LimitRanges merged per type, as the API server checks them."""
     ranges = list(limit_ranges)
@@ -64,28 +41,6 @@ def limit_rules(limit_ranges: Iterable[LimitRange]) -> PodRules:
         container_limit_range=merged_limit_range_item(ranges, LimitType.CONTAINER),
         pod_limit_range=merged_limit_range_item(ranges, LimitType.POD),
     )
-
-
-def _owner_ref(owners: Iterable[Json]) -> ControllerRef | None:
-    return controller_reference([OwnerReference.model_validate(o) for o in owners])
-
-
-def pod_controller(pod: Json, replica_sets: Mapping[tuple[str, str], Json]) -> ControllerRef | None:
-    """The pod's top-most controller: a ReplicaSet's Deployment, else its direct controller."""
-    metadata = pod.get("metadata") or {}
-    namespace = str(metadata.get("namespace"))
-    start = _owner_ref(metadata.get("ownerReferences") or [])
-    if start is None:
-        return None
-
-    def parent_of(ref: ControllerRef) -> ControllerRef | None:
-        if ref.kind != "ReplicaSet":
-            return None
-        owner = replica_sets.get((namespace, ref.name))
-        owners = ((owner or {}).get("metadata") or {}).get("ownerReferences") or []
-        return _owner_ref(owners)
-
-    return top_most_controller(start, parent_of)
 
 
 def vpa_governance(

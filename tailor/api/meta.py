@@ -13,7 +13,7 @@ model is validated (enums, quantities, timestamps).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Annotated, Any, Self
@@ -25,6 +25,7 @@ from pydantic import (
     Field,
     GetCoreSchemaHandler,
     PlainSerializer,
+    ValidationError,
     model_validator,
 )
 from pydantic.alias_generators import to_camel
@@ -55,6 +56,17 @@ class APIModel(BaseModel):
     def to_api(self) -> dict[str, Any]:
         """The JSON the API server expects: camelCase, unset fields left out."""
         return self.model_dump(mode="json", by_alias=True, exclude_none=True)
+
+    @classmethod
+    def valid_among(cls, items: Iterable[Mapping[str, Any]]) -> list[Self]:
+        """The objects of a list that validate: a service skips a malformed one, not the list."""
+        valid = []
+        for item in items:
+            try:
+                valid.append(cls.model_validate(item))
+            except ValidationError:
+                continue
+        return valid
 
 
 def _require_aware_utc(value: datetime) -> datetime:
