@@ -14,16 +14,17 @@ from datetime import datetime
 
 from tailor.api.limitrange import LimitRange
 from tailor.api.vpa import VerticalPodAutoscaler
+from tailor.kube import Answer, Cluster
 from tailor.quantity import QuantityError
+from tailor.schedule_file import ScheduleRow
 from tailor.workloads import pod_workload
 from updater.decide import Action, Decision, Policy, decide
 from updater.fit import node_fit, pods_by_node
 from updater.governance import Governance, limit_rules, vpa_governance
-from updater.kube import Answer, Cluster
 from updater.plan import PodRules, ResizePlan, plan_resize
 from updater.progress import resize_status
 from updater.resources import Json
-from updater.targets import ScheduleRow, Target, due_targets
+from updater.targets import Target, due_targets
 
 
 @dataclass(frozen=True)

@@ -25,10 +25,10 @@ from rich.console import Console
 from rich.table import Table
 
 from tailor.durations import DurationError, parse_duration
+from tailor.kube import Cluster, ClusterError, api_client_from
+from tailor.schedule_file import ScheduleError, ScheduleRow, read_schedule
 from updater.decide import Policy
 from updater.follow import Outcome, PassOptions, follow_once
-from updater.kube import Cluster, ClusterError, api_client_from
-from updater.targets import ScheduleError, ScheduleRow, read_schedule
 
 LOG = logging.getLogger("tailor.follow")
 

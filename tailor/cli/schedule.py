@@ -11,7 +11,7 @@ import io
 import json
 import sys
 from enum import StrEnum
-from typing import Annotated, Any
+from typing import Annotated
 
 import pandas as pd
 import typer
@@ -19,32 +19,16 @@ from rich.console import Console
 from rich.table import Table
 
 from tailor.cli import options
-from tailor.cli.output import human_memory, plain_number, quantity_cell
+from tailor.cli.output import human_memory, quantity_cell
 from tailor.cli.writing import write_text
 from tailor.quantity import format_cpu
+from tailor.schedule_file import schedule_records
 
 
 class ScheduleFormat(StrEnum):
     table = "table"
     json = "json"
     csv = "csv"
-
-
-def schedule_records(schedule: pd.DataFrame) -> list[dict[str, Any]]:
-    """One object per (container, period): keys as the API spells them, numbers in cores/bytes."""
-    return [
-        {
-            "namespace": row["namespace"],
-            "workload": row["workload"],
-            "container": row["container"],
-            "start": row["start"].isoformat().replace("+00:00", "Z"),
-            "end": row["end"].isoformat().replace("+00:00", "Z"),
-            "cpu": plain_number(row["cpu_request"]),
-            "memory": plain_number(row["memory_request"]),
-            "memoryLimit": plain_number(row["memory_limit"]),
-        }
-        for row in schedule.to_dict(orient="records")
-    ]
 
 
 def schedule_table(schedule: pd.DataFrame) -> Table:

@@ -1,12 +1,15 @@
-"""The updater's edge: read pods and nodes, send resizes and evictions (Kubernetes API).
+"""The components' edge to the Kubernetes API: the reads and writes they make, in one place.
 
-Objects are handled as the API's own JSON (dicts), which the pure modules read;
-the official client's typed models are bypassed with `_preload_content=False`.
+The recommender service, the updater and the admission webhook read the same
+objects (pods, VPAs, ReplicaSets, LimitRanges); they are handled as the API's own
+JSON (dicts), which the pure modules read, so the official client's typed models
+are bypassed with `_preload_content=False`.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
@@ -16,9 +19,9 @@ import kubernetes.config
 from kubernetes.client.exceptions import ApiException
 from kubernetes.config.config_exception import ConfigException
 
-from updater.resources import Json
-
-FIELD_MANAGER = "kube-tailor-updater"
+Json = Mapping[str, Any]
+FIELD_MANAGER = "kube-tailor"
+VPA_GROUP, VPA_VERSION, VPA_PLURAL = "autoscaling.k8s.io", "v1", "verticalpodautoscalers"
 
 
 class ClusterError(RuntimeError):
@@ -109,9 +112,9 @@ class Cluster:
             self._read(
                 self.custom.list_cluster_custom_object,
                 "verticalpodautoscalers (is the VPA CRD installed?)",
-                group="autoscaling.k8s.io",
-                version="v1",
-                plural="verticalpodautoscalers",
+                group=VPA_GROUP,
+                version=VPA_VERSION,
+                plural=VPA_PLURAL,
             ).get("items")
             or []
         )
@@ -147,6 +150,53 @@ class Cluster:
             response: Any = self.core.create_namespaced_pod_eviction(
                 metadata["name"], metadata["namespace"], cast(Any, body), _preload_content=False
             )
+        except ApiException as error:
+            return Answer(False, int(error.status or 0), api_message(error))
+        return Answer(True, int(response.status))
+
+    def write_vpa_status(self, vpa: Json, status: Json) -> Answer:
+        """Merge `status` into the VPA's status subresource (its spec is the owner's)."""
+        metadata = vpa["metadata"]
+        try:
+            response: Any = self.custom.patch_namespaced_custom_object_status(
+                VPA_GROUP,
+                VPA_VERSION,
+                metadata["namespace"],
+                VPA_PLURAL,
+                metadata["name"],
+                {"status": dict(status)},
+                field_manager=FIELD_MANAGER,
+                _content_type="application/merge-patch+json",
+                _preload_content=False,
+            )
+        except ApiException as error:
+            return Answer(False, int(error.status or 0), api_message(error))
+        return Answer(True, int(response.status), obj=self._json(response))
+
+    def write_config_map(self, namespace: str, name: str, data: Mapping[str, str]) -> Answer:
+        """Create the ConfigMap, or replace its data: where `tailor follow` reads its plan."""
+        body: dict[str, Any] = {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": name, "namespace": namespace},
+            "data": dict(data),
+        }
+        try:
+            try:
+                response: Any = self.core.create_namespaced_config_map(
+                    namespace, cast(Any, body), field_manager=FIELD_MANAGER, _preload_content=False
+                )
+            except ApiException as error:
+                if error.status != 409:
+                    raise
+                response = self.core.patch_namespaced_config_map(
+                    name,
+                    namespace,
+                    {"data": dict(data)},
+                    field_manager=FIELD_MANAGER,
+                    _content_type="application/merge-patch+json",
+                    _preload_content=False,
+                )
         except ApiException as error:
             return Answer(False, int(error.status or 0), api_message(error))
         return Answer(True, int(response.status))

@@ -1,0 +1,156 @@
+"""The schedule file: `tailor schedule --format json` writes it, `tailor follow` reads it.
+
+It is the contract between the recommender and the updater, so both sides live
+here once, and it is checked as strictly as any other input: a malformed row, an
+overlap or a non-finite amount refuses the whole file, and nothing in the
+cluster changes.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+from collections.abc import Iterable
+from datetime import datetime
+from pathlib import Path
+from typing import Annotated, Any
+
+import pandas as pd
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from tailor.quantity import MILLIS_PER_UNIT
+
+# Amounts above a Kubernetes quantity's int64 range cannot be written back.
+_MAX_AMOUNT = float(2**63 - 1) / MILLIS_PER_UNIT
+
+
+class ScheduleError(ValueError):
+    """The schedule cannot be followed; the message names the file and the row."""
+
+
+def _finite_amount(value: float | None) -> float | None:
+    if value is not None and not (math.isfinite(value) and 0 <= value <= _MAX_AMOUNT):
+        raise ValueError("must be a finite amount between 0 and a quantity's maximum")
+    return value
+
+
+Amount = Annotated[float | None, Field(default=None)]
+
+
+class ScheduleRow(BaseModel):
+    """One period of one container's plan, as `tailor schedule` writes it (cores, bytes)."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, strict=True)
+
+    namespace: str = Field(min_length=1)
+    workload: str = Field(min_length=1)
+    container: str = Field(min_length=1)
+    start: datetime
+    end: datetime
+    cpu: Amount
+    memory: Amount
+    memory_limit: Amount = Field(default=None, alias="memoryLimit")
+
+    @field_validator("start", "end", mode="before")
+    @classmethod
+    def _utc_time(cls, value: object) -> datetime:
+        if not isinstance(value, str):
+            raise ValueError("must be an RFC 3339 time string")
+        moment = datetime.fromisoformat(value)
+        if moment.tzinfo is None:
+            raise ValueError("must carry a timezone (the schedule is written in UTC, 'Z')")
+        return moment
+
+    @field_validator("cpu", "memory", "memory_limit", mode="before")
+    @classmethod
+    def _amount(cls, value: object) -> float | None:
+        if value is None:
+            return None
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise ValueError("must be a number (cores or bytes) or null")
+        return _finite_amount(float(value))
+
+
+ContainerKey = tuple[str, str, str]  # namespace, workload, container
+
+
+def _row_problem(row: ScheduleRow) -> str | None:
+    if row.end <= row.start:
+        return "end is not after start"
+    if row.memory is not None and row.memory_limit is not None and row.memory_limit < row.memory:
+        return "memoryLimit is below memory"
+    return None
+
+
+def parse_schedule(text: str, source: str) -> list[ScheduleRow]:
+    """The validated rows of a schedule file, or ScheduleError naming `source` and the row."""
+    try:
+        document = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise ScheduleError(f"{source}: not JSON ({error.msg} at line {error.lineno})") from None
+    if not isinstance(document, list):
+        raise ScheduleError(f"{source}: expected a JSON list of rows, as `tailor schedule` writes")
+    rows: list[ScheduleRow] = []
+    for index, item in enumerate(document):
+        try:
+            row = ScheduleRow.model_validate(item)
+        except ValidationError as error:
+            first = error.errors()[0]
+            where = ".".join(str(part) for part in first["loc"]) or "row"
+            raise ScheduleError(f"{source}: row {index}, {where}: {first['msg']}") from None
+        problem = _row_problem(row)
+        if problem:
+            raise ScheduleError(f"{source}: row {index}: {problem}")
+        rows.append(row)
+    _refuse_overlaps(rows, source)
+    return rows
+
+
+def _refuse_overlaps(rows: Iterable[ScheduleRow], source: str) -> None:
+    """Two periods of one container that overlap leave the updater two answers."""
+    by_key: dict[ContainerKey, list[ScheduleRow]] = {}
+    for row in rows:
+        by_key.setdefault((row.namespace, row.workload, row.container), []).append(row)
+    for key, periods in by_key.items():
+        periods.sort(key=lambda row: row.start)
+        for before, after in itertools.pairwise(periods):
+            if after.start < before.end:
+                raise ScheduleError(
+                    f"{source}: periods of {'/'.join(key)} overlap at {after.start.isoformat()}"
+                )
+
+
+def read_schedule(path: Path) -> list[ScheduleRow]:
+    """Read and validate a schedule file; ScheduleError for anything unreadable."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as error:
+        raise ScheduleError(f"cannot read schedule {path}: {error}") from None
+    return parse_schedule(text, str(path))
+
+
+def _number(value: Any) -> float | None:
+    """A plain number for JSON, or None (null) where memory was not measured."""
+    return None if pd.isna(value) else float(value)
+
+
+def _utc_text(moment: pd.Timestamp) -> str:
+    return moment.isoformat().replace("+00:00", "Z")
+
+
+def schedule_records(schedule: pd.DataFrame) -> list[dict[str, Any]]:
+    """The file's rows from a planned schedule frame: numbers in cores and bytes, UTC times."""
+    return [
+        {
+            "namespace": row["namespace"],
+            "workload": row["workload"],
+            "container": row["container"],
+            "start": _utc_text(row["start"]),
+            "end": _utc_text(row["end"]),
+            "cpu": _number(row["cpu_request"]),
+            "memory": _number(row["memory_request"]),
+            "memoryLimit": _number(row["memory_limit"]),
+        }
+        for row in schedule.to_dict(orient="records")
+    ]
