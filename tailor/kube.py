@@ -19,9 +19,10 @@ import kubernetes.config
 from kubernetes.client.exceptions import ApiException
 from kubernetes.config.config_exception import ConfigException
 
+from tailor.api.crd import GROUP, VERSION, VPA_PLURAL
+
 Json = Mapping[str, Any]
 FIELD_MANAGER = "kube-tailor"
-VPA_GROUP, VPA_VERSION, VPA_PLURAL = "autoscaling.k8s.io", "v1", "verticalpodautoscalers"
 
 
 class ClusterError(RuntimeError):
@@ -112,8 +113,8 @@ class Cluster:
             self._read(
                 self.custom.list_cluster_custom_object,
                 "verticalpodautoscalers (is the VPA CRD installed?)",
-                group=VPA_GROUP,
-                version=VPA_VERSION,
+                group=GROUP,
+                version=VERSION,
                 plural=VPA_PLURAL,
             ).get("items")
             or []
@@ -159,8 +160,8 @@ class Cluster:
         metadata = vpa["metadata"]
         try:
             response: Any = self.custom.patch_namespaced_custom_object_status(
-                VPA_GROUP,
-                VPA_VERSION,
+                GROUP,
+                VERSION,
                 metadata["namespace"],
                 VPA_PLURAL,
                 metadata["name"],

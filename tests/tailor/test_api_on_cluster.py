@@ -4,11 +4,9 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 from kubernetes.client.exceptions import ApiException
 
 from tailor.api import (
@@ -17,19 +15,10 @@ from tailor.api import (
     VerticalPodAutoscalerCheckpoint,
 )
 from tailor.api.crd import API_VERSION, CHECKPOINT_PLURAL
+from tests.cluster.crds import install_crds
 from tests.cluster.rawapi import JSON_PATCH, RawApi
-from tests.cluster.waiting import wait_until
 
 pytestmark = pytest.mark.cluster
-
-CRD_DIR = Path(__file__).resolve().parents[2] / "deploy" / "crds"
-CRD_PATH = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
-
-
-def _established(api: RawApi, name: str) -> bool:
-    crd = api.get(f"{CRD_PATH}/{name}")
-    conditions = (crd.get("status") or {}).get("conditions") or []
-    return any(c["type"] == "Established" and c["status"] == "True" for c in conditions)
 
 
 @pytest.fixture(scope="module")
@@ -37,18 +26,7 @@ def api(kube_cluster: Any) -> Iterator[RawApi]:
     """A client of the real API server with our two CRDs installed and established."""
     with kube_cluster.api_client() as client:
         raw = RawApi(client)
-        for manifest in sorted(CRD_DIR.glob("*.yaml")):
-            crd = yaml.safe_load(manifest.read_text())
-            try:
-                raw.create(CRD_PATH, crd)
-            except ApiException as error:
-                if error.status != 409:
-                    raise
-            name = crd["metadata"]["name"]
-            wait_until(
-                lambda: _established(raw, name),  # noqa: B023
-                what=f"CRD {crd['metadata']['name']} established",
-            )
+        install_crds(raw)
         yield raw
 
 

@@ -14,12 +14,13 @@ from typer.testing import CliRunner
 from tailor.cli.main import app
 from tests.cli_text import plain
 from tests.cluster.controlplane import ControlPlane
+from tests.cluster.crds import install_crds
 from tests.cluster.fixtures import create_namespace, namespace_name
 from tests.cluster.kubelet_sim import KubeletSimulator
 from tests.cluster.rawapi import Json, RawApi
 from tests.cluster.waiting import wait_until
 from tests.updater.test_follow_cluster import Mi, period, write_schedule
-from tests.updater.test_follow_vpa import GROUP_PATH, deployment, install_vpa_crd, vpa
+from tests.updater.test_follow_vpa import GROUP_PATH, deployment, vpa
 
 RBAC = Path(__file__).resolve().parents[2] / "deploy" / "updater" / "rbac.yaml"
 ACCOUNT_NAMESPACE = "kube-tailor"
@@ -92,7 +93,7 @@ def test_the_updater_runs_on_the_shipped_role_and_not_without_it(
     namespace = namespace_name(request.node.name)
     with kube_cluster_full.api_client() as client:
         api = RawApi(client)
-        install_vpa_crd(api)
+        install_crds(api)
         apply_rbac(api)
         create_namespace(api, namespace)
         node = f"rbac-{namespace}"

@@ -8,39 +8,20 @@ LimitRanger, not just our reading of it.
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-import yaml
-from kubernetes.client.exceptions import ApiException
 
 from tests.cluster.controlplane import ControlPlane
+from tests.cluster.crds import install_crds
 from tests.cluster.fixtures import create_namespace, namespace_name
 from tests.cluster.kubelet_sim import KubeletSimulator
 from tests.cluster.rawapi import Json, RawApi
 from tests.cluster.waiting import wait_until
 from tests.updater.test_follow_cluster import Mi, follow, period, write_schedule
 
-CRD = Path(__file__).resolve().parents[2] / "deploy" / "crds" / "verticalpodautoscalers.yaml"
 GROUP_PATH = "/apis/autoscaling.k8s.io/v1"
-
-
-def install_vpa_crd(api: RawApi) -> None:
-    """Create the CRD from deploy/crds (once per cluster) and wait until it is served."""
-    crd = yaml.safe_load(CRD.read_text())
-    with contextlib.suppress(ApiException):  # 409: an earlier test installed it
-        api.create("/apis/apiextensions.k8s.io/v1/customresourcedefinitions", crd)
-
-    def served() -> bool:
-        try:
-            resources = api.get(GROUP_PATH)["resources"]
-        except ApiException:
-            return False
-        return any(r["name"] == "verticalpodautoscalers" for r in resources)
-
-    wait_until(served, timeout=30, what="VPA CRD served")
 
 
 def deployment(name: str, node: str) -> Json:
@@ -100,7 +81,7 @@ def test_only_pods_whose_vpa_asks_for_in_place_updates_are_resized_within_their_
     namespace = namespace_name(request.node.name)
     with kube_cluster_full.api_client() as client:
         api = RawApi(client)
-        install_vpa_crd(api)
+        install_crds(api)
         create_namespace(api, namespace)
         api.create(f"/api/v1/namespaces/{namespace}/limitranges", memory_ceiling())
         node = f"vpa-{namespace}"
