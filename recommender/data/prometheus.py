@@ -58,6 +58,10 @@ class PrometheusSourceError(RuntimeError):
     """The history could not be loaded (server unreachable, query refused, no data)."""
 
 
+class EmptyHistoryError(PrometheusSourceError):
+    """The server answered, but holds no usage for the selection and range."""
+
+
 class PrometheusSettings(BaseModel):
     """Where and what to read. Frozen: pass a new instance to change anything.
 
@@ -313,7 +317,7 @@ def load_prometheus_history(
     }
     usage, events = _assemble(samples, start, end, step)
     if usage.empty:
-        raise PrometheusSourceError(
+        raise EmptyHistoryError(
             f"Prometheus at {settings.url} has no usage for {queries.cpu_counter()} and "
             f"{queries.memory_peak()} between {_iso(start)} and {_iso(end)}; check the metric "
             "and label names, the namespaces, the extra matchers and the range"

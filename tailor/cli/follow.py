@@ -7,25 +7,30 @@ and an API server that does not answer costs one pass, never the service.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import logging
-import signal
 import sys
 from dataclasses import asdict
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
 
 import typer
-from apscheduler.schedulers.blocking import BlockingScheduler
-from apscheduler.triggers.interval import IntervalTrigger
 from rich.console import Console
 from rich.table import Table
 
-from tailor.durations import DurationError, parse_duration
-from tailor.kube import Cluster, ClusterError, api_client_from
+from tailor.cli import options
+from tailor.cli.service import (
+    Interval,
+    Kubeconfig,
+    Once,
+    connect,
+    duration_flag,
+    interval_flag,
+    run_every,
+)
+from tailor.kube import Cluster, ClusterError
 from tailor.schedule_file import ScheduleError, ScheduleRow, read_schedule
 from updater.decide import Policy
 from updater.follow import Outcome, PassOptions, follow_once
@@ -36,16 +41,6 @@ LOG = logging.getLogger("tailor.follow")
 class FollowFormat(StrEnum):
     table = "table"
     json = "json"
-
-
-def _duration(text: str, option: str) -> timedelta:
-    try:
-        span = parse_duration(text)
-    except DurationError as error:
-        raise typer.BadParameter(str(error), param_hint=option) from error
-    if span < timedelta(0):
-        raise typer.BadParameter(f"must not be negative, got {text!r}", param_hint=option)
-    return span
 
 
 def _moment(text: str | None) -> datetime | None:
@@ -95,9 +90,6 @@ class _Follower:
         except ClusterError as error:
             LOG.error("%s; retrying next pass", error)
             return
-        except Exception:  # a service outlives one bad pass; the trace goes to the log
-            LOG.exception("pass failed; retrying next pass")
-            return
         for item in outcomes:
             if item.action.value != "none" or not item.applied:
                 LOG.info("%s/%s %s: %s", item.namespace, item.pod, item.action.value, item.detail)
@@ -107,16 +99,10 @@ def follow_command(
     schedule: Annotated[
         Path, typer.Option("--schedule", help="`tailor schedule --format json` output.")
     ],
-    kubeconfig: Annotated[
-        Path | None, typer.Option(help="Kubeconfig (default: in-cluster, else ~/.kube/config).")
-    ] = None,
-    namespace: Annotated[
-        list[str] | None, typer.Option("--namespace", "-n", help="Only these namespaces.")
-    ] = None,
-    once: Annotated[
-        bool, typer.Option("--once", help="One pass, print what it did, exit.")
-    ] = False,
-    interval: Annotated[str, typer.Option(help="Time between passes.")] = "1m",
+    kubeconfig: Kubeconfig = None,
+    namespace: options.Namespace = None,
+    once: Once = False,
+    interval: Interval = "1m",
     evict: Annotated[
         bool, typer.Option("--evict/--no-evict", help="Evict pods that cannot resize in place.")
     ] = False,
@@ -144,36 +130,26 @@ def follow_command(
     """Resize running pods in place to the schedule's requests (pods/resize)."""
     policy = Policy(
         evict=evict,
-        deferred_timeout=_duration(deferred_timeout, "--deferred-timeout"),
-        in_progress_timeout=_duration(in_progress_timeout, "--in-progress-timeout"),
+        deferred_timeout=duration_flag(deferred_timeout, "--deferred-timeout"),
+        in_progress_timeout=duration_flag(in_progress_timeout, "--in-progress-timeout"),
     )
-    period = _duration(interval, "--interval")
+    period = interval_flag(interval, once)
     moment = _moment(at)
     if moment is not None and not once:
         raise typer.BadParameter("--at goes with --once", param_hint="--at")
-    if not once and period < timedelta(seconds=1):
-        raise typer.BadParameter("must be at least 1s", param_hint="--interval")
     try:
         rows = read_schedule(schedule)
-        cluster = Cluster(api_client_from(kubeconfig))
-    except (ScheduleError, ClusterError) as error:
-        raise typer.BadParameter(str(error)) from error
-    options = PassOptions(policy, frozenset(namespace or ()) or None, dry_run, use_vpa=vpa)
+    except ScheduleError as error:
+        raise typer.BadParameter(str(error), param_hint="--schedule") from error
+    cluster = connect(kubeconfig)
+    pass_options = PassOptions(policy, frozenset(namespace or ()) or None, dry_run, use_vpa=vpa)
     if once:
         try:
-            outcomes = follow_once(cluster, rows, moment or datetime.now(UTC), options)
+            outcomes = follow_once(cluster, rows, moment or datetime.now(UTC), pass_options)
         except ClusterError as error:
             Console(stderr=True).print(f"error: {error}")
             raise typer.Exit(1) from None
         _print(outcomes, fmt)
         return
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
-    follower = _Follower(cluster, schedule, rows, options)
-    scheduler = BlockingScheduler(timezone=UTC)
-    trigger = IntervalTrigger(seconds=period.total_seconds(), timezone=UTC)
-    scheduler.add_job(
-        follower.run_pass, trigger, next_run_time=datetime.now(UTC), max_instances=1, coalesce=True
-    )
-    signal.signal(signal.SIGTERM, lambda *_: scheduler.shutdown(wait=False))
-    with contextlib.suppress(KeyboardInterrupt):
-        scheduler.start()
+    follower = _Follower(cluster, schedule, rows, pass_options)
+    run_every(period, follower.run_pass, LOG)

@@ -1,0 +1,1 @@
+"""The recommender as a cluster service: VPA statuses (and the forecast's schedule) kept current."""

@@ -1,0 +1,110 @@
+"""One pass of the recommender service: cluster + Prometheus -> model -> VPA statuses.
+
+Data flows one way: the VPAs and pods say which namespaces to read, Prometheus
+gives their history, the model (`vpa` or `forecast`) turns it into rows, and
+each VPA we serve gets its status merged through the status subresource. With
+the forecaster, the 24 h schedule is also written to a ConfigMap, which a pod
+running `tailor follow` mounts as its schedule file.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from enum import StrEnum
+
+import pandas as pd
+
+from recommender.data.prometheus import (
+    EmptyHistoryError,
+    PrometheusSettings,
+    load_prometheus_history,
+)
+from recommender.forecast.settings import ForecastSettings
+from recommender.recommend import recommend_forecast_workloads, recommend_vpa
+from recommender.service.status import ServedVpa, served_vpas, vpa_status
+from tailor.api.vpa import VerticalPodAutoscaler
+from tailor.kube import Cluster
+from tailor.schedule_file import schedule_records
+
+SCHEDULE_KEY = "schedule.json"
+
+
+class Model(StrEnum):
+    vpa = "vpa"
+    forecast = "forecast"
+
+
+@dataclass(frozen=True)
+class ServiceOptions:
+    """Who we are among recommenders, what we read, which model, where the schedule goes."""
+
+    prometheus: PrometheusSettings
+    model: Model = Model.vpa
+    recommender_name: str = "kube-tailor"
+    is_default: bool = False
+    forecast: ForecastSettings | None = None
+    schedule_config_map: tuple[str, str] | None = None  # (namespace, name)
+
+
+@dataclass
+class PassReport:
+    """What a pass wrote: VPAs with and without a recommendation, refusals, schedule rows."""
+
+    recommended: list[str] = field(default_factory=list)
+    without: list[str] = field(default_factory=list)
+    refused: list[str] = field(default_factory=list)
+    schedule_rows: int | None = None
+
+
+def _rows(
+    entries: list[ServedVpa], options: ServiceOptions, now: datetime
+) -> tuple[pd.DataFrame, pd.DataFrame | None]:
+    """The model's rows for the namespaces our VPAs' pods run in (empty when none has history)."""
+    namespaces = sorted({e.vpa.namespace for e in entries if e.workloads})
+    if not namespaces:
+        return pd.DataFrame(columns=["namespace", "workload", "container"]), None
+    settings = options.prometheus.model_copy(update={"namespaces": tuple(namespaces)})
+    try:
+        usage, events = load_prometheus_history(settings, now=now)
+    except EmptyHistoryError:
+        return pd.DataFrame(columns=["namespace", "workload", "container"]), None
+    if options.model is Model.vpa:
+        return recommend_vpa(usage, events, checked=True), None
+    step = int(settings.step_seconds)
+    return recommend_forecast_workloads(usage, events, options.forecast, step, checked=True)
+
+
+def recommend_once(
+    cluster: Cluster, options: ServiceOptions, now: datetime | None = None
+) -> PassReport:
+    """Recompute and write every served VPA's status; raises on an unreachable source."""
+    now = now or datetime.now(UTC)
+    vpas = VerticalPodAutoscaler.valid_among(cluster.vpas())
+    entries = served_vpas(
+        vpas, cluster.pods(), cluster.replica_sets(), options.recommender_name, options.is_default
+    )
+    rows, schedule = _rows(entries, options, now)
+    report = PassReport()
+    for entry in entries:
+        status = vpa_status(entry, rows, now)
+        reference = {"metadata": {"namespace": entry.vpa.namespace, "name": entry.vpa.name}}
+        answer = cluster.write_vpa_status(reference, status)
+        label = f"{entry.vpa.namespace}/{entry.vpa.name}"
+        if not answer.accepted:
+            report.refused.append(f"{label}: {answer.message}")
+        elif status.get("recommendation"):
+            report.recommended.append(label)
+        else:
+            report.without.append(label)
+    if options.schedule_config_map is not None and schedule is not None:
+        namespace, name = options.schedule_config_map
+        records = schedule_records(schedule)
+        text = json.dumps(records, indent=2, allow_nan=False) + "\n"
+        answer = cluster.write_config_map(namespace, name, {SCHEDULE_KEY: text})
+        if answer.accepted:
+            report.schedule_rows = len(records)
+        else:
+            report.refused.append(f"ConfigMap {namespace}/{name}: {answer.message}")
+    return report

@@ -1,0 +1,155 @@
+"""What the recommender writes into each VPA's status (pure).
+
+A VPA is ours when it controls at least one pod (the oldest VPA targeting the
+pod's top-most controller, `tailor.matching`) and names us, or names no
+recommender while we run as the default. Its recommendation is the model's rows
+for the workloads of its pods, clamped to its resource policy as upstream does
+(`tailor.capping.apply_resource_policy`), with upstream's two conditions.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+import pandas as pd
+
+from tailor.api.meta import ResourceList
+from tailor.api.vpa import (
+    ConditionStatus,
+    RecommendedContainerResources,
+    RecommendedPodResources,
+    VerticalPodAutoscaler,
+    VerticalPodAutoscalerCondition,
+    VerticalPodAutoscalerStatus,
+)
+from tailor.capping import apply_resource_policy
+from tailor.matching import (
+    OwnerReferenceError,
+    PodRef,
+    controlling_vpa,
+    is_served_by,
+    pod_controller,
+)
+from tailor.workloads import pod_workload
+
+Json = Mapping[str, Any]
+BOUNDS = (("target", "target"), ("lower_bound", "lower"), ("upper_bound", "upper"))
+
+
+@dataclass
+class ServedVpa:
+    """One VPA we write, with the workloads and containers of the pods it controls."""
+
+    vpa: VerticalPodAutoscaler
+    workloads: set[str] = field(default_factory=set)
+    containers: set[str] = field(default_factory=set)
+
+
+def _pod_ref(pod: Json, replica_sets: Mapping[tuple[str, str], Json]) -> PodRef:
+    metadata = pod.get("metadata") or {}
+    return PodRef(
+        namespace=str(metadata.get("namespace")),
+        labels=dict(metadata.get("labels") or {}),
+        controller=pod_controller(pod, replica_sets),
+        name=str(metadata.get("name")),
+    )
+
+
+def served_vpas(
+    vpas: Iterable[VerticalPodAutoscaler],
+    pods: Iterable[Json],
+    replica_sets: Mapping[tuple[str, str], Json],
+    recommender_name: str,
+    is_default: bool,
+) -> list[ServedVpa]:
+    """The VPAs we recommend for, each with what its pods run (empty: no pod matched)."""
+    candidates = list(vpas)
+    served = {
+        (v.namespace, v.name): ServedVpa(v)
+        for v in candidates
+        if is_served_by(v, recommender_name, is_default)
+    }
+    for pod in pods:
+        if (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
+            continue
+        try:
+            vpa = controlling_vpa(_pod_ref(pod, replica_sets), candidates)
+        except OwnerReferenceError:
+            continue  # the API server refuses such pods; a stray one matches nothing
+        entry = served.get((vpa.namespace, vpa.name)) if vpa else None
+        if entry is None:
+            continue
+        entry.workloads.add(pod_workload(pod))
+        containers = (pod.get("spec") or {}).get("containers") or []
+        entry.containers.update(str(c.get("name")) for c in containers)
+    return list(served.values())
+
+
+def _amounts(row: Mapping[str, Any], bound: str) -> ResourceList:
+    cpu, memory = row.get(f"cpu_{bound}"), row.get(f"memory_{bound}")
+    return ResourceList.from_amounts(
+        None if cpu is None or not math.isfinite(cpu) else cpu,
+        None if memory is None or not math.isfinite(memory) else memory,
+    )
+
+
+def container_recommendations(
+    entry: ServedVpa, rows: pd.DataFrame
+) -> list[RecommendedContainerResources]:
+    """The model's rows for this VPA's pods, largest per container across its workloads."""
+    mine = rows[
+        (rows["namespace"] == entry.vpa.namespace)
+        & rows["workload"].isin(sorted(entry.workloads))
+        & rows["container"].isin(sorted(entry.containers))
+    ]
+    numeric = [f"{r}_{bound}" for r in ("cpu", "memory") for _, bound in BOUNDS]
+    merged = mine.groupby("container", sort=True)[numeric].max()
+    recommendations = []
+    for container, row in merged.iterrows():
+        values = {str(name): value for name, value in row.items()}
+        fields = {name: _amounts(values, bound) for name, bound in BOUNDS}
+        if not fields["target"]:
+            continue  # nothing measured for this container yet
+        recommendations.append(
+            RecommendedContainerResources(container_name=str(container), **fields)
+        )
+    return apply_resource_policy(recommendations, entry.vpa.spec.resource_policy)
+
+
+def _condition(
+    kind: str, status: bool, now: datetime, message: str = ""
+) -> VerticalPodAutoscalerCondition:
+    return VerticalPodAutoscalerCondition(
+        type=kind,
+        status=ConditionStatus.TRUE if status else ConditionStatus.FALSE,
+        last_transition_time=now,
+        message=message or None,
+    )
+
+
+def vpa_status(entry: ServedVpa, rows: pd.DataFrame, now: datetime) -> dict[str, Any]:
+    """The status JSON to merge into the VPA: recommendation and conditions."""
+    if not entry.workloads:
+        conditions = [
+            _condition("RecommendationProvided", False, now),
+            _condition("NoPodsMatched", True, now, "No pods match this VPA object"),
+        ]
+        status = VerticalPodAutoscalerStatus(conditions=conditions)
+        return {"recommendation": None, **status.to_api()}
+    recommendations = container_recommendations(entry, rows)
+    provided = bool(recommendations)
+    conditions = [
+        _condition("RecommendationProvided", provided, now),
+        _condition("NoPodsMatched", False, now),
+    ]
+    status = VerticalPodAutoscalerStatus(
+        recommendation=RecommendedPodResources(container_recommendations=recommendations)
+        if provided
+        else None,
+        conditions=conditions,
+    )
+    return {"recommendation": None, **status.to_api()}

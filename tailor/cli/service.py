@@ -1,0 +1,75 @@
+"""What the long-running commands share: flags for the interval, a loop that outlives errors.
+
+`tailor follow` and `tailor recommender` run a pass every interval on apscheduler,
+one at a time (a slow pass delays the next instead of overlapping it), and stop
+cleanly on SIGTERM, as a pod is stopped.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import signal
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from apscheduler.schedulers.blocking import BlockingScheduler
+from apscheduler.triggers.interval import IntervalTrigger
+
+from tailor.durations import DurationError, parse_duration
+from tailor.kube import Cluster, ClusterError, api_client_from
+
+Kubeconfig = Annotated[
+    Path | None, typer.Option(help="Kubeconfig (default: in-cluster, else ~/.kube/config).")
+]
+Once = Annotated[bool, typer.Option("--once", help="One pass, print what it did, exit.")]
+Interval = Annotated[str, typer.Option(help="Time between passes.")]
+
+
+def duration_flag(text: str, option: str) -> timedelta:
+    """A duration flag, refused (exit 2) when unreadable or negative."""
+    try:
+        span = parse_duration(text)
+    except DurationError as error:
+        raise typer.BadParameter(str(error), param_hint=option) from error
+    if span < timedelta(0):
+        raise typer.BadParameter(f"must not be negative, got {text!r}", param_hint=option)
+    return span
+
+
+def interval_flag(text: str, once: bool) -> timedelta:
+    period = duration_flag(text, "--interval")
+    if not once and period < timedelta(seconds=1):
+        raise typer.BadParameter("must be at least 1s", param_hint="--interval")
+    return period
+
+
+def connect(kubeconfig: Path | None) -> Cluster:
+    """The API server the kubeconfig names; a missing or broken one is exit 2."""
+    try:
+        return Cluster(api_client_from(kubeconfig))
+    except ClusterError as error:
+        raise typer.BadParameter(str(error), param_hint="--kubeconfig") from error
+
+
+def run_every(period: timedelta, run_pass: Callable[[], None], log: logging.Logger) -> None:
+    """Call `run_pass` now and every `period` until SIGTERM; a failing pass is logged only."""
+
+    def guarded() -> None:
+        try:
+            run_pass()
+        except Exception:  # a service outlives one bad pass; the trace goes to the log
+            log.exception("pass failed; retrying next pass")
+
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
+    scheduler = BlockingScheduler(timezone=UTC)
+    trigger = IntervalTrigger(seconds=period.total_seconds(), timezone=UTC)
+    scheduler.add_job(
+        guarded, trigger, next_run_time=datetime.now(UTC), max_instances=1, coalesce=True
+    )
+    signal.signal(signal.SIGTERM, lambda *_: scheduler.shutdown(wait=False))
+    with contextlib.suppress(KeyboardInterrupt):
+        scheduler.start()
