@@ -16,6 +16,7 @@ from datetime import datetime
 from typing import Any
 
 import pandas as pd
+from pydantic import ValidationError
 
 from tailor.api.meta import ResourceList
 from tailor.api.vpa import (
@@ -78,7 +79,7 @@ def served_vpas(
             continue
         try:
             vpa = controlling_vpa(_pod_ref(pod, replica_sets), candidates)
-        except OwnerReferenceError:
+        except (OwnerReferenceError, ValidationError):
             continue  # the API server refuses such pods; a stray one matches nothing
         entry = served.get((vpa.namespace, vpa.name)) if vpa else None
         if entry is None:

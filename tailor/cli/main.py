@@ -8,6 +8,7 @@ from tailor.cli.backtest import backtest_command
 from tailor.cli.follow import follow_command
 from tailor.cli.hindsight import hindsight_command
 from tailor.cli.recommend import recommend_command
+from tailor.cli.recommender_service import recommender_command
 from tailor.cli.schedule import schedule_command
 
 app = typer.Typer(
@@ -22,6 +23,7 @@ app.command("backtest")(backtest_command)
 app.command("schedule")(schedule_command)
 app.command("hindsight")(hindsight_command)
 app.command("follow")(follow_command)
+app.command("recommender")(recommender_command)
 
 
 @app.callback()

@@ -1,0 +1,122 @@
+"""`tailor recommender`: the recommender as a cluster service, writing VPA statuses.
+
+A drop-in for the upstream recommender: the same objects, the same status fields
+and conditions, `spec.recommenders` respected, with `--strategy forecast` our
+model instead of upstream's, and its 24 h schedule published for `tailor follow`.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Annotated
+
+import typer
+from rich.console import Console
+
+from recommender.data.prometheus import PrometheusSourceError
+from recommender.service.passes import Model, PassReport, ServiceOptions, recommend_once
+from tailor.api.crd import DEFAULT_RECOMMENDER_NAME
+from tailor.cli import options
+from tailor.cli.inputs import PrometheusOptions, prometheus_settings
+from tailor.cli.service import Interval, Kubeconfig, Once, connect, interval_flag, run_every
+from tailor.kube import Cluster, ClusterError
+
+LOG = logging.getLogger("tailor.recommender")
+
+
+def _config_map(text: str | None, model: Model) -> tuple[str, str] | None:
+    if text is None:
+        return None
+    if model is not Model.forecast:
+        raise typer.BadParameter(
+            "a schedule needs --strategy forecast", param_hint="--schedule-configmap"
+        )
+    namespace, slash, name = text.partition("/")
+    if not slash or not namespace or not name or "/" in name:
+        raise typer.BadParameter(
+            f"want NAMESPACE/NAME, got {text!r}", param_hint="--schedule-configmap"
+        )
+    return namespace, name
+
+
+def _report_lines(report: PassReport) -> list[str]:
+    lines = [f"recommended: {label}" for label in report.recommended]
+    lines += [f"no recommendation yet: {label}" for label in report.without]
+    lines += [f"refused: {label}" for label in report.refused]
+    if report.schedule_rows is not None:
+        lines.append(f"schedule: {report.schedule_rows} rows written")
+    return lines
+
+
+def _one_pass(cluster: Cluster, service: ServiceOptions) -> PassReport:
+    try:
+        return recommend_once(cluster, service)
+    except (ClusterError, PrometheusSourceError) as error:
+        LOG.error("%s; retrying next pass", error)
+        raise
+
+
+def recommender_command(
+    prometheus: Annotated[str, typer.Option("--prometheus", help="Prometheus base URL.")],
+    history: options.History = options.HISTORY_DEFAULT,
+    step: options.Step = options.STEP_DEFAULT,
+    chunk: options.Chunk = None,
+    match: options.Match = None,
+    token_file: options.TokenFile = None,
+    insecure: options.Insecure = False,
+    kubeconfig: Kubeconfig = None,
+    strategy: Annotated[Model, typer.Option(help="The model: upstream's or ours.")] = Model.vpa,
+    forecast_set: options.ForecastSet = None,
+    name: Annotated[
+        str, typer.Option("--recommender-name", help="Serve VPAs naming this recommender.")
+    ] = "kube-tailor",
+    default: Annotated[
+        bool,
+        typer.Option(
+            "--default", help="Also serve VPAs naming no recommender (replace upstream's)."
+        ),
+    ] = False,
+    schedule_configmap: Annotated[
+        str | None,
+        typer.Option(help="With --strategy forecast: write the schedule to ConfigMap NS/NAME."),
+    ] = None,
+    once: Once = False,
+    interval: Interval = "1m",
+) -> None:
+    """Keep the status of every VPA we serve current, from Prometheus history."""
+    if forecast_set and strategy is not Model.forecast:
+        raise typer.BadParameter("goes with --strategy forecast", param_hint="--forecast-set")
+    source = PrometheusOptions(
+        url=prometheus,
+        history=history,
+        step=step,
+        chunk=chunk,
+        matchers=tuple(match or ()),
+        token_file=token_file,
+        insecure=insecure,
+    )
+    service = ServiceOptions(
+        prometheus=prometheus_settings(source),
+        model=strategy,
+        recommender_name=name,
+        is_default=default or name == DEFAULT_RECOMMENDER_NAME,
+        forecast=options.forecast_settings(forecast_set),
+        schedule_config_map=_config_map(schedule_configmap, strategy),
+    )
+    period = interval_flag(interval, once)
+    cluster = connect(kubeconfig)
+    if once:
+        try:
+            report = recommend_once(cluster, service)
+        except (ClusterError, PrometheusSourceError) as error:
+            Console(stderr=True).print(f"error: {error}")
+            raise typer.Exit(1) from None
+        for line in _report_lines(report):
+            print(line)
+        return
+
+    def run_pass() -> None:
+        for line in _report_lines(_one_pass(cluster, service)):
+            LOG.info("%s", line)
+
+    run_every(period, run_pass, LOG)

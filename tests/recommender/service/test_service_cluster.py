@@ -1,0 +1,153 @@
+"""`tailor recommender` against the real API server and a real Prometheus.
+
+Two days of a Deployment's history are backfilled; the service must write the
+same recommendation the library computes from that history into the status of
+the VPA that names it, clamped to that VPA's policy, leave a VPA naming another
+recommender alone, and say NoPodsMatched where no pod runs.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from recommender.data.openmetrics import usage_to_openmetrics
+from recommender.recommend import recommend_vpa
+from tailor.api.meta import ResourceList
+from tailor.api.vpa import VerticalPodAutoscaler
+from tailor.cli.main import app
+from tailor.schedule_file import parse_schedule
+from tests.cli_text import plain
+from tests.cluster.controlplane import ControlPlane
+from tests.cluster.crds import install_crds
+from tests.cluster.fixtures import create_namespace, namespace_name
+from tests.cluster.kubelet_sim import KubeletSimulator
+from tests.cluster.podtools import pod_manifest
+from tests.cluster.prometheus import PrometheusFactory, backfill_end
+from tests.cluster.rawapi import Json, RawApi
+from tests.cluster.waiting import wait_until
+from tests.updater.test_follow_from_prometheus import daily_cycle
+from tests.updater.test_follow_vpa import GROUP_PATH, deployment
+
+pytestmark = pytest.mark.prometheus
+
+
+def vpa(name: str, target: str, recommender: str, policy: Json | None = None) -> Json:
+    spec: Json = {
+        "targetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": target},
+        "updatePolicy": {"updateMode": "Off"},
+        "recommenders": [{"name": recommender}],
+    }
+    if policy:
+        spec["resourcePolicy"] = {"containerPolicies": [policy]}
+    return {
+        "apiVersion": "autoscaling.k8s.io/v1",
+        "kind": "VerticalPodAutoscaler",
+        "metadata": {"name": name},
+        "spec": spec,
+    }
+
+
+def run(*args: str) -> Any:
+    return CliRunner().invoke(app, ["recommender", *args])
+
+
+def test_the_service_writes_the_libraries_recommendation_into_the_vpas_it_serves(
+    kube_cluster_full: ControlPlane,
+    kubelet_sim_factory: Callable[..., KubeletSimulator],
+    prometheus_server: PrometheusFactory,
+    request: pytest.FixtureRequest,
+) -> None:
+    sim = kubelet_sim_factory(kube_cluster_full)
+    namespace = namespace_name(request.node.name)
+    history = daily_cycle(namespace, backfill_end())
+    url = prometheus_server.start(usage_to_openmetrics(history)).url
+    with kube_cluster_full.api_client() as client:
+        api = RawApi(client)
+        install_crds(api)
+        create_namespace(api, namespace)
+        node = f"rec-{namespace}"
+        sim.register_node(node, cpu="8", memory="16Gi", labels={"tailor-test": node})
+        for name in ("web", "api"):
+            api.create(f"/apis/apps/v1/namespaces/{namespace}/deployments", deployment(name, node))
+        vpas = f"{GROUP_PATH}/namespaces/{namespace}/verticalpodautoscalers"
+        cap = {"containerName": "app", "maxAllowed": {"cpu": "900m"}}
+        api.create(vpas, vpa("web", "web", "kube-tailor", cap))
+        api.create(vpas, vpa("api", "api", "someone-else"))
+        api.create(vpas, vpa("idle", "ghost", "kube-tailor"))
+        wait_until(
+            lambda: len(api.get(f"/api/v1/namespaces/{namespace}/pods")["items"]) == 2,
+            timeout=30,
+            what="two pods",
+        )
+        kubeconfig = str(kube_cluster_full.kubeconfig)
+        result = run("--once", "--prometheus", url, "--history", "3d", "--kubeconfig", kubeconfig)
+        assert result.exit_code == 0, result.output
+        assert f"recommended: {namespace}/web" in result.stdout
+        assert f"no recommendation yet: {namespace}/idle" in result.stdout
+
+        web = VerticalPodAutoscaler.from_api(api.get(f"{vpas}/web"))
+        assert web.status is not None and web.status.recommendation is not None
+        [written] = web.status.recommendation.container_recommendations or []
+        [expected] = recommend_vpa(history).to_dict(orient="records")
+        wanted = ResourceList.from_amounts(expected["cpu_target"], expected["memory_target"])
+        assert expected["cpu_target"] > 0.9  # so the cap binds
+        assert written.container_name == "app"
+        assert written.uncapped_target == wanted
+        assert written.target == ResourceList({"cpu": "900m", "memory": wanted["memory"]})
+        provided = web.status.condition("RecommendationProvided")
+        assert provided is not None and provided.status == "True"
+
+        assert api.get(f"{vpas}/api").get("status") is None  # another recommender's VPA
+        idle = VerticalPodAutoscaler.from_api(api.get(f"{vpas}/idle"))
+        assert idle.status is not None and idle.status.recommendation is None
+        matched = idle.status.condition("NoPodsMatched")
+        assert matched is not None and matched.status == "True"
+
+        forecast = ["--strategy", "forecast", "--schedule-configmap", f"{namespace}/plan"]
+        result = run(
+            "--once", "--prometheus", url, "--history", "3d", "--kubeconfig", kubeconfig, *forecast
+        )
+        assert result.exit_code == 0, result.output
+        text = api.get(f"/api/v1/namespaces/{namespace}/configmaps/plan")["data"]["schedule.json"]
+        rows = parse_schedule(text, "configmap")
+        assert len(rows) == 24
+        assert {(r.namespace, r.workload, r.container) for r in rows} == {(namespace, "web", "app")}
+        assert json.loads(text)[0]["cpu"] == rows[0].cpu
+
+
+def test_bad_flags_and_an_unreachable_prometheus_are_clear_errors(
+    kube_cluster: ControlPlane, kube_api: RawApi, kube_namespace: str
+) -> None:
+    result = run("--once", "--prometheus", "http://127.0.0.1:9", "--schedule-configmap", "a/b")
+    assert result.exit_code == 2
+    assert "a schedule needs --strategy forecast" in plain(result.output)
+    result = run(
+        "--once", "--prometheus", "http://127.0.0.1:9", "--strategy", "forecast",
+        "--schedule-configmap", "no-slash",
+    )  # fmt: skip
+    assert result.exit_code == 2
+    assert "want NAMESPACE/NAME" in plain(result.output)
+
+    install_crds(kube_api)
+    owner = {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "rs", "uid": "0000-1"}
+    pod = pod_manifest("rs-x")
+    pod["metadata"]["ownerReferences"] = [{**owner, "controller": True}]
+    kube_api.create(f"/api/v1/namespaces/{kube_namespace}/pods", pod)
+    served = vpa("rs", "rs", "kube-tailor")
+    served["spec"]["targetRef"] = {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "rs"}
+    kube_api.create(f"{GROUP_PATH}/namespaces/{kube_namespace}/verticalpodautoscalers", served)
+    kubeconfig = str(kube_cluster.kubeconfig)
+    result = run("--once", "--prometheus", "http://127.0.0.1:9", "--kubeconfig", kubeconfig)
+    assert result.exit_code == 1
+    assert "cannot reach Prometheus at http://127.0.0.1:9" in plain(result.output)
+    assert (
+        kube_api.get(f"{GROUP_PATH}/namespaces/{kube_namespace}/verticalpodautoscalers/rs").get(
+            "status"
+        )
+        is None
+    )  # nothing written on a failed pass

@@ -1,0 +1,102 @@
+"""Which VPAs the service writes, and what: pure, on hand-made objects."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from recommender.service.status import container_recommendations, served_vpas, vpa_status
+from tailor.api.meta import ResourceList
+from tailor.api.vpa import VerticalPodAutoscaler
+
+NOW = datetime(2026, 11, 23, 12, 0, tzinfo=UTC)
+DEPLOYMENT_RS = {("shop", "web-5d8f7c9b6d"): {"metadata": {"ownerReferences": [
+    {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web", "uid": "1", "controller": True}
+]}}}  # fmt: skip
+
+
+def vpa(name: str, target: str = "web", created: str = "2026-01-01T00:00:00Z", **spec: Any) -> Any:
+    return VerticalPodAutoscaler.from_api(
+        {
+            "metadata": {"name": name, "namespace": "shop", "creationTimestamp": created},
+            "spec": {
+                "targetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": target},
+                **spec,
+            },
+        }
+    )
+
+
+def pod(name: str = "web-5d8f7c9b6d-abcde", phase: str = "Running", *containers: str) -> Any:
+    owner = {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "web-5d8f7c9b6d", "uid": "2"}
+    owner["controller"] = True
+    return {
+        "metadata": {"name": name, "namespace": "shop", "ownerReferences": [owner]},
+        "spec": {"containers": [{"name": c} for c in containers or ("app",)]},
+        "status": {"phase": phase},
+    }
+
+
+def rows(**values: float) -> pd.DataFrame:
+    base = {"namespace": "shop", "workload": "web", "container": "app"}
+    bounds = {f"{r}_{b}": np.nan for r in ("cpu", "memory") for b in ("target", "lower", "upper")}
+    return pd.DataFrame([{**base, **bounds, **values}])
+
+
+def test_a_vpa_naming_us_is_served_and_sees_its_pods_workload_and_containers() -> None:
+    [entry] = served_vpas([vpa("web", recommenders=[{"name": "kube-tailor"}])],
+                          [pod("web-5d8f7c9b6d-abcde", "Running", "app", "envoy")],
+                          DEPLOYMENT_RS, "kube-tailor", False)  # fmt: skip
+    assert entry.workloads == {"web"} and entry.containers == {"app", "envoy"}
+
+
+def test_vpas_of_other_recommenders_and_unnamed_ones_are_left_unless_default() -> None:
+    others = [vpa("a", recommenders=[{"name": "someone"}]), vpa("b", target="api")]
+    assert [e.vpa.name for e in served_vpas(others, [], {}, "kube-tailor", False)] == []
+    assert [e.vpa.name for e in served_vpas(others, [], {}, "kube-tailor", True)] == ["b"]
+
+
+def test_only_the_oldest_matching_vpa_gets_the_pods_and_finished_pods_count_for_none() -> None:
+    old = vpa("old", created="2026-01-01T00:00:00Z")
+    young = vpa("young", created="2026-02-01T00:00:00Z")
+    entries = served_vpas([young, old], [pod()], DEPLOYMENT_RS, "default", True)
+    assert {e.vpa.name: e.workloads for e in entries} == {"old": {"web"}, "young": set()}
+    finished = served_vpas([old], [pod(phase="Succeeded")], DEPLOYMENT_RS, "default", True)
+    assert finished[0].workloads == set()
+
+
+def test_recommendations_take_the_rows_of_the_pods_clamped_and_skip_unmeasured_memory() -> None:
+    policy = {"containerPolicies": [{"containerName": "*", "maxAllowed": {"cpu": "500m"}}]}
+    [entry] = served_vpas([vpa("web", resourcePolicy=policy)], [pod()], DEPLOYMENT_RS, "d", True)
+    frame = rows(cpu_target=0.8, cpu_lower=0.3, cpu_upper=1.2)
+    [written] = container_recommendations(entry, frame)
+    assert written.target == ResourceList({"cpu": "500m"})  # memory NaN: not measured
+    assert written.uncapped_target == ResourceList({"cpu": "800m"})
+    assert written.lower_bound == ResourceList({"cpu": "300m"})
+    other_namespace = frame.assign(namespace="elsewhere")
+    assert container_recommendations(entry, other_namespace) == []
+
+
+def test_statuses_say_why_there_is_no_recommendation() -> None:
+    [served] = served_vpas([vpa("web")], [pod()], DEPLOYMENT_RS, "default", True)
+    [empty] = served_vpas([vpa("idle", target="ghost")], [], {}, "default", True)
+    lonely = vpa_status(empty, rows(), NOW)
+    assert lonely["recommendation"] is None
+    assert {c["type"]: c["status"] for c in lonely["conditions"]} == {
+        "RecommendationProvided": "False",
+        "NoPodsMatched": "True",
+    }
+    unmeasured = vpa_status(served, rows(), NOW)
+    assert unmeasured["recommendation"] is None
+    assert unmeasured["conditions"][0]["status"] == "False"
+    status = vpa_status(served, rows(cpu_target=0.25, memory_target=2.0**28), NOW)
+    [item] = status["recommendation"]["containerRecommendations"]
+    assert item["target"] == {"cpu": "250m", "memory": "268435456"}
+    assert status["conditions"][0] == {
+        "type": "RecommendationProvided",
+        "status": "True",
+        "lastTransitionTime": "2026-11-23T12:00:00Z",
+    }
