@@ -31,8 +31,8 @@ def vpa(name: str, target: str = "web", created: str = "2026-01-01T00:00:00Z", *
 
 
 def pod(name: str = "web-5d8f7c9b6d-abcde", phase: str = "Running", *containers: str) -> Any:
-    owner = {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "web-5d8f7c9b6d", "uid": "2"}
-    owner["controller"] = True
+    owner: dict[str, Any] = {"apiVersion": "apps/v1", "kind": "ReplicaSet", "uid": "2"}
+    owner.update(name="web-5d8f7c9b6d", controller=True)
     return {
         "metadata": {"name": name, "namespace": "shop", "ownerReferences": [owner]},
         "spec": {"containers": [{"name": c} for c in containers or ("app",)]},
