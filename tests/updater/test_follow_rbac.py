@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-import yaml
-from kubernetes.client.exceptions import ApiException
 from typer.testing import CliRunner
 
 from tailor.cli.main import app
@@ -18,51 +15,12 @@ from tests.cluster.crds import install_crds
 from tests.cluster.fixtures import create_namespace, namespace_name
 from tests.cluster.kubelet_sim import KubeletSimulator
 from tests.cluster.rawapi import Json, RawApi
+from tests.cluster.rbac import apply_manifest, kubeconfig_for
 from tests.cluster.waiting import wait_until
 from tests.updater.test_follow_cluster import Mi, period, write_schedule
 from tests.updater.test_follow_vpa import GROUP_PATH, deployment, vpa
 
-RBAC = Path(__file__).resolve().parents[2] / "deploy" / "updater" / "rbac.yaml"
 ACCOUNT_NAMESPACE = "kube-tailor"
-COLLECTIONS = {
-    "Namespace": "/api/v1/namespaces",
-    "ServiceAccount": f"/api/v1/namespaces/{ACCOUNT_NAMESPACE}/serviceaccounts",
-    "ClusterRole": "/apis/rbac.authorization.k8s.io/v1/clusterroles",
-    "ClusterRoleBinding": "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings",
-}
-
-
-def apply_rbac(api: RawApi) -> None:
-    for document in yaml.safe_load_all(RBAC.read_text()):
-        with contextlib.suppress(ApiException):  # 409: already there from an earlier test
-            api.create(COLLECTIONS[document["kind"]], document)
-
-
-def kubeconfig_for(api: RawApi, cluster: ControlPlane, account: str, path: Path) -> Path:
-    """A kubeconfig holding a fresh token of `account` (TokenRequest)."""
-    with contextlib.suppress(ApiException):
-        api.create(COLLECTIONS["ServiceAccount"], {"metadata": {"name": account}})
-    answer = api.create(
-        f"{COLLECTIONS['ServiceAccount']}/{account}/token", {"spec": {"expirationSeconds": 3600}}
-    )
-    config = {
-        "apiVersion": "v1",
-        "kind": "Config",
-        "clusters": [
-            {
-                "name": "c",
-                "cluster": {
-                    "server": cluster.server,
-                    "certificate-authority": str(cluster.ca_file),
-                },
-            }
-        ],
-        "users": [{"name": account, "user": {"token": answer["status"]["token"]}}],
-        "contexts": [{"name": "c", "context": {"cluster": "c", "user": account}}],
-        "current-context": "c",
-    }
-    path.write_text(yaml.safe_dump(config))
-    return path
 
 
 def allowed(api: RawApi, account: str, resource: str, verb: str, subresource: str = "") -> bool:
@@ -94,7 +52,7 @@ def test_the_updater_runs_on_the_shipped_role_and_not_without_it(
     with kube_cluster_full.api_client() as client:
         api = RawApi(client)
         install_crds(api)
-        apply_rbac(api)
+        apply_manifest(api, "updater/rbac.yaml")
         create_namespace(api, namespace)
         node = f"rbac-{namespace}"
         sim.register_node(node, cpu="4", memory="8Gi", labels={"tailor-test": node})
@@ -110,7 +68,9 @@ def test_the_updater_runs_on_the_shipped_role_and_not_without_it(
 
         wait_until(running, timeout=30, what="replica Running")
         schedule = write_schedule(tmp_path / "s.json", [period(namespace, "web", 0.5, 128 * Mi)])
-        updater = kubeconfig_for(api, kube_cluster_full, "tailor-updater", tmp_path / "updater")
+        updater = kubeconfig_for(
+            api, kube_cluster_full, ACCOUNT_NAMESPACE, "tailor-updater", tmp_path / "updater"
+        )
         args = ["follow", "--once", "--vpa", "--evict", "--format", "json"]
         result = CliRunner().invoke(
             app, [*args, "--schedule", str(schedule), "--kubeconfig", str(updater)]
@@ -122,7 +82,9 @@ def test_the_updater_runs_on_the_shipped_role_and_not_without_it(
         assert allowed(api, "tailor-updater", "pods", "create", "eviction")
         assert not allowed(api, "tailor-updater", "pods", "update")  # resize only, no pod edits
 
-        nobody = kubeconfig_for(api, kube_cluster_full, "tailor-nobody", tmp_path / "nobody")
+        nobody = kubeconfig_for(
+            api, kube_cluster_full, ACCOUNT_NAMESPACE, "tailor-nobody", tmp_path / "nobody"
+        )
         result = CliRunner().invoke(
             app, ["follow", "--once", "--schedule", str(schedule), "--kubeconfig", str(nobody)]
         )

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -29,6 +30,7 @@ from tests.cluster.kubelet_sim import KubeletSimulator
 from tests.cluster.podtools import pod_manifest
 from tests.cluster.prometheus import PrometheusFactory, backfill_end
 from tests.cluster.rawapi import Json, RawApi
+from tests.cluster.rbac import apply_manifest, kubeconfig_for
 from tests.cluster.waiting import wait_until
 from tests.updater.test_follow_from_prometheus import daily_cycle
 from tests.updater.test_follow_vpa import GROUP_PATH, deployment
@@ -61,6 +63,7 @@ def test_the_service_writes_the_libraries_recommendation_into_the_vpas_it_serves
     kubelet_sim_factory: Callable[..., KubeletSimulator],
     prometheus_server: PrometheusFactory,
     request: pytest.FixtureRequest,
+    tmp_path: Path,
 ) -> None:
     sim = kubelet_sim_factory(kube_cluster_full)
     namespace = namespace_name(request.node.name)
@@ -108,12 +111,26 @@ def test_the_service_writes_the_libraries_recommendation_into_the_vpas_it_serves
         matched = idle.status.condition("NoPodsMatched")
         assert matched is not None and matched.status == "True"
 
-        forecast = ["--strategy", "forecast", "--schedule-configmap", f"{namespace}/plan"]
+        # The forecaster's pass runs as the shipped ServiceAccount, under the real RBAC.
+        apply_manifest(api, "recommender/rbac.yaml")
+        account = kubeconfig_for(
+            api, kube_cluster_full, "kube-tailor", "tailor-recommender", tmp_path / "sa"
+        )
+        plan = f"plan-{namespace}"[:63]
+        forecast = ["--strategy", "forecast", "--schedule-configmap", f"kube-tailor/{plan}"]
         result = run(
-            "--once", "--prometheus", url, "--history", "3d", "--kubeconfig", kubeconfig, *forecast
+            "--once",
+            "--prometheus",
+            url,
+            "--history",
+            "3d",
+            "--kubeconfig",
+            str(account),
+            *forecast,
         )
         assert result.exit_code == 0, result.output
-        text = api.get(f"/api/v1/namespaces/{namespace}/configmaps/plan")["data"]["schedule.json"]
+        assert "refused" not in result.stdout
+        text = api.get(f"/api/v1/namespaces/kube-tailor/configmaps/{plan}")["data"]["schedule.json"]
         rows = parse_schedule(text, "configmap")
         assert len(rows) == 24
         assert {(r.namespace, r.workload, r.container) for r in rows} == {(namespace, "web", "app")}
