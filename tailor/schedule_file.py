@@ -14,7 +14,7 @@ import math
 from collections.abc import Iterable
 from datetime import datetime
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Any
 
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
@@ -35,22 +35,22 @@ def _finite_amount(value: float | None) -> float | None:
     return value
 
 
-Amount = Annotated[float | None, Field(default=None)]
 
 
 class ScheduleRow(BaseModel):
     """One period of one container's plan, as `tailor schedule` writes it (cores, bytes)."""
 
-    model_config = ConfigDict(extra="forbid", populate_by_name=True, strict=True)
+    model_config = ConfigDict(extra="forbid", strict=True)
 
     namespace: str = Field(min_length=1)
     workload: str = Field(min_length=1)
     container: str = Field(min_length=1)
     start: datetime
     end: datetime
-    cpu: Amount
-    memory: Amount
-    memory_limit: Amount = Field(default=None, alias="memoryLimit")
+    # Required, though null: `tailor schedule` writes all three, so a missing one is damage.
+    cpu: float | None
+    memory: float | None
+    memory_limit: float | None = Field(alias="memoryLimit")
 
     @field_validator("start", "end", mode="before")
     @classmethod
@@ -109,15 +109,17 @@ def parse_schedule(text: str, source: str) -> list[ScheduleRow]:
 
 def _refuse_overlaps(rows: Iterable[ScheduleRow], source: str) -> None:
     """Two periods of one container that overlap leave the updater two answers."""
-    by_key: dict[ContainerKey, list[ScheduleRow]] = {}
-    for row in rows:
-        by_key.setdefault((row.namespace, row.workload, row.container), []).append(row)
+    by_key: dict[ContainerKey, list[tuple[int, ScheduleRow]]] = {}
+    for index, row in enumerate(rows):
+        by_key.setdefault((row.namespace, row.workload, row.container), []).append((index, row))
     for key, periods in by_key.items():
-        periods.sort(key=lambda row: row.start)
-        for before, after in itertools.pairwise(periods):
+        periods.sort(key=lambda item: item[1].start)
+        for (first, before), (second, after) in itertools.pairwise(periods):
             if after.start < before.end:
+                low, high = sorted((first, second))
                 raise ScheduleError(
-                    f"{source}: periods of {'/'.join(key)} overlap at {after.start.isoformat()}"
+                    f"{source}: rows {low} and {high}: periods of {'/'.join(key)} overlap"
+                    f" at {after.start.isoformat()}"
                 )
 
 

@@ -30,9 +30,9 @@ class Policy:
     """The operator's choices; the timeouts are the upstream in-place updater's."""
 
     evict: bool = False
-    no_eviction_reason: str = "eviction not allowed (--evict)"
     deferred_timeout: timedelta = timedelta(minutes=5)
     in_progress_timeout: timedelta = timedelta(hours=1)
+    no_eviction_reason: str = "eviction not allowed (--evict)"
 
 
 @dataclass(frozen=True)

@@ -19,8 +19,8 @@ from updater.resources import Amounts, Json, requests_of, resource_list, sum_amo
 _FINISHED = ("Succeeded", "Failed")
 
 
-def _status_by_name(pod: Json) -> dict[str, Json]:
-    statuses = (pod.get("status") or {}).get("containerStatuses") or []
+def _status_by_name(pod: Json, field: str = "containerStatuses") -> dict[str, Json]:
+    statuses = (pod.get("status") or {}).get(field) or []
     return {str(s.get("name")): s for s in statuses}
 
 
@@ -59,9 +59,15 @@ def effective_requests(pod: Json, plan: ResizePlan | None = None) -> Amounts:
             in_flight = _container_effective(container, statuses.get(name), use_spec=False)
             effective = in_flight.larger(planned[name].request_amounts())
         app.append(effective)
-    init = spec.get("initContainers") or []
-    sidecars = [to_amounts(requests_of(c)) for c in init if c.get("restartPolicy") == "Always"]
-    plain = [to_amounts(requests_of(c)) for c in init if c.get("restartPolicy") != "Always"]
+    init_statuses = _status_by_name(pod, "initContainerStatuses")
+    sidecars: list[Amounts] = []
+    plain: list[Amounts] = []
+    for container in spec.get("initContainers") or []:
+        if container.get("restartPolicy") == "Always":  # resizable: the same max rule
+            status = init_statuses.get(str(container.get("name")))
+            sidecars.append(_container_effective(container, status, use_spec))
+        else:  # runs beside the sidecars started before it (KEP-753)
+            plain.append(sum_amounts(sidecars) + to_amounts(requests_of(container)))
     overhead = to_amounts(resource_list(spec.get("overhead")))
     return _pod_total(app, sidecars, plain, overhead)
 

@@ -1,0 +1,225 @@
+"""Resize plans the API server accepts: QoS kept, limits following requests, nothing added."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import pytest
+
+from tailor.quantity import Quantity
+from tests.updater.pods import container, pod
+from updater.plan import ContainerResize, Qos, ResizePlan, Skipped, plan_resize, qos_of
+from updater.targets import Target
+
+MI = 2**20
+GI = 2**30
+
+
+def resized(pod_json: dict[str, Any], targets: dict[str, Target]) -> ResizePlan:
+    plan = plan_resize(pod_json, targets)
+    assert isinstance(plan, ResizePlan), plan
+    return plan
+
+
+def only(plan: ResizePlan) -> ContainerResize:
+    assert len(plan.containers) == 1, plan
+    return plan.containers[0]
+
+
+def ints(values: Mapping[str, Quantity]) -> dict[str, int]:
+    """Millicores and bytes, to compare amounts whatever their text format."""
+    return {r: q.milli_value() if r == "cpu" else q.int_value() for r, q in values.items()}
+
+
+BURSTABLE = container(
+    "app",
+    requests={"cpu": "250m", "memory": "256Mi"},
+    limits={"cpu": "500m", "memory": "512Mi"},
+)
+GUARANTEED = container(
+    "app", requests={"cpu": "1", "memory": "1Gi"}, limits={"cpu": "1", "memory": "1Gi"}
+)
+
+
+@pytest.mark.parametrize(
+    ("containers", "qos"),
+    [
+        ([GUARANTEED], Qos.GUARANTEED),
+        ([container("a", limits={"cpu": "1", "memory": "1Gi"})], Qos.GUARANTEED),  # defaulted
+        ([GUARANTEED, container("b", requests={"cpu": "1"}, limits={"cpu": "1"})], Qos.BURSTABLE),
+        (
+            [container("a", requests={"cpu": "1", "memory": "1Gi"}, limits={"cpu": "1"})],
+            Qos.BURSTABLE,
+        ),
+        ([BURSTABLE], Qos.BURSTABLE),
+        ([container("a", requests={"memory": "64Mi"})], Qos.BURSTABLE),
+        ([container("a"), container("b", requests={"cpu": "10m"})], Qos.BURSTABLE),
+        ([container("a", requests={"ephemeral-storage": "1Gi"})], Qos.BEST_EFFORT),
+        ([container("a"), container("b")], Qos.BEST_EFFORT),
+    ],
+)
+def test_qos_of_app_containers(containers: list[dict[str, Any]], qos: Qos) -> None:
+    assert qos_of(containers) is qos
+
+
+def test_burstable_limits_keep_their_ratio_to_the_request() -> None:
+    plan = resized(pod([BURSTABLE]), {"app": Target(0.5, 300 * MI, 400 * MI)})
+    change = only(plan)
+    assert ints(change.requests) == {"cpu": 500, "memory": 300 * MI}
+    assert ints(change.limits) == {"cpu": 1000, "memory": 600 * MI}  # 2x, above memoryLimit
+    assert qos_of([{"name": "app", "resources": change.resources()}]) is Qos.BURSTABLE
+
+
+def test_burstable_limits_follow_the_ratio_not_the_schedules_memory_limit() -> None:
+    plan = resized(pod([BURSTABLE]), {"app": Target(0.25, 100 * MI, 900 * MI)})
+    change = only(plan)
+    assert ints(change.requests) == {"cpu": 250, "memory": 100 * MI}
+    assert ints(change.limits) == {"cpu": 500, "memory": 200 * MI}  # upstream's proportional rule
+
+
+def test_a_memory_limit_alone_changes_nothing_in_a_burstable_pod() -> None:
+    assert not resized(pod([BURSTABLE]), {"app": Target(None, None, GI)}).changes
+
+
+def test_limit_ratio_rounds_down_as_upstream_does() -> None:
+    app = container("app", requests={"cpu": "300m"}, limits={"cpu": "400m"})
+    change = only(resized(pod([app]), {"app": Target(0.101, None, None)}))
+    assert ints(change.requests) == {"cpu": 101}
+    assert ints(change.limits) == {"cpu": 134}  # 400 * 101 / 300 = 134.67, rounded down
+
+
+def test_a_burstable_container_with_equal_request_and_limit_moves_both() -> None:
+    app = container(
+        "app", requests={"cpu": "1", "memory": "1Gi"}, limits={"cpu": "1", "memory": "2Gi"}
+    )
+    change = only(resized(pod([app]), {"app": Target(2.0, GI, None)}))
+    assert ints(change.requests) == {"cpu": 2000, "memory": GI}
+    assert ints(change.limits) == {"cpu": 2000, "memory": 2 * GI}
+
+
+def test_burstable_container_without_limits_gets_none() -> None:
+    app = container("app", requests={"cpu": "100m", "memory": "64Mi"})
+    change = only(resized(pod([app]), {"app": Target(0.2, 128 * MI, 256 * MI)}))
+    assert ints(change.limits) == {}
+    assert change.resources() == {"requests": {"cpu": "200m", "memory": str(128 * MI)}}
+
+
+@pytest.mark.parametrize(
+    ("target", "memory"),
+    [
+        (Target(0.5, 300 * MI, 400 * MI), 400 * MI),  # the larger of memory and memoryLimit
+        (Target(0.5, 300 * MI, None), 300 * MI),
+        (Target(0.5, 300 * MI, 300 * MI), 300 * MI),
+    ],
+)
+def test_guaranteed_requests_equal_limits(target: Target, memory: int) -> None:
+    change = only(resized(pod([GUARANTEED]), {"app": target}))
+    assert ints(change.requests) == {"cpu": 500, "memory": memory}
+    assert change.limits == change.requests
+    assert qos_of([{"name": "app", "resources": change.resources()}]) is Qos.GUARANTEED
+
+
+def test_guaranteed_pod_given_only_limits_gets_requests_in_the_patch() -> None:
+    app = container("app", limits={"cpu": "1", "memory": "1Gi"})
+    change = only(resized(pod([app]), {"app": Target(2.0, None, None)}))
+    assert ints(change.requests) == {"cpu": 2000, "memory": GI}
+    assert ints(change.limits) == {"cpu": 2000, "memory": GI}
+
+
+def test_guaranteed_memory_limit_alone_changes_nothing() -> None:
+    assert not resized(pod([GUARANTEED]), {"app": Target(None, None, 2 * GI)}).changes
+
+
+def test_best_effort_pod_is_skipped() -> None:
+    plan = plan_resize(pod([container("app")]), {"app": Target(0.5, 300 * MI, 400 * MI)})
+    assert isinstance(plan, Skipped)
+    assert "BestEffort" in plan.reason
+
+
+def test_a_resource_the_container_does_not_request_is_not_added() -> None:
+    app = container("app", requests={"memory": "128Mi"}, limits={"memory": "256Mi"})
+    change = only(resized(pod([app]), {"app": Target(2.0, 64 * MI, None)}))
+    assert ints(change.requests) == {"memory": 64 * MI}
+    assert ints(change.limits) == {"memory": 128 * MI}
+    assert change.resources() == {
+        "requests": {"memory": str(64 * MI)},
+        "limits": {"memory": "128Mi"},  # scaled, in the original limit's format
+    }
+    assert not resized(pod([app]), {"app": Target(2.0, None, None)}).changes
+
+
+def test_containers_without_a_target_are_left_out_of_the_patch() -> None:
+    sidecar = container("envoy", requests={"cpu": "50m", "memory": "32Mi"})
+    plan = resized(
+        pod([sidecar, BURSTABLE]), {"app": Target(0.5, None, None), "gone": Target(1, 1, 1)}
+    )
+    assert [c.name for c in plan.containers] == ["app"]
+    assert plan.patch() == {
+        "spec": {
+            "containers": [
+                {
+                    "name": "app",
+                    "resources": {
+                        "requests": {"cpu": "500m", "memory": "256Mi"},  # untouched: as written
+                        "limits": {"cpu": "1", "memory": "512Mi"},
+                    },
+                }
+            ]
+        }
+    }
+
+
+def test_targets_equal_to_the_spec_plan_no_changes() -> None:
+    same = Target(0.25, 256 * MI, 512 * MI)
+    plan = resized(pod([BURSTABLE]), {"app": same})
+    assert plan == ResizePlan(())
+    assert not plan.changes
+    assert plan.patch() == {"spec": {"containers": []}}
+    guaranteed = resized(pod([GUARANTEED]), {"app": Target(1.0, GI, GI)})
+    assert not guaranteed.changes
+
+
+@pytest.mark.parametrize(
+    ("cores", "text"),
+    [
+        (0.2501, "251m"),
+        (0.25, "250m"),
+        (1.065, "1065m"),
+        (0.1 + 0.2, "301m"),  # 0.30000000000000004: rounded up as every VPA amount is
+        (2.0, "2"),
+        (0.0001, "1m"),
+        (0.0, "1m"),
+    ],
+)
+def test_cpu_rounds_up_to_whole_millicores(cores: float, text: str) -> None:
+    app = container("app", requests={"cpu": "100m"})
+    change = only(resized(pod([app]), {"app": Target(cores, None, None)}))
+    assert change.resources() == {"requests": {"cpu": text}}
+
+
+@pytest.mark.parametrize(("memory", "text"), [(1000.2, "1001"), (2979509237.0, "2979509237")])
+def test_memory_rounds_up_to_whole_bytes(memory: float, text: str) -> None:
+    app = container("app", requests={"memory": "1Gi"}, limits={"memory": "1Gi"})
+    change = only(resized(pod([app]), {"app": Target(None, memory, None)}))
+    assert change.resources()["requests"] == {"memory": text}
+    # The ratio is 1: the limit is the rounded request, not a rounded product.
+    assert change.resources()["limits"] == {"memory": text}
+
+
+def test_other_resources_are_neither_sent_nor_changed() -> None:
+    app = container(
+        "app",
+        requests={"cpu": "100m", "ephemeral-storage": "1Gi"},
+        limits={"nvidia.com/gpu": "1"},
+    )
+    change = only(resized(pod([app]), {"app": Target(0.2, None, None)}))
+    assert change.resources() == {"requests": {"cpu": "200m"}}
+
+
+def test_describe_names_containers_and_new_requests() -> None:
+    sidecar = container("envoy", requests={"cpu": "50m"})
+    plan = resized(
+        pod([BURSTABLE, sidecar]), {"app": Target(1.5, GI, None), "envoy": Target(0.1, None, None)}
+    )
+    assert plan.describe() == f"app: cpu 1500m, memory {GI}; envoy: cpu 100m"
