@@ -19,7 +19,7 @@ import kubernetes.config
 from kubernetes.client.exceptions import ApiException
 from kubernetes.config.config_exception import ConfigException
 
-from tailor.api.crd import GROUP, VERSION, VPA_PLURAL
+from tailor.api.crd import CHECKPOINT_PLURAL, GROUP, VERSION, VPA_PLURAL
 
 Json = Mapping[str, Any]
 FIELD_MANAGER = "kube-tailor"
@@ -196,6 +196,46 @@ class Cluster:
                     {"data": dict(data)},
                     field_manager=FIELD_MANAGER,
                     _content_type="application/merge-patch+json",
+                    _preload_content=False,
+                )
+        except ApiException as error:
+            return Answer(False, int(error.status or 0), api_message(error))
+        return Answer(True, int(response.status))
+
+    def write_checkpoint(self, checkpoint: Json) -> Answer:
+        """Create a VerticalPodAutoscalerCheckpoint, or replace its spec and status."""
+        metadata = checkpoint["metadata"]
+        namespace, name = metadata["namespace"], metadata["name"]
+        try:
+            try:
+                response: Any = self.custom.create_namespaced_custom_object(
+                    GROUP,
+                    VERSION,
+                    namespace,
+                    CHECKPOINT_PLURAL,
+                    dict(checkpoint),
+                    field_manager=FIELD_MANAGER,
+                    _preload_content=False,
+                )
+            except ApiException as error:
+                if error.status != 409:
+                    raise
+                response = self.custom.patch_namespaced_custom_object(
+                    GROUP,
+                    VERSION,
+                    namespace,
+                    CHECKPOINT_PLURAL,
+                    name,
+                    # A merge patch would keep buckets the new histogram no longer has.
+                    cast(
+                        Any,
+                        [
+                            {"op": "add", "path": "/spec", "value": checkpoint["spec"]},
+                            {"op": "add", "path": "/status", "value": checkpoint["status"]},
+                        ],
+                    ),
+                    field_manager=FIELD_MANAGER,
+                    _content_type="application/json-patch+json",
                     _preload_content=False,
                 )
         except ApiException as error:

@@ -35,8 +35,6 @@ def _finite_amount(value: float | None) -> float | None:
     return value
 
 
-
-
 class ScheduleRow(BaseModel):
     """One period of one container's plan, as `tailor schedule` writes it (cores, bytes)."""
 

@@ -13,6 +13,7 @@ import json
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from enum import StrEnum
+from typing import Any
 
 import pandas as pd
 
@@ -22,7 +23,8 @@ from recommender.data.prometheus import (
     load_prometheus_history,
 )
 from recommender.forecast.settings import ForecastSettings
-from recommender.recommend import recommend_forecast_workloads, recommend_vpa
+from recommender.recommend import fit_vpa_model, recommend_forecast_workloads, vpa_rows
+from recommender.service.checkpoints import checkpoint_objects
 from recommender.service.status import ServedVpa, served_vpas, vpa_status
 from tailor.api.vpa import VerticalPodAutoscaler
 from tailor.kube import Cluster
@@ -56,24 +58,38 @@ class PassReport:
     without: list[str] = field(default_factory=list)
     refused: list[str] = field(default_factory=list)
     schedule_rows: int | None = None
+    checkpoints: int = 0
 
 
-def _rows(
-    entries: list[ServedVpa], options: ServiceOptions, now: datetime
-) -> tuple[pd.DataFrame, pd.DataFrame | None]:
-    """The model's rows for the namespaces our VPAs' pods run in (empty when none has history)."""
+@dataclass
+class _Fitted:
+    """The model's rows, and what the model leaves for the writers (schedule, checkpoints)."""
+
+    rows: pd.DataFrame
+    schedule: pd.DataFrame | None = None
+    checkpoints: list[dict[str, Any]] = field(default_factory=list)
+
+
+def _fit(entries: list[ServedVpa], options: ServiceOptions, now: datetime) -> _Fitted:
+    """The model run on the namespaces our VPAs' pods run in (no rows when none has history)."""
     namespaces = sorted({e.vpa.namespace for e in entries if e.workloads})
+    empty = _Fitted(pd.DataFrame(columns=["namespace", "workload", "container"]))
     if not namespaces:
-        return pd.DataFrame(columns=["namespace", "workload", "container"]), None
+        return empty
     settings = options.prometheus.model_copy(update={"namespaces": tuple(namespaces)})
     try:
         usage, events = load_prometheus_history(settings, now=now)
     except EmptyHistoryError:
-        return pd.DataFrame(columns=["namespace", "workload", "container"]), None
+        return empty
     if options.model is Model.vpa:
-        return recommend_vpa(usage, events, checked=True), None
+        model, aggregates = fit_vpa_model(usage, events, checked=True)
+        checkpoints = checkpoint_objects(entries, model, aggregates, int(now.timestamp()))
+        return _Fitted(vpa_rows(model, aggregates), checkpoints=checkpoints)
     step = int(settings.step_seconds)
-    return recommend_forecast_workloads(usage, events, options.forecast, step, checked=True)
+    rows, schedule = recommend_forecast_workloads(
+        usage, events, options.forecast, step, checked=True
+    )
+    return _Fitted(rows, schedule)
 
 
 def recommend_once(
@@ -85,7 +101,8 @@ def recommend_once(
     entries = served_vpas(
         vpas, cluster.pods(), cluster.replica_sets(), options.recommender_name, options.is_default
     )
-    rows, schedule = _rows(entries, options, now)
+    fitted = _fit(entries, options, now)
+    rows, schedule = fitted.rows, fitted.schedule
     report = PassReport()
     for entry in entries:
         status = vpa_status(entry, rows, now)
@@ -98,6 +115,13 @@ def recommend_once(
             report.recommended.append(label)
         else:
             report.without.append(label)
+    for checkpoint in fitted.checkpoints:
+        answer = cluster.write_checkpoint(checkpoint)
+        name = f"{checkpoint['metadata']['namespace']}/{checkpoint['metadata']['name']}"
+        if answer.accepted:
+            report.checkpoints += 1
+        else:
+            report.refused.append(f"checkpoint {name}: {answer.message}")
     if options.schedule_config_map is not None and schedule is not None:
         namespace, name = options.schedule_config_map
         records = schedule_records(schedule)

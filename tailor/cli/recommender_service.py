@@ -43,6 +43,8 @@ def _report_lines(report: PassReport) -> list[str]:
     lines = [f"recommended: {label}" for label in report.recommended]
     lines += [f"no recommendation yet: {label}" for label in report.without]
     lines += [f"refused: {label}" for label in report.refused]
+    if report.checkpoints:
+        lines.append(f"checkpoints: {report.checkpoints} written")
     if report.schedule_rows is not None:
         lines.append(f"schedule: {report.schedule_rows} rows written")
     return lines

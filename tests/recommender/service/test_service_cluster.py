@@ -13,11 +13,14 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 from typer.testing import CliRunner
 
 from recommender.data.openmetrics import usage_to_openmetrics
 from recommender.recommend import recommend_vpa
+from recommender.vpa.model import VpaModel
+from tailor.api.checkpoint import VerticalPodAutoscalerCheckpoint
 from tailor.api.meta import ResourceList
 from tailor.api.vpa import VerticalPodAutoscaler
 from tailor.cli.main import app
@@ -87,10 +90,17 @@ def test_the_service_writes_the_libraries_recommendation_into_the_vpas_it_serves
             timeout=30,
             what="two pods",
         )
-        kubeconfig = str(kube_cluster_full.kubeconfig)
-        result = run("--once", "--prometheus", url, "--history", "3d", "--kubeconfig", kubeconfig)
+        # Both passes run as the shipped ServiceAccount, under the real RBAC authorizer.
+        apply_manifest(api, "recommender/rbac.yaml")
+        account = kubeconfig_for(
+            api, kube_cluster_full, "kube-tailor", "tailor-recommender", tmp_path / "sa"
+        )
+        kubeconfig = str(account)
+        result = run("--once", "--prometheus", url, "--history", "5d", "--kubeconfig", kubeconfig)
         assert result.exit_code == 0, result.output
+        assert "refused" not in result.stdout
         assert f"recommended: {namespace}/web" in result.stdout
+        assert "checkpoints: 1 written" in result.stdout
         assert f"no recommendation yet: {namespace}/idle" in result.stdout
 
         web = VerticalPodAutoscaler.from_api(api.get(f"{vpas}/web"))
@@ -111,11 +121,14 @@ def test_the_service_writes_the_libraries_recommendation_into_the_vpas_it_serves
         matched = idle.status.condition("NoPodsMatched")
         assert matched is not None and matched.status == "True"
 
-        # The forecaster's pass runs as the shipped ServiceAccount, under the real RBAC.
-        apply_manifest(api, "recommender/rbac.yaml")
-        account = kubeconfig_for(
-            api, kube_cluster_full, "kube-tailor", "tailor-recommender", tmp_path / "sa"
-        )
+        checkpoints = f"{GROUP_PATH}/namespaces/{namespace}/verticalpodautoscalercheckpoints"
+        saved = VerticalPodAutoscalerCheckpoint.from_api(api.get(f"{checkpoints}/web-app"))
+        assert saved.spec is not None and saved.spec.vpa_object_name == "web"
+        assert saved.status is not None and saved.status.total_samples_count == len(history)
+        resumed = VpaModel(np.array([0]))
+        resumed.load_checkpoint(0, api.get(f"{checkpoints}/web-app")["status"])
+        assert resumed.sample_count[0] == len(history)
+
         plan = f"plan-{namespace}"[:63]
         forecast = ["--strategy", "forecast", "--schedule-configmap", f"kube-tailor/{plan}"]
         result = run(

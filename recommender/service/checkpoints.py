@@ -1,0 +1,61 @@
+"""VerticalPodAutoscalerCheckpoints from the fitted upstream model (pure).
+
+Upstream's recommender saves each (VPA, container)'s decaying histograms as a
+checkpoint and resumes from them after a restart. We write the same objects from
+the same model, so a cluster can move from our recommender back to upstream's
+without losing its history. One checkpoint per container of a VPA whose pods
+belong to exactly one workload (the model keeps one aggregate per workload).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from recommender.service.status import ServedVpa
+from recommender.vpa.model import VpaModel
+from tailor.api.checkpoint import (
+    VerticalPodAutoscalerCheckpoint,
+    VerticalPodAutoscalerCheckpointSpec,
+    VerticalPodAutoscalerCheckpointStatus,
+    checkpoint_name,
+)
+from tailor.api.meta import ObjectMeta
+
+
+def checkpoint_objects(
+    entries: Iterable[ServedVpa], model: VpaModel, aggregates: pd.DataFrame, now: int
+) -> list[dict[str, Any]]:
+    """The checkpoint objects to write, as API JSON, one per (VPA, container) with history."""
+    index = {
+        (str(row.namespace), str(row.workload), str(row.container)): position
+        for position, row in enumerate(aggregates.itertuples(index=False))
+    }
+    wanted: list[tuple[ServedVpa, str, int]] = []
+    for entry in entries:
+        if len(entry.workloads) != 1:
+            continue
+        [workload] = entry.workloads
+        for container in sorted(entry.containers):
+            position = index.get((entry.vpa.namespace, workload, container))
+            if position is not None:
+                wanted.append((entry, container, position))
+    if not wanted:
+        return []
+    statuses = model.to_checkpoints(np.array([p for _, _, p in wanted], dtype=np.int64), now)
+    objects = []
+    for (entry, container, _), status in zip(wanted, statuses, strict=True):
+        checkpoint = VerticalPodAutoscalerCheckpoint(
+            metadata=ObjectMeta(
+                name=checkpoint_name(entry.vpa.name, container), namespace=entry.vpa.namespace
+            ),
+            spec=VerticalPodAutoscalerCheckpointSpec(
+                vpa_object_name=entry.vpa.name, container_name=container
+            ),
+            status=VerticalPodAutoscalerCheckpointStatus.model_validate(status),
+        )
+        objects.append(checkpoint.to_api())
+    return objects
