@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-import json
-from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
 
 from typer.testing import CliRunner
 
@@ -16,51 +13,15 @@ from tests.cluster.kubelet_sim import KubeletSimulator
 from tests.cluster.podtools import (
     applied_requests,
     container_status,
-    create_pod,
     get_pod,
     pod_manifest,
     resize,
     wait_for_pod,
 )
-from tests.cluster.rawapi import Json, RawApi
+from tests.cluster.rawapi import RawApi
 from tests.cluster.waiting import wait_until
-
-Mi = 2**20
-
-
-def period(namespace: str, workload: str, cpu: float, memory: float, **extra: Any) -> Json:
-    """One schedule row in force now, as `tailor schedule --format json` writes it."""
-    now = datetime.now(UTC).replace(microsecond=0)
-    return {
-        "namespace": namespace,
-        "workload": workload,
-        "container": "app",
-        "start": (now - timedelta(hours=1)).isoformat().replace("+00:00", "Z"),
-        "end": (now + timedelta(hours=1)).isoformat().replace("+00:00", "Z"),
-        "cpu": cpu,
-        "memory": memory,
-        "memoryLimit": extra.get("memory_limit", memory),
-    }
-
-
-def follow(cluster: ControlPlane, schedule: Path, *flags: str) -> list[Json]:
-    args = ["follow", "--once", "--format", "json", "--schedule", str(schedule)]
-    result = CliRunner().invoke(app, [*args, "--kubeconfig", str(cluster.kubeconfig), *flags])
-    assert result.exit_code == 0, result.output
-    return list(json.loads(result.stdout))
-
-
-def write_schedule(path: Path, rows: list[Json]) -> Path:
-    path.write_text(json.dumps(rows), encoding="utf-8")
-    return path
-
-
-def start(api: RawApi, namespace: str, manifest: Json) -> Json:
-    create_pod(api, namespace, manifest)
-    name = manifest["metadata"]["name"]
-    return wait_for_pod(
-        api, namespace, name, lambda p: p["status"].get("phase") == "Running", what="Running"
-    )
+from tests.cluster.workloads import Mi
+from tests.updater.following import follow, period, start, write_schedule
 
 
 def test_a_running_pod_is_resized_in_place_to_the_period_in_force(

@@ -12,49 +12,22 @@ import math
 from datetime import UTC, datetime
 from pathlib import Path
 
-import numpy as np
-import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
 from recommender.data.openmetrics import usage_to_openmetrics
-from recommender.data.schema import validate_usage
 from tailor.cli.main import app
 from tests.cluster.controlplane import ControlPlane
 from tests.cluster.kubelet_sim import KubeletSimulator
 from tests.cluster.podtools import applied_requests, pod_manifest, wait_for_pod
 from tests.cluster.prometheus import PrometheusFactory, backfill_end
 from tests.cluster.rawapi import RawApi
-from tests.updater.test_follow_cluster import Mi, follow, start
+from tests.cluster.workloads import daily_cycle
+from tests.updater.following import follow, start
 
 pytestmark = pytest.mark.prometheus
 
-STEP = 300
 DAYS = 4
-
-
-def daily_cycle(namespace: str, end: int) -> pd.DataFrame:
-    """`web` peaks at 1.2 cores once a day and idles near 0.1; memory stays near 300 MiB."""
-    rng = np.random.default_rng(3)
-    times = np.arange(end - DAYS * 86400, end, STEP)
-    hours = (times % 86400) / 3600
-    cycle = np.clip(np.cos((hours - 14) / 24 * 2 * np.pi), 0, None)
-    frame = pd.DataFrame(
-        {
-            "timestamp": pd.to_datetime(times, unit="s", utc=True),
-            "namespace": namespace,
-            "workload": "web",
-            "pod": "web-7f9c5d-abcde",
-            "container": "app",
-            "cpu": np.clip(0.1 + 1.1 * cycle + rng.normal(0, 0.03, times.size), 0.01, None),
-            "memory": 300.0 * Mi + rng.integers(0, 10 * Mi, times.size),
-            "cpu_request": 1.0,
-            "memory_request": 512.0 * Mi,
-            "cpu_limit": np.nan,
-            "memory_limit": np.nan,
-        }
-    )
-    return validate_usage(frame, "written history")
 
 
 def test_the_forecast_for_the_period_in_force_is_applied_in_place(
@@ -66,7 +39,7 @@ def test_the_forecast_for_the_period_in_force_is_applied_in_place(
     tmp_path: Path,
 ) -> None:
     instance = prometheus_server.start(
-        usage_to_openmetrics(daily_cycle(kube_namespace, backfill_end()))
+        usage_to_openmetrics(daily_cycle(kube_namespace, backfill_end(), DAYS))
     )
     schedule = tmp_path / "schedule.json"
     args = ["schedule", "--prometheus", instance.url, "--history", f"{DAYS + 1}d"]

@@ -16,9 +16,16 @@ from tests.cluster.fixtures import create_namespace, namespace_name
 from tests.cluster.kubelet_sim import KubeletSimulator
 from tests.cluster.rawapi import Json, RawApi
 from tests.cluster.rbac import apply_manifest, kubeconfig_for
-from tests.cluster.waiting import wait_until
-from tests.updater.test_follow_cluster import Mi, period, write_schedule
-from tests.updater.test_follow_vpa import GROUP_PATH, deployment, vpa
+from tests.cluster.workloads import (
+    Mi,
+    create_deployment,
+    deployment,
+    running_pods,
+    vpa,
+    vpa_collection,
+    wait_for_running,
+)
+from tests.updater.following import period, write_schedule
 
 ACCOUNT_NAMESPACE = "kube-tailor"
 
@@ -56,17 +63,9 @@ def test_the_updater_runs_on_the_shipped_role_and_not_without_it(
         create_namespace(api, namespace)
         node = f"rbac-{namespace}"
         sim.register_node(node, cpu="4", memory="8Gi", labels={"tailor-test": node})
-        api.create(f"/apis/apps/v1/namespaces/{namespace}/deployments", deployment("web", node))
-        api.create(
-            f"{GROUP_PATH}/namespaces/{namespace}/verticalpodautoscalers",
-            vpa("web", "InPlaceOrRecreate"),
-        )
-
-        def running() -> list[Json]:
-            pods = api.get(f"/api/v1/namespaces/{namespace}/pods")["items"]
-            return [p for p in pods if p["status"].get("phase") == "Running"]
-
-        wait_until(running, timeout=30, what="replica Running")
+        create_deployment(api, namespace, deployment("web", node))
+        api.create(vpa_collection(namespace), vpa("web", "web", mode="InPlaceOrRecreate"))
+        wait_for_running(api, namespace, 1)
         schedule = write_schedule(tmp_path / "s.json", [period(namespace, "web", 0.5, 128 * Mi)])
         updater = kubeconfig_for(
             api, kube_cluster_full, ACCOUNT_NAMESPACE, "tailor-updater", tmp_path / "updater"
@@ -77,7 +76,7 @@ def test_the_updater_runs_on_the_shipped_role_and_not_without_it(
         )
         assert result.exit_code == 0, result.output
         assert '"action": "resize"' in result.stdout and '"applied": true' in result.stdout
-        [pod] = running()
+        [pod] = running_pods(api, namespace)
         assert pod["spec"]["containers"][0]["resources"]["requests"]["cpu"] == "500m"
         assert allowed(api, "tailor-updater", "pods", "create", "eviction")
         assert not allowed(api, "tailor-updater", "pods", "update")  # resize only, no pod edits

@@ -17,31 +17,17 @@ from tests.cluster.kubelet_sim import KubeletSimulator
 from tests.cluster.podtools import applied_requests, get_pod, pod_manifest
 from tests.cluster.rawapi import Json, RawApi
 from tests.cluster.waiting import wait_until
-from tests.updater.test_follow_cluster import Mi, follow, period, start, write_schedule
+from tests.cluster.workloads import (
+    Mi,
+    create_deployment,
+    deployment,
+    running_pods,
+    wait_for_running,
+)
+from tests.updater.following import follow, period, start, write_schedule
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-
-
-def pinned_deployment(name: str, node_label: str) -> Json:
-    """One Guaranteed replica on the test's own node (the static CPU manager makes it stuck)."""
-    size = {"cpu": "1", "memory": "128Mi"}
-    container = {
-        "name": "app",
-        "image": "registry.k8s.io/pause:3.10",
-        "resources": {"requests": size, "limits": size},
-    }
-    labels = {"app": name}
-    spec = {"containers": [container], "nodeSelector": {"tailor-test": node_label}}
-    return {
-        "apiVersion": "apps/v1",
-        "kind": "Deployment",
-        "metadata": {"name": name},
-        "spec": {
-            "replicas": 1,
-            "selector": {"matchLabels": labels},
-            "template": {"metadata": {"labels": labels}, "spec": spec},
-        },
-    }
+PINNED = {"cpu": "1", "memory": "128Mi"}  # Guaranteed: beside the static CPU manager, stuck
 
 
 def budget(name: str) -> Json:
@@ -51,15 +37,6 @@ def budget(name: str) -> Json:
         "metadata": {"name": name},
         "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": name}}},
     }
-
-
-def running_pods(api: RawApi, namespace: str) -> list[Json]:
-    pods = api.get(f"/api/v1/namespaces/{namespace}/pods")["items"]
-    return [
-        p
-        for p in pods
-        if p["status"].get("phase") == "Running" and not p["metadata"].get("deletionTimestamp")
-    ]
 
 
 def test_a_stuck_pod_is_evicted_only_where_its_disruption_budget_allows(
@@ -77,11 +54,11 @@ def test_a_stuck_pod_is_evicted_only_where_its_disruption_budget_allows(
         sim.register_node(
             node, cpu="4", memory="8Gi", cpu_manager_policy="static", labels={"tailor-test": node}
         )
-        api.create(
-            f"/apis/apps/v1/namespaces/{namespace}/deployments", pinned_deployment("web", node)
+        create_deployment(
+            api, namespace, deployment("web", node, {"requests": PINNED, "limits": PINNED})
         )
         api.create(f"/apis/policy/v1/namespaces/{namespace}/poddisruptionbudgets", budget("web"))
-        [first] = wait_until(lambda: running_pods(api, namespace), timeout=30, what="replica")
+        [first] = wait_for_running(api, namespace, 1)
         schedule = write_schedule(tmp_path / "s.json", [period(namespace, "web", 2.0, 128 * Mi)])
 
         [sent] = follow(kube_cluster_full, schedule)

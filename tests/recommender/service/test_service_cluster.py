@@ -32,29 +32,19 @@ from tests.cluster.fixtures import create_namespace, namespace_name
 from tests.cluster.kubelet_sim import KubeletSimulator
 from tests.cluster.podtools import pod_manifest
 from tests.cluster.prometheus import PrometheusFactory, backfill_end
-from tests.cluster.rawapi import Json, RawApi
+from tests.cluster.rawapi import RawApi
 from tests.cluster.rbac import apply_manifest, kubeconfig_for
 from tests.cluster.waiting import wait_until
-from tests.updater.test_follow_from_prometheus import daily_cycle
-from tests.updater.test_follow_vpa import GROUP_PATH, deployment
+from tests.cluster.workloads import (
+    VPA_API,
+    create_deployment,
+    daily_cycle,
+    deployment,
+    vpa,
+    vpa_collection,
+)
 
 pytestmark = pytest.mark.prometheus
-
-
-def vpa(name: str, target: str, recommender: str, policy: Json | None = None) -> Json:
-    spec: Json = {
-        "targetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": target},
-        "updatePolicy": {"updateMode": "Off"},
-        "recommenders": [{"name": recommender}],
-    }
-    if policy:
-        spec["resourcePolicy"] = {"containerPolicies": [policy]}
-    return {
-        "apiVersion": "autoscaling.k8s.io/v1",
-        "kind": "VerticalPodAutoscaler",
-        "metadata": {"name": name},
-        "spec": spec,
-    }
 
 
 def run(*args: str) -> Any:
@@ -79,12 +69,12 @@ def test_the_service_writes_the_libraries_recommendation_into_the_vpas_it_serves
         node = f"rec-{namespace}"
         sim.register_node(node, cpu="8", memory="16Gi", labels={"tailor-test": node})
         for name in ("web", "api"):
-            api.create(f"/apis/apps/v1/namespaces/{namespace}/deployments", deployment(name, node))
-        vpas = f"{GROUP_PATH}/namespaces/{namespace}/verticalpodautoscalers"
+            create_deployment(api, namespace, deployment(name, node))
+        vpas = vpa_collection(namespace)
         cap = {"containerName": "app", "maxAllowed": {"cpu": "900m"}}
-        api.create(vpas, vpa("web", "web", "kube-tailor", cap))
-        api.create(vpas, vpa("api", "api", "someone-else"))
-        api.create(vpas, vpa("idle", "ghost", "kube-tailor"))
+        api.create(vpas, vpa("web", "web", recommender="kube-tailor", policy=cap))
+        api.create(vpas, vpa("api", "api", recommender="someone-else"))
+        api.create(vpas, vpa("idle", "ghost", recommender="kube-tailor"))
         wait_until(
             lambda: len(api.get(f"/api/v1/namespaces/{namespace}/pods")["items"]) == 2,
             timeout=30,
@@ -121,7 +111,7 @@ def test_the_service_writes_the_libraries_recommendation_into_the_vpas_it_serves
         matched = idle.status.condition("NoPodsMatched")
         assert matched is not None and matched.status == "True"
 
-        checkpoints = f"{GROUP_PATH}/namespaces/{namespace}/verticalpodautoscalercheckpoints"
+        checkpoints = f"{VPA_API}/namespaces/{namespace}/verticalpodautoscalercheckpoints"
         saved = VerticalPodAutoscalerCheckpoint.from_api(api.get(f"{checkpoints}/web-app"))
         assert saved.spec is not None and saved.spec.vpa_object_name == "web"
         assert saved.status is not None and saved.status.total_samples_count == len(history)
@@ -168,15 +158,15 @@ def test_bad_flags_and_an_unreachable_prometheus_are_clear_errors(
     pod = pod_manifest("rs-x")
     pod["metadata"]["ownerReferences"] = [{**owner, "controller": True}]
     kube_api.create(f"/api/v1/namespaces/{kube_namespace}/pods", pod)
-    served = vpa("rs", "rs", "kube-tailor")
+    served = vpa("rs", "rs", recommender="kube-tailor")
     served["spec"]["targetRef"] = {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "rs"}
-    kube_api.create(f"{GROUP_PATH}/namespaces/{kube_namespace}/verticalpodautoscalers", served)
+    kube_api.create(f"{VPA_API}/namespaces/{kube_namespace}/verticalpodautoscalers", served)
     kubeconfig = str(kube_cluster.kubeconfig)
     result = run("--once", "--prometheus", "http://127.0.0.1:9", "--kubeconfig", kubeconfig)
     assert result.exit_code == 1
     assert "cannot reach Prometheus at http://127.0.0.1:9" in plain(result.output)
     assert (
-        kube_api.get(f"{GROUP_PATH}/namespaces/{kube_namespace}/verticalpodautoscalers/rs").get(
+        kube_api.get(f"{VPA_API}/namespaces/{kube_namespace}/verticalpodautoscalers/rs").get(
             "status"
         )
         is None

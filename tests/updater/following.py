@@ -1,0 +1,55 @@
+"""Running `tailor follow --once` in tests: schedule rows in force now, bare pods, the CLI."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from typer.testing import CliRunner
+
+from tailor.cli.main import app
+from tests.cluster.controlplane import ControlPlane
+from tests.cluster.podtools import create_pod, wait_for_pod
+from tests.cluster.rawapi import Json, RawApi
+
+
+def period(namespace: str, workload: str, cpu: float, memory: float, **extra: Any) -> Json:
+    """One schedule row in force now, as `tailor schedule --format json` writes it."""
+    now = datetime.now(UTC).replace(microsecond=0)
+    return {
+        "namespace": namespace,
+        "workload": workload,
+        "container": "app",
+        "start": (now - timedelta(hours=1)).isoformat().replace("+00:00", "Z"),
+        "end": (now + timedelta(hours=1)).isoformat().replace("+00:00", "Z"),
+        "cpu": cpu,
+        "memory": memory,
+        "memoryLimit": extra.get("memory_limit", memory),
+    }
+
+
+def follow(
+    cluster: ControlPlane, schedule: Path, *flags: str, kubeconfig: Path | None = None
+) -> list[Json]:
+    """One pass's outcomes (JSON), as cluster admin unless `kubeconfig` says otherwise."""
+    config = kubeconfig or cluster.kubeconfig
+    args = ["follow", "--once", "--format", "json", "--schedule", str(schedule)]
+    result = CliRunner().invoke(app, [*args, "--kubeconfig", str(config), *flags])
+    assert result.exit_code == 0, result.output
+    return list(json.loads(result.stdout))
+
+
+def write_schedule(path: Path, rows: list[Json]) -> Path:
+    path.write_text(json.dumps(rows), encoding="utf-8")
+    return path
+
+
+def start(api: RawApi, namespace: str, manifest: Json) -> Json:
+    """Create a bare pod and wait until the simulated kubelet runs it."""
+    create_pod(api, namespace, manifest)
+    name = manifest["metadata"]["name"]
+    return wait_for_pod(
+        api, namespace, name, lambda p: p["status"].get("phase") == "Running", what="Running"
+    )
