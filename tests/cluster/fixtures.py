@@ -23,6 +23,7 @@ import shutil
 import tempfile
 import uuid
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +43,7 @@ CLUSTER_FIXTURES = frozenset(
         "kubelet_sim_factory",
         "kube_namespace",
         "kube_api",
+        "full_namespace",
     }
 )
 _KEPT_LOGS = pytest.StashKey[list[Path]]()
@@ -161,6 +163,33 @@ def kubelet_sim(
 ) -> KubeletSimulator:
     """A kubelet simulator bound to kube_cluster (register nodes with .register_node)."""
     return kubelet_sim_factory(kube_cluster)
+
+
+@dataclass(frozen=True)
+class FullNamespace:
+    """A fresh namespace in kube_cluster_full, its admin API and a kubelet simulator."""
+
+    cluster: ControlPlane
+    api: RawApi
+    name: str
+    sim: KubeletSimulator
+
+
+@pytest.fixture
+def full_namespace(
+    kube_cluster_full: ControlPlane,
+    kubelet_sim_factory: Callable[..., KubeletSimulator],
+    request: pytest.FixtureRequest,
+) -> Iterator[FullNamespace]:
+    """Where tests run Deployments: controllers and scheduler, simulated nodes."""
+    sim = kubelet_sim_factory(kube_cluster_full)
+    name = namespace_name(request.node.name)
+    with kube_cluster_full.api_client() as client:
+        api = RawApi(client)
+        create_namespace(api, name)
+        yield FullNamespace(kube_cluster_full, api, name, sim)
+        with contextlib.suppress(Exception):
+            api.delete(f"/api/v1/namespaces/{name}")
 
 
 @pytest.fixture

@@ -6,13 +6,10 @@ import os
 import signal
 import subprocess
 import sys
-from collections.abc import Callable
 from pathlib import Path
 
-import pytest
-
 from tests.cluster.controlplane import ControlPlane
-from tests.cluster.fixtures import create_namespace, namespace_name
+from tests.cluster.fixtures import FullNamespace
 from tests.cluster.kubelet_sim import KubeletSimulator
 from tests.cluster.podtools import applied_requests, get_pod, pod_manifest
 from tests.cluster.rawapi import Json, RawApi
@@ -40,53 +37,47 @@ def budget(name: str) -> Json:
 
 
 def test_a_stuck_pod_is_evicted_only_where_its_disruption_budget_allows(
-    kube_cluster_full: ControlPlane,
-    kubelet_sim_factory: Callable[..., KubeletSimulator],
-    request: pytest.FixtureRequest,
+    full_namespace: FullNamespace,
     tmp_path: Path,
 ) -> None:
-    sim = kubelet_sim_factory(kube_cluster_full)
-    namespace = namespace_name(request.node.name)
-    with kube_cluster_full.api_client() as client:
-        api = RawApi(client)
-        create_namespace(api, namespace)
-        node = f"evict-{namespace}"
-        sim.register_node(
-            node, cpu="4", memory="8Gi", cpu_manager_policy="static", labels={"tailor-test": node}
-        )
-        create_deployment(
-            api, namespace, deployment("web", node, {"requests": PINNED, "limits": PINNED})
-        )
-        api.create(f"/apis/policy/v1/namespaces/{namespace}/poddisruptionbudgets", budget("web"))
-        [first] = wait_for_running(api, namespace, 1)
-        schedule = write_schedule(tmp_path / "s.json", [period(namespace, "web", 2.0, 128 * Mi)])
+    api, namespace, sim = full_namespace.api, full_namespace.name, full_namespace.sim
+    node = f"evict-{namespace}"
+    sim.register_node(
+        node, cpu="4", memory="8Gi", cpu_manager_policy="static", labels={"tailor-test": node}
+    )
+    create_deployment(
+        api, namespace, deployment("web", node, {"requests": PINNED, "limits": PINNED})
+    )
+    api.create(f"/apis/policy/v1/namespaces/{namespace}/poddisruptionbudgets", budget("web"))
+    [first] = wait_for_running(api, namespace, 1)
+    schedule = write_schedule(tmp_path / "s.json", [period(namespace, "web", 2.0, 128 * Mi)])
 
-        [sent] = follow(kube_cluster_full, schedule)
-        assert (sent["workload"], sent["action"]) == ("web", "resize")
-        name = first["metadata"]["name"]
-        wait_until(
-            lambda: any(
-                c["type"] == "PodResizePending"
-                for c in get_pod(api, namespace, name)["status"].get("conditions", [])
-            ),
-            what="Infeasible",
-        )
+    [sent] = follow(full_namespace.cluster, schedule)
+    assert (sent["workload"], sent["action"]) == ("web", "resize")
+    name = first["metadata"]["name"]
+    wait_until(
+        lambda: any(
+            c["type"] == "PodResizePending"
+            for c in get_pod(api, namespace, name)["status"].get("conditions", [])
+        ),
+        what="Infeasible",
+    )
 
-        [refused] = follow(kube_cluster_full, schedule, "--evict")
-        assert (refused["action"], refused["applied"]) == ("evict", False)
-        assert refused["detail"].startswith("eviction refused (429)")
-        assert get_pod(api, namespace, name)["metadata"].get("deletionTimestamp") is None
+    [refused] = follow(full_namespace.cluster, schedule, "--evict")
+    assert (refused["action"], refused["applied"]) == ("evict", False)
+    assert refused["detail"].startswith("eviction refused (429)")
+    assert get_pod(api, namespace, name)["metadata"].get("deletionTimestamp") is None
 
-        api.delete(f"/apis/policy/v1/namespaces/{namespace}/poddisruptionbudgets/web")
-        [evicted] = follow(kube_cluster_full, schedule, "--evict")
-        assert (evicted["action"], evicted["applied"]) == ("evict", True)
-        assert evicted["detail"].startswith("evicted: resize Infeasible")
-        replaced = wait_until(
-            lambda: [p for p in running_pods(api, namespace) if p["metadata"]["name"] != name],
-            timeout=30,
-            what="replacement replica",
-        )
-        assert len(replaced) == 1
+    api.delete(f"/apis/policy/v1/namespaces/{namespace}/poddisruptionbudgets/web")
+    [evicted] = follow(full_namespace.cluster, schedule, "--evict")
+    assert (evicted["action"], evicted["applied"]) == ("evict", True)
+    assert evicted["detail"].startswith("evicted: resize Infeasible")
+    replaced = wait_until(
+        lambda: [p for p in running_pods(api, namespace) if p["metadata"]["name"] != name],
+        timeout=30,
+        what="replacement replica",
+    )
+    assert len(replaced) == 1
 
 
 def test_the_service_follows_the_file_and_survives_a_broken_rewrite(

@@ -8,16 +8,11 @@ LimitRanger, not just our reading of it.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
 
-import pytest
-
-from tests.cluster.controlplane import ControlPlane
 from tests.cluster.crds import install_crds
-from tests.cluster.fixtures import create_namespace, namespace_name
-from tests.cluster.kubelet_sim import KubeletSimulator
-from tests.cluster.rawapi import Json, RawApi
+from tests.cluster.fixtures import FullNamespace
+from tests.cluster.rawapi import Json
 from tests.cluster.workloads import (
     Mi,
     create_deployment,
@@ -40,51 +35,45 @@ def memory_ceiling() -> Json:
 
 
 def test_only_pods_whose_vpa_asks_for_in_place_updates_are_resized_within_their_bounds(
-    kube_cluster_full: ControlPlane,
-    kubelet_sim_factory: Callable[..., KubeletSimulator],
-    request: pytest.FixtureRequest,
+    full_namespace: FullNamespace,
     tmp_path: Path,
 ) -> None:
-    sim = kubelet_sim_factory(kube_cluster_full)
-    namespace = namespace_name(request.node.name)
-    with kube_cluster_full.api_client() as client:
-        api = RawApi(client)
-        install_crds(api)
-        create_namespace(api, namespace)
-        api.create(f"/api/v1/namespaces/{namespace}/limitranges", memory_ceiling())
-        node = f"vpa-{namespace}"
-        sim.register_node(node, cpu="8", memory="16Gi", labels={"tailor-test": node})
-        vpas = vpa_collection(namespace)
-        cap = {"containerName": "*", "maxAllowed": {"cpu": "600m"}}
-        api.create(vpas, vpa("web", "web", mode="InPlaceOrRecreate", policy=cap))
-        api.create(vpas, vpa("api", "api", mode="Off"))
-        for name in ("web", "api", "batch"):
-            create_deployment(api, namespace, deployment(name, node))
-        wait_for_running(api, namespace, 3)
-        rows = [period(namespace, name, 1.0, 200 * Mi) for name in ("web", "api", "batch")]
-        schedule = write_schedule(tmp_path / "s.json", rows)
+    api, namespace, sim = full_namespace.api, full_namespace.name, full_namespace.sim
+    install_crds(api)
+    api.create(f"/api/v1/namespaces/{namespace}/limitranges", memory_ceiling())
+    node = f"vpa-{namespace}"
+    sim.register_node(node, cpu="8", memory="16Gi", labels={"tailor-test": node})
+    vpas = vpa_collection(namespace)
+    cap = {"containerName": "*", "maxAllowed": {"cpu": "600m"}}
+    api.create(vpas, vpa("web", "web", mode="InPlaceOrRecreate", policy=cap))
+    api.create(vpas, vpa("api", "api", mode="Off"))
+    for name in ("web", "api", "batch"):
+        create_deployment(api, namespace, deployment(name, node))
+    wait_for_running(api, namespace, 3)
+    rows = [period(namespace, name, 1.0, 200 * Mi) for name in ("web", "api", "batch")]
+    schedule = write_schedule(tmp_path / "s.json", rows)
 
-        outcomes = {o["workload"]: o for o in follow(kube_cluster_full, schedule, "--vpa")}
-        assert outcomes["api"]["action"] == "none"
-        assert outcomes["api"]["detail"] == "VPA api has updateMode Off: no in-place updates"
-        assert outcomes["batch"]["detail"] == "no VerticalPodAutoscaler controls it"
-        web = outcomes["web"]
-        assert (web["action"], web["applied"]) == ("resize", True), web
-        assert "capped to maxAllowed" in web["detail"]
+    outcomes = {o["workload"]: o for o in follow(full_namespace.cluster, schedule, "--vpa")}
+    assert outcomes["api"]["action"] == "none"
+    assert outcomes["api"]["detail"] == "VPA api has updateMode Off: no in-place updates"
+    assert outcomes["batch"]["detail"] == "no VerticalPodAutoscaler controls it"
+    web = outcomes["web"]
+    assert (web["action"], web["applied"]) == ("resize", True), web
+    assert "capped to maxAllowed" in web["detail"]
 
-        pods = {p["metadata"]["labels"]["app"]: p for p in running_pods(api, namespace)}
-        resources = pods["web"]["spec"]["containers"][0]["resources"]
-        # CPU at the VPA's maxAllowed; memory where the proportional limit meets the ceiling.
-        assert resources["requests"] == {"cpu": "600m", "memory": "150Mi"}
-        assert resources["limits"] == {"memory": "300Mi"}
-        untouched = pods["api"]["spec"]["containers"][0]["resources"]["requests"]
-        assert untouched == {"cpu": "250m", "memory": "128Mi"}
+    pods = {p["metadata"]["labels"]["app"]: p for p in running_pods(api, namespace)}
+    resources = pods["web"]["spec"]["containers"][0]["resources"]
+    # CPU at the VPA's maxAllowed; memory where the proportional limit meets the ceiling.
+    assert resources["requests"] == {"cpu": "600m", "memory": "150Mi"}
+    assert resources["limits"] == {"memory": "300Mi"}
+    untouched = pods["api"]["spec"]["containers"][0]["resources"]["requests"]
+    assert untouched == {"cpu": "250m", "memory": "128Mi"}
 
-        # Without --vpa every scheduled pod follows, still within the LimitRange.
-        plain = {o["workload"]: o for o in follow(kube_cluster_full, schedule)}
-        assert plain["batch"]["action"] == "resize" and plain["batch"]["applied"]
-        batch = next(
-            p for p in running_pods(api, namespace) if p["metadata"]["labels"]["app"] == "batch"
-        )
-        batch_resources = batch["spec"]["containers"][0]["resources"]
-        assert batch_resources["requests"] == {"cpu": "1", "memory": "150Mi"}
+    # Without --vpa every scheduled pod follows, still within the LimitRange.
+    plain = {o["workload"]: o for o in follow(full_namespace.cluster, schedule)}
+    assert plain["batch"]["action"] == "resize" and plain["batch"]["applied"]
+    batch = next(
+        p for p in running_pods(api, namespace) if p["metadata"]["labels"]["app"] == "batch"
+    )
+    batch_resources = batch["spec"]["containers"][0]["resources"]
+    assert batch_resources["requests"] == {"cpu": "1", "memory": "150Mi"}

@@ -9,7 +9,6 @@ recommender alone, and say NoPodsMatched where no pod runs.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -28,8 +27,7 @@ from tailor.schedule_file import parse_schedule
 from tests.cli_text import plain
 from tests.cluster.controlplane import ControlPlane
 from tests.cluster.crds import install_crds
-from tests.cluster.fixtures import create_namespace, namespace_name
-from tests.cluster.kubelet_sim import KubeletSimulator
+from tests.cluster.fixtures import FullNamespace
 from tests.cluster.podtools import pod_manifest
 from tests.cluster.prometheus import PrometheusFactory, backfill_end
 from tests.cluster.rawapi import RawApi
@@ -52,92 +50,86 @@ def run(*args: str) -> Any:
 
 
 def test_the_service_writes_the_libraries_recommendation_into_the_vpas_it_serves(
-    kube_cluster_full: ControlPlane,
-    kubelet_sim_factory: Callable[..., KubeletSimulator],
+    full_namespace: FullNamespace,
     prometheus_server: PrometheusFactory,
-    request: pytest.FixtureRequest,
     tmp_path: Path,
 ) -> None:
-    sim = kubelet_sim_factory(kube_cluster_full)
-    namespace = namespace_name(request.node.name)
+    api, namespace, sim = full_namespace.api, full_namespace.name, full_namespace.sim
     history = daily_cycle(namespace, backfill_end())
     url = prometheus_server.start(usage_to_openmetrics(history)).url
-    with kube_cluster_full.api_client() as client:
-        api = RawApi(client)
-        install_crds(api)
-        create_namespace(api, namespace)
-        node = f"rec-{namespace}"
-        sim.register_node(node, cpu="8", memory="16Gi", labels={"tailor-test": node})
-        for name in ("web", "api"):
-            create_deployment(api, namespace, deployment(name, node))
-        vpas = vpa_collection(namespace)
-        cap = {"containerName": "app", "maxAllowed": {"cpu": "900m"}}
-        api.create(vpas, vpa("web", "web", recommender="kube-tailor", policy=cap))
-        api.create(vpas, vpa("api", "api", recommender="someone-else"))
-        api.create(vpas, vpa("idle", "ghost", recommender="kube-tailor"))
-        wait_until(
-            lambda: len(api.get(f"/api/v1/namespaces/{namespace}/pods")["items"]) == 2,
-            timeout=30,
-            what="two pods",
-        )
-        # Both passes run as the shipped ServiceAccount, under the real RBAC authorizer.
-        apply_manifest(api, "recommender/rbac.yaml")
-        account = kubeconfig_for(
-            api, kube_cluster_full, "kube-tailor", "tailor-recommender", tmp_path / "sa"
-        )
-        kubeconfig = str(account)
-        result = run("--once", "--prometheus", url, "--history", "5d", "--kubeconfig", kubeconfig)
-        assert result.exit_code == 0, result.output
-        assert "refused" not in result.stdout
-        assert f"recommended: {namespace}/web" in result.stdout
-        assert "checkpoints: 1 written" in result.stdout
-        assert f"no recommendation yet: {namespace}/idle" in result.stdout
+    install_crds(api)
+    node = f"rec-{namespace}"
+    sim.register_node(node, cpu="8", memory="16Gi", labels={"tailor-test": node})
+    for name in ("web", "api"):
+        create_deployment(api, namespace, deployment(name, node))
+    vpas = vpa_collection(namespace)
+    cap = {"containerName": "app", "maxAllowed": {"cpu": "900m"}}
+    api.create(vpas, vpa("web", "web", recommender="kube-tailor", policy=cap))
+    api.create(vpas, vpa("api", "api", recommender="someone-else"))
+    api.create(vpas, vpa("idle", "ghost", recommender="kube-tailor"))
+    wait_until(
+        lambda: len(api.get(f"/api/v1/namespaces/{namespace}/pods")["items"]) == 2,
+        timeout=30,
+        what="two pods",
+    )
+    # Both passes run as the shipped ServiceAccount, under the real RBAC authorizer.
+    apply_manifest(api, "recommender/rbac.yaml")
+    account = kubeconfig_for(
+        api, full_namespace.cluster, "kube-tailor", "tailor-recommender", tmp_path / "sa"
+    )
+    kubeconfig = str(account)
+    result = run("--once", "--prometheus", url, "--history", "5d", "--kubeconfig", kubeconfig)
+    assert result.exit_code == 0, result.output
+    assert "refused" not in result.stdout
+    assert f"recommended: {namespace}/web" in result.stdout
+    assert "checkpoints: 1 written" in result.stdout
+    assert f"no recommendation yet: {namespace}/idle" in result.stdout
 
-        web = VerticalPodAutoscaler.from_api(api.get(f"{vpas}/web"))
-        assert web.status is not None and web.status.recommendation is not None
-        [written] = web.status.recommendation.container_recommendations or []
-        [expected] = recommend_vpa(history).to_dict(orient="records")
-        wanted = ResourceList.from_amounts(expected["cpu_target"], expected["memory_target"])
-        assert expected["cpu_target"] > 0.9  # so the cap binds
-        assert written.container_name == "app"
-        assert written.uncapped_target == wanted
-        assert written.target == ResourceList({"cpu": "900m", "memory": wanted["memory"]})
-        provided = web.status.condition("RecommendationProvided")
-        assert provided is not None and provided.status == "True"
+    web = VerticalPodAutoscaler.from_api(api.get(f"{vpas}/web"))
+    assert web.status is not None and web.status.recommendation is not None
+    [written] = web.status.recommendation.container_recommendations or []
+    [expected] = recommend_vpa(history).to_dict(orient="records")
+    wanted = ResourceList.from_amounts(expected["cpu_target"], expected["memory_target"])
+    assert expected["cpu_target"] > 0.9  # so the cap binds
+    assert written.container_name == "app"
+    assert written.uncapped_target == wanted
+    assert written.target == ResourceList({"cpu": "900m", "memory": wanted["memory"]})
+    provided = web.status.condition("RecommendationProvided")
+    assert provided is not None and provided.status == "True"
 
-        assert api.get(f"{vpas}/api").get("status") is None  # another recommender's VPA
-        idle = VerticalPodAutoscaler.from_api(api.get(f"{vpas}/idle"))
-        assert idle.status is not None and idle.status.recommendation is None
-        matched = idle.status.condition("NoPodsMatched")
-        assert matched is not None and matched.status == "True"
+    assert api.get(f"{vpas}/api").get("status") is None  # another recommender's VPA
+    idle = VerticalPodAutoscaler.from_api(api.get(f"{vpas}/idle"))
+    assert idle.status is not None and idle.status.recommendation is None
+    matched = idle.status.condition("NoPodsMatched")
+    assert matched is not None and matched.status == "True"
 
-        checkpoints = f"{VPA_API}/namespaces/{namespace}/verticalpodautoscalercheckpoints"
-        saved = VerticalPodAutoscalerCheckpoint.from_api(api.get(f"{checkpoints}/web-app"))
-        assert saved.spec is not None and saved.spec.vpa_object_name == "web"
-        assert saved.status is not None and saved.status.total_samples_count == len(history)
-        resumed = VpaModel(np.array([0]))
-        resumed.load_checkpoint(0, api.get(f"{checkpoints}/web-app")["status"])
-        assert resumed.sample_count[0] == len(history)
+    checkpoints = f"{VPA_API}/namespaces/{namespace}/verticalpodautoscalercheckpoints"
+    saved = VerticalPodAutoscalerCheckpoint.from_api(api.get(f"{checkpoints}/web-app"))
+    assert saved.spec is not None and saved.spec.vpa_object_name == "web"
+    assert saved.status is not None and saved.status.total_samples_count == len(history)
+    resumed = VpaModel(np.array([0]))
+    resumed.load_checkpoint(0, api.get(f"{checkpoints}/web-app")["status"])
+    assert resumed.sample_count[0] == len(history)
 
-        plan = f"plan-{namespace}"[:63]
-        forecast = ["--strategy", "forecast", "--schedule-configmap", f"kube-tailor/{plan}"]
-        result = run(
-            "--once",
-            "--prometheus",
-            url,
-            "--history",
-            "3d",
-            "--kubeconfig",
-            str(account),
-            *forecast,
-        )
-        assert result.exit_code == 0, result.output
-        assert "refused" not in result.stdout
-        text = api.get(f"/api/v1/namespaces/kube-tailor/configmaps/{plan}")["data"]["schedule.json"]
-        rows = parse_schedule(text, "configmap")
-        assert len(rows) == 24
-        assert {(r.namespace, r.workload, r.container) for r in rows} == {(namespace, "web", "app")}
-        assert json.loads(text)[0]["cpu"] == rows[0].cpu
+    plan = f"plan-{namespace}"[:63]
+    forecast = ["--strategy", "forecast", "--schedule-configmap", f"kube-tailor/{plan}"]
+    result = run(
+        "--once",
+        "--prometheus",
+        url,
+        "--history",
+        "3d",
+        "--kubeconfig",
+        str(account),
+        *forecast,
+    )
+    assert result.exit_code == 0, result.output
+    assert "refused" not in result.stdout
+    text = api.get(f"/api/v1/namespaces/kube-tailor/configmaps/{plan}")["data"]["schedule.json"]
+    rows = parse_schedule(text, "configmap")
+    assert len(rows) == 24
+    assert {(r.namespace, r.workload, r.container) for r in rows} == {(namespace, "web", "app")}
+    assert json.loads(text)[0]["cpu"] == rows[0].cpu
 
 
 def test_bad_flags_and_an_unreachable_prometheus_are_clear_errors(
