@@ -11,27 +11,9 @@ from tests.cluster.fixtures import create_namespace, namespace_name
 from tests.cluster.kubelet_sim import KubeletSimulator
 from tests.cluster.rawapi import Json, RawApi, pod_path
 from tests.cluster.waiting import wait_until
+from tests.cluster.workloads import deployment
 
 pytestmark = pytest.mark.cluster
-
-
-def deployment(name: str, replicas: int) -> Json:
-    labels = {"app": name}
-    container = {
-        "name": "app",
-        "image": "registry.k8s.io/pause:3.10",
-        "resources": {"requests": {"cpu": "1", "memory": "256Mi"}},
-    }
-    return {
-        "apiVersion": "apps/v1",
-        "kind": "Deployment",
-        "metadata": {"name": name},
-        "spec": {
-            "replicas": replicas,
-            "selector": {"matchLabels": labels},
-            "template": {"metadata": {"labels": labels}, "spec": {"containers": [container]}},
-        },
-    }
 
 
 def test_a_deployment_is_scheduled_onto_simulated_nodes_and_evictions_are_replaced(
@@ -47,7 +29,10 @@ def test_a_deployment_is_scheduled_onto_simulated_nodes_and_evictions_are_replac
         nodes = {f"full-a-{namespace}", f"full-b-{namespace}"}
         for node in sorted(nodes):
             sim.register_node(node, cpu="2", memory="4Gi")
-        api.create(f"/apis/apps/v1/namespaces/{namespace}/deployments", deployment("web", 3))
+        api.create(
+            f"/apis/apps/v1/namespaces/{namespace}/deployments",
+            deployment("web", None, {"requests": {"cpu": "1", "memory": "256Mi"}}, 3),
+        )
 
         def running() -> list[Json]:
             pods = api.get(f"/api/v1/namespaces/{namespace}/pods")["items"]

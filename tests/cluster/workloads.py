@@ -19,15 +19,20 @@ Mi = 2**20
 BURSTABLE = {"requests": {"cpu": "250m", "memory": "128Mi"}, "limits": {"memory": "256Mi"}}
 
 
-def deployment(name: str, node: str, resources: Json | None = None, replicas: int = 1) -> Json:
-    """A Deployment of pause containers named `app`, on the node labelled `tailor-test=node`."""
+def deployment(
+    name: str, node: str | None, resources: Json | None = None, replicas: int = 1
+) -> Json:
+    """A Deployment of pause containers named `app`, on the node labelled `tailor-test=node`
+    (anywhere the scheduler likes when `node` is None)."""
     container = {
         "name": "app",
         "image": "registry.k8s.io/pause:3.10",
         "resources": resources or BURSTABLE,
     }
     labels = {"app": name}
-    spec = {"containers": [container], "nodeSelector": {"tailor-test": node}}
+    spec: Json = {"containers": [container]}
+    if node is not None:
+        spec["nodeSelector"] = {"tailor-test": node}
     return {
         "apiVersion": "apps/v1",
         "kind": "Deployment",
