@@ -43,8 +43,8 @@ from recommender.data.promql import (
     HistoryQueries,
     LabelNames,
     MetricNames,
+    check_extra_matcher,
     plan_chunks,
-    validate_label_name,
 )
 from recommender.data.schema import DataFormatError, validate_events, validate_usage
 
@@ -113,12 +113,11 @@ class PrometheusSettings(BaseModel):
         points = min(DEFAULT_CHUNK.total_seconds() // seconds, MAX_POINTS_PER_SERIES)
         return {**data, "chunk": timedelta(seconds=points * seconds)}
 
-    @field_validator("extra_matchers")
-    @classmethod
-    def _matcher_names(cls, value: dict[str, str]) -> dict[str, str]:
-        for name in value:
-            validate_label_name(name)
-        return value
+    @model_validator(mode="after")
+    def _matcher_names(self) -> PrometheusSettings:
+        for name in self.extra_matchers:
+            check_extra_matcher(name, self.labels)
+        return self
 
     @field_validator("start", "end")
     @classmethod

@@ -42,6 +42,33 @@ def validate_metric_name(name: str) -> str:
     return name
 
 
+#: Labels the queries match or group on themselves, besides the configured container label.
+QUERY_LABELS = ("image", "resource", "reason", "owner_kind", "owner_name")
+
+
+def check_extra_matcher(name: str, labels: LabelNames) -> str:
+    """Return `name` if an extra matcher may use it, else raise ValueError.
+
+    A name Prometheus reserves (`__name__`, ...) fights the metric each query names,
+    and a label the queries set themselves (`reason="OOMKilled"`, `resource`, or
+    `container`, which owner and eviction series lack) empties or skews some of the
+    queries: the load came back empty or wrong instead of refusing the matcher.
+    Namespace and pod stay allowed: every queried series carries them.
+    """
+    validate_label_name(name)
+    if name.startswith("__"):
+        raise ValueError(
+            f"label {name!r} is reserved by Prometheus (names starting with __); "
+            "the queries choose the metrics themselves"
+        )
+    if name == labels.container or name in QUERY_LABELS:
+        raise ValueError(
+            f"label {name!r} is set by the history queries themselves and cannot be matched "
+            f"on (reserved: {', '.join((labels.container, *QUERY_LABELS))})"
+        )
+    return name
+
+
 def quote(value: str) -> str:
     """A PromQL double-quoted string literal holding exactly `value`."""
     return '"' + "".join(_STRING_ESCAPES.get(char, char) for char in value) + '"'
@@ -149,7 +176,7 @@ class HistoryQueries:
     ) -> HistoryQueries:
         extra = tuple(sorted((extra_matchers or {}).items()))
         for name, _ in extra:
-            validate_label_name(name)
+            check_extra_matcher(name, labels)
         return HistoryQueries(metrics, labels, int(step), tuple(namespaces), extra)
 
     def _base(self) -> list[Matcher]:

@@ -21,6 +21,7 @@ from recommender.data.prometheus import (
     PrometheusSourceError,
     load_prometheus_history,
 )
+from recommender.data.promql import LabelNames, check_extra_matcher
 from recommender.data.schema import DataFormatError, empty_events
 from recommender.data.synthetic import demo_fleet
 from recommender.data.traces import load_dataset
@@ -118,6 +119,10 @@ def prometheus_settings(options: PrometheusOptions) -> PrometheusSettings:
         if not sep or not name:
             raise typer.BadParameter(f"--match wants NAME=VALUE, got {item!r}")
         name = name.strip()
+        try:  # before the settings: the answer names the flag, not a field
+            check_extra_matcher(name, LabelNames())
+        except ValueError as err:
+            raise typer.BadParameter(str(err), param_hint="--match") from err
         if name in extra:  # a dict kept only the last, so the query ignored the first
             raise typer.BadParameter(
                 f"--match {name} given twice ({extra[name]!r} and {value!r}): "

@@ -23,6 +23,7 @@ from recommender.data.promql import (
     LabelNames,
     Matcher,
     MetricNames,
+    check_extra_matcher,
     one_of,
     plan_chunks,
     quote,
@@ -102,6 +103,29 @@ def test_queries_use_configured_labels_namespaces_and_extra_matchers() -> None:
 def test_extra_matcher_names_are_validated_when_building_queries() -> None:
     with pytest.raises(ValueError, match="label name"):
         HistoryQueries.build(MetricNames(), LabelNames(), 300, extra_matchers={"a-b": "x"})
+
+
+@pytest.mark.parametrize(
+    "name", ["__name__", "__address__", "container", "image", "resource", "reason", "owner_kind"]
+)
+def test_extra_matchers_may_not_name_reserved_or_query_labels(name: str) -> None:
+    """`__name__` fought the metric each query names; `reason`, `container`, ... emptied or
+    skewed the queries that set or lack them. All three entry points refuse them."""
+    with pytest.raises(ValueError, match=f"label '{name}' is (reserved|set by)"):
+        check_extra_matcher(name, LabelNames())
+    with pytest.raises(ValueError, match=f"'{name}'"):
+        HistoryQueries.build(MetricNames(), LabelNames(), 300, extra_matchers={name: "x"})
+    with pytest.raises(ValidationError, match=f"'{name}'"):
+        PrometheusSettings(url="http://127.0.0.1:9", extra_matchers={name: "x"})
+
+
+def test_the_reserved_container_label_follows_the_configured_name() -> None:
+    relabelled = LabelNames(container="container_name")
+    with pytest.raises(ValueError, match="container_name"):
+        check_extra_matcher("container_name", relabelled)
+    for name in ("container", "namespace", "pod", "cluster", "_private"):
+        assert check_extra_matcher(name, relabelled) == name
+    assert check_extra_matcher("pod", LabelNames()) == "pod"  # every series carries it
 
 
 @pytest.mark.parametrize(

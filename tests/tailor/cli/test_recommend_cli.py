@@ -147,6 +147,21 @@ def test_bad_prometheus_flags_are_refused_before_any_query(args: list[str], mess
 
 
 @pytest.mark.parametrize("command", ["recommend", "schedule"])
+@pytest.mark.parametrize("label", ["__name__", "__meta_x", "reason", "container"])
+def test_a_match_on_a_reserved_or_query_label_is_refused_not_queried(
+    command: str, label: str
+) -> None:
+    """Nothing listens on port 9: the error must be about the flag, before any connection."""
+    result = runner.invoke(
+        app, [command, "--prometheus", "http://127.0.0.1:9", "--match", f"{label}=x"]
+    )
+    text = plain(result.output)
+    assert result.exit_code == 2
+    assert "--match" in text and f"'{label}'" in text, text
+    assert "cannot reach" not in text and "127.0.0.1" not in text
+
+
+@pytest.mark.parametrize("command", ["recommend", "schedule"])
 def test_the_source_error_names_the_sources_the_command_has(command: str) -> None:
     result = runner.invoke(app, [command])
     text = plain(result.output)
