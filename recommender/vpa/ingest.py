@@ -17,16 +17,18 @@ class VpaInputError(ValueError):
     """Samples, kills or indices the model cannot take (wrong shape, range or value)."""
 
 
-def checked_indices(values: object, size: int, what: str) -> np.ndarray:
-    """Whole numbers in [0, size) as int64: a float index used to be truncated and -1
-    silently meant the last series."""
+def checked_indices(values: object, size: int | None, what: str) -> np.ndarray:
+    """Whole numbers in [0, size) as int64 (size None: no upper bound): a float index
+    used to be truncated and -1 silently meant the last series."""
     array = np.asarray(values)
     if array.dtype.kind == "f" and not np.array_equal(array, np.trunc(array)):
         raise VpaInputError(f"{what} indices must be whole numbers")
     if array.dtype.kind not in "iuf" and array.size:
         raise VpaInputError(f"{what} indices must be numbers, got {array.dtype}")
     indices = array.astype(np.int64, copy=False)
-    if indices.size and (indices.min() < 0 or indices.max() >= size):
+    if indices.size and size is None and indices.min() < 0:
+        raise VpaInputError(f"{what} indices must be >= 0")
+    if indices.size and size is not None and (indices.min() < 0 or indices.max() >= size):
         raise VpaInputError(f"{what} index out of range [0, {size})")
     return indices
 

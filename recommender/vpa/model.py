@@ -58,15 +58,15 @@ class VpaModel:
         n_aggregates: int | None = None,
         settings: VpaSettings = VpaSettings(),  # noqa: B008 - frozen, shared safely
     ) -> None:
-        self.series_to_aggregate = np.asarray(series_to_aggregate, dtype=np.int64).copy()
-        if self.series_to_aggregate.ndim != 1:
-            raise ValueError("series_to_aggregate must be one-dimensional")
-        if self.series_to_aggregate.size and self.series_to_aggregate.min() < 0:
-            raise ValueError("aggregate indices must be non-negative")
+        # checked like the series indices of add_samples: [0.5] used to become aggregate 0
+        mapping = checked_indices(series_to_aggregate, None, "aggregate")
+        if mapping.ndim != 1:
+            raise VpaInputError("series_to_aggregate must be one-dimensional")
+        self.series_to_aggregate = mapping.copy()
         inferred = int(self.series_to_aggregate.max()) + 1 if self.series_to_aggregate.size else 0
         self.n_aggregates = inferred if n_aggregates is None else int(n_aggregates)
         if self.n_aggregates < inferred:
-            raise ValueError("n_aggregates is smaller than the largest aggregate index + 1")
+            raise VpaInputError("n_aggregates is smaller than the largest aggregate index + 1")
         self.settings = settings
         self.cpu_buckets = cpu_buckets(settings)
         self.memory_buckets = memory_buckets(settings)

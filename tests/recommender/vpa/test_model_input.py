@@ -76,6 +76,35 @@ def test_bad_input_is_refused_and_changes_nothing(name: str) -> None:
     assert _state(model) == before
 
 
+@pytest.mark.parametrize(
+    ("mapping", "message"),
+    [
+        ([0.5], "whole numbers"),
+        ([0, 1.5], "whole numbers"),
+        ([0, np.nan], "whole numbers"),
+        ([True, False], "must be numbers, got bool"),
+        (["0", "1"], "must be numbers"),
+        ([0, -1], ">= 0"),
+        ([[0, 1]], "one-dimensional"),
+    ],
+)
+def test_a_series_to_aggregate_that_is_not_whole_indices_is_refused(
+    mapping: object, message: str
+) -> None:
+    """[0.5] used to be truncated to aggregate 0 and [True] read as 1, without a word."""
+    with pytest.raises(VpaInputError, match=message):
+        VpaModel(np.asarray(mapping))
+
+
+def test_whole_float_aggregate_indices_are_taken_as_series_indices_are() -> None:
+    model = VpaModel(A([0.0, 1.0, 1.0]))
+    assert model.series_to_aggregate.dtype == np.int64
+    assert model.series_to_aggregate.tolist() == [0, 1, 1]
+    assert model.n_aggregates == 2
+    with pytest.raises(VpaInputError, match="n_aggregates is smaller"):
+        VpaModel(A([0, 3]), 2)
+
+
 def test_nan_containers_per_pod_is_refused() -> None:
     """It used to give all-zero recommendations."""
     with pytest.raises(ValueError, match="containers_per_pod"):
