@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 
 from recommender.data.arrays import KEY_COLUMNS, UsageArrays, factorize_rows, from_long
-from recommender.data.ooms import oom_kills
+from recommender.data.ooms import history_start, oom_kills
 from recommender.data.schema import validate_events, validate_usage
 from recommender.forecast.api import BOUND_COLUMNS, recommend_forecast
 from recommender.forecast.settings import ForecastSettings
@@ -64,7 +64,10 @@ def fit_vpa_model(
     codes = codes[order]
     cpu = usage["cpu"].to_numpy(dtype=np.float64)[order]
     memory = usage["memory"].to_numpy(dtype=np.float64)[order]
-    ooms = oom_kills(events, series)  # the memory a kill reports counts as the request then
+    # the memory a kill reports counts as the request then; a kill before the first
+    # sample is dropped: the model had not started (upstream only sees kills while it runs)
+    since = history_start(int(seconds[0]), int(seconds[-1])) if seconds.size else None
+    ooms = oom_kills(events, series, since)
     # Upstream only accepts an OOM inside the series' current 24 h interval, so
     # samples and OOMs are fed in time order, as the live recommender sees them.
     cuts = np.searchsorted(seconds, ooms.seconds, side="right")

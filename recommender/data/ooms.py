@@ -3,17 +3,36 @@
 Both models (`recommend_vpa`, the forecaster) and the CLI's note on events that
 match nothing use this one rule, so they cannot disagree on which kill belongs
 to which container: a kill belongs to the series with its namespace, pod and
-container; the workload label plays no part (events may omit it).
+container; the workload label plays no part (events may omit it). Nor on when a
+kill counts: from the start of the history the model remembers (`history_start`)
+on, however long after the last sample.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
+from tailor.durations import DAY
+
 MATCH_COLUMNS = ("namespace", "pod", "container")
+
+
+def history_start(first: int, last: int, days: float | None = None) -> int:
+    """The first UNIX second of the history a model remembers; older kills are dropped.
+
+    A model that remembers everything it is given (the VPA model) starts at the first
+    sample, as upstream's recommender only learns of kills while it runs. One that keeps
+    the `days` before the last sample (the forecaster's `history_days`) starts there,
+    even when the samples start later: such a kill is recent news about the container.
+    A kill older than either says nothing about today's memory.
+    """
+    if days is None:
+        return int(first)
+    return math.floor(last - days * DAY) + 1  # the samples kept are those after last - days
 
 
 @dataclass(frozen=True)
@@ -40,9 +59,12 @@ def _kills(events: pd.DataFrame | None) -> pd.DataFrame:
     return events[events["reason"] == "OOMKilled"]
 
 
-def oom_kills(events: pd.DataFrame | None, keys: pd.DataFrame) -> OomKills:
+def oom_kills(
+    events: pd.DataFrame | None, keys: pd.DataFrame, since: int | None = None
+) -> OomKills:
     """The OOM kills of a canonical events table matched to the rows of `keys`
-    (one row per series, with the MATCH_COLUMNS; each combination at most once)."""
+    (one row per series, with the MATCH_COLUMNS; each combination at most once),
+    leaving out those before `since` (see `history_start`; None keeps all)."""
     kills = _kills(events)
     if kills.empty:
         none = np.zeros(0, dtype=np.int64)
@@ -52,11 +74,13 @@ def oom_kills(events: pd.DataFrame | None, keys: pd.DataFrame) -> OomKills:
         pd.MultiIndex.from_frame(kills.loc[:, list(MATCH_COLUMNS)].astype(str))
     )
     known = rows >= 0
-    seconds = kills["timestamp"].astype("datetime64[s, UTC]").astype("int64").to_numpy()[known]
-    memory = kills["memory"].to_numpy(dtype=np.float64)[known]
+    seconds = kills["timestamp"].astype("datetime64[s, UTC]").astype("int64").to_numpy()
+    kept = known if since is None else known & (seconds >= since)
+    seconds = seconds[kept]
+    memory = kills["memory"].to_numpy(dtype=np.float64)[kept]
     order = np.argsort(seconds, kind="stable")
     return OomKills(
-        rows[known].astype(np.int64)[order],
+        rows[kept].astype(np.int64)[order],
         seconds[order],
         memory[order],
         int(np.count_nonzero(~known)),

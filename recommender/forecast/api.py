@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from recommender.data.arrays import KEY_COLUMNS, UsageArrays
-from recommender.data.ooms import oom_kills
+from recommender.data.ooms import history_start, oom_kills
 from recommender.forecast.explain import explain, explanation_columns
 from recommender.forecast.memory import OomHistory
 from recommender.forecast.planner import Plan, make_plan
@@ -67,10 +67,13 @@ def oom_history(
 
     Events are matched to series as `recommend_vpa` matches them (`oom_kills`), and
     as there, a kill after the history's last sample counts: it is the latest news
-    (the live recommender would act on it). Kills of unknown series are ignored.
+    (the live recommender would act on it). Kills of unknown series are ignored, and
+    so are kills from before the `history_days` the forecaster remembers.
     """
     ooms = OomHistory.empty(usage.n_series)
-    kills = oom_kills(events, usage.keys)
+    last = usage.start + (usage.n_windows - 1) * usage.step
+    since = history_start(usage.start, last, settings.history_days)
+    kills = oom_kills(events, usage.keys, since)
     if not len(kills):
         return ooms
     rows, seconds, memory = kills.series, kills.seconds, kills.memory

@@ -9,6 +9,7 @@ import pandas as pd
 import pytest
 
 from recommender.data.schema import DataFormatError, validate_usage
+from recommender.forecast.settings import ForecastSettings
 from recommender.recommend import recommend_forecast_workloads, recommend_vpa
 
 MIB = 2**20
@@ -179,9 +180,13 @@ def test_old_pods_of_a_live_workload_do_not_set_its_requests() -> None:
 
 
 def _kill_after_history(usage: pd.DataFrame, minutes: int) -> pd.DataFrame:
+    return _kill_at(usage["timestamp"].max() + pd.Timedelta(minutes=minutes))
+
+
+def _kill_at(when: pd.Timestamp) -> pd.DataFrame:
     return pd.DataFrame(
         {
-            "timestamp": [usage["timestamp"].max() + pd.Timedelta(minutes=minutes)],
+            "timestamp": [when],
             "namespace": ["ns"],
             "pod": ["web-1"],
             "container": ["app"],
@@ -208,3 +213,48 @@ def test_a_kill_after_the_last_sample_raises_memory_in_both_models(minutes: int)
     assert forecast_without.iloc[0].memory_target < 400 * MIB
     assert (plan_with["memory_request"] >= 800 * MIB).all()
     assert "1 OOM kill(s)" in forecast_with.iloc[0].explanation
+
+
+def test_the_vpa_model_takes_kills_from_its_first_sample_on() -> None:
+    """A kill a minute before the first sample made the target 3x (a peak of 960 MiB in a
+    history of 300 MiB); the model had not started then, and upstream's recommender only learns of
+    kills while it runs. A kill at the first sample still counts."""
+    usage = _usage({"web-1": (0.1, 300 * MIB)}, hours=72)
+    first = usage["timestamp"].min()
+    without = recommend_vpa(usage)
+    pd.testing.assert_frame_equal(
+        recommend_vpa(usage, _kill_at(first - pd.Timedelta(minutes=1))), without
+    )
+    at_first = recommend_vpa(usage, _kill_at(first)).iloc[0]
+    assert at_first.memory_target > 2 * without.iloc[0].memory_target
+
+
+def test_the_forecaster_takes_kills_from_its_history_days_on() -> None:
+    """It remembers the last history_days: a kill inside them counts even before the first
+    sample, one older (400 days, or just past the cut of a 2-day memory) used to be
+    counted in the explanation and is now dropped, as the samples of that time are."""
+    usage = _usage({"web-1": (0.1, 300 * MIB)}, hours=72)
+    first, last = usage["timestamp"].min(), usage["timestamp"].max()
+    without = recommend_forecast_workloads(usage)
+    for frame, plain in zip(
+        recommend_forecast_workloads(usage, _kill_at(first - pd.Timedelta(days=400))),
+        without,
+        strict=True,
+    ):
+        pd.testing.assert_frame_equal(frame, plain)
+    inside, _ = recommend_forecast_workloads(usage, _kill_at(first - pd.Timedelta(days=5)))
+    assert "1 OOM kill(s), last 2024-02-25 00:00 UTC" in inside.iloc[0].explanation
+    two_days = ForecastSettings(history_days=2.0, residual_days=1.0)
+    cut = last - pd.Timedelta(days=2)
+    dropped, _ = recommend_forecast_workloads(usage, _kill_at(cut), two_days)
+    kept, _ = recommend_forecast_workloads(usage, _kill_at(cut + pd.Timedelta(seconds=1)), two_days)
+    assert "OOM" not in dropped.iloc[0].explanation
+    assert "1 OOM kill(s)" in kept.iloc[0].explanation
+
+
+def test_a_recent_kill_before_a_short_history_holds_the_forecasters_memory() -> None:
+    usage = _usage({"web-1": (0.1, 300 * MIB)}, hours=12)
+    kill = _kill_at(usage["timestamp"].min() - pd.Timedelta(hours=1))
+    recommendations, schedule = recommend_forecast_workloads(usage, kill)
+    assert recommendations.iloc[0].memory_target >= 800 * MIB  # held 24 h from the kill
+    assert schedule["memory_request"].max() >= 800 * MIB
