@@ -11,49 +11,24 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, cast
 
 import kubernetes.client
-import kubernetes.config
 from kubernetes.client.exceptions import ApiException
-from kubernetes.config.config_exception import ConfigException
 
+<<<<<<<< HEAD:tailor/kube.py
 from tailor.api.crd import CHECKPOINT_PLURAL, GROUP, VERSION, VPA_PLURAL
 
 Json = Mapping[str, Any]
 FIELD_MANAGER = "kube-tailor"
+========
+from tailor.kube import ClusterError, api_client_from, api_message
+from updater.resources import Json
 
+__all__ = ["Answer", "Cluster", "ClusterError", "api_client_from", "api_message"]
 
-class ClusterError(RuntimeError):
-    """The API server could not be reached or refused a read the updater needs."""
-
-
-def api_client_from(kubeconfig: Path | None) -> kubernetes.client.ApiClient:
-    """A client from `kubeconfig`, else in-cluster, else the default kubeconfig."""
-    try:
-        if kubeconfig is not None:
-            if not kubeconfig.is_file():
-                raise ClusterError(f"kubeconfig {kubeconfig} does not exist")
-            return kubernetes.config.new_client_from_config(config_file=str(kubeconfig))
-        try:
-            configuration = kubernetes.client.Configuration()
-            kubernetes.config.load_incluster_config(client_configuration=configuration)
-            return kubernetes.client.ApiClient(configuration)
-        except ConfigException:
-            return kubernetes.config.new_client_from_config()
-    except (ConfigException, OSError, ValueError) as error:
-        raise ClusterError(f"cannot load a kubeconfig: {error}") from None
-
-
-def api_message(error: ApiException) -> str:
-    """The Status message of a refused call, else its reason."""
-    try:
-        body = json.loads(error.body or "{}")
-    except ValueError:
-        body = {}
-    message = body.get("message") if isinstance(body, dict) else None
-    return str(message or error.reason or f"HTTP {error.status}")
+FIELD_MANAGER = "kube-tailor-updater"
+>>>>>>>> c5eaaea (tailor.kube (kubeconfig loading, Status messages) and ContainerResources.of_container move out of updater/, and install_vpa_crd to tests/cluster/vpa_crd.py, so the admission webhook and its tests share them):updater/kube.py
 
 
 @dataclass(frozen=True)

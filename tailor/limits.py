@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Literal
+from typing import Any, Literal
 
 from tailor.api.limitrange import LimitRangeItem
 from tailor.api.meta import RESOURCE_CPU, RESOURCE_MEMORY, ResourceList, granule
@@ -28,6 +28,21 @@ class ContainerResources:
     name: str
     requests: ResourceList = field(default_factory=ResourceList)
     limits: ResourceList = field(default_factory=ResourceList)
+
+    @classmethod
+    def of_container(cls, container: Mapping[str, Any]) -> ContainerResources:
+        """cpu / memory of a pod spec's container (JSON); a limit stands in for a missing
+        request, as the API server's defaulting does. Raises QuantityError on bad amounts."""
+        resources = container.get("resources") or {}
+        requests, limits = resources.get("requests") or {}, resources.get("limits") or {}
+        defaulted = {**limits, **requests}
+        return cls(
+            name=str(container.get("name")),
+            requests=ResourceList(
+                {r: defaulted[r] for r in LIMIT_SCALED_RESOURCES if r in defaulted}
+            ),
+            limits=ResourceList({r: limits[r] for r in LIMIT_SCALED_RESOURCES if r in limits}),
+        )
 
 
 @dataclass(frozen=True)

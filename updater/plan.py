@@ -21,7 +21,7 @@ from tailor.api.vpa import PodResourcePolicy, RecommendedContainerResources
 from tailor.capping import cap_recommendations_for_pod
 from tailor.limits import ContainerResources, new_container_resources
 from tailor.quantity import Quantity
-from updater.resources import RESOURCES, Amounts, Json, limits_of, requests_of
+from updater.resources import Amounts, Json, limits_of, requests_of
 from updater.targets import Target
 
 
@@ -124,17 +124,6 @@ def _wanted(target: Target, qos: Qos, requested: Mapping[str, int]) -> ResourceL
     return ResourceList({r: q for r, q in wanted.items() if r in requested})
 
 
-def _current(container: Json) -> ContainerResources:
-    resources = container.get("resources") or {}
-    requests, limits = resources.get("requests") or {}, resources.get("limits") or {}
-    defaulted = {**limits, **requests}  # the API defaults a missing request to the limit
-    return ContainerResources(
-        name=str(container.get("name")),
-        requests=ResourceList({r: defaulted[r] for r in RESOURCES if r in defaulted}),
-        limits=ResourceList({r: limits[r] for r in RESOURCES if r in limits}),
-    )
-
-
 def _resized(containers: Sequence[Json], changes: Mapping[str, ContainerResize]) -> list[Json]:
     return [
         {**c, "resources": changes[str(c.get("name"))].resources()}
@@ -153,7 +142,7 @@ def plan_resize(
     qos = qos_of(containers)
     if qos is Qos.BEST_EFFORT:
         return Skipped("BestEffort pod: no requests to resize")
-    current = {str(c.get("name")): _current(c) for c in containers}
+    current = {str(c.get("name")): ContainerResources.of_container(c) for c in containers}
     wanted = [
         RecommendedContainerResources(
             container_name=name, target=_wanted(targets[name], qos, requests_of(container))
