@@ -1,0 +1,188 @@
+"""The JSON patch that gives a pod being created its VPA's recommendation (pure).
+
+A pod is sized once, at creation, so this is where `Initial` and every other mode
+but `Off` take effect (upstream's admission controller). The amounts go through the
+pipeline every VPA write shares: `tailor.capping` (the VPA's resource policy, the
+namespace's Pod and Container LimitRanges, RequestsOnly capped at the current
+limit) and `tailor.limits` (limits keep their ratio to the request, so a
+Guaranteed pod stays Guaranteed). Only cpu and memory are written, and only where
+the value changes; containers without a recommendation are not touched.
+
+The patch also records what it did in two annotations upstream's tools read:
+`vpaObservedContainers` (the pod's container names) and `vpaUpdates` ("Pod
+resources updated by web: container 0: cpu request, memory request").
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from tailor.api.limitrange import LimitRange, LimitType, merged_limit_range_item
+from tailor.api.meta import ResourceList
+from tailor.api.vpa import UpdateMode, VerticalPodAutoscaler
+from tailor.capping import cap_recommendations_for_pod
+from tailor.limits import LIMIT_SCALED_RESOURCES, ContainerResources, new_container_resources
+from tailor.quantity import Quantity, QuantityError
+
+Json = Mapping[str, Any]
+
+UPDATES_ANNOTATION = "vpaUpdates"
+OBSERVED_CONTAINERS_ANNOTATION = "vpaObservedContainers"
+
+
+class PodUnreadable(ValueError):
+    """The admitted object is not a pod we can read (no containers, a bad quantity...)."""
+
+
+@dataclass(frozen=True)
+class PodPatch:
+    """JSON Patch operations for the pod (empty: admit as written) and what they do."""
+
+    operations: tuple[dict[str, Any], ...] = ()
+    reason: str = ""
+
+
+def json_pointer(*tokens: str | int) -> str:
+    """RFC 6901 pointer: `~` and `/` inside a token (annotation keys) must be escaped."""
+    return "".join("/" + str(token).replace("~", "~0").replace("/", "~1") for token in tokens)
+
+
+def _add(path: str, value: object) -> dict[str, Any]:
+    """`add` creates the member or replaces it, so it serves for both."""
+    return {"op": "add", "path": path, "value": value}
+
+
+def _mapping_or_none(value: object, what: str) -> Json | None:
+    if value is None or isinstance(value, Mapping):
+        return value
+    raise PodUnreadable(f"{what} is not an object")
+
+
+def pod_containers(pod: Json) -> list[Json]:
+    """spec.containers of a pod's JSON; PodUnreadable when it is not there as a list."""
+    spec = _mapping_or_none(pod.get("spec"), "spec")
+    containers = (spec or {}).get("containers")
+    if not isinstance(containers, list) or not containers:
+        raise PodUnreadable("spec.containers is missing or empty")
+    for index, container in enumerate(containers):
+        if not isinstance(container, Mapping) or not isinstance(container.get("name"), str):
+            raise PodUnreadable(f"spec.containers[{index}] has no name")
+        resources = _mapping_or_none(container.get("resources"), f"container {index} resources")
+        for field in ("requests", "limits"):
+            _mapping_or_none((resources or {}).get(field), f"container {index} {field}")
+    return containers
+
+
+def _current(container: Json, index: int) -> ContainerResources:
+    try:
+        return ContainerResources.of_container(container)
+    except QuantityError as error:
+        raise PodUnreadable(f"spec.containers[{index}]: {error}") from None
+
+
+def _written(values: Json | None, resource: str) -> Quantity | None:
+    text = (values or {}).get(resource)
+    return None if text is None else Quantity.parse(text)
+
+
+def _container_operations(
+    index: int, container: Json, new: ContainerResources, recommended: Sequence[str]
+) -> tuple[list[dict[str, Any]], list[str]]:
+    """The adds for one container's changed amounts, parents first, and their description.
+
+    Only the `recommended` resources are written: a request the API server defaulted
+    from a limit, or a resource the policy does not control, stays as it is.
+    """
+    operations: list[dict[str, Any]] = []
+    described: list[str] = []
+    resources = container.get("resources")
+    if resources is None:
+        operations.append(_add(json_pointer("spec", "containers", index, "resources"), {}))
+    for field, word, values in (
+        ("requests", "request", new.requests),
+        ("limits", "limit", new.limits),
+    ):
+        written = (resources or {}).get(field)
+        changed = [
+            (name, values[name])
+            for name in LIMIT_SCALED_RESOURCES
+            if name in recommended and name in values and _written(written, name) != values[name]
+        ]
+        if not changed:
+            continue
+        base = ("spec", "containers", index, "resources", field)
+        if written is None:
+            operations.append(_add(json_pointer(*base), {}))
+        for name, amount in changed:
+            operations.append(_add(json_pointer(*base, name), amount.canonical()))
+            described.append(f"{name} {word}")
+    return operations, described
+
+
+def _annotation_operations(pod: Json, annotations: Mapping[str, str]) -> list[dict[str, Any]]:
+    metadata = _mapping_or_none(pod.get("metadata"), "metadata")
+    operations: list[dict[str, Any]] = []
+    if metadata is None:
+        operations.append(_add(json_pointer("metadata"), {}))
+    if _mapping_or_none((metadata or {}).get("annotations"), "metadata.annotations") is None:
+        operations.append(_add(json_pointer("metadata", "annotations"), {}))
+    for key, value in annotations.items():
+        operations.append(_add(json_pointer("metadata", "annotations", key), value))
+    return operations
+
+
+def _said_of_limits(notes: Sequence[str]) -> list[str]:
+    """Limit notes worth an annotation; upstream does not annotate a limit it leaves unset."""
+    return [note for note in notes if not note.endswith("is nil or 0")]
+
+
+def pod_patch(
+    pod: Json, vpa: VerticalPodAutoscaler | None, limit_ranges: Sequence[LimitRange] = ()
+) -> PodPatch:
+    """The patch that sizes `pod` by `vpa` (its controlling VPA, or None).
+
+    `limit_ranges` are the LimitRanges of the pod's namespace. Raises PodUnreadable
+    when the pod's JSON cannot be read.
+    """
+    containers = pod_containers(pod)
+    if vpa is None:
+        return PodPatch(reason="no VerticalPodAutoscaler controls it")
+    mode = vpa.effective_update_mode()
+    if mode is UpdateMode.OFF:
+        return PodPatch(reason=f"VPA {vpa.name} has updateMode Off")
+    recommendation = vpa.recommendation()
+    if recommendation is None or not recommendation.container_recommendations:
+        return PodPatch(reason=f"VPA {vpa.name} has no recommendation yet")
+    current = [_current(container, index) for index, container in enumerate(containers)]
+    container_range = merged_limit_range_item(limit_ranges, LimitType.CONTAINER)
+    capped = cap_recommendations_for_pod(
+        recommendation.container_recommendations,
+        current,
+        vpa.spec.resource_policy,
+        container_range,
+        merged_limit_range_item(limit_ranges, LimitType.POD),
+    )
+    targets = {r.container_name: r.target for r in capped.recommendations}
+    operations: list[dict[str, Any]] = []
+    updates: list[str] = []
+    for index, (container, resources) in enumerate(zip(containers, current, strict=True)):
+        target = targets.get(resources.name)
+        if not target:
+            continue
+        update = new_container_resources(
+            resources, ResourceList(target), vpa.container_policy(resources.name), container_range
+        )
+        changed, described = _container_operations(index, container, update.resources, list(target))
+        if changed:
+            operations += changed
+            notes = capped.notes.get(resources.name, []) + _said_of_limits(update.notes)
+            updates.append(f"container {index}: " + ", ".join([*notes, *described]))
+    annotations = {OBSERVED_CONTAINERS_ANNOTATION: ", ".join(c.name for c in current)}
+    if updates:
+        annotations[UPDATES_ANNOTATION] = f"Pod resources updated by {vpa.name}: " + "; ".join(
+            updates
+        )
+    reason = annotations.get(UPDATES_ANNOTATION, f"VPA {vpa.name}: recommendation already in place")
+    return PodPatch(tuple(operations + _annotation_operations(pod, annotations)), reason)
