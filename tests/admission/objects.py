@@ -48,13 +48,17 @@ def vpa(
     policies: Iterable[Json] = (),
     name: str = "web",
     target_name: str = "web",
+    created: str | None = None,
 ) -> VerticalPodAutoscaler:
     spec: Json = {"targetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": target_name}}
     if mode is not None:
         spec["updatePolicy"] = {"updateMode": mode}
     if policies:
         spec["resourcePolicy"] = {"containerPolicies": list(policies)}
-    document: Json = {"metadata": {"name": name, "namespace": "shop"}, "spec": spec}
+    metadata: Json = {"name": name, "namespace": "shop"}
+    if created is not None:
+        metadata["creationTimestamp"] = created
+    document: Json = {"metadata": metadata, "spec": spec}
     if targets is not None:
         recommendations = [{"containerName": c, "target": t} for c, t in targets.items()]
         document["status"] = {"recommendation": {"containerRecommendations": recommendations}}
@@ -83,3 +87,6 @@ def apply_patch(document: Json, operations: Iterable[Mapping[str, Any]]) -> Json
         assert isinstance(target, dict), f"{operation['path']}: parent is not an object"
         target[last] = copy.deepcopy(operation["value"])
     return result
+
+
+APP_TARGETS = {"app": {"cpu": "1", "memory": "200Mi"}}

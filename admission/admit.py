@@ -1,0 +1,112 @@
+"""Deciding one admission: which VPA controls the pod, and the patch it gets.
+
+The cluster is reached only through a `ClusterView` (VPAs and LimitRanges of a
+namespace, a ReplicaSet by name), so the decision is tested with plain objects.
+Nothing here refuses a pod: a pod we cannot read is admitted as written with a
+warning, and a failure of ours (an API server that does not answer, a bug) is
+logged and the pod admitted as written, as upstream's failurePolicy Ignore would.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from typing import Any, Protocol
+
+from pydantic import ValidationError
+
+from admission.patch import PodPatch, PodUnreadable, pod_patch
+from admission.review import AdmissionRequest, Verdict
+from tailor.api.limitrange import LimitRange
+from tailor.api.meta import OwnerReference
+from tailor.api.vpa import VerticalPodAutoscaler
+from tailor.kube import ClusterError
+from tailor.matching import (
+    OwnerReferenceError,
+    PodRef,
+    controller_reference,
+    controlling_vpa,
+    pod_controller,
+)
+
+LOG = logging.getLogger("tailor.admission")
+WARNING_PREFIX = "kube-tailor admission"
+
+Json = Mapping[str, Any]
+
+
+class ClusterView(Protocol):
+    """What an admission reads of the cluster."""
+
+    def vpas(self, namespace: str) -> list[VerticalPodAutoscaler]: ...
+
+    def limit_ranges(self, namespace: str) -> list[LimitRange]: ...
+
+    def replica_set(self, namespace: str, name: str) -> Json | None: ...
+
+
+def _with_namespace(pod: Json, namespace: str) -> dict[str, Any]:
+    """A pod being created may carry no namespace yet; the request's is the one it gets."""
+    metadata = dict(pod.get("metadata") or {})
+    metadata["namespace"] = metadata.get("namespace") or namespace
+    return {**pod, "metadata": metadata}
+
+
+def _patch_for(pod: Json, namespace: str, view: ClusterView) -> PodPatch:
+    metadata = pod.get("metadata") or {}
+    try:
+        owners = [OwnerReference.model_validate(o) for o in metadata.get("ownerReferences") or []]
+        owner = controller_reference(owners)
+    except (OwnerReferenceError, ValidationError, TypeError) as error:
+        raise PodUnreadable(f"owner references: {error}") from None
+    replica_sets: dict[tuple[str, str], Json] = {}
+    if owner is not None and owner.kind == "ReplicaSet":
+        replica_set = view.replica_set(namespace, owner.name)
+        if replica_set is not None:
+            replica_sets[(namespace, owner.name)] = replica_set
+    try:
+        controller = pod_controller(pod, replica_sets)
+    except (OwnerReferenceError, ValidationError) as error:
+        controller = None  # the ReplicaSet's own owners are unreadable: the chain stops there
+        LOG.warning("%s: ReplicaSet %s: %s", namespace, owner.name if owner else "", error)
+    labels = metadata.get("labels")
+    reference = PodRef(
+        namespace=namespace,
+        labels=dict(labels) if isinstance(labels, Mapping) else {},
+        controller=controller,
+        name=str(metadata.get("name") or metadata.get("generateName") or ""),
+    )
+    vpa = controlling_vpa(reference, view.vpas(namespace))
+    return pod_patch(pod, vpa, view.limit_ranges(namespace) if vpa is not None else [])
+
+
+def admit(request: AdmissionRequest, view: ClusterView) -> Verdict:
+    """The verdict on one admission request: always allowed, patched where a VPA says so."""
+    if not request.is_pod_create():
+        return Verdict(reason=f"not a pod CREATE ({request.operation} {request.resource})")
+    if not isinstance(request.obj, Mapping):
+        return Verdict(
+            warnings=(f"{WARNING_PREFIX}: cannot read the pod: request.object is not an object",),
+            reason="unreadable pod",
+        )
+    pod = _with_namespace(request.obj, request.namespace)
+    try:
+        patch = _patch_for(pod, request.namespace, view)
+    except PodUnreadable as error:
+        return Verdict(
+            warnings=(f"{WARNING_PREFIX}: cannot read the pod, admitted as written: {error}",),
+            reason=f"unreadable pod: {error}",
+        )
+    except ClusterError as error:
+        LOG.error("pod in %s admitted as written: %s", request.namespace, error)
+        return Verdict(
+            warnings=(f"{WARNING_PREFIX}: cluster unreadable, pod admitted as written",),
+            reason=f"cluster unreadable: {error}",
+        )
+    except Exception:
+        LOG.exception("admission of a pod in %s failed; admitted as written", request.namespace)
+        return Verdict(
+            warnings=(f"{WARNING_PREFIX}: internal error, pod admitted as written",),
+            reason="internal error",
+        )
+    return Verdict(operations=patch.operations, reason=patch.reason)

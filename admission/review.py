@@ -1,0 +1,108 @@
+"""AdmissionReview (admission.k8s.io/v1) in and out (pure).
+
+A body that is not an AdmissionReview is the caller's mistake, answered 400 with
+the reason (`ReviewError`); anything readable gets a response that allows the
+object, since a webhook that sizes pods must never be the reason one is refused.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+REVIEW_API_VERSION = "admission.k8s.io/v1"
+REVIEW_KIND = "AdmissionReview"
+
+
+class ReviewError(ValueError):
+    """The body is not an AdmissionReview v1 request; the message says what is wrong."""
+
+
+@dataclass(frozen=True)
+class AdmissionRequest:
+    """The fields of `request` the webhook acts on; `obj` is the object as sent."""
+
+    uid: str
+    operation: str
+    namespace: str
+    group: str
+    version: str
+    resource: str
+    sub_resource: str = ""
+    obj: object = None
+    dry_run: bool = False
+
+    def is_pod_create(self) -> bool:
+        """A v1 Pod being created (not a subresource such as pods/binding)."""
+        return (
+            self.operation == "CREATE"
+            and (self.group, self.version, self.resource) == ("", "v1", "pods")
+            and not self.sub_resource
+        )
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """What to answer: JSON Patch operations (possibly none) and warnings for the client."""
+
+    operations: Sequence[Mapping[str, Any]] = ()
+    warnings: Sequence[str] = ()
+    reason: str = ""
+
+
+def _text(value: object, where: str) -> str:
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        raise ReviewError(f"{where} must be a string")
+    return value
+
+
+def parse_review(body: bytes) -> AdmissionRequest:
+    """The request of an AdmissionReview v1 body; ReviewError for anything else."""
+    try:
+        document = json.loads(body)
+    except (UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise ReviewError(f"body is not JSON: {error}") from None
+    if not isinstance(document, dict):
+        raise ReviewError("body is not an AdmissionReview: expected a JSON object")
+    kind, version = document.get("kind"), document.get("apiVersion")
+    if kind != REVIEW_KIND:
+        raise ReviewError(f"body is not an AdmissionReview: kind is {kind!r}")
+    if version != REVIEW_API_VERSION:
+        raise ReviewError(f"AdmissionReview apiVersion {version!r}: only {REVIEW_API_VERSION}")
+    request = document.get("request")
+    if not isinstance(request, dict):
+        raise ReviewError("AdmissionReview has no request object")
+    uid = _text(request.get("uid"), "request.uid")
+    if not uid:
+        raise ReviewError("AdmissionReview request has no uid")
+    resource = request.get("resource")
+    if not isinstance(resource, dict):
+        raise ReviewError("AdmissionReview request has no resource object")
+    return AdmissionRequest(
+        uid=uid,
+        operation=_text(request.get("operation"), "request.operation"),
+        namespace=_text(request.get("namespace"), "request.namespace"),
+        group=_text(resource.get("group"), "request.resource.group"),
+        version=_text(resource.get("version"), "request.resource.version"),
+        resource=_text(resource.get("resource"), "request.resource.resource"),
+        sub_resource=_text(request.get("subResource"), "request.subResource"),
+        obj=request.get("object"),
+        dry_run=request.get("dryRun") is True,
+    )
+
+
+def review_response(request: AdmissionRequest, verdict: Verdict) -> dict[str, Any]:
+    """The AdmissionReview answer: always allowed, with the patch (base64) when there is one."""
+    response: dict[str, Any] = {"uid": request.uid, "allowed": True}
+    if verdict.operations:
+        patch = json.dumps(list(verdict.operations), separators=(",", ":")).encode()
+        response["patchType"] = "JSONPatch"
+        response["patch"] = base64.b64encode(patch).decode()
+    if verdict.warnings:
+        response["warnings"] = list(verdict.warnings)
+    return {"apiVersion": REVIEW_API_VERSION, "kind": REVIEW_KIND, "response": response}

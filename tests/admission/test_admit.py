@@ -1,0 +1,212 @@
+"""AdmissionReview parsing and answers, and the decision over a fake cluster view (pure)."""
+
+from __future__ import annotations
+
+import base64
+import json
+import logging
+from typing import Any
+
+import pytest
+
+from admission.admit import admit
+from admission.review import AdmissionRequest, ReviewError, Verdict, parse_review, review_response
+from tailor.api import LimitRange, VerticalPodAutoscaler
+from tailor.kube import ClusterError
+from tests.admission.objects import APP_TARGETS, apply_patch, container, limit_range, pod, vpa
+
+REPLICA_SET = {
+    "metadata": {
+        "name": "web-5d9",
+        "namespace": "shop",
+        "ownerReferences": [
+            {
+                "apiVersion": "apps/v1",
+                "kind": "Deployment",
+                "name": "web",
+                "uid": "d1",
+                "controller": True,
+            }
+        ],
+    }
+}
+
+
+class View:
+    """A cluster of plain objects; `broken` makes every ReplicaSet read fail."""
+
+    def __init__(
+        self,
+        vpas: list[VerticalPodAutoscaler],
+        ranges: list[LimitRange] | None = None,
+        broken: Exception | None = None,
+    ) -> None:
+        self._vpas, self._ranges, self.broken = vpas, ranges or [], broken
+        self.replica_set_reads: list[tuple[str, str]] = []
+
+    def vpas(self, namespace: str) -> list[VerticalPodAutoscaler]:
+        return [v for v in self._vpas if v.namespace == namespace]
+
+    def limit_ranges(self, namespace: str) -> list[LimitRange]:
+        return self._ranges
+
+    def replica_set(self, namespace: str, name: str) -> dict[str, Any] | None:
+        self.replica_set_reads.append((namespace, name))
+        if self.broken is not None:
+            raise self.broken
+        return REPLICA_SET if (namespace, name) == ("shop", "web-5d9") else None
+
+
+def review(obj: object, operation: str = "CREATE", resource: str = "pods", **extra: Any) -> bytes:
+    request = {
+        "uid": "705ab4f5-6393-11e8-b7cc-42010a800002",
+        "kind": {"group": "", "version": "v1", "kind": "Pod"},
+        "resource": {"group": "", "version": "v1", "resource": resource},
+        "namespace": "shop",
+        "operation": operation,
+        "object": obj,
+        **extra,
+    }
+    body = {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": request}
+    return json.dumps(body).encode()
+
+
+def creating(pod_json: object) -> AdmissionRequest:
+    return parse_review(review(pod_json))
+
+
+def new_pod() -> dict[str, Any]:
+    created = pod(container("app", {"cpu": "250m", "memory": "128Mi"}, {"memory": "256Mi"}))
+    del created["metadata"]["namespace"]  # a pod being created may not carry it yet
+    return created
+
+
+# --- reviews in and out ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        (b"<html>", "body is not JSON"),
+        (b"\xff\xfe", "body is not JSON"),
+        (b"[1, 2]", "expected a JSON object"),
+        (b'{"kind": "Pod"}', "kind is 'Pod'"),
+        (b'{"kind": "AdmissionReview", "apiVersion": "admission.k8s.io/v1beta1"}', "only"),
+        (b'{"kind": "AdmissionReview", "apiVersion": "admission.k8s.io/v1"}', "no request"),
+        (
+            b'{"kind": "AdmissionReview", "apiVersion": "admission.k8s.io/v1", "request": {}}',
+            "no uid",
+        ),
+    ],
+)
+def test_a_body_that_is_not_an_admission_review_v1_is_refused_with_the_reason(
+    body: bytes, message: str
+) -> None:
+    with pytest.raises(ReviewError, match=message):
+        parse_review(body)
+
+
+def test_the_answer_echoes_the_uid_and_carries_the_patch_in_base64() -> None:
+    request = creating(new_pod())
+    operations = [{"op": "add", "path": "/metadata/annotations", "value": {}}]
+    answer = review_response(request, Verdict(operations=operations, warnings=("w",)))
+    assert answer["apiVersion"] == "admission.k8s.io/v1"
+    assert answer["kind"] == "AdmissionReview"
+    response = answer["response"]
+    assert response["uid"] == request.uid
+    assert response["allowed"] is True
+    assert response["patchType"] == "JSONPatch"
+    assert json.loads(base64.b64decode(response["patch"])) == operations
+    assert response["warnings"] == ["w"]
+    bare = review_response(request, Verdict())["response"]
+    assert bare == {"uid": request.uid, "allowed": True}
+
+
+# --- the decision -------------------------------------------------------------------------
+
+
+def test_a_deployment_pod_gets_its_vpa_recommendation_through_its_replica_set() -> None:
+    view = View([vpa("Auto", APP_TARGETS)])
+    verdict = admit(creating(new_pod()), view)
+    assert view.replica_set_reads == [("shop", "web-5d9")]
+    result = apply_patch(new_pod(), verdict.operations)
+    assert result["spec"]["containers"][0]["resources"] == {
+        "requests": {"cpu": "1", "memory": "200Mi"},
+        "limits": {"memory": "400Mi"},
+    }
+    assert verdict.reason.startswith("Pod resources updated by web")
+
+
+def test_the_oldest_matching_vpa_decides() -> None:
+    older = vpa("Off", APP_TARGETS, name="old", created="2024-01-01T00:00:00Z")
+    younger = vpa("Auto", APP_TARGETS, name="young", created="2025-01-01T00:00:00Z")
+    verdict = admit(creating(new_pod()), View([younger, older]))
+    assert (verdict.operations, verdict.reason) == ((), "VPA old has updateMode Off")
+
+
+def test_pods_without_a_controlling_vpa_are_admitted_as_written() -> None:
+    other = vpa("Auto", APP_TARGETS, target_name="api")
+    orphan = new_pod()
+    del orphan["metadata"]["ownerReferences"]
+    for candidate, view in ((new_pod(), View([other])), (orphan, View([vpa("Auto", APP_TARGETS)]))):
+        verdict = admit(creating(candidate), view)
+        assert verdict == Verdict(reason="no VerticalPodAutoscaler controls it")
+
+
+def test_limit_ranges_of_the_namespace_bound_the_patch() -> None:
+    ceiling = limit_range({"type": "Container", "max": {"memory": "300Mi"}})
+    verdict = admit(creating(new_pod()), View([vpa("Auto", APP_TARGETS)], [ceiling]))
+    result = apply_patch(new_pod(), verdict.operations)
+    assert result["spec"]["containers"][0]["resources"]["limits"] == {"memory": "300Mi"}
+
+
+@pytest.mark.parametrize(
+    ("operation", "resource", "extra"),
+    [
+        ("UPDATE", "pods", {}),
+        ("CREATE", "services", {}),
+        ("CREATE", "pods", {"subResource": "binding"}),
+    ],
+)
+def test_only_pod_creations_are_patched(operation: str, resource: str, extra: dict) -> None:
+    request = parse_review(review(new_pod(), operation, resource, **extra))
+    verdict = admit(request, View([vpa("Auto", APP_TARGETS)]))
+    assert verdict.operations == ()
+    assert verdict.reason.startswith("not a pod CREATE")
+
+
+@pytest.mark.parametrize(
+    "obj",
+    [
+        None,
+        "a pod",
+        {"metadata": {}, "spec": {}},
+        {"metadata": {"ownerReferences": [{"kind": "ReplicaSet"}]}, "spec": {"containers": []}},
+    ],
+)
+def test_a_pod_that_cannot_be_read_is_admitted_with_a_warning(obj: object) -> None:
+    verdict = admit(creating(obj), View([vpa("Auto", APP_TARGETS)]))
+    assert verdict.operations == ()
+    assert len(verdict.warnings) == 1
+    assert verdict.warnings[0].startswith("kube-tailor admission: cannot read the pod")
+
+
+def test_a_cluster_read_that_fails_admits_the_pod_as_written_and_logs_it(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    view = View([vpa("Auto", APP_TARGETS)], broken=ClusterError("cannot reach the API server"))
+    with caplog.at_level(logging.ERROR, "tailor.admission"):
+        verdict = admit(creating(new_pod()), view)
+    assert verdict.operations == ()
+    assert "cannot reach the API server" in caplog.text
+
+
+def test_an_internal_error_admits_the_pod_as_written_and_logs_the_trace(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    view = View([vpa("Auto", APP_TARGETS)], broken=KeyError("bug"))
+    with caplog.at_level(logging.ERROR, "tailor.admission"):
+        verdict = admit(creating(new_pod()), view)
+    assert verdict.operations == ()
+    assert verdict.warnings == ("kube-tailor admission: internal error, pod admitted as written",)
+    assert "KeyError: 'bug'" in caplog.text
