@@ -1,0 +1,143 @@
+"""The webhook's reads of the cluster: VPAs and LimitRanges cached, ReplicaSets on demand.
+
+An admission must answer in milliseconds, so VPAs and LimitRanges are listed in
+the background every few seconds and read from memory; a failed refresh keeps
+the last good lists. A Deployment's new ReplicaSet creates its pods at once, long
+before the next refresh, so a ReplicaSet is fetched by name when first needed and
+kept for a minute (its owner does not change).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import time
+from collections import defaultdict
+from typing import Any
+
+import kubernetes.client
+from kubernetes.client.exceptions import ApiException
+
+from admission.admit import Json
+from tailor.api.crd import GROUP, VERSION, VPA_PLURAL
+from tailor.api.limitrange import LimitRange
+from tailor.api.vpa import VerticalPodAutoscaler
+from tailor.kube import ClusterError, api_message
+
+LOG = logging.getLogger("tailor.admission")
+REPLICA_SET_TTL_SECONDS = 60.0
+_MAX_REPLICA_SETS = 10_000
+
+
+def _json(response: Any) -> dict[str, Any]:
+    return dict(json.loads(response.data or b"{}"))
+
+
+class ClusterCache:
+    """A `ClusterView` over one API client; `refresh()` reloads, `start()` keeps it fresh."""
+
+    def __init__(self, api_client: kubernetes.client.ApiClient, refresh_seconds: float = 5.0):
+        self.core = kubernetes.client.CoreV1Api(api_client)
+        self.apps = kubernetes.client.AppsV1Api(api_client)
+        self.custom = kubernetes.client.CustomObjectsApi(api_client)
+        self.refresh_seconds = refresh_seconds
+        self._vpas: dict[str, list[VerticalPodAutoscaler]] = {}
+        self._limit_ranges: dict[str, list[LimitRange]] = {}
+        self._loaded_at: float | None = None
+        self._vpa_crd_present = True
+        self._replica_sets: dict[tuple[str, str], tuple[float, Json | None]] = {}
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    # -- ClusterView -------------------------------------------------------------------
+
+    def vpas(self, namespace: str) -> list[VerticalPodAutoscaler]:
+        return self._vpas.get(namespace, [])
+
+    def limit_ranges(self, namespace: str) -> list[LimitRange]:
+        return self._limit_ranges.get(namespace, [])
+
+    def replica_set(self, namespace: str, name: str) -> Json | None:
+        key, now = (namespace, name), time.monotonic()
+        with self._lock:
+            cached = self._replica_sets.get(key)
+        if cached is not None and now - cached[0] < REPLICA_SET_TTL_SECONDS:
+            return cached[1]
+        try:
+            found: Json | None = _json(
+                self.apps.read_namespaced_replica_set(name, namespace, _preload_content=False)
+            )
+        except ApiException as error:
+            if error.status != 404:
+                raise ClusterError(
+                    f"cannot read ReplicaSet {namespace}/{name}: {api_message(error)}"
+                ) from None
+            found = None
+        except OSError as error:  # urllib3 connection errors derive from OSError
+            raise ClusterError(f"cannot reach the API server: {error}") from None
+        with self._lock:
+            if len(self._replica_sets) >= _MAX_REPLICA_SETS:
+                self._replica_sets.clear()
+            self._replica_sets[key] = (now, found)
+        return found
+
+    # -- refreshing --------------------------------------------------------------------
+
+    @property
+    def loaded(self) -> bool:
+        """Whether one refresh has succeeded (the /healthz answer)."""
+        return self._loaded_at is not None
+
+    def _list(self, call: Any, what: str, **kwargs: Any) -> list[dict[str, Any]] | None:
+        """The items of a list call; None when the API server does not serve the kind (404)."""
+        try:
+            return list(_json(call(_preload_content=False, **kwargs)).get("items") or [])
+        except ApiException as error:
+            if error.status == 404:
+                return None
+            raise ClusterError(f"cannot list {what}: {api_message(error)}") from None
+        except OSError as error:
+            raise ClusterError(f"cannot reach the API server to list {what}: {error}") from None
+
+    def refresh(self) -> None:
+        """List VPAs and LimitRanges of every namespace; ClusterError leaves the old lists."""
+        vpa_items = self._list(
+            self.custom.list_cluster_custom_object,
+            "verticalpodautoscalers",
+            group=GROUP,
+            version=VERSION,
+            plural=VPA_PLURAL,
+        )
+        if vpa_items is None and self._vpa_crd_present:
+            LOG.warning("the VPA CRD is not installed: no pod has a VPA")
+        self._vpa_crd_present = vpa_items is not None
+        range_items = self._list(self.core.list_limit_range_for_all_namespaces, "limit ranges")
+        vpas: dict[str, list[VerticalPodAutoscaler]] = defaultdict(list)
+        for vpa in VerticalPodAutoscaler.valid_among(vpa_items or []):
+            vpas[vpa.namespace].append(vpa)
+        ranges: dict[str, list[LimitRange]] = defaultdict(list)
+        for limit_range in LimitRange.valid_among(range_items or []):
+            ranges[limit_range.metadata.namespace or ""].append(limit_range)
+        self._vpas, self._limit_ranges = dict(vpas), dict(ranges)  # swapped whole: no lock
+        self._loaded_at = time.monotonic()
+
+    def _keep_fresh(self) -> None:
+        while not self._stop.wait(self.refresh_seconds):
+            try:
+                self.refresh()
+            except ClusterError as error:
+                LOG.error("%s; keeping the last lists", error)
+            except Exception:  # the cache outlives one bad refresh
+                LOG.exception("refresh failed; keeping the last lists")
+
+    def start(self) -> ClusterCache:
+        self._thread = threading.Thread(target=self._keep_fresh, name="tailor-cache", daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=10)

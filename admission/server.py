@@ -1,0 +1,105 @@
+"""The webhook's HTTPS edge: POST /mutate (AdmissionReview v1) and GET /healthz (aiohttp).
+
+The decision runs in a worker thread (`admit` may fetch a ReplicaSet), so one
+slow read never stalls the event loop for other admissions. The server runs on
+its own thread and loop (`WebhookServer`), the same way under the CLI and in
+the tests.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import socket
+import ssl
+import threading
+from collections.abc import Callable
+from pathlib import Path
+
+from aiohttp import web
+
+from admission.admit import ClusterView, admit
+from admission.review import AdmissionRequest, ReviewError, Verdict, parse_review, review_response
+
+LOG = logging.getLogger("tailor.admission")
+# A pod's review carries the pod, and etcd takes objects up to 1.5 MiB.
+MAX_BODY_BYTES = 8 * 1024 * 1024
+
+Listener = Callable[[AdmissionRequest, Verdict], None]
+
+
+def tls_context(cert_file: Path, key_file: Path) -> ssl.SSLContext:
+    """Server TLS (1.2 or later) from PEM files; ssl.SSLError / OSError when unusable."""
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    context.minimum_version = ssl.TLSVersion.TLSv1_2
+    context.load_cert_chain(cert_file, key_file)
+    return context
+
+
+def make_app(
+    view: ClusterView, ready: Callable[[], bool], listener: Listener | None = None
+) -> web.Application:
+    """The aiohttp application; `listener` sees every verdict (logging, tests)."""
+
+    async def mutate(request: web.Request) -> web.Response:
+        body = await request.read()
+        try:
+            review = parse_review(body)
+        except ReviewError as error:
+            return web.Response(status=400, text=f"{error}\n")
+        verdict = await asyncio.to_thread(admit, review, view)
+        if listener is not None:
+            listener(review, verdict)
+        if verdict.operations or verdict.warnings:
+            LOG.info("%s/%s: %s", review.namespace, _pod_name(review), verdict.reason)
+        return web.json_response(review_response(review, verdict))
+
+    async def healthz(_: web.Request) -> web.Response:
+        if ready():
+            return web.Response(text="ok\n")
+        return web.Response(status=503, text="VPAs and LimitRanges not loaded yet\n")
+
+    app = web.Application(client_max_size=MAX_BODY_BYTES)
+    app.router.add_post("/mutate", mutate)
+    app.router.add_get("/healthz", healthz)
+    return app
+
+
+def _pod_name(review: AdmissionRequest) -> str:
+    metadata = review.obj.get("metadata") if isinstance(review.obj, dict) else None
+    if not isinstance(metadata, dict):
+        return "?"
+    return str(metadata.get("name") or f"{metadata.get('generateName') or ''}*")
+
+
+class WebhookServer:
+    """An aiohttp app served over TLS on its own thread; `start()` returns once it listens."""
+
+    def __init__(
+        self, app: web.Application, context: ssl.SSLContext, host: str = "0.0.0.0", port: int = 0
+    ) -> None:
+        self.app, self.context, self.host = app, context, host
+        self.sock = socket.create_server((host, port), reuse_port=False)
+        self.port: int = self.sock.getsockname()[1]
+        self._loop = asyncio.new_event_loop()
+        self._runner = web.AppRunner(app, access_log=None)
+        self._thread = threading.Thread(target=self._loop.run_forever, name="tailor-webhook")
+
+    def start(self) -> WebhookServer:
+        self._thread.start()
+        asyncio.run_coroutine_threadsafe(self._serve(), self._loop).result(timeout=30)
+        return self
+
+    async def _serve(self) -> None:
+        await self._runner.setup()
+        await web.SockSite(self._runner, self.sock, ssl_context=self.context).start()
+
+    def stop(self) -> None:
+        """Stop listening, finish the loop and its thread."""
+        if self._thread.is_alive():
+            future = asyncio.run_coroutine_threadsafe(self._runner.cleanup(), self._loop)
+            future.result(timeout=30)
+            self._loop.call_soon_threadsafe(self._loop.stop)
+            self._thread.join(timeout=30)
+        self._loop.close()
+        self.sock.close()

@@ -1,0 +1,201 @@
+"""`tailor admission` in front of the real API server: pods sized as they are created.
+
+The webhook runs in-process on loopback with a certificate the API server trusts
+through caBundle, registered for one test namespace only (other tests' pods never
+see it), and deregistered at the end of each test. Deployments run through the real
+controller-manager, so the pods arrive as the ReplicaSet controller creates them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+from kubernetes.client.exceptions import ApiException
+
+from admission.patch import OBSERVED_CONTAINERS_ANNOTATION, UPDATES_ANNOTATION
+from tests.admission.cluster import bare_pod, registered, webhook
+from tests.cluster.controlplane import ControlPlane
+from tests.cluster.fixtures import create_namespace, namespace_name
+from tests.cluster.rawapi import MERGE_PATCH, Json, RawApi
+from tests.cluster.vpa_crd import install_vpa_crd, vpas_path
+from tests.cluster.waiting import wait_until
+
+
+def deployment(name: str, *containers: Json) -> Json:
+    labels = {"app": name}
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": name},
+        "spec": {
+            "replicas": 1,
+            "selector": {"matchLabels": labels},
+            "template": {"metadata": {"labels": labels}, "spec": {"containers": list(containers)}},
+        },
+    }
+
+
+def container(name: str, resources: Json | None) -> Json:
+    body: Json = {"name": name, "image": "registry.k8s.io/pause:3.10"}
+    if resources is not None:
+        body["resources"] = resources
+    return body
+
+
+def create_vpa(
+    api: RawApi, namespace: str, name: str, mode: str, targets: Json, policies: Sequence[Json] = ()
+) -> None:
+    """A VPA for Deployment `name`, with `targets` written through the status subresource."""
+    spec: Json = {
+        "targetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": name},
+        "updatePolicy": {"updateMode": mode},
+    }
+    if policies:
+        spec["resourcePolicy"] = {"containerPolicies": list(policies)}
+    body = {
+        "apiVersion": "autoscaling.k8s.io/v1",
+        "kind": "VerticalPodAutoscaler",
+        "metadata": {"name": name},
+        "spec": spec,
+    }
+    api.create(vpas_path(namespace), body)
+    recommendations = [{"containerName": c, "target": t} for c, t in targets.items()]
+    status = {"status": {"recommendation": {"containerRecommendations": recommendations}}}
+    api.patch(f"{vpas_path(namespace)}/{name}/status", status, MERGE_PATCH)
+
+
+def pod_of(api: RawApi, namespace: str, app: str) -> Json:
+    def created() -> Json | None:
+        pods = api.get(f"/api/v1/namespaces/{namespace}/pods", labelSelector=f"app={app}")
+        return pods["items"][0] if pods["items"] else None
+
+    return wait_until(created, timeout=30, what=f"a pod of Deployment {app}")
+
+
+def test_deployment_pods_are_created_with_their_vpa_recommendation_capped(
+    kube_cluster_full: ControlPlane, request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
+    with kube_cluster_full.api_client() as client:
+        api = RawApi(client)
+        install_vpa_crd(api)
+        namespace = namespace_name(request.node.name)
+        create_namespace(api, namespace)
+        try:
+            ceiling = {"type": "Container", "max": {"memory": "300Mi"}}
+            api.create(
+                f"/api/v1/namespaces/{namespace}/limitranges",
+                {"metadata": {"name": "ceiling"}, "spec": {"limits": [ceiling]}},
+            )
+            cap = {"containerName": "app", "maxAllowed": {"cpu": "600m"}}
+            create_vpa(
+                api, namespace, "web", "Auto", {"app": {"cpu": "2", "memory": "200Mi"}}, [cap]
+            )
+            create_vpa(api, namespace, "db", "Initial", {"db": {"cpu": "300m", "memory": "200Mi"}})
+            with webhook(kube_cluster_full, tmp_path) as (served, cache):
+                cache.refresh()
+                with registered(api, served, namespace):
+                    app = container(
+                        "app",
+                        {
+                            "requests": {"cpu": "250m", "memory": "128Mi"},
+                            "limits": {"memory": "256Mi"},
+                        },
+                    )
+                    sidecar = container(
+                        "sidecar",
+                        {
+                            "requests": {"cpu": "10m", "memory": "16Mi"},
+                            "limits": {"memory": "32Mi"},
+                        },
+                    )
+                    db = container(
+                        "db",
+                        {
+                            "requests": {"cpu": "500m", "memory": "256Mi"},
+                            "limits": {"cpu": "500m", "memory": "256Mi"},
+                        },
+                    )
+                    deployments = f"/apis/apps/v1/namespaces/{namespace}/deployments"
+                    api.create(deployments, deployment("web", app, sidecar))
+                    api.create(deployments, deployment("db", db))
+                    web_pod, db_pod = pod_of(api, namespace, "web"), pod_of(api, namespace, "db")
+        finally:
+            with contextlib.suppress(ApiException):
+                api.delete(f"/api/v1/namespaces/{namespace}")
+
+    web = web_pod["spec"]["containers"]
+    # cpu at maxAllowed; memory where its proportional limit (x2) meets the LimitRange max,
+    # and the API server's own LimitRanger accepted the result.
+    assert web[0]["resources"] == {
+        "requests": {"cpu": "600m", "memory": "150Mi"},
+        "limits": {"memory": "300Mi"},
+    }
+    assert web[1]["resources"] == sidecar["resources"]
+    assert web_pod["metadata"]["annotations"] == {
+        UPDATES_ANNOTATION: "Pod resources updated by web: container 0: memory capped to fit "
+        "Max in container LimitRange, cpu capped to maxAllowed, cpu request, memory request, "
+        "memory limit",
+        OBSERVED_CONTAINERS_ANNOTATION: "app, sidecar",
+    }
+    assert web_pod["metadata"]["ownerReferences"][0]["kind"] == "ReplicaSet"
+    db_resources = db_pod["spec"]["containers"][0]["resources"]
+    assert db_resources["requests"] == db_resources["limits"] == {"cpu": "300m", "memory": "200Mi"}
+    assert db_pod["status"].get("qosClass") == "Guaranteed"
+
+
+def test_pods_without_resources_get_them_and_off_or_no_vpa_stay_as_written(
+    kube_cluster_full: ControlPlane, request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
+    with kube_cluster_full.api_client() as client:
+        api = RawApi(client)
+        install_vpa_crd(api)
+        namespace = namespace_name(request.node.name)
+        create_namespace(api, namespace)
+        try:
+            target = {"app": {"cpu": "100m", "memory": "64Mi"}}
+            create_vpa(api, namespace, "bare", "Recreate", target)
+            create_vpa(api, namespace, "quiet", "Off", target)
+            with webhook(kube_cluster_full, tmp_path) as (served, cache):
+                cache.refresh()
+                with registered(api, served, namespace):
+                    deployments = f"/apis/apps/v1/namespaces/{namespace}/deployments"
+                    written = {"requests": {"cpu": "20m", "memory": "32Mi"}}
+                    api.create(deployments, deployment("bare", container("app", None)))
+                    api.create(deployments, deployment("quiet", container("app", written)))
+                    api.create(deployments, deployment("free", container("app", written)))
+                    pods = {app: pod_of(api, namespace, app) for app in ("bare", "quiet", "free")}
+                reasons = {
+                    str((r.obj or {}).get("metadata", {}).get("labels", {}).get("app")): v.reason
+                    for r, v in served.verdicts
+                    if not r.dry_run and isinstance(r.obj, dict)
+                }
+        finally:
+            with contextlib.suppress(ApiException):
+                api.delete(f"/api/v1/namespaces/{namespace}")
+
+    bare = pods["bare"]
+    assert bare["spec"]["containers"][0]["resources"] == {"requests": target["app"]}
+    assert bare["metadata"]["annotations"][OBSERVED_CONTAINERS_ANNOTATION] == "app"
+    for app in ("quiet", "free"):
+        assert pods[app]["spec"]["containers"][0]["resources"] == written
+        assert "annotations" not in pods[app]["metadata"]
+    # The webhook was asked about both and said why it left them alone.
+    assert reasons["quiet"] == "VPA quiet has updateMode Off"
+    assert reasons["free"] == "no VerticalPodAutoscaler controls it"
+
+
+def test_pods_are_still_created_when_the_webhook_is_down(
+    kube_cluster: ControlPlane, kube_api: RawApi, kube_namespace: str, tmp_path: Path
+) -> None:
+    with (
+        webhook(kube_cluster, tmp_path) as (served, _),
+        registered(kube_api, served, kube_namespace),
+    ):
+        served.server.stop()  # registered and called once; now nothing listens there
+        created = kube_api.create(f"/api/v1/namespaces/{kube_namespace}/pods", bare_pod("after"))
+    assert created["metadata"]["name"] == "after"
+    assert created["spec"]["containers"][0]["resources"] == {}
+    assert "annotations" not in created["metadata"]
