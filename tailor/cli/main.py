@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import typer
 
+from tailor.cli.admission import admission_command
 from tailor.cli.backtest import backtest_command
 from tailor.cli.follow import follow_command
 from tailor.cli.hindsight import hindsight_command
@@ -24,6 +25,7 @@ app.command("schedule")(schedule_command)
 app.command("hindsight")(hindsight_command)
 app.command("follow")(follow_command)
 app.command("recommender")(recommender_command)
+app.command("admission")(admission_command)
 
 
 @app.callback()

@@ -1,0 +1,83 @@
+"""`tailor admission`: the mutating admission webhook that sizes pods as they are created.
+
+Everything that can be checked is checked before it listens (the certificate and
+key load together, the port is free, the kubeconfig loads), so a typo is exit 2,
+never a webhook the API server cannot reach. Once serving, nothing ends it but
+SIGTERM / SIGINT: an unreachable API server leaves the last lists in use.
+"""
+
+from __future__ import annotations
+
+import logging
+import signal
+import ssl
+import threading
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from admission.kube import ClusterCache
+from admission.server import WebhookServer, make_app, tls_context
+from tailor.durations import DurationError, parse_duration
+from tailor.kube import ClusterError, api_client_from
+
+LOG = logging.getLogger("tailor.admission")
+
+
+def _readable(path: Path, option: str) -> Path:
+    if not path.is_file():
+        raise typer.BadParameter(f"{path} is not a file", param_hint=option)
+    return path
+
+
+def admission_command(
+    tls_cert: Annotated[
+        Path, typer.Option("--tls-cert", help="PEM serving certificate (the chain).")
+    ],
+    tls_key: Annotated[Path, typer.Option("--tls-key", help="PEM private key of the certificate.")],
+    port: Annotated[int, typer.Option(min=1, max=65535, help="HTTPS port.")] = 8443,
+    address: Annotated[str, typer.Option(help="Address to listen on.")] = "0.0.0.0",
+    kubeconfig: Annotated[
+        Path | None, typer.Option(help="Kubeconfig (default: in-cluster, else ~/.kube/config).")
+    ] = None,
+    refresh: Annotated[
+        str, typer.Option(help="How often VPAs and LimitRanges are re-listed.")
+    ] = "5s",
+) -> None:
+    """Serve the webhook: pods being created get their VPA's recommendation (POST /mutate)."""
+    try:
+        every = parse_duration(refresh).total_seconds()
+    except DurationError as error:
+        raise typer.BadParameter(str(error), param_hint="--refresh") from error
+    if every < 0.1:
+        raise typer.BadParameter("must be at least 100ms", param_hint="--refresh")
+    try:
+        context = tls_context(_readable(tls_cert, "--tls-cert"), _readable(tls_key, "--tls-key"))
+    except (ssl.SSLError, OSError) as error:
+        raise typer.BadParameter(f"cannot use the certificate and key: {error}") from error
+    try:
+        cache = ClusterCache(api_client_from(kubeconfig), refresh_seconds=every)
+    except ClusterError as error:
+        raise typer.BadParameter(str(error), param_hint="--kubeconfig") from error
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
+    try:
+        cache.refresh()
+    except ClusterError as error:  # serve anyway: pods are admitted unchanged until it loads
+        LOG.error("%s; retrying every %ss", error, refresh)
+    try:
+        app = make_app(cache, lambda: cache.loaded)
+        server = WebhookServer(app, context, address, port)
+    except OSError as error:
+        raise typer.BadParameter(f"cannot listen on {address}:{port}: {error}") from error
+    stopping = threading.Event()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, lambda *_: stopping.set())
+    cache.start()
+    server.start()
+    LOG.info("admission webhook listening on https://%s:%d/mutate", address, server.port)
+    while not stopping.wait(1.0):
+        pass
+    LOG.info("stopping")
+    server.stop()
+    cache.stop()

@@ -1,0 +1,109 @@
+"""`tailor admission`: flags checked before it listens (exit 2), and the service end to end."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from tailor.cli.main import app
+from tests.admission.https import answer, call, serving_pair
+from tests.admission.test_admit import new_pod, review
+from tests.cli_text import plain
+from tests.cluster.controlplane import ControlPlane
+from tests.cluster.processes import free_port
+from tests.cluster.waiting import wait_until
+from tests.conftest import REPO_ROOT
+
+
+def run(*args: str) -> tuple[int, str]:
+    result = CliRunner().invoke(app, ["admission", *args])
+    return result.exit_code, plain(result.output)
+
+
+@pytest.fixture
+def pair_files(tmp_path: Path) -> tuple[str, str]:
+    _, pair = serving_pair(tmp_path)
+    return str(pair.cert_file), str(pair.key_file)
+
+
+def test_a_missing_certificate_or_key_is_exit_2(
+    pair_files: tuple[str, str], tmp_path: Path
+) -> None:
+    cert, key = pair_files
+    code, output = run("--tls-cert", str(tmp_path / "none.crt"), "--tls-key", key)
+    assert code == 2
+    assert "none.crt is not a file" in output
+    code, output = run("--tls-cert", cert)
+    assert code == 2
+    assert "--tls-key" in output
+
+
+def test_a_key_that_does_not_belong_to_the_certificate_is_exit_2(tmp_path: Path) -> None:
+    _, first = serving_pair(tmp_path / "a")
+    _, second = serving_pair(tmp_path / "b")
+    code, output = run("--tls-cert", str(first.cert_file), "--tls-key", str(second.key_file))
+    assert code == 2
+    assert "cannot use the certificate and key" in output
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (["--port", "0"], "--port"),
+        (["--port", "70000"], "--port"),
+        (["--refresh", "soon"], "--refresh"),
+        (["--refresh", "10ms"], "at least 100ms"),
+        (["--kubeconfig", "/nonexistent/kubeconfig"], "does not exist"),
+    ],
+)
+def test_bad_flags_are_exit_2_before_serving(
+    pair_files: tuple[str, str], flags: list[str], message: str
+) -> None:
+    cert, key = pair_files
+    code, output = run("--tls-cert", cert, "--tls-key", key, *flags)
+    assert code == 2
+    assert message in output
+
+
+def test_the_service_answers_over_tls_and_stops_on_sigterm(
+    kube_cluster: ControlPlane, tmp_path: Path
+) -> None:
+    ca, pair = serving_pair(tmp_path)
+    port = free_port()
+    command = [
+        sys.executable, "-m", "tailor.cli.main", "admission",
+        "--tls-cert", str(pair.cert_file), "--tls-key", str(pair.key_file),
+        "--port", str(port), "--address", "127.0.0.1",
+        "--kubeconfig", str(kube_cluster.kubeconfig), "--refresh", "1s",
+    ]  # fmt: skip
+    log = tmp_path / "admission.log"
+    environment = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
+    url = f"https://127.0.0.1:{port}"
+    with log.open("w") as sink:
+        service = subprocess.Popen(command, stdout=sink, stderr=subprocess.STDOUT, env=environment)
+        try:
+
+            def healthy() -> bool:
+                try:
+                    return call(url + "/healthz", ca) == (200, "ok\n")
+                except OSError:
+                    return False
+
+            wait_until(healthy, timeout=30, what="/healthz answering")
+            status, text = call(url + "/mutate", ca, b"{not json")
+            assert (status, text.startswith("body is not JSON")) == (400, True)
+            status, text = call(url + "/mutate", ca, review(new_pod()))
+            assert status == 200
+            assert answer(text) == {"uid": answer(text)["uid"], "allowed": True}  # no VPA
+            assert service.poll() is None
+        finally:
+            service.send_signal(signal.SIGTERM)
+            code = service.wait(timeout=20)
+    assert code == 0, log.read_text()
+    assert f"listening on https://127.0.0.1:{port}/mutate" in log.read_text()
