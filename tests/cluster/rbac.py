@@ -58,3 +58,25 @@ def kubeconfig_for(
     }
     path.write_text(yaml.safe_dump(config))
     return path
+
+
+def allowed(
+    api: RawApi, namespace: str, account: str, resource: str, verb: str, subresource: str = ""
+) -> bool:
+    """Whether the RBAC authorizer lets ServiceAccount namespace/account do `verb` (any namespace)."""
+    review: Json = {
+        "apiVersion": "authorization.k8s.io/v1",
+        "kind": "SubjectAccessReview",
+        "spec": {
+            "user": f"system:serviceaccount:{namespace}:{account}",
+            "resourceAttributes": {
+                "namespace": "any",
+                "verb": verb,
+                "resource": resource,
+                "subresource": subresource,
+            },
+        },
+    }
+    answer = api.create("/apis/authorization.k8s.io/v1/subjectaccessreviews", review)
+    return bool(answer["status"].get("allowed"))
+

@@ -11,7 +11,7 @@ from tests.cli_text import plain
 from tests.cluster.crds import install_crds
 from tests.cluster.fixtures import FullNamespace
 from tests.cluster.rawapi import Json, RawApi
-from tests.cluster.rbac import apply_manifest, kubeconfig_for
+from tests.cluster.rbac import allowed, apply_manifest, kubeconfig_for
 from tests.cluster.workloads import (
     Mi,
     create_deployment,
@@ -24,24 +24,6 @@ from tests.cluster.workloads import (
 from tests.updater.following import period, write_schedule
 
 ACCOUNT_NAMESPACE = "kube-tailor"
-
-
-def allowed(api: RawApi, account: str, resource: str, verb: str, subresource: str = "") -> bool:
-    review: Json = {
-        "apiVersion": "authorization.k8s.io/v1",
-        "kind": "SubjectAccessReview",
-        "spec": {
-            "user": f"system:serviceaccount:{ACCOUNT_NAMESPACE}:{account}",
-            "resourceAttributes": {
-                "namespace": "any",
-                "verb": verb,
-                "resource": resource,
-                "subresource": subresource,
-            },
-        },
-    }
-    answer = api.create("/apis/authorization.k8s.io/v1/subjectaccessreviews", review)
-    return bool(answer["status"].get("allowed"))
 
 
 def test_the_updater_runs_on_the_shipped_role_and_not_without_it(
@@ -68,8 +50,8 @@ def test_the_updater_runs_on_the_shipped_role_and_not_without_it(
     assert '"action": "resize"' in result.stdout and '"applied": true' in result.stdout
     [pod] = running_pods(api, namespace)
     assert pod["spec"]["containers"][0]["resources"]["requests"]["cpu"] == "500m"
-    assert allowed(api, "tailor-updater", "pods", "create", "eviction")
-    assert not allowed(api, "tailor-updater", "pods", "update")  # resize only, no pod edits
+    assert allowed(api, ACCOUNT_NAMESPACE, "tailor-updater", "pods", "create", "eviction")
+    assert not allowed(api, ACCOUNT_NAMESPACE, "tailor-updater", "pods", "update")  # resize only, no pod edits
 
     nobody = kubeconfig_for(
         api, full_namespace.cluster, ACCOUNT_NAMESPACE, "tailor-nobody", tmp_path / "nobody"

@@ -1,0 +1,77 @@
+"""deploy/admission/: the webhook runs on its shipped role, and its registration is valid."""
+
+from __future__ import annotations
+
+import base64
+import string
+from pathlib import Path
+
+import pytest
+import yaml
+
+from admission.admit import admit
+from admission.kube import ClusterCache
+from admission.review import parse_review
+from tailor.kube import ClusterError, api_client_from
+from tests.admission.cluster import WEBHOOKS
+from tests.admission.https import serving_pair
+from tests.admission.test_admit import review
+from tests.admission.test_webhook_cluster import container, create_vpa, deployment, pod_of
+from tests.cluster.controlplane import ControlPlane
+from tests.cluster.fixtures import create_namespace, namespace_name
+from tests.cluster.rawapi import RawApi
+from tests.cluster.crds import install_crds
+from tests.cluster.rbac import allowed, apply_manifest, kubeconfig_for
+
+DEPLOY = Path(__file__).resolve().parents[2] / "deploy" / "admission"
+ACCOUNT = "tailor-admission"
+
+
+def test_the_webhook_reads_what_it_needs_on_the_shipped_role_and_nothing_more(
+    kube_cluster_full: ControlPlane, request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
+    namespace = namespace_name(request.node.name)
+    with kube_cluster_full.api_client() as client:
+        api = RawApi(client)
+        install_crds(api)
+        apply_manifest(api, "admission/rbac.yaml")
+        create_namespace(api, namespace)
+        create_vpa(api, namespace, "web", "Auto", {"app": {"cpu": "1"}})
+        app = container("app", {"requests": {"cpu": "100m"}})
+        api.create(f"/apis/apps/v1/namespaces/{namespace}/deployments", deployment("web", app))
+        pod = pod_of(api, namespace, "web")  # as written: no webhook is registered here
+
+        config = kubeconfig_for(api, kube_cluster_full, "kube-tailor", ACCOUNT, tmp_path / "admission")
+        cache = ClusterCache(api_client_from(config))
+        cache.refresh()
+        assert [v.name for v in cache.vpas(namespace)] == ["web"]
+        del pod["metadata"]["name"]
+        verdict = admit(parse_review(review(pod, namespace=namespace)), cache)
+        assert verdict.reason.startswith("Pod resources updated by web"), verdict
+        assert verdict.warnings == ()
+
+        for resource, verb in (("pods", "list"), ("pods", "update"), ("replicasets", "list")):
+            assert not allowed(api, "kube-tailor", ACCOUNT, resource, verb)
+        nobody = kubeconfig_for(
+            api, kube_cluster_full, "kube-tailor", "tailor-nobody", tmp_path / "nobody"
+        )
+        with pytest.raises(ClusterError, match="forbidden"):
+            ClusterCache(api_client_from(nobody)).refresh()
+
+
+def test_the_registration_template_is_accepted_by_the_api_server(
+    kube_api: RawApi, tmp_path: Path
+) -> None:
+    template = string.Template((DEPLOY / "webhook.yaml").read_text())
+    assert template.get_identifiers() == ["CA_BUNDLE"]
+    ca, _ = serving_pair(tmp_path)
+    text = template.substitute(CA_BUNDLE=base64.b64encode(ca.cert_pem).decode())
+    stored = kube_api.request("POST", WEBHOOKS, yaml.safe_load(text), query={"dryRun": "All"})
+    [hook] = stored["webhooks"]
+    assert hook["failurePolicy"] == "Ignore"
+    assert hook["sideEffects"] == "None"
+    assert hook["admissionReviewVersions"] == ["v1"]
+    assert hook["rules"][0]["operations"] == ["CREATE"]
+    assert hook["rules"][0]["resources"] == ["pods"]
+    assert hook["clientConfig"]["service"]["path"] == "/mutate"
+    assert base64.b64decode(hook["clientConfig"]["caBundle"]) == ca.cert_pem
