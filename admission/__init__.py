@@ -1,5 +1,5 @@
-"""kube-tailor admission: the mutating webhook that sets requests on pod creation.
+"""kube-tailor admission: the mutating webhook that sizes pods when they are created.
 
-Not built yet (its own issue): it will apply the capped target and scale limits
-proportionally with the shared capping rules in `tailor/`.
+Pure modules decide (`patch`, `review`, `admit`); `kube` (cluster reads) and
+`server` (HTTPS) are the edges. `tailor admission` runs it.
 """
