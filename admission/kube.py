@@ -9,38 +9,28 @@ kept for a minute (its owner does not change).
 
 from __future__ import annotations
 
-import json
 import logging
 import threading
 import time
 from collections import defaultdict
-from typing import Any
 
 import kubernetes.client
-from kubernetes.client.exceptions import ApiException
 
 from admission.admit import Json
-from tailor.api.crd import GROUP, VERSION, VPA_PLURAL
 from tailor.api.limitrange import LimitRange
 from tailor.api.vpa import VerticalPodAutoscaler
-from tailor.kube import ClusterError, api_message
+from tailor.kube import Cluster, ClusterError
 
 LOG = logging.getLogger("tailor.admission")
 REPLICA_SET_TTL_SECONDS = 60.0
 _MAX_REPLICA_SETS = 10_000
 
 
-def _json(response: Any) -> dict[str, Any]:
-    return dict(json.loads(response.data or b"{}"))
-
-
 class ClusterCache:
     """A `ClusterView` over one API client; `refresh()` reloads, `start()` keeps it fresh."""
 
     def __init__(self, api_client: kubernetes.client.ApiClient, refresh_seconds: float = 5.0):
-        self.core = kubernetes.client.CoreV1Api(api_client)
-        self.apps = kubernetes.client.AppsV1Api(api_client)
-        self.custom = kubernetes.client.CustomObjectsApi(api_client)
+        self.cluster = Cluster(api_client)
         self.refresh_seconds = refresh_seconds
         self._vpas: dict[str, list[VerticalPodAutoscaler]] = {}
         self._limit_ranges: dict[str, list[LimitRange]] = {}
@@ -65,18 +55,7 @@ class ClusterCache:
             cached = self._replica_sets.get(key)
         if cached is not None and now - cached[0] < REPLICA_SET_TTL_SECONDS:
             return cached[1]
-        try:
-            found: Json | None = _json(
-                self.apps.read_namespaced_replica_set(name, namespace, _preload_content=False)
-            )
-        except ApiException as error:
-            if error.status != 404:
-                raise ClusterError(
-                    f"cannot read ReplicaSet {namespace}/{name}: {api_message(error)}"
-                ) from None
-            found = None
-        except OSError as error:  # urllib3 connection errors derive from OSError
-            raise ClusterError(f"cannot reach the API server: {error}") from None
+        found = self.cluster.replica_set(namespace, name)
         with self._lock:
             if len(self._replica_sets) >= _MAX_REPLICA_SETS:
                 self._replica_sets.clear()
@@ -90,30 +69,13 @@ class ClusterCache:
         """Whether one refresh has succeeded (the /healthz answer)."""
         return self._loaded_at is not None
 
-    def _list(self, call: Any, what: str, **kwargs: Any) -> list[dict[str, Any]] | None:
-        """The items of a list call; None when the API server does not serve the kind (404)."""
-        try:
-            return list(_json(call(_preload_content=False, **kwargs)).get("items") or [])
-        except ApiException as error:
-            if error.status == 404:
-                return None
-            raise ClusterError(f"cannot list {what}: {api_message(error)}") from None
-        except OSError as error:
-            raise ClusterError(f"cannot reach the API server to list {what}: {error}") from None
-
     def refresh(self) -> None:
         """List VPAs and LimitRanges of every namespace; ClusterError leaves the old lists."""
-        vpa_items = self._list(
-            self.custom.list_cluster_custom_object,
-            "verticalpodautoscalers",
-            group=GROUP,
-            version=VERSION,
-            plural=VPA_PLURAL,
-        )
+        vpa_items = self.cluster.vpas_if_installed()
         if vpa_items is None and self._vpa_crd_present:
             LOG.warning("the VPA CRD is not installed: no pod has a VPA")
         self._vpa_crd_present = vpa_items is not None
-        range_items = self._list(self.core.list_limit_range_for_all_namespaces, "limit ranges")
+        range_items = self.cluster.limit_ranges()
         vpas: dict[str, list[VerticalPodAutoscaler]] = defaultdict(list)
         for vpa in VerticalPodAutoscaler.valid_among(vpa_items or []):
             vpas[vpa.namespace].append(vpa)

@@ -11,24 +11,49 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, cast
 
 import kubernetes.client
+import kubernetes.config
 from kubernetes.client.exceptions import ApiException
+from kubernetes.config.config_exception import ConfigException
 
-<<<<<<<< HEAD:tailor/kube.py
 from tailor.api.crd import CHECKPOINT_PLURAL, GROUP, VERSION, VPA_PLURAL
 
 Json = Mapping[str, Any]
 FIELD_MANAGER = "kube-tailor"
-========
-from tailor.kube import ClusterError, api_client_from, api_message
-from updater.resources import Json
 
-__all__ = ["Answer", "Cluster", "ClusterError", "api_client_from", "api_message"]
 
-FIELD_MANAGER = "kube-tailor-updater"
->>>>>>>> c5eaaea (tailor.kube (kubeconfig loading, Status messages) and ContainerResources.of_container move out of updater/, and install_vpa_crd to tests/cluster/vpa_crd.py, so the admission webhook and its tests share them):updater/kube.py
+class ClusterError(RuntimeError):
+    """The API server could not be reached or refused a read the updater needs."""
+
+
+def api_client_from(kubeconfig: Path | None) -> kubernetes.client.ApiClient:
+    """A client from `kubeconfig`, else in-cluster, else the default kubeconfig."""
+    try:
+        if kubeconfig is not None:
+            if not kubeconfig.is_file():
+                raise ClusterError(f"kubeconfig {kubeconfig} does not exist")
+            return kubernetes.config.new_client_from_config(config_file=str(kubeconfig))
+        try:
+            configuration = kubernetes.client.Configuration()
+            kubernetes.config.load_incluster_config(client_configuration=configuration)
+            return kubernetes.client.ApiClient(configuration)
+        except ConfigException:
+            return kubernetes.config.new_client_from_config()
+    except (ConfigException, OSError, ValueError) as error:
+        raise ClusterError(f"cannot load a kubeconfig: {error}") from None
+
+
+def api_message(error: ApiException) -> str:
+    """The Status message of a refused call, else its reason."""
+    try:
+        body = json.loads(error.body or "{}")
+    except ValueError:
+        body = {}
+    message = body.get("message") if isinstance(body, dict) else None
+    return str(message or error.reason or f"HTTP {error.status}")
 
 
 @dataclass(frozen=True)
@@ -54,12 +79,21 @@ class Cluster:
         return dict(json.loads(response.data or b"{}"))
 
     def _read(self, call: Any, what: str, **kwargs: Any) -> Json:
+        found = self._read_if_served(call, what, **kwargs)
+        if found is None:
+            raise ClusterError(f"cannot read {what}: the API server does not serve it")
+        return found
+
+    def _read_if_served(self, call: Any, what: str, **kwargs: Any) -> Json | None:
+        """The answer's JSON; None when the object or its kind does not exist (404)."""
         try:
             return self._json(call(_preload_content=False, **kwargs))
         except ApiException as error:
-            raise ClusterError(f"cannot list {what}: {api_message(error)}") from None
+            if error.status == 404:
+                return None
+            raise ClusterError(f"cannot read {what}: {api_message(error)}") from None
         except OSError as error:  # urllib3 connection errors derive from OSError
-            raise ClusterError(f"cannot reach the API server to list {what}: {error}") from None
+            raise ClusterError(f"cannot reach the API server to read {what}: {error}") from None
 
     def pods(self) -> list[Json]:
         """Every pod of the cluster: node sums need the pods of all namespaces."""
@@ -82,18 +116,30 @@ class Cluster:
             for r in listed.get("items") or []
         }
 
+    def replica_set(self, namespace: str, name: str) -> Json | None:
+        """One ReplicaSet by name (None when it is gone), for a pod created a moment ago."""
+        return self._read_if_served(
+            self.apps.read_namespaced_replica_set, f"ReplicaSet {namespace}/{name}",
+            name=name, namespace=namespace,
+        )  # fmt: skip
+
+    def vpas_if_installed(self) -> list[Json] | None:
+        """Every VerticalPodAutoscaler of the cluster; None when the VPA CRD is not installed."""
+        listed = self._read_if_served(
+            self.custom.list_cluster_custom_object,
+            "verticalpodautoscalers",
+            group=GROUP,
+            version=VERSION,
+            plural=VPA_PLURAL,
+        )
+        return None if listed is None else list(listed.get("items") or [])
+
     def vpas(self) -> list[Json]:
         """Every VerticalPodAutoscaler (autoscaling.k8s.io/v1) of the cluster."""
-        return list(
-            self._read(
-                self.custom.list_cluster_custom_object,
-                "verticalpodautoscalers (is the VPA CRD installed?)",
-                group=GROUP,
-                version=VERSION,
-                plural=VPA_PLURAL,
-            ).get("items")
-            or []
-        )
+        found = self.vpas_if_installed()
+        if found is None:
+            raise ClusterError("cannot list verticalpodautoscalers: is the VPA CRD installed?")
+        return found
 
     def resize(self, pod: Json, patch: Json, dry_run: bool = False) -> Answer:
         """PATCH pods/resize with a strategic merge patch (containers merge by name)."""

@@ -18,9 +18,9 @@ from tests.admission.https import serving_pair
 from tests.admission.test_admit import review
 from tests.admission.test_webhook_cluster import container, create_vpa, deployment, pod_of
 from tests.cluster.controlplane import ControlPlane
+from tests.cluster.crds import install_crds
 from tests.cluster.fixtures import create_namespace, namespace_name
 from tests.cluster.rawapi import RawApi
-from tests.cluster.crds import install_crds
 from tests.cluster.rbac import allowed, apply_manifest, kubeconfig_for
 
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy" / "admission"
@@ -41,7 +41,9 @@ def test_the_webhook_reads_what_it_needs_on_the_shipped_role_and_nothing_more(
         api.create(f"/apis/apps/v1/namespaces/{namespace}/deployments", deployment("web", app))
         pod = pod_of(api, namespace, "web")  # as written: no webhook is registered here
 
-        config = kubeconfig_for(api, kube_cluster_full, "kube-tailor", ACCOUNT, tmp_path / "admission")
+        config = kubeconfig_for(
+            api, kube_cluster_full, "kube-tailor", ACCOUNT, tmp_path / "admission"
+        )
         cache = ClusterCache(api_client_from(config))
         cache.refresh()
         assert [v.name for v in cache.vpas(namespace)] == ["web"]

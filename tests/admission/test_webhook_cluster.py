@@ -18,10 +18,11 @@ from kubernetes.client.exceptions import ApiException
 from admission.patch import OBSERVED_CONTAINERS_ANNOTATION, UPDATES_ANNOTATION
 from tests.admission.cluster import bare_pod, registered, webhook
 from tests.cluster.controlplane import ControlPlane
+from tests.cluster.crds import install_crds
 from tests.cluster.fixtures import create_namespace, namespace_name
 from tests.cluster.rawapi import MERGE_PATCH, Json, RawApi
-from tests.cluster.vpa_crd import install_vpa_crd, vpas_path
 from tests.cluster.waiting import wait_until
+from tests.cluster.workloads import vpa_collection
 
 
 def deployment(name: str, *containers: Json) -> Json:
@@ -61,10 +62,10 @@ def create_vpa(
         "metadata": {"name": name},
         "spec": spec,
     }
-    api.create(vpas_path(namespace), body)
+    api.create(vpa_collection(namespace), body)
     recommendations = [{"containerName": c, "target": t} for c, t in targets.items()]
     status = {"status": {"recommendation": {"containerRecommendations": recommendations}}}
-    api.patch(f"{vpas_path(namespace)}/{name}/status", status, MERGE_PATCH)
+    api.patch(f"{vpa_collection(namespace)}/{name}/status", status, MERGE_PATCH)
 
 
 def pod_of(api: RawApi, namespace: str, app: str) -> Json:
@@ -80,7 +81,7 @@ def test_deployment_pods_are_created_with_their_vpa_recommendation_capped(
 ) -> None:
     with kube_cluster_full.api_client() as client:
         api = RawApi(client)
-        install_vpa_crd(api)
+        install_crds(api)
         namespace = namespace_name(request.node.name)
         create_namespace(api, namespace)
         try:
@@ -151,7 +152,7 @@ def test_pods_without_resources_get_them_and_off_or_no_vpa_stay_as_written(
 ) -> None:
     with kube_cluster_full.api_client() as client:
         api = RawApi(client)
-        install_vpa_crd(api)
+        install_crds(api)
         namespace = namespace_name(request.node.name)
         create_namespace(api, namespace)
         try:

@@ -63,7 +63,7 @@ def kubeconfig_for(
 def allowed(
     api: RawApi, namespace: str, account: str, resource: str, verb: str, subresource: str = ""
 ) -> bool:
-    """Whether the RBAC authorizer lets ServiceAccount namespace/account do `verb` (any namespace)."""
+    """Whether RBAC lets ServiceAccount namespace/account do `verb` (in any namespace)."""
     review: Json = {
         "apiVersion": "authorization.k8s.io/v1",
         "kind": "SubjectAccessReview",
@@ -79,4 +79,3 @@ def allowed(
     }
     answer = api.create("/apis/authorization.k8s.io/v1/subjectaccessreviews", review)
     return bool(answer["status"].get("allowed"))
-

@@ -10,7 +10,6 @@ from tailor.cli.main import app
 from tests.cli_text import plain
 from tests.cluster.crds import install_crds
 from tests.cluster.fixtures import FullNamespace
-from tests.cluster.rawapi import Json, RawApi
 from tests.cluster.rbac import allowed, apply_manifest, kubeconfig_for
 from tests.cluster.workloads import (
     Mi,
@@ -51,7 +50,9 @@ def test_the_updater_runs_on_the_shipped_role_and_not_without_it(
     [pod] = running_pods(api, namespace)
     assert pod["spec"]["containers"][0]["resources"]["requests"]["cpu"] == "500m"
     assert allowed(api, ACCOUNT_NAMESPACE, "tailor-updater", "pods", "create", "eviction")
-    assert not allowed(api, ACCOUNT_NAMESPACE, "tailor-updater", "pods", "update")  # resize only, no pod edits
+    assert not allowed(
+        api, ACCOUNT_NAMESPACE, "tailor-updater", "pods", "update"
+    )  # resize only, no pod edits
 
     nobody = kubeconfig_for(
         api, full_namespace.cluster, ACCOUNT_NAMESPACE, "tailor-nobody", tmp_path / "nobody"
@@ -60,5 +61,5 @@ def test_the_updater_runs_on_the_shipped_role_and_not_without_it(
         app, ["follow", "--once", "--schedule", str(schedule), "--kubeconfig", str(nobody)]
     )
     assert result.exit_code == 1
-    assert "cannot list pods" in plain(result.output)
+    assert "cannot read pods" in plain(result.output)
     assert "forbidden" in plain(result.output)
