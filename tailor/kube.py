@@ -123,6 +123,14 @@ class Cluster:
             name=name, namespace=namespace,
         )  # fmt: skip
 
+    def config_map_data(self, namespace: str, name: str) -> dict[str, str] | None:
+        """A ConfigMap's data (None when there is no such ConfigMap)."""
+        found = self._read_if_served(
+            self.core.read_namespaced_config_map, f"ConfigMap {namespace}/{name}",
+            name=name, namespace=namespace,
+        )  # fmt: skip
+        return None if found is None else dict(found.get("data") or {})
+
     def vpas_if_installed(self) -> list[Json] | None:
         """Every VerticalPodAutoscaler of the cluster; None when the VPA CRD is not installed."""
         listed = self._read_if_served(

@@ -121,6 +121,9 @@ def _refuse_overlaps(rows: Iterable[ScheduleRow], source: str) -> None:
                 )
 
 
+SCHEDULE_KEY = "schedule.json"  # the key of the ConfigMap `tailor recommender` writes
+
+
 def read_schedule(path: Path) -> list[ScheduleRow]:
     """Read and validate a schedule file; ScheduleError for anything unreadable."""
     try:

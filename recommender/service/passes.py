@@ -28,9 +28,7 @@ from recommender.service.checkpoints import checkpoint_objects
 from recommender.service.status import ServedVpa, served_vpas, vpa_status
 from tailor.api.vpa import VerticalPodAutoscaler
 from tailor.kube import Cluster
-from tailor.schedule_file import schedule_records
-
-SCHEDULE_KEY = "schedule.json"
+from tailor.schedule_file import SCHEDULE_KEY, schedule_records
 
 
 class Model(StrEnum):

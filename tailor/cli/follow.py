@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import logging
 import sys
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from enum import StrEnum
 from pathlib import Path
@@ -25,13 +25,20 @@ from tailor.cli.service import (
     Interval,
     Kubeconfig,
     Once,
+    config_map_flag,
     connect,
     duration_flag,
     interval_flag,
     run_every,
 )
 from tailor.kube import Cluster, ClusterError
-from tailor.schedule_file import ScheduleError, ScheduleRow, read_schedule
+from tailor.schedule_file import (
+    SCHEDULE_KEY,
+    ScheduleError,
+    ScheduleRow,
+    parse_schedule,
+    read_schedule,
+)
 from updater.decide import Policy
 from updater.follow import Outcome, PassOptions, follow_once
 
@@ -72,17 +79,49 @@ def _print(outcomes: list[Outcome], fmt: FollowFormat) -> None:
         Console().print(outcome_table(outcomes))
 
 
+@dataclass(frozen=True)
+class _Source:
+    """Where each pass reads the schedule: a file, or the ConfigMap the recommender writes."""
+
+    path: Path | None
+    config_map: tuple[str, str] | None
+
+    def read(self, cluster: Cluster) -> list[ScheduleRow]:
+        if self.path is not None:
+            return read_schedule(self.path)
+        assert self.config_map is not None
+        namespace, name = self.config_map
+        where = f"ConfigMap {namespace}/{name}"
+        try:
+            data = cluster.config_map_data(namespace, name)
+        except ClusterError as error:
+            raise ScheduleError(str(error)) from None
+        if data is None:
+            raise ScheduleError(f"{where} does not exist")
+        if SCHEDULE_KEY not in data:
+            raise ScheduleError(f"{where} has no key {SCHEDULE_KEY}")
+        return parse_schedule(data[SCHEDULE_KEY], where)
+
+
+def _source(path: Path | None, config_map: str | None) -> _Source:
+    if (path is None) == (config_map is None):
+        raise typer.BadParameter("give --schedule FILE or --schedule-configmap NAMESPACE/NAME")
+    if config_map is None:
+        return _Source(path, None)
+    return _Source(None, config_map_flag(config_map, "--schedule-configmap"))
+
+
 class _Follower:
     """The service's state between passes: the last schedule that read cleanly."""
 
     def __init__(
-        self, cluster: Cluster, path: Path, rows: list[ScheduleRow], options: PassOptions
+        self, cluster: Cluster, source: _Source, rows: list[ScheduleRow], options: PassOptions
     ) -> None:
-        self.cluster, self.path, self.rows, self.options = cluster, path, rows, options
+        self.cluster, self.source, self.rows, self.options = cluster, source, rows, options
 
     def run_pass(self) -> None:
         try:
-            self.rows = read_schedule(self.path)
+            self.rows = self.source.read(self.cluster)
         except ScheduleError as error:
             LOG.error("%s; keeping the last good schedule", error)
         try:
@@ -97,8 +136,12 @@ class _Follower:
 
 def follow_command(
     schedule: Annotated[
-        Path, typer.Option("--schedule", help="`tailor schedule --format json` output.")
-    ],
+        Path | None, typer.Option("--schedule", help="`tailor schedule --format json` output.")
+    ] = None,
+    schedule_configmap: Annotated[
+        str | None,
+        typer.Option(help="Or the ConfigMap NS/NAME `tailor recommender` writes the plan to."),
+    ] = None,
     kubeconfig: Kubeconfig = None,
     namespace: options.Namespace = None,
     once: Once = False,
@@ -137,11 +180,18 @@ def follow_command(
     moment = _moment(at)
     if moment is not None and not once:
         raise typer.BadParameter("--at goes with --once", param_hint="--at")
-    try:
-        rows = read_schedule(schedule)
-    except ScheduleError as error:
-        raise typer.BadParameter(str(error), param_hint="--schedule") from error
+    source = _source(schedule, schedule_configmap)
+    if schedule is not None:  # a broken file is refused before any connection
+        try:
+            read_schedule(schedule)
+        except ScheduleError as error:
+            raise typer.BadParameter(str(error), param_hint="--schedule") from error
     cluster = connect(kubeconfig)
+    try:
+        rows = source.read(cluster)
+    except ScheduleError as error:
+        hint = "--schedule" if schedule is not None else "--schedule-configmap"
+        raise typer.BadParameter(str(error), param_hint=hint) from error
     pass_options = PassOptions(policy, frozenset(namespace or ()) or None, dry_run, use_vpa=vpa)
     if once:
         try:
@@ -151,5 +201,5 @@ def follow_command(
             raise typer.Exit(1) from None
         _print(outcomes, fmt)
         return
-    follower = _Follower(cluster, schedule, rows, pass_options)
+    follower = _Follower(cluster, source, rows, pass_options)
     run_every(period, follower.run_pass, LOG)

@@ -18,7 +18,15 @@ from recommender.service.passes import Model, PassReport, ServiceOptions, recomm
 from tailor.api.crd import DEFAULT_RECOMMENDER_NAME
 from tailor.cli import options
 from tailor.cli.inputs import PrometheusOptions, prometheus_settings
-from tailor.cli.service import Interval, Kubeconfig, Once, connect, interval_flag, run_every
+from tailor.cli.service import (
+    Interval,
+    Kubeconfig,
+    Once,
+    config_map_flag,
+    connect,
+    interval_flag,
+    run_every,
+)
 from tailor.kube import Cluster, ClusterError
 
 LOG = logging.getLogger("tailor.recommender")
@@ -31,12 +39,7 @@ def _config_map(text: str | None, model: Model) -> tuple[str, str] | None:
         raise typer.BadParameter(
             "a schedule needs --strategy forecast", param_hint="--schedule-configmap"
         )
-    namespace, slash, name = text.partition("/")
-    if not slash or not namespace or not name or "/" in name:
-        raise typer.BadParameter(
-            f"want NAMESPACE/NAME, got {text!r}", param_hint="--schedule-configmap"
-        )
-    return namespace, name
+    return config_map_flag(text, "--schedule-configmap")
 
 
 def _report_lines(report: PassReport) -> list[str]:

@@ -47,6 +47,14 @@ def interval_flag(text: str, once: bool) -> timedelta:
     return period
 
 
+def config_map_flag(text: str, option: str) -> tuple[str, str]:
+    """A ConfigMap named NAMESPACE/NAME on the command line."""
+    namespace, slash, name = text.partition("/")
+    if not slash or not namespace or not name or "/" in name:
+        raise typer.BadParameter(f"want NAMESPACE/NAME, got {text!r}", param_hint=option)
+    return namespace, name
+
+
 def connect(kubeconfig: Path | None) -> Cluster:
     """The API server the kubeconfig names; a missing or broken one is exit 2."""
     try:

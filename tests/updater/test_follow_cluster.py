@@ -210,5 +210,25 @@ def test_a_broken_schedule_or_kubeconfig_is_refused_before_anything_changes(
     )
     assert result.exit_code == 2
     assert "does not exist" in plain(result.output)
+
+    kubeconfig = ["--kubeconfig", str(kube_cluster.kubeconfig)]
+    for flags, words in (
+        ([], "give --schedule FILE or --schedule-configmap NAMESPACE/NAME"),
+        (["--schedule", str(fine), "--schedule-configmap", "a/b"], "give --schedule FILE or"),
+        (["--schedule-configmap", "no-slash"], "want NAMESPACE/NAME"),
+        (["--schedule-configmap", f"{kube_namespace}/absent"], "absent does not exist"),
+    ):
+        result = CliRunner().invoke(app, ["follow", "--once", *flags, *kubeconfig])
+        assert result.exit_code == 2, flags
+        assert words in plain(result.output), result.output
+    kube_api.create(
+        f"/api/v1/namespaces/{kube_namespace}/configmaps",
+        {"metadata": {"name": "plan"}, "data": {"other.json": "[]"}},
+    )
+    result = CliRunner().invoke(
+        app, ["follow", "--once", "--schedule-configmap", f"{kube_namespace}/plan", *kubeconfig]
+    )
+    assert result.exit_code == 2
+    assert "has no key schedule.json" in plain(result.output)
     after = get_pod(kube_api, kube_namespace, "web")
     assert after["metadata"]["generation"] == before["metadata"]["generation"]

@@ -9,6 +9,8 @@ recommender alone, and say NoPodsMatched where no pod runs.
 from __future__ import annotations
 
 import json
+import math
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +25,7 @@ from tailor.api.checkpoint import VerticalPodAutoscalerCheckpoint
 from tailor.api.meta import ResourceList
 from tailor.api.vpa import VerticalPodAutoscaler
 from tailor.cli.main import app
+from tailor.quantity import cpu_cores
 from tailor.schedule_file import parse_schedule
 from tests.cli_text import plain
 from tests.cluster.controlplane import ControlPlane
@@ -38,6 +41,7 @@ from tests.cluster.workloads import (
     create_deployment,
     daily_cycle,
     deployment,
+    running_pods,
     vpa,
     vpa_collection,
 )
@@ -118,7 +122,7 @@ def test_the_service_writes_the_libraries_recommendation_into_the_vpas_it_serves
         "--prometheus",
         url,
         "--history",
-        "3d",
+        "5d",
         "--kubeconfig",
         str(account),
         *forecast,
@@ -130,6 +134,24 @@ def test_the_service_writes_the_libraries_recommendation_into_the_vpas_it_serves
     assert len(rows) == 24
     assert {(r.namespace, r.workload, r.container) for r in rows} == {(namespace, "web", "app")}
     assert json.loads(text)[0]["cpu"] == rows[0].cpu
+
+    # The loop in the cluster: the updater follows that ConfigMap, as its own ServiceAccount.
+    apply_manifest(api, "updater/rbac.yaml")
+    updater = kubeconfig_for(
+        api, full_namespace.cluster, "kube-tailor", "tailor-updater", tmp_path / "updater"
+    )
+    moment = datetime.now(UTC)
+    [due] = [r for r in rows if r.start <= moment < r.end]
+    args = ["follow", "--once", "--format", "json", "--at", moment.isoformat()]
+    result = CliRunner().invoke(
+        app, [*args, "--schedule-configmap", f"kube-tailor/{plan}", "--kubeconfig", str(updater)]
+    )
+    assert result.exit_code == 0, result.output
+    [outcome] = json.loads(result.stdout)
+    assert (outcome["workload"], outcome["action"], outcome["applied"]) == ("web", "resize", True)
+    [pod] = [p for p in running_pods(api, namespace) if p["metadata"]["labels"]["app"] == "web"]
+    cpu = pod["spec"]["containers"][0]["resources"]["requests"]["cpu"]
+    assert cpu_cores(cpu) == math.ceil(due.cpu * 1000 - 1e-9) / 1000  # type: ignore[operator]
 
 
 def test_bad_flags_and_an_unreachable_prometheus_are_clear_errors(
