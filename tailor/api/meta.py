@@ -13,6 +13,7 @@ model is validated (enums, quantities, timestamps).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from enum import StrEnum
@@ -25,6 +26,7 @@ from pydantic import (
     Field,
     GetCoreSchemaHandler,
     PlainSerializer,
+    PlainValidator,
     ValidationError,
     model_validator,
 )
@@ -86,6 +88,52 @@ Timestamp = Annotated[
     PlainSerializer(_format_rfc3339, return_type=str, when_used="always"),
 ]
 """An RFC 3339 time (metav1.Time): read with any offset, written as UTC seconds + 'Z'."""
+
+#: An RFC 3339 date-time, as the API server and upstream write it. Go's time.Parse refuses
+#: all this refuses (a date alone, a space or lowercase 't', no 'Z' or +hh:mm offset).
+_RFC3339 = re.compile(
+    r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]+)?(Z|[+-][0-9]{2}:[0-9]{2})",
+    re.ASCII,
+)
+#: Go's zero time.Time, which metav1.Time writes as null.
+GO_ZERO_TIME = datetime(1, 1, 1, tzinfo=UTC)
+
+
+def _decode_meta_time(value: object) -> datetime | None:
+    """metav1.Time as Go decodes it: RFC 3339 text, or null for the zero time.
+
+    A number is a decode error in Go; pydantic's lax datetime took 12345 as a UNIX
+    time. "" also reads as unset (as metav1.Time reads query parameters), and so does
+    Go's zero time, which Go writes as null.
+    """
+    if value is None or value == "":
+        return None
+    if isinstance(value, datetime):  # built in code, not decoded from JSON
+        parsed = value
+    elif isinstance(value, str) and _RFC3339.fullmatch(value):
+        try:
+            parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
+        except ValueError as error:
+            raise ValueError(f"{value!r} is not a valid time: {error}") from None
+    else:
+        raise ValueError(f"{value!r} is not an RFC 3339 time")
+    try:
+        utc = _require_aware_utc(parsed)
+    except OverflowError:
+        raise ValueError(f"{value!r} is before Go's zero time") from None
+    return None if utc == GO_ZERO_TIME else utc
+
+
+def _encode_meta_time(value: datetime | None) -> str | None:
+    return None if value is None else _format_rfc3339(value)
+
+
+MetaTime = Annotated[
+    datetime | None,
+    PlainValidator(_decode_meta_time),
+    PlainSerializer(_encode_meta_time, return_type=str | None, when_used="always"),
+]
+"""metav1.Time decoded exactly as Go does; None is the zero time (written as null/omitted)."""
 
 
 def granule(resource: str) -> int:

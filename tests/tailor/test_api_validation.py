@@ -142,3 +142,50 @@ def test_checkpoint_total_weight_must_be_finite_and_non_negative(total: object) 
     data["status"]["memoryHistogram"]["totalWeight"] = total
     with pytest.raises(ValidationError, match=r"memoryHistogram\.totalWeight"):
         VerticalPodAutoscalerCheckpoint.from_api(data)
+
+
+def _checkpoint_with(path: tuple[str, ...], value: object) -> dict[str, Any]:
+    data = copy.deepcopy(REAL_CHECKPOINT)
+    node: Any = data["status"]
+    for key in path[:-1]:
+        node = node[key]
+    node[path[-1]] = value
+    return data
+
+
+@pytest.mark.parametrize(
+    ("path", "value", "where"),
+    [
+        (("cpuHistogram", "bucketWeights"), {"3": "5"}, "cpuHistogram.bucketWeights.3"),
+        (("cpuHistogram", "bucketWeights"), {"3": True}, "cpuHistogram.bucketWeights.3"),
+        (("cpuHistogram", "bucketWeights"), {" 3": 5}, "cpuHistogram.bucketWeights. 3.[key]"),
+        (("cpuHistogram", "bucketWeights"), {"3.0": 5}, "cpuHistogram.bucketWeights.`3.0`.[key]"),
+        (("cpuHistogram", "bucketWeights"), {"1_0": 5}, "cpuHistogram.bucketWeights.1_0.[key]"),
+        (("memoryHistogram", "totalWeight"), "3.0", "memoryHistogram.totalWeight"),
+        (("memoryHistogram", "totalWeight"), True, "memoryHistogram.totalWeight"),
+        (("totalSamplesCount",), "1440", "totalSamplesCount"),
+        (("totalSamplesCount",), True, "totalSamplesCount"),
+        (("lastUpdateTime",), 1714644000, "lastUpdateTime"),
+        (("lastUpdateTime",), "2024-05-02 10:00:00Z", "lastUpdateTime"),
+        (("lastUpdateTime",), "2024-05-02t10:00:00z", "lastUpdateTime"),
+        (("firstSampleStart",), "2024-05-01T10:00Z", "firstSampleStart"),
+        (("cpuHistogram", "referenceTimestamp"), 0, "cpuHistogram.referenceTimestamp"),
+    ],
+)
+def test_checkpoint_values_go_could_not_decode_are_refused(
+    path: tuple[str, ...], value: object, where: str
+) -> None:
+    """Upstream's types are map[int]uint32, float64, int and metav1.Time, and Go's decoder
+    is strict: pydantic's lax mode took numeric strings, booleans as 1, "1_0" as a bucket
+    index and a number as a UNIX time, all of which upstream's recommender refuses."""
+    with pytest.raises(ValidationError) as caught:
+        VerticalPodAutoscalerCheckpoint.from_api(_checkpoint_with(path, value))
+    assert f"status.{where}\n" in str(caught.value)
+
+
+@pytest.mark.parametrize("unset", ["", "0001-01-01T00:00:00Z"])
+def test_empty_and_zero_times_read_as_unset(unset: str) -> None:
+    """Both are Go's zero time, which metav1.Time writes as null: we leave it out."""
+    read = VerticalPodAutoscalerCheckpoint.from_api(_checkpoint_with(("lastUpdateTime",), unset))
+    assert read.status is not None and read.status.last_update_time is None
+    assert "lastUpdateTime" not in read.to_api()["status"]
