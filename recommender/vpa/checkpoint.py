@@ -4,25 +4,27 @@ The JSON shape is upstream's (version "v3"): bucket weights scaled so the
 heaviest bucket is 10000 and rounded to integers, keyed by the bucket index as a
 string, plus the exact total weight and the reference time. Times are RFC 3339
 in UTC; Go's zero time is written as null, as metav1.Time does.
+
+What a status may hold (types, RFC 3339 times, whole uint32 weights...) is decided
+once, by `tailor.api.checkpoint`; a status is read through that model. Only what
+needs this model is checked here: the version, bucket indices inside the histogram,
+and lastSampleStart not before firstSampleStart.
 """
 
 from __future__ import annotations
 
-import math
-import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
 import numpy as np
+from pydantic import ValidationError
 
 from recommender.vpa.histogram import DecayingHistograms
 from recommender.vpa.settings import ZERO_TIME
-from tailor.api.checkpoint import UINT32_MAX  # upstream stores bucket weights as uint32
+from tailor.api.checkpoint import HistogramCheckpoint, VerticalPodAutoscalerCheckpointStatus
 
 CHECKPOINT_VERSION = "v3"
-#: RFC 3339 as metav1.Time reads it (Go's time.RFC3339): a date alone is not a time.
-_RFC3339 = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})")
 
 
 class CheckpointError(ValueError):
@@ -36,43 +38,20 @@ def format_time(seconds: int) -> str | None:
     return datetime.fromtimestamp(int(seconds), tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def parse_time(text: object, field: str = "time") -> int:
-    """RFC 3339 text (or None) -> UNIX seconds (ZERO_TIME for None); CheckpointError if not."""
-    if text is None or text == "":
+def time_seconds(time: datetime | None) -> int:
+    """A decoded metav1.Time -> whole UNIX seconds; unset (None) -> ZERO_TIME."""
+    if time is None:
         return ZERO_TIME
-    if not isinstance(text, str) or not _RFC3339.fullmatch(text):
-        raise CheckpointError(f"checkpoint {field} {text!r} is not an RFC 3339 time")
-    try:
-        parsed = datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
-        raise CheckpointError(f"checkpoint {field} {text!r} is not a valid time") from None
-    return int(parsed.timestamp() // 1)
+    return int(time.timestamp() // 1)
 
 
-def _number(value: object, field: str) -> float:
-    """A JSON number (not a string or a boolean), finite and not negative."""
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise CheckpointError(f"checkpoint {field} must be a number, got {value!r}")
-    if not math.isfinite(value) or value < 0:
-        raise CheckpointError(f"checkpoint {field} must be finite and >= 0, got {value!r}")
-    return float(value)
-
-
-def _whole(value: object, field: str, largest: float = math.inf) -> int:
-    """A whole JSON number in [0, largest] (Go decodes it into an unsigned or int field)."""
-    number = _number(value, field)
-    if number != int(number) or number > largest:
-        raise CheckpointError(f"checkpoint {field} must be a whole number, got {value!r}")
-    return int(number)
-
-
-def _mapping(value: object, field: str) -> dict[Any, Any]:
-    """An object; missing (None) is empty, as Go's zero value."""
-    if value is None:
-        return {}
-    if not isinstance(value, dict):
-        raise CheckpointError(f"checkpoint {field} must be an object, got {type(value).__name__}")
-    return value
+def _describe(error: ValidationError) -> str:
+    """Pydantic's errors as one CheckpointError message naming each field (JSON path)."""
+    problems = []
+    for item in error.errors(include_url=False):
+        where = ".".join(str(part) for part in item["loc"]) or "status"
+        problems.append(f"checkpoint {where}: {item['msg']}")
+    return "; ".join(problems)
 
 
 def normalised_weights(histograms: DecayingHistograms, max_weight: int) -> np.ndarray:
@@ -110,26 +89,27 @@ class LoadedHistogram:
     reference: int
 
 
-def load_histogram(checkpoint: object, n_buckets: int, field: str = "histogram") -> LoadedHistogram:
+def load_histogram(
+    checkpoint: HistogramCheckpoint | None, n_buckets: int, field: str = "histogram"
+) -> LoadedHistogram:
     """Upstream LoadFromCheckpoint on an empty histogram: weights share the total pro rata.
 
-    Weights are whole numbers (uint32 upstream) keyed by bucket index; anything Go
-    could not decode is a CheckpointError rather than a silently skewed histogram.
+    A missing histogram, map or total is empty, as Go's zero value; a bucket past the
+    end of this model's histogram is a CheckpointError, as upstream refuses it.
     """
     weights = np.zeros(n_buckets)
-    histogram = _mapping(checkpoint, field)
-    if not histogram:
+    if checkpoint is None:
         return LoadedHistogram(weights, 0.0, ZERO_TIME)
-    total = _number(histogram.get("totalWeight") or 0.0, f"{field}.totalWeight")
-    stored = _mapping(histogram.get("bucketWeights"), f"{field}.bucketWeights")
-    for key, value in stored.items():
-        if isinstance(key, bool) or not re.fullmatch(r"-?[0-9]+", str(key)):
-            raise CheckpointError(f"checkpoint {field} bucket {key!r} is not a bucket index")
-        bucket = int(str(key))
-        if not 0 <= bucket < n_buckets:
-            raise CheckpointError(f"checkpoint {field} bucket {bucket} outside [0, {n_buckets})")
-        weights[bucket] = _whole(value, f"{field} bucket {bucket} weight", UINT32_MAX)
-    reference = parse_time(histogram.get("referenceTimestamp"), f"{field}.referenceTimestamp")
+    stored = checkpoint.bucket_weights or {}
+    outside = sorted(bucket for bucket in stored if bucket >= n_buckets)
+    if outside:
+        raise CheckpointError(
+            f"checkpoint {field}.bucketWeights: bucket {outside[0]} outside [0, {n_buckets})"
+        )
+    for bucket, weight in stored.items():
+        weights[bucket] = weight
+    total = checkpoint.total_weight or 0.0
+    reference = time_seconds(checkpoint.reference_timestamp)
     weight_sum = weights.sum()
     if weight_sum == 0:
         return LoadedHistogram(np.zeros(n_buckets), 0.0, reference)
@@ -149,24 +129,25 @@ class LoadedStatus:
 
 def load_status(status: object, cpu_buckets: int, memory_buckets: int) -> LoadedStatus:
     """Upstream AggregateContainerState.LoadFromCheckpoint's reading of a status object."""
-    if not isinstance(status, dict):
-        raise CheckpointError(f"checkpoint status must be an object, got {type(status).__name__}")
-    version = status.get("version")
-    if version != CHECKPOINT_VERSION:
-        raise CheckpointError(f"unsupported checkpoint version {version!r}")
-    first = parse_time(status.get("firstSampleStart"), "firstSampleStart")
-    last = parse_time(status.get("lastSampleStart"), "lastSampleStart")
+    try:
+        checkpoint = VerticalPodAutoscalerCheckpointStatus.model_validate(status)
+    except ValidationError as error:
+        raise CheckpointError(_describe(error)) from None
+    if checkpoint.version != CHECKPOINT_VERSION:
+        raise CheckpointError(f"unsupported checkpoint version {checkpoint.version!r}")
+    first = time_seconds(checkpoint.first_sample_start)
+    last = time_seconds(checkpoint.last_sample_start)
     if first != ZERO_TIME and last != ZERO_TIME and last < first:
         raise CheckpointError(
-            f"checkpoint lastSampleStart {status['lastSampleStart']} is before "
-            f"firstSampleStart {status['firstSampleStart']}"
+            f"checkpoint lastSampleStart {format_time(last)} is before "
+            f"firstSampleStart {format_time(first)}"
         )
     return LoadedStatus(
-        cpu=load_histogram(status.get("cpuHistogram"), cpu_buckets, "cpuHistogram"),
-        memory=load_histogram(status.get("memoryHistogram"), memory_buckets, "memoryHistogram"),
+        cpu=load_histogram(checkpoint.cpu_histogram, cpu_buckets, "cpuHistogram"),
+        memory=load_histogram(checkpoint.memory_histogram, memory_buckets, "memoryHistogram"),
         first_sample=first,
         last_sample=last,
-        sample_count=_whole(status.get("totalSamplesCount") or 0, "totalSamplesCount"),
+        sample_count=checkpoint.total_samples_count or 0,
     )
 
 
