@@ -8,18 +8,14 @@ controller-manager, so the pods arrive as the ReplicaSet controller creates them
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Sequence
 from pathlib import Path
-
-import pytest
-from kubernetes.client.exceptions import ApiException
 
 from admission.patch import OBSERVED_CONTAINERS_ANNOTATION, UPDATES_ANNOTATION
 from tests.admission.cluster import bare_pod, registered, webhook
 from tests.cluster.controlplane import ControlPlane
 from tests.cluster.crds import install_crds
-from tests.cluster.fixtures import create_namespace, namespace_name
+from tests.cluster.fixtures import FullNamespace
 from tests.cluster.rawapi import MERGE_PATCH, Json, RawApi
 from tests.cluster.waiting import wait_until
 from tests.cluster.workloads import vpa_collection
@@ -77,56 +73,46 @@ def pod_of(api: RawApi, namespace: str, app: str) -> Json:
 
 
 def test_deployment_pods_are_created_with_their_vpa_recommendation_capped(
-    kube_cluster_full: ControlPlane, request: pytest.FixtureRequest, tmp_path: Path
+    full_namespace: FullNamespace, tmp_path: Path
 ) -> None:
-    with kube_cluster_full.api_client() as client:
-        api = RawApi(client)
-        install_crds(api)
-        namespace = namespace_name(request.node.name)
-        create_namespace(api, namespace)
-        try:
-            ceiling = {"type": "Container", "max": {"memory": "300Mi"}}
-            api.create(
-                f"/api/v1/namespaces/{namespace}/limitranges",
-                {"metadata": {"name": "ceiling"}, "spec": {"limits": [ceiling]}},
+    api, namespace = full_namespace.api, full_namespace.name
+    install_crds(api)
+    ceiling = {"type": "Container", "max": {"memory": "300Mi"}}
+    api.create(
+        f"/api/v1/namespaces/{namespace}/limitranges",
+        {"metadata": {"name": "ceiling"}, "spec": {"limits": [ceiling]}},
+    )
+    cap = {"containerName": "app", "maxAllowed": {"cpu": "600m"}}
+    create_vpa(api, namespace, "web", "Auto", {"app": {"cpu": "2", "memory": "200Mi"}}, [cap])
+    create_vpa(api, namespace, "db", "Initial", {"db": {"cpu": "300m", "memory": "200Mi"}})
+    with webhook(full_namespace.cluster, tmp_path) as (served, cache):
+        cache.refresh()
+        with registered(api, served, namespace):
+            app = container(
+                "app",
+                {
+                    "requests": {"cpu": "250m", "memory": "128Mi"},
+                    "limits": {"memory": "256Mi"},
+                },
             )
-            cap = {"containerName": "app", "maxAllowed": {"cpu": "600m"}}
-            create_vpa(
-                api, namespace, "web", "Auto", {"app": {"cpu": "2", "memory": "200Mi"}}, [cap]
+            sidecar = container(
+                "sidecar",
+                {
+                    "requests": {"cpu": "10m", "memory": "16Mi"},
+                    "limits": {"memory": "32Mi"},
+                },
             )
-            create_vpa(api, namespace, "db", "Initial", {"db": {"cpu": "300m", "memory": "200Mi"}})
-            with webhook(kube_cluster_full, tmp_path) as (served, cache):
-                cache.refresh()
-                with registered(api, served, namespace):
-                    app = container(
-                        "app",
-                        {
-                            "requests": {"cpu": "250m", "memory": "128Mi"},
-                            "limits": {"memory": "256Mi"},
-                        },
-                    )
-                    sidecar = container(
-                        "sidecar",
-                        {
-                            "requests": {"cpu": "10m", "memory": "16Mi"},
-                            "limits": {"memory": "32Mi"},
-                        },
-                    )
-                    db = container(
-                        "db",
-                        {
-                            "requests": {"cpu": "500m", "memory": "256Mi"},
-                            "limits": {"cpu": "500m", "memory": "256Mi"},
-                        },
-                    )
-                    deployments = f"/apis/apps/v1/namespaces/{namespace}/deployments"
-                    api.create(deployments, deployment("web", app, sidecar))
-                    api.create(deployments, deployment("db", db))
-                    web_pod, db_pod = pod_of(api, namespace, "web"), pod_of(api, namespace, "db")
-        finally:
-            with contextlib.suppress(ApiException):
-                api.delete(f"/api/v1/namespaces/{namespace}")
-
+            db = container(
+                "db",
+                {
+                    "requests": {"cpu": "500m", "memory": "256Mi"},
+                    "limits": {"cpu": "500m", "memory": "256Mi"},
+                },
+            )
+            deployments = f"/apis/apps/v1/namespaces/{namespace}/deployments"
+            api.create(deployments, deployment("web", app, sidecar))
+            api.create(deployments, deployment("db", db))
+            web_pod, db_pod = pod_of(api, namespace, "web"), pod_of(api, namespace, "db")
     web = web_pod["spec"]["containers"]
     # cpu at maxAllowed; memory where its proportional limit (x2) meets the LimitRange max,
     # and the API server's own LimitRanger accepted the result.
@@ -148,35 +134,27 @@ def test_deployment_pods_are_created_with_their_vpa_recommendation_capped(
 
 
 def test_pods_without_resources_get_them_and_off_or_no_vpa_stay_as_written(
-    kube_cluster_full: ControlPlane, request: pytest.FixtureRequest, tmp_path: Path
+    full_namespace: FullNamespace, tmp_path: Path
 ) -> None:
-    with kube_cluster_full.api_client() as client:
-        api = RawApi(client)
-        install_crds(api)
-        namespace = namespace_name(request.node.name)
-        create_namespace(api, namespace)
-        try:
-            target = {"app": {"cpu": "100m", "memory": "64Mi"}}
-            create_vpa(api, namespace, "bare", "Recreate", target)
-            create_vpa(api, namespace, "quiet", "Off", target)
-            with webhook(kube_cluster_full, tmp_path) as (served, cache):
-                cache.refresh()
-                with registered(api, served, namespace):
-                    deployments = f"/apis/apps/v1/namespaces/{namespace}/deployments"
-                    written = {"requests": {"cpu": "20m", "memory": "32Mi"}}
-                    api.create(deployments, deployment("bare", container("app", None)))
-                    api.create(deployments, deployment("quiet", container("app", written)))
-                    api.create(deployments, deployment("free", container("app", written)))
-                    pods = {app: pod_of(api, namespace, app) for app in ("bare", "quiet", "free")}
-                reasons = {
-                    str((r.obj or {}).get("metadata", {}).get("labels", {}).get("app")): v.reason
-                    for r, v in served.verdicts
-                    if not r.dry_run and isinstance(r.obj, dict)
-                }
-        finally:
-            with contextlib.suppress(ApiException):
-                api.delete(f"/api/v1/namespaces/{namespace}")
-
+    api, namespace = full_namespace.api, full_namespace.name
+    install_crds(api)
+    target = {"app": {"cpu": "100m", "memory": "64Mi"}}
+    create_vpa(api, namespace, "bare", "Recreate", target)
+    create_vpa(api, namespace, "quiet", "Off", target)
+    with webhook(full_namespace.cluster, tmp_path) as (served, cache):
+        cache.refresh()
+        with registered(api, served, namespace):
+            deployments = f"/apis/apps/v1/namespaces/{namespace}/deployments"
+            written = {"requests": {"cpu": "20m", "memory": "32Mi"}}
+            api.create(deployments, deployment("bare", container("app", None)))
+            api.create(deployments, deployment("quiet", container("app", written)))
+            api.create(deployments, deployment("free", container("app", written)))
+            pods = {app: pod_of(api, namespace, app) for app in ("bare", "quiet", "free")}
+        reasons = {
+            str((r.obj or {}).get("metadata", {}).get("labels", {}).get("app")): v.reason
+            for r, v in served.verdicts
+            if not r.dry_run and isinstance(r.obj, dict)
+        }
     bare = pods["bare"]
     assert bare["spec"]["containers"][0]["resources"] == {"requests": target["app"]}
     assert bare["metadata"]["annotations"][OBSERVED_CONTAINERS_ANNOTATION] == "app"
