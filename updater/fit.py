@@ -9,7 +9,7 @@ allocated requests, and drops the spec when the pod's resize is Infeasible.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from updater.plan import ResizePlan
@@ -80,17 +80,45 @@ class Fit:
     reason: str = ""
 
 
-def node_fit(pod: Json, plan: ResizePlan, node: Json, pods_on_node: Iterable[Json]) -> Fit:
-    """Does `pod` resized by `plan` fit `node` beside the other live pods bound to it?"""
+class NodeUsage:
+    """What the scheduler counts on each node, summed once per pass.
+
+    A pod's fit is its node's total without the pod itself; recomputing every
+    neighbour's effective requests for every pod made a pass quadratic in the pods
+    per node. `record` recounts a pod whose resize the API server just accepted, so
+    the node's next pods see it.
+    """
+
+    def __init__(self, pods: Iterable[Json]) -> None:
+        self._counted: dict[str, tuple[str, Amounts]] = {}
+        self._totals: dict[str, Amounts] = {}
+        for pod in pods:
+            self.record(pod)
+
+    def record(self, pod: Json) -> None:
+        """Count `pod` on its node, replacing an earlier count of the same pod (by uid)."""
+        uid = str((pod.get("metadata") or {}).get("uid"))
+        if uid in self._counted:
+            old_node, old = self._counted.pop(uid)
+            self._totals[old_node] = self._totals[old_node] - old
+        node = str((pod.get("spec") or {}).get("nodeName") or "")
+        if not node or (pod.get("status") or {}).get("phase") in _FINISHED:
+            return
+        amounts = effective_requests(pod)
+        self._counted[uid] = (node, amounts)
+        self._totals[node] = self._totals.get(node, Amounts()) + amounts
+
+    def beside(self, pod: Json) -> Amounts:
+        """What the other live pods on `pod`'s node are counted for."""
+        node = str((pod.get("spec") or {}).get("nodeName"))
+        own = self._counted.get(str((pod.get("metadata") or {}).get("uid")))
+        total = self._totals.get(node, Amounts())
+        return total - own[1] if own else total
+
+
+def fits_beside(pod: Json, plan: ResizePlan, node: Json, used: Amounts) -> Fit:
+    """Does `pod` resized by `plan` fit `node` next to `used` (the other pods' count)?"""
     allocatable = to_amounts(resource_list((node.get("status") or {}).get("allocatable")))
-    uid = (pod.get("metadata") or {}).get("uid")
-    others = [
-        other
-        for other in pods_on_node
-        if (other.get("metadata") or {}).get("uid") != uid
-        and (other.get("status") or {}).get("phase") not in _FINISHED
-    ]
-    used = sum_amounts(effective_requests(other) for other in others)
     wanted = effective_requests(pod, plan)
     free = allocatable - used
     short = [
@@ -105,11 +133,6 @@ def node_fit(pod: Json, plan: ResizePlan, node: Json, pods_on_node: Iterable[Jso
     return Fit(True)
 
 
-def pods_by_node(pods: Iterable[Json]) -> Mapping[str, list[Json]]:
-    """Bound pods grouped by node name, for the per-node sums."""
-    grouped: dict[str, list[Json]] = {}
-    for pod in pods:
-        node = (pod.get("spec") or {}).get("nodeName")
-        if node:
-            grouped.setdefault(str(node), []).append(pod)
-    return grouped
+def node_fit(pod: Json, plan: ResizePlan, node: Json, pods_on_node: Iterable[Json]) -> Fit:
+    """Does `pod` resized by `plan` fit `node` beside the other live pods bound to it?"""
+    return fits_beside(pod, plan, node, NodeUsage(pods_on_node).beside(pod))

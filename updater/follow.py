@@ -19,7 +19,7 @@ from tailor.quantity import QuantityError
 from tailor.schedule_file import ScheduleRow
 from tailor.workloads import pod_workload
 from updater.decide import Action, Decision, Policy, decide
-from updater.fit import node_fit, pods_by_node
+from updater.fit import NodeUsage, fits_beside
 from updater.governance import Governance, limit_rules, vpa_governance
 from updater.plan import PodRules, ResizePlan, plan_resize
 from updater.progress import resize_status
@@ -72,7 +72,7 @@ def _decision(
     pod: Json,
     targets: Mapping[str, Target],
     nodes: Mapping[str, Json],
-    on_node: list[Json],
+    usage: NodeUsage,
     now: datetime,
     policy: Policy,
     rules: PodRules,
@@ -85,7 +85,7 @@ def _decision(
             node = nodes.get(node_name)
             if node is None:
                 return Decision(Action.NONE, f"node {node_name} not found"), None
-            fit = node_fit(pod, plan, node, on_node)
+            fit = fits_beside(pod, plan, node, usage.beside(pod))
     except QuantityError as error:  # the API server validates quantities; kept for safety
         return Decision(Action.NONE, f"unreadable resources: {error}"), None
     decision = decide(plan, resize_status(pod), fit, now, policy, has_controller(pod))
@@ -134,7 +134,7 @@ def follow_once(
     pods, nodes = cluster.pods(), cluster.nodes()
     governor = _Governor(cluster, options.use_vpa)
     wanted = _targets_by_workload(rows, now)
-    by_node = {name: list(group) for name, group in pods_by_node(pods).items()}
+    usage = NodeUsage(pods)
     outcomes: list[Outcome] = []
     for pod in pods:
         metadata = pod.get("metadata") or {}
@@ -151,15 +151,14 @@ def follow_once(
         if governance.leave_alone:
             outcomes.append(Outcome(namespace, name, workload, Action.NONE, governance.leave_alone))
             continue
-        on_node = by_node.setdefault(str(pod["spec"].get("nodeName")), [])
         policy = _pod_policy(options.policy, governance)
-        decision, plan = _decision(pod, targets, nodes, on_node, now, policy, governance.rules)
+        decision, plan = _decision(pod, targets, nodes, usage, now, policy, governance.rules)
         detail, applied = decision.reason, True
         if decision.action is Action.RESIZE and plan is not None:
             answer = cluster.resize(pod, plan.patch(), options.dry_run)
             applied = answer.accepted
             if answer.accepted and answer.obj and not options.dry_run:
-                on_node[:] = [answer.obj if p is pod else p for p in on_node]
+                usage.record(answer.obj)
             elif not answer.accepted:
                 detail = _refused(answer, "resize")
         elif decision.action is Action.EVICT:

@@ -8,7 +8,7 @@ import pytest
 
 from tailor.api.meta import ResourceList
 from tests.updater.pods import condition, container, container_status, node, pod
-from updater.fit import Fit, effective_requests, node_fit, pods_by_node
+from updater.fit import Fit, NodeUsage, effective_requests, node_fit
 from updater.plan import ContainerResize, ResizePlan
 from updater.resources import Amounts
 
@@ -215,9 +215,14 @@ def test_other_pods_count_their_overhead() -> None:
     assert not node_fit(target, grow("app", 2001, GI), node(), [kata]).fits
 
 
-def test_pods_by_node_groups_bound_pods() -> None:
-    a1, a2 = resident("a1", "1", "1Gi"), resident("a2", "1", "1Gi")
-    b1 = resident("b1", "1", "1Gi", node="node-b")
-    pending = resident("p", "1", "1Gi")
+def test_node_usage_counts_each_live_pod_once_and_recounts_a_resized_one() -> None:
+    a1, a2 = resident("a1", "1", "1Gi"), resident("a2", "500m", "1Gi")
+    b1 = resident("b1", "2", "1Gi", node="node-b")
+    pending = resident("p", "4", "1Gi")
     del pending["spec"]["nodeName"]
-    assert pods_by_node([a1, b1, pending, a2]) == {"node-a": [a1, a2], "node-b": [b1]}
+    usage = NodeUsage([a1, b1, pending, a2])
+    assert usage.beside(a1) == Amounts(500, 2**30)
+    assert usage.beside(b1) == Amounts(0, 0)
+    grown = resident("a2", "1500m", "1Gi")
+    usage.record(grown)  # accepted resize: counted at its new size, not twice
+    assert usage.beside(a1) == Amounts(1500, 2**30)
