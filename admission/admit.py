@@ -69,13 +69,7 @@ def _patch_for(pod: Json, namespace: str, view: ClusterView) -> PodPatch:
     except (OwnerReferenceError, ValidationError) as error:
         controller = None  # the ReplicaSet's own owners are unreadable: the chain stops there
         LOG.warning("%s: ReplicaSet %s: %s", namespace, owner.name if owner else "", error)
-    labels = metadata.get("labels")
-    reference = PodRef(
-        namespace=namespace,
-        labels=dict(labels) if isinstance(labels, Mapping) else {},
-        controller=controller,
-        name=str(metadata.get("name") or metadata.get("generateName") or ""),
-    )
+    reference = PodRef.of_pod(pod, controller)
     vpa = controlling_vpa(reference, view.vpas(namespace))
     return pod_patch(pod, vpa, view.limit_ranges(namespace) if vpa is not None else [])
 

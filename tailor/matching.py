@@ -50,6 +50,18 @@ class PodRef:
     controller: ControllerRef | None = None
     name: str = ""
 
+    @classmethod
+    def of_pod(cls, pod: Mapping[str, Any], controller: ControllerRef | None) -> PodRef:
+        """From a pod's API JSON (a pod being created may only have a generateName)."""
+        metadata = pod.get("metadata") or {}
+        labels = metadata.get("labels")
+        return cls(
+            namespace=str(metadata.get("namespace") or ""),
+            labels=dict(labels) if isinstance(labels, Mapping) else {},
+            controller=controller,
+            name=str(metadata.get("name") or metadata.get("generateName") or ""),
+        )
+
 
 @dataclass(frozen=True)
 class VpaCandidate:

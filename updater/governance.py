@@ -50,17 +50,11 @@ def vpa_governance(
     limits: PodRules,
 ) -> Governance:
     """The pod's rules under its controlling VPA, or why the updater leaves it alone."""
-    metadata = pod.get("metadata") or {}
     try:
         controller = pod_controller(pod, replica_sets)
     except (OwnerReferenceError, ValidationError) as error:
         return Governance(limits, leave_alone=f"unreadable owner references: {error}")
-    reference = PodRef(
-        namespace=str(metadata.get("namespace")),
-        labels=dict(metadata.get("labels") or {}),
-        controller=controller,
-        name=str(metadata.get("name")),
-    )
+    reference = PodRef.of_pod(pod, controller)
     vpa = controlling_vpa(reference, vpas)
     if vpa is None:
         return Governance(limits, leave_alone="no VerticalPodAutoscaler controls it")

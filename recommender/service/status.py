@@ -50,16 +50,6 @@ class ServedVpa:
     containers: set[str] = field(default_factory=set)
 
 
-def _pod_ref(pod: Json, replica_sets: Mapping[tuple[str, str], Json]) -> PodRef:
-    metadata = pod.get("metadata") or {}
-    return PodRef(
-        namespace=str(metadata.get("namespace")),
-        labels=dict(metadata.get("labels") or {}),
-        controller=pod_controller(pod, replica_sets),
-        name=str(metadata.get("name")),
-    )
-
-
 def served_vpas(
     vpas: Iterable[VerticalPodAutoscaler],
     pods: Iterable[Json],
@@ -78,7 +68,8 @@ def served_vpas(
         if (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
             continue
         try:
-            vpa = controlling_vpa(_pod_ref(pod, replica_sets), candidates)
+            reference = PodRef.of_pod(pod, pod_controller(pod, replica_sets))
+            vpa = controlling_vpa(reference, candidates)
         except (OwnerReferenceError, ValidationError):
             continue  # the API server refuses such pods; a stray one matches nothing
         entry = served.get((vpa.namespace, vpa.name)) if vpa else None

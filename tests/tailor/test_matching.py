@@ -142,3 +142,14 @@ def test_top_most_controller_walks_up_and_stops_on_cycles() -> None:
     assert top_most_controller(job, lambda ref: None) == job
     a, b = ControllerRef("A", "a"), ControllerRef("B", "b")
     assert top_most_controller(a, {a: b, b: a}.get) == b
+
+
+def test_a_pod_ref_reads_a_pods_json_including_one_being_created() -> None:
+    owner = ControllerRef("Deployment", "web")
+    created = {"metadata": {"generateName": "web-5d8f-", "namespace": "shop", "labels": None}}
+    ref = PodRef.of_pod(created, owner)
+    assert (ref.namespace, ref.name, dict(ref.labels), ref.controller) == (
+        "shop", "web-5d8f-", {}, owner,
+    )  # fmt: skip
+    running = {"metadata": {"name": "web-5d8f-x", "namespace": "shop", "labels": {"app": "w"}}}
+    assert PodRef.of_pod(running, None).labels == {"app": "w"}
