@@ -11,6 +11,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from tailor.limits import ContainerResources
 from tailor.quantity import Quantity
 
 Json = Mapping[str, Any]
@@ -60,14 +61,12 @@ def to_amounts(values: Mapping[str, int]) -> Amounts:
 
 
 def requests_of(container: Json) -> dict[str, int]:
-    """A container's requests, a limit standing in for a missing request (API defaulting)."""
-    resources = container.get("resources") or {}
-    limits = resource_list(resources.get("limits"))
-    return {**limits, **resource_list(resources.get("requests"))}
+    """A container's requests, a limit standing in for a missing request (the shared rule)."""
+    return resource_list(ContainerResources.of_container(container).requests)
 
 
 def limits_of(container: Json) -> dict[str, int]:
-    return resource_list((container.get("resources") or {}).get("limits"))
+    return resource_list(ContainerResources.of_container(container).limits)
 
 
 def sum_amounts(items: Iterable[Amounts]) -> Amounts:
