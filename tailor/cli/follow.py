@@ -181,16 +181,13 @@ def follow_command(
     if moment is not None and not once:
         raise typer.BadParameter("--at goes with --once", param_hint="--at")
     source = _source(schedule, schedule_configmap)
-    if schedule is not None:  # a broken file is refused before any connection
-        try:
-            read_schedule(schedule)
-        except ScheduleError as error:
-            raise typer.BadParameter(str(error), param_hint="--schedule") from error
-    cluster = connect(kubeconfig)
+    hint = "--schedule" if schedule is not None else "--schedule-configmap"
     try:
-        rows = source.read(cluster)
+        # a file is read before any connection, so a broken one is refused first
+        rows = read_schedule(schedule) if schedule is not None else None
+        cluster = connect(kubeconfig)
+        rows = rows if rows is not None else source.read(cluster)
     except ScheduleError as error:
-        hint = "--schedule" if schedule is not None else "--schedule-configmap"
         raise typer.BadParameter(str(error), param_hint=hint) from error
     pass_options = PassOptions(policy, frozenset(namespace or ()) or None, dry_run, use_vpa=vpa)
     if once:
