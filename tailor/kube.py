@@ -9,7 +9,7 @@ are bypassed with `_preload_content=False`.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
@@ -119,16 +119,20 @@ class Cluster:
     def replica_set(self, namespace: str, name: str) -> Json | None:
         """One ReplicaSet by name (None when it is gone), for a pod created a moment ago."""
         return self._read_if_served(
-            self.apps.read_namespaced_replica_set, f"ReplicaSet {namespace}/{name}",
-            name=name, namespace=namespace,
-        )  # fmt: skip
+            self.apps.read_namespaced_replica_set,
+            f"ReplicaSet {namespace}/{name}",
+            name=name,
+            namespace=namespace,
+        )
 
     def config_map_data(self, namespace: str, name: str) -> dict[str, str] | None:
         """A ConfigMap's data (None when there is no such ConfigMap)."""
         found = self._read_if_served(
-            self.core.read_namespaced_config_map, f"ConfigMap {namespace}/{name}",
-            name=name, namespace=namespace,
-        )  # fmt: skip
+            self.core.read_namespaced_config_map,
+            f"ConfigMap {namespace}/{name}",
+            name=name,
+            namespace=namespace,
+        )
         return None if found is None else dict(found.get("data") or {})
 
     def vpas_if_installed(self) -> list[Json] | None:
@@ -149,22 +153,37 @@ class Cluster:
             raise ClusterError("cannot list verticalpodautoscalers: is the VPA CRD installed?")
         return found
 
-    def resize(self, pod: Json, patch: Json, dry_run: bool = False) -> Answer:
-        """PATCH pods/resize with a strategic merge patch (containers merge by name)."""
-        metadata = pod["metadata"]
+    def _write(self, send: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        return send(*args, field_manager=FIELD_MANAGER, _preload_content=False, **kwargs)
+
+    def _answer(
+        self, create: Callable[[], Any], replace: Callable[[], Any] | None = None
+    ) -> Answer:
+        """Send a write, or `replace` when the object exists (409); a refusal is an Answer."""
         try:
-            response: Any = self.core.patch_namespaced_pod_resize(
-                metadata["name"],
-                metadata["namespace"],
-                dict(patch),
-                field_manager=FIELD_MANAGER,
-                dry_run="All" if dry_run else None,
-                _content_type="application/strategic-merge-patch+json",
-                _preload_content=False,
-            )
+            try:
+                response = create()
+            except ApiException as error:
+                if replace is None or error.status != 409:
+                    raise
+                response = replace()
         except ApiException as error:
             return Answer(False, int(error.status or 0), api_message(error))
         return Answer(True, int(response.status), obj=self._json(response))
+
+    def resize(self, pod: Json, patch: Json, dry_run: bool = False) -> Answer:
+        """PATCH pods/resize with a strategic merge patch (containers merge by name)."""
+        metadata = pod["metadata"]
+        return self._answer(
+            lambda: self._write(
+                self.core.patch_namespaced_pod_resize,
+                metadata["name"],
+                metadata["namespace"],
+                dict(patch),
+                dry_run="All" if dry_run else None,
+                _content_type="application/strategic-merge-patch+json",
+            )
+        )
 
     def evict(self, pod: Json, dry_run: bool = False) -> Answer:
         """POST pods/eviction: the API server refuses (429) what a PodDisruptionBudget forbids."""
@@ -176,97 +195,74 @@ class Cluster:
         }
         if dry_run:
             body["deleteOptions"] = {"dryRun": ["All"]}
-        try:
-            response: Any = self.core.create_namespaced_pod_eviction(
+        return self._answer(
+            lambda: self.core.create_namespaced_pod_eviction(
                 metadata["name"], metadata["namespace"], cast(Any, body), _preload_content=False
             )
-        except ApiException as error:
-            return Answer(False, int(error.status or 0), api_message(error))
-        return Answer(True, int(response.status))
+        )
 
     def write_vpa_status(self, vpa: Json, status: Json) -> Answer:
         """Merge `status` into the VPA's status subresource (its spec is the owner's)."""
         metadata = vpa["metadata"]
-        try:
-            response: Any = self.custom.patch_namespaced_custom_object_status(
+        return self._answer(
+            lambda: self._write(
+                self.custom.patch_namespaced_custom_object_status,
                 GROUP,
                 VERSION,
                 metadata["namespace"],
                 VPA_PLURAL,
                 metadata["name"],
                 {"status": dict(status)},
-                field_manager=FIELD_MANAGER,
                 _content_type="application/merge-patch+json",
-                _preload_content=False,
             )
-        except ApiException as error:
-            return Answer(False, int(error.status or 0), api_message(error))
-        return Answer(True, int(response.status), obj=self._json(response))
+        )
 
     def write_config_map(self, namespace: str, name: str, data: Mapping[str, str]) -> Answer:
         """Create the ConfigMap, or replace its data: where `tailor follow` reads its plan."""
-        body: dict[str, Any] = {
+        body = {
             "apiVersion": "v1",
             "kind": "ConfigMap",
             "metadata": {"name": name, "namespace": namespace},
             "data": dict(data),
         }
-        try:
-            try:
-                response: Any = self.core.create_namespaced_config_map(
-                    namespace, cast(Any, body), field_manager=FIELD_MANAGER, _preload_content=False
-                )
-            except ApiException as error:
-                if error.status != 409:
-                    raise
-                response = self.core.patch_namespaced_config_map(
-                    name,
-                    namespace,
-                    {"data": dict(data)},
-                    field_manager=FIELD_MANAGER,
-                    _content_type="application/merge-patch+json",
-                    _preload_content=False,
-                )
-        except ApiException as error:
-            return Answer(False, int(error.status or 0), api_message(error))
-        return Answer(True, int(response.status))
+        return self._answer(
+            lambda: self._write(self.core.create_namespaced_config_map, namespace, cast(Any, body)),
+            lambda: self._write(
+                self.core.patch_namespaced_config_map,
+                name,
+                namespace,
+                {"data": dict(data)},
+                _content_type="application/merge-patch+json",
+            ),
+        )
 
     def write_checkpoint(self, checkpoint: Json) -> Answer:
         """Create a VerticalPodAutoscalerCheckpoint, or replace its spec and status."""
         metadata = checkpoint["metadata"]
         namespace, name = metadata["namespace"], metadata["name"]
-        try:
-            try:
-                response: Any = self.custom.create_namespaced_custom_object(
-                    GROUP,
-                    VERSION,
-                    namespace,
-                    CHECKPOINT_PLURAL,
-                    dict(checkpoint),
-                    field_manager=FIELD_MANAGER,
-                    _preload_content=False,
-                )
-            except ApiException as error:
-                if error.status != 409:
-                    raise
-                response = self.custom.patch_namespaced_custom_object(
-                    GROUP,
-                    VERSION,
-                    namespace,
-                    CHECKPOINT_PLURAL,
-                    name,
-                    # A merge patch would keep buckets the new histogram no longer has.
-                    cast(
-                        Any,
-                        [
-                            {"op": "add", "path": "/spec", "value": checkpoint["spec"]},
-                            {"op": "add", "path": "/status", "value": checkpoint["status"]},
-                        ],
-                    ),
-                    field_manager=FIELD_MANAGER,
-                    _content_type="application/json-patch+json",
-                    _preload_content=False,
-                )
-        except ApiException as error:
-            return Answer(False, int(error.status or 0), api_message(error))
-        return Answer(True, int(response.status))
+        # A merge patch would keep buckets the new histogram no longer has.
+        replacement = [
+            {"op": "add", "path": "/spec", "value": checkpoint["spec"]},
+            {"op": "add", "path": "/status", "value": checkpoint["status"]},
+        ]
+        custom = self.custom
+        return self._answer(
+            lambda: self._write(
+                custom.create_namespaced_custom_object,
+                GROUP,
+                VERSION,
+                namespace,
+                CHECKPOINT_PLURAL,
+                dict(checkpoint),
+            ),
+            lambda: self._write(
+                custom.patch_namespaced_custom_object,
+                GROUP,
+                VERSION,
+                namespace,
+                CHECKPOINT_PLURAL,
+                name,
+                cast(Any, replacement),
+                _content_type="application/json-patch+json",
+            ),
+        )
