@@ -133,8 +133,8 @@ def read_schedule(path: Path) -> list[ScheduleRow]:
     return parse_schedule(text, str(path))
 
 
-def _number(value: Any) -> float | None:
-    """A plain number for JSON, or None (null) where memory was not measured."""
+def json_number(value: Any) -> float | None:
+    """A plain number for JSON, or None (null) where nothing was measured: a NaN is not JSON."""
     return None if pd.isna(value) else float(value)
 
 
@@ -151,9 +151,9 @@ def schedule_records(schedule: pd.DataFrame) -> list[dict[str, Any]]:
             "container": row["container"],
             "start": _utc_text(row["start"]),
             "end": _utc_text(row["end"]),
-            "cpu": _number(row["cpu_request"]),
-            "memory": _number(row["memory_request"]),
-            "memoryLimit": _number(row["memory_limit"]),
+            "cpu": json_number(row["cpu_request"]),
+            "memory": json_number(row["memory_request"]),
+            "memoryLimit": json_number(row["memory_limit"]),
         }
         for row in schedule.to_dict(orient="records")
     ]

@@ -20,6 +20,7 @@ from rich.console import Console
 from rich.table import Table
 
 from tailor.quantity import format_cpu, format_memory
+from tailor.schedule_file import json_number
 
 BOUNDS = (("target", "target"), ("lowerBound", "lower"), ("upperBound", "upper"))
 
@@ -29,14 +30,6 @@ class OutputFormat(StrEnum):
     json = "json"
     yaml = "yaml"
     csv = "csv"
-
-
-def plain_number(value: Any) -> float | None:
-    """A value for JSON and YAML: a float, or None (null) where nothing is recommended.
-
-    A CPU-only series has no memory recommendation; a bare NaN is not JSON.
-    """
-    return None if pd.isna(value) else float(value)
 
 
 def quantity_cell(value: Any, formatter: Callable[[float], str]) -> str:
@@ -59,7 +52,7 @@ def recommendation_records(frame: pd.DataFrame) -> list[dict[str, Any]]:
         }
         for resource in ("cpu", "memory"):
             record[resource] = {
-                api: plain_number(values[f"{resource}_{column}"]) for api, column in BOUNDS
+                api: json_number(values[f"{resource}_{column}"]) for api, column in BOUNDS
             }
         if values.get("explanation"):
             record["explanation"] = values["explanation"]
