@@ -54,11 +54,12 @@ def _report_lines(report: PassReport) -> list[str]:
 
 
 def _one_pass(cluster: Cluster, service: ServiceOptions) -> PassReport:
+    """A pass; an unreachable source is one log line (run_every logs other failures' traces)."""
     try:
         return recommend_once(cluster, service)
     except (ClusterError, PrometheusSourceError) as error:
         LOG.error("%s; retrying next pass", error)
-        raise
+        return PassReport()
 
 
 def recommender_command(
