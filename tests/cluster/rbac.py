@@ -17,6 +17,7 @@ from tests.cluster.rawapi import Json, RawApi
 
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
 _RBAC_API = "/apis/rbac.authorization.k8s.io/v1"
+STRICT = {"fieldValidation": "Strict"}
 
 
 def _collection(document: Json) -> str:
@@ -28,15 +29,23 @@ def _collection(document: Json) -> str:
         "ClusterRoleBinding": f"{_RBAC_API}/clusterrolebindings",
         "Role": f"{_RBAC_API}/namespaces/{namespace}/roles",
         "RoleBinding": f"{_RBAC_API}/namespaces/{namespace}/rolebindings",
+        "Service": f"/api/v1/namespaces/{namespace}/services",
+        "Deployment": f"/apis/apps/v1/namespaces/{namespace}/deployments",
     }
     return plural[kind]
 
 
 def apply_manifest(api: RawApi, relative: str) -> None:
-    """Create every object of deploy/`relative`; one that exists already is kept (409)."""
+    """Create every object of deploy/`relative`; one that exists already is kept (409).
+
+    Strict field validation: a misspelt or misplaced field is refused, not dropped.
+    """
     for document in yaml.safe_load_all((DEPLOY / relative).read_text()):
-        with contextlib.suppress(ApiException):
-            api.create(_collection(document), document)
+        try:
+            api.request("POST", _collection(document), document, query=STRICT)
+        except ApiException as error:
+            if error.status != 409:
+                raise
 
 
 def kubeconfig_for(

@@ -1,0 +1,175 @@
+"""deploy/: the shipped Deployments, Service and Dockerfile fit together and fit the CLI.
+
+What the API server itself checks (schema, Pod Security, RBAC) is tested on the real
+one in test_deployments_cluster.py; this is what only the files can tell.
+"""
+
+from __future__ import annotations
+
+import shlex
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+import typer
+
+from tailor.cli.main import app
+from tests.deploy.manifests import (
+    COMPONENTS,
+    ROOT,
+    command,
+    container,
+    documents,
+    option,
+    replace_option,
+    shipped,
+)
+
+PROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+
+
+def parse(args: list[str]) -> typer.Context:
+    """Parse `tailor ARGS` as the CLI would, without running it: a bad flag raises."""
+    group = typer.main.get_command(app)
+    root = typer.Context(group, info_name="tailor")
+    name, subcommand, rest = group.resolve_command(root, args)  # type: ignore[attr-defined]
+    assert subcommand is not None, f"no command {name}"
+    context: typer.Context = subcommand.make_context(name, rest, parent=root)
+    return context
+
+
+def dockerfile() -> list[tuple[str, list[str]]]:
+    """(instruction, arguments) of the Dockerfile, comments and blank lines dropped."""
+    lines = (ROOT / "Dockerfile").read_text().splitlines()
+    rows = [line.split(None, 1) for line in lines if line.strip() and not line.startswith("#")]
+    return [(word.upper(), shlex.split(rest)) for word, rest in rows]
+
+
+@pytest.mark.parametrize("component", COMPONENTS)
+def test_each_shipped_command_is_one_the_cli_accepts(component: str) -> None:
+    context = parse(command(component))
+    assert context.command.name == {"updater": "follow"}.get(component, component)
+
+
+def test_the_cli_parse_would_catch_a_misspelt_flag() -> None:
+    with pytest.raises(Exception, match="No such option: --vpaa"):
+        parse([*command("updater"), "--vpaa"])
+    with pytest.raises(typer.BadParameter, match="valid integer"):
+        parse(replace_option(command("admission"), "--port", "http"))
+
+
+@pytest.mark.parametrize("component", COMPONENTS)
+def test_each_deployment_runs_on_the_account_its_rbac_grants_and_the_released_image(
+    component: str,
+) -> None:
+    deployment = shipped(component)
+    spec = deployment["spec"]["template"]["spec"]
+    accounts = {
+        (d["metadata"]["namespace"], d["metadata"]["name"])
+        for d in documents(f"{component}/rbac.yaml")
+        if d["kind"] == "ServiceAccount"
+    }
+    assert (deployment["metadata"]["namespace"], spec["serviceAccountName"]) in accounts
+    assert container(component)["image"] == f"ghcr.io/kube-tailor/kube-tailor:{PROJECT['version']}"
+    [user] = [args for word, args in dockerfile() if word == "USER"]
+    assert str(spec["securityContext"]["runAsUser"]) == user[0].split(":")[0]
+    # one writer at a time: two recommenders or updaters would act on the same objects
+    if component != "admission":
+        assert deployment["spec"]["replicas"] == 1
+        assert deployment["spec"]["strategy"] == {"type": "Recreate"}
+
+
+def test_every_shipped_namespace_enforces_the_restricted_pod_security_standard() -> None:
+    namespaces = [
+        d for c in COMPONENTS for d in documents(f"{c}/rbac.yaml") if d["kind"] == "Namespace"
+    ]
+    assert len(namespaces) == len(COMPONENTS)
+    for namespace in namespaces:
+        labels = namespace["metadata"]["labels"]
+        assert labels["pod-security.kubernetes.io/enforce"] == "restricted"
+
+
+def test_the_updater_reads_the_schedule_the_recommender_writes_where_both_may() -> None:
+    written = option(command("recommender"), "--schedule-configmap")
+    assert option(command("updater"), "--schedule-configmap") == written
+    namespace = written.split("/")[0]
+    for component, role in (("recommender", "writer"), ("updater", "reader")):
+        roles = [d for d in documents(f"{component}/rbac.yaml") if d["kind"] == "Role"]
+        assert [r["metadata"]["namespace"] for r in roles] == [namespace], role
+
+
+def test_the_registration_reaches_the_webhook_through_its_service_with_its_certificate() -> None:
+    [registration] = documents("admission/webhook.yaml")[0]["webhooks"]
+    target = registration["clientConfig"]["service"]
+    service = shipped("admission", "Service")
+    assert (target["namespace"], target["name"]) == (
+        service["metadata"]["namespace"],
+        service["metadata"]["name"],
+    )
+    [port] = service["spec"]["ports"]
+    assert port["port"] == target["port"]
+    assert service["spec"]["selector"] == shipped("admission")["spec"]["selector"]["matchLabels"]
+
+    served = container("admission")
+    [listening] = [p for p in served["ports"] if p["name"] == port["targetPort"]]
+    args = command("admission")
+    assert listening["containerPort"] == int(option(args, "--port"))
+    assert served["readinessProbe"]["httpGet"]["port"] == port["targetPort"]
+
+    [mount] = served["volumeMounts"]
+    [volume] = shipped("admission")["spec"]["template"]["spec"]["volumes"]
+    assert volume["name"] == mount["name"]
+    assert volume["secret"]["secretName"] == "tailor-admission-tls"
+    # a kubernetes.io/tls Secret (kubectl create secret tls, cert-manager) holds these keys
+    for flag, key in (("--tls-cert", "tls.crt"), ("--tls-key", "tls.key")):
+        assert Path(option(args, flag)) == Path(mount["mountPath"]) / key
+
+
+def test_the_dockerfile_copies_every_package_the_distribution_installs() -> None:
+    copied = {args[0].rstrip("/") for word, args in dockerfile() if word == "COPY"}
+    packages = {p.rstrip("*") for p in tomllib.loads((ROOT / "pyproject.toml").read_text())[
+        "tool"]["setuptools"]["packages"]["find"]["include"]}  # fmt: skip
+    assert packages <= copied
+    assert {"pyproject.toml", "README.md"} <= {
+        name for word, args in dockerfile() if word == "COPY" for name in args[:-1]
+    }
+    [entrypoint] = [args for word, args in dockerfile() if word == "ENTRYPOINT"]
+    assert entrypoint == ["[tailor]"]  # the exec form, shlex-split: the console script
+
+
+@pytest.mark.slow
+def test_what_the_dockerfile_copies_installs_a_working_tailor(tmp_path: Path) -> None:
+    """Build the image's install step without a container runtime: only the COPYed files."""
+    source = tmp_path / "src"
+    source.mkdir()
+    for word, args in dockerfile():
+        if word == "COPY":
+            *names, _ = args
+            for name in names:
+                origin = ROOT / name.rstrip("/")
+                if origin.is_dir():
+                    subprocess.run(["cp", "-r", str(origin), str(source)], check=True)
+                else:
+                    subprocess.run(["cp", str(origin), str(source)], check=True)
+    site = tmp_path / "site"
+    install = [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps"]
+    install += ["--target", str(site), str(source)]
+    subprocess.run(install, check=True, capture_output=True, cwd=tmp_path)
+    script = (
+        "import sys, tailor.cli.main as m, recommender, updater, admission;"
+        "print(m.__file__);"
+        "sys.argv = ['tailor', 'recommender', '--help']; m.app()"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env={"PYTHONPATH": str(site), "PATH": "/usr/bin:/bin", "COLUMNS": "200"},
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[0].startswith(str(site))
+    assert "--prometheus" in done.stdout
+    assert (site / "bin" / "tailor").is_file()
