@@ -12,7 +12,7 @@ import itertools
 import json
 import math
 from collections.abc import Iterable
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +27,20 @@ _MAX_AMOUNT = float(2**63 - 1) / MILLIS_PER_UNIT
 
 class ScheduleError(ValueError):
     """The schedule cannot be followed; the message names the file and the row."""
+
+
+def aware_time(text: str) -> datetime:
+    """An RFC 3339 time with its timezone, in UTC: a bare local time would shift the plan.
+
+    ValueError names what is wrong (the schedule's rows and `tailor follow --at` share it).
+    """
+    try:
+        moment = datetime.fromisoformat(text)
+    except ValueError:
+        raise ValueError(f"not an RFC 3339 time: {text!r}") from None
+    if moment.tzinfo is None:
+        raise ValueError("must carry a timezone, e.g. 2026-11-23T10:00:00Z")
+    return moment.astimezone(UTC)
 
 
 def _finite_amount(value: float | None) -> float | None:
@@ -55,10 +69,7 @@ class ScheduleRow(BaseModel):
     def _utc_time(cls, value: object) -> datetime:
         if not isinstance(value, str):
             raise ValueError("must be an RFC 3339 time string")
-        moment = datetime.fromisoformat(value)
-        if moment.tzinfo is None:
-            raise ValueError("must carry a timezone (the schedule is written in UTC, 'Z')")
-        return moment
+        return aware_time(value)
 
     @field_validator("cpu", "memory", "memory_limit", mode="before")
     @classmethod

@@ -36,6 +36,7 @@ from tailor.schedule_file import (
     SCHEDULE_KEY,
     ScheduleError,
     ScheduleRow,
+    aware_time,
     parse_schedule,
     read_schedule,
 )
@@ -54,12 +55,9 @@ def _moment(text: str | None) -> datetime | None:
     if text is None:
         return None
     try:
-        moment = datetime.fromisoformat(text)
-    except ValueError:
-        raise typer.BadParameter(f"not an RFC 3339 time: {text!r}", param_hint="--at") from None
-    if moment.tzinfo is None:
-        raise typer.BadParameter("give a timezone, e.g. 2026-11-23T10:00:00Z", param_hint="--at")
-    return moment.astimezone(UTC)
+        return aware_time(text)
+    except ValueError as error:
+        raise typer.BadParameter(str(error), param_hint="--at") from None
 
 
 def outcome_table(outcomes: list[Outcome]) -> Table:

@@ -217,6 +217,8 @@ def test_a_broken_schedule_or_kubeconfig_is_refused_before_anything_changes(
         (["--schedule", str(fine), "--schedule-configmap", "a/b"], "give --schedule FILE or"),
         (["--schedule-configmap", "no-slash"], "want NAMESPACE/NAME"),
         (["--schedule-configmap", f"{kube_namespace}/absent"], "absent does not exist"),
+        (["--schedule", str(fine), "--at", "noon"], "not an RFC 3339 time: 'noon'"),
+        (["--schedule", str(fine), "--at", "2026-11-23T12:00"], "must carry a timezone"),
     ):
         result = CliRunner().invoke(app, ["follow", "--once", *flags, *kubeconfig])
         assert result.exit_code == 2, flags
