@@ -17,6 +17,7 @@ from collections import defaultdict
 import kubernetes.client
 
 from admission.admit import Json
+from admission.periodic import Periodic
 from tailor.api.limitrange import LimitRange
 from tailor.api.vpa import VerticalPodAutoscaler
 from tailor.kube import Cluster, ClusterError
@@ -31,15 +32,18 @@ class ClusterCache:
 
     def __init__(self, api_client: kubernetes.client.ApiClient, refresh_seconds: float = 5.0):
         self.cluster = Cluster(api_client)
-        self.refresh_seconds = refresh_seconds
         self._vpas: dict[str, list[VerticalPodAutoscaler]] = {}
         self._limit_ranges: dict[str, list[LimitRange]] = {}
         self._loaded_at: float | None = None
         self._vpa_crd_present = True
         self._replica_sets: dict[tuple[str, str], tuple[float, Json | None]] = {}
         self._lock = threading.Lock()
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
+        self._refresher = Periodic(
+            self._refresh_or_keep,
+            refresh_seconds,
+            name="tailor-cache",
+            failure="refresh failed; keeping the last lists",
+        )
 
     # -- ClusterView -------------------------------------------------------------------
 
@@ -85,21 +89,15 @@ class ClusterCache:
         self._vpas, self._limit_ranges = dict(vpas), dict(ranges)  # swapped whole: no lock
         self._loaded_at = time.monotonic()
 
-    def _keep_fresh(self) -> None:
-        while not self._stop.wait(self.refresh_seconds):
-            try:
-                self.refresh()
-            except ClusterError as error:
-                LOG.error("%s; keeping the last lists", error)
-            except Exception:  # the cache outlives one bad refresh
-                LOG.exception("refresh failed; keeping the last lists")
+    def _refresh_or_keep(self) -> None:
+        try:
+            self.refresh()
+        except ClusterError as error:  # expected (API server away): one line, no trace
+            LOG.error("%s; keeping the last lists", error)
 
     def start(self) -> ClusterCache:
-        self._thread = threading.Thread(target=self._keep_fresh, name="tailor-cache", daemon=True)
-        self._thread.start()
+        self._refresher.start()
         return self
 
     def stop(self) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout=10)
+        self._refresher.stop()
