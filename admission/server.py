@@ -14,7 +14,7 @@ import socket
 import ssl
 import threading
 from collections.abc import Callable
-from pathlib import Path
+from typing import TypeVar
 
 from aiohttp import web
 
@@ -26,14 +26,7 @@ LOG = logging.getLogger("tailor.admission")
 MAX_BODY_BYTES = 8 * 1024 * 1024
 
 Listener = Callable[[AdmissionRequest, Verdict], None]
-
-
-def tls_context(cert_file: Path, key_file: Path) -> ssl.SSLContext:
-    """Server TLS (1.2 or later) from PEM files; ssl.SSLError / OSError when unusable."""
-    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-    context.minimum_version = ssl.TLSVersion.TLSv1_2
-    context.load_cert_chain(cert_file, key_file)
-    return context
+T = TypeVar("T")
 
 
 def make_app(
@@ -93,6 +86,18 @@ class WebhookServer:
     async def _serve(self) -> None:
         await self._runner.setup()
         await web.SockSite(self._runner, self.sock, ssl_context=self.context).start()
+
+    def call(self, function: Callable[[], T]) -> T:
+        """`function()` run on the server's loop thread, where handshakes read the SSL context.
+
+        OpenSSL does not allow changing an SSL_CTX while another thread makes connections
+        from it, so a certificate swap goes through here.
+        """
+
+        async def run() -> T:
+            return function()
+
+        return asyncio.run_coroutine_threadsafe(run(), self._loop).result(timeout=30)
 
     def stop(self) -> None:
         """Stop listening, finish the loop and its thread."""

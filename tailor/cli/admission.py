@@ -17,8 +17,9 @@ from typing import Annotated
 
 import typer
 
+from admission.certificates import CertificateReloader
 from admission.kube import ClusterCache
-from admission.server import WebhookServer, make_app, tls_context
+from admission.server import WebhookServer, make_app
 from tailor.durations import DurationError, parse_duration
 from tailor.kube import ClusterError, api_client_from
 
@@ -53,7 +54,9 @@ def admission_command(
     if every < 0.1:
         raise typer.BadParameter("must be at least 100ms", param_hint="--refresh")
     try:
-        context = tls_context(_readable(tls_cert, "--tls-cert"), _readable(tls_key, "--tls-key"))
+        certificates = CertificateReloader(
+            _readable(tls_cert, "--tls-cert"), _readable(tls_key, "--tls-key")
+        )
     except (ssl.SSLError, OSError) as error:
         raise typer.BadParameter(f"cannot use the certificate and key: {error}") from error
     try:
@@ -67,7 +70,7 @@ def admission_command(
         LOG.error("%s; retrying every %ss", error, refresh)
     try:
         app = make_app(cache, lambda: cache.loaded)
-        server = WebhookServer(app, context, address, port)
+        server = WebhookServer(app, certificates.context, address, port)
     except OSError as error:
         raise typer.BadParameter(f"cannot listen on {address}:{port}: {error}") from error
     stopping = threading.Event()

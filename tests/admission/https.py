@@ -1,8 +1,14 @@
-"""A webhook server on loopback with a certificate from a test CA, and a client for it."""
+"""A webhook server on loopback with a certificate from a test CA, and a client for it.
+
+`SecretMount` lays the certificate out as the kubelet mounts a Secret, to rotate it.
+"""
 
 from __future__ import annotations
 
 import json
+import os
+import shutil
+import socket
 import ssl
 import urllib.error
 import urllib.request
@@ -12,8 +18,9 @@ from pathlib import Path
 from typing import Any
 
 from admission.admit import ClusterView
+from admission.certificates import CertificateReloader
 from admission.review import AdmissionRequest, Verdict
-from admission.server import WebhookServer, make_app, tls_context
+from admission.server import WebhookServer, make_app
 from tests.cluster.certs import CertificateAuthority, KeyPair
 
 
@@ -25,6 +32,7 @@ class Served:
     ca: CertificateAuthority
     pair: KeyPair
     verdicts: list[tuple[AdmissionRequest, Verdict]]
+    certificates: CertificateReloader
 
     @property
     def url(self) -> str:
@@ -40,12 +48,19 @@ def serving_pair(folder: Path) -> tuple[CertificateAuthority, KeyPair]:
     return ca, pair
 
 
-def serve(view: ClusterView, folder: Path, ready: Callable[[], bool] = lambda: True) -> Served:
-    ca, pair = serving_pair(folder)
+def serve(
+    view: ClusterView,
+    folder: Path,
+    ready: Callable[[], bool] = lambda: True,
+    issued: tuple[CertificateAuthority, KeyPair] | None = None,
+) -> Served:
+    """The webhook on loopback with `issued` (default: a new CA's pair in `folder`)."""
+    ca, pair = issued or serving_pair(folder)
     verdicts: list[tuple[AdmissionRequest, Verdict]] = []
     app = make_app(view, ready, lambda request, verdict: verdicts.append((request, verdict)))
-    server = WebhookServer(app, tls_context(pair.cert_file, pair.key_file), "127.0.0.1", 0)
-    return Served(server.start(), ca, pair, verdicts)
+    certificates = CertificateReloader(pair.cert_file, pair.key_file)
+    server = WebhookServer(app, certificates.context, "127.0.0.1", 0)
+    return Served(server.start(), ca, pair, verdicts, certificates)
 
 
 def call(url: str, ca: CertificateAuthority, body: bytes | None = None) -> tuple[int, str]:
@@ -62,3 +77,54 @@ def call(url: str, ca: CertificateAuthority, body: bytes | None = None) -> tuple
 
 def answer(text: str) -> dict[str, Any]:
     return dict(json.loads(text)["response"])
+
+
+class SecretMount:
+    """A folder laid out as the kubelet mounts a Secret with tls.crt and tls.key.
+
+    tls.crt -> ..data/tls.crt, and ..data -> a version folder; an update writes a new
+    version folder and swaps ..data in one rename, so the paths stay and content changes.
+    """
+
+    def __init__(self, folder: Path, pair: KeyPair) -> None:
+        self.folder, self._versions = folder, 0
+        folder.mkdir()
+        self.publish_pair(pair)
+        for name in ("tls.crt", "tls.key"):
+            (folder / name).symlink_to(f"..data/{name}")
+        self.pair = KeyPair(folder / "tls.crt", folder / "tls.key")
+
+    def publish(self, cert: bytes, key: bytes | None) -> None:
+        """A new version folder, then `..data` swapped to it; None: the key is missing."""
+        self._versions += 1
+        version = self.folder / f"..version_{self._versions}"
+        version.mkdir()
+        (version / "tls.crt").write_bytes(cert)
+        if key is not None:
+            (version / "tls.key").write_bytes(key)
+        data = self.folder / "..data"
+        previous = data.resolve() if data.exists() else None
+        (self.folder / "..data_tmp").symlink_to(version.name)
+        os.replace(self.folder / "..data_tmp", data)
+        if previous is not None:
+            shutil.rmtree(previous)
+
+    def publish_pair(self, pair: KeyPair) -> None:
+        self.publish(pair.cert_file.read_bytes(), pair.key_file.read_bytes())
+
+
+def presented(port: int, ca: CertificateAuthority) -> bytes:
+    """The certificate (DER) a new TLS connection to `port` is given, verified against `ca`."""
+    context = ssl.create_default_context(cafile=str(ca.pair.cert_file))
+    with (
+        socket.create_connection(("127.0.0.1", port), timeout=10) as raw,
+        context.wrap_socket(raw, server_hostname="127.0.0.1") as tls,
+    ):
+        certificate = tls.getpeercert(binary_form=True)
+    assert certificate is not None
+    return certificate
+
+
+def der(pair: KeyPair) -> bytes:
+    """The certificate of `pair` as DER, to compare with `presented`."""
+    return ssl.PEM_cert_to_DER_cert(pair.cert_file.read_text())
