@@ -3,7 +3,8 @@
 Everything that can be checked is checked before it listens (the certificate and
 key load together, the port is free, the kubeconfig loads), so a typo is exit 2,
 never a webhook the API server cannot reach. Once serving, nothing ends it but
-SIGTERM / SIGINT: an unreachable API server leaves the last lists in use.
+SIGTERM / SIGINT: an unreachable API server leaves the last lists in use, and a
+rotated certificate that does not load leaves the last one served.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import typer
 
 from admission.certificates import CertificateReloader
 from admission.kube import ClusterCache
+from admission.periodic import Periodic
 from admission.server import WebhookServer, make_app
 from tailor.durations import DurationError, parse_duration
 from tailor.kube import ClusterError, api_client_from
@@ -30,6 +32,16 @@ def _readable(path: Path, option: str) -> Path:
     if not path.is_file():
         raise typer.BadParameter(f"{path} is not a file", param_hint=option)
     return path
+
+
+def _seconds(text: str, option: str, minimum: float, shown: str) -> float:
+    try:
+        seconds = parse_duration(text).total_seconds()
+    except DurationError as error:
+        raise typer.BadParameter(str(error), param_hint=option) from error
+    if seconds < minimum:
+        raise typer.BadParameter(f"must be at least {shown}", param_hint=option)
+    return seconds
 
 
 def admission_command(
@@ -45,14 +57,14 @@ def admission_command(
     refresh: Annotated[
         str, typer.Option(help="How often VPAs and LimitRanges are re-listed.")
     ] = "5s",
+    cert_check: Annotated[
+        str,
+        typer.Option(help="How often the certificate and key files are re-read (rotation)."),
+    ] = "30s",
 ) -> None:
     """Serve the webhook: pods being created get their VPA's recommendation (POST /mutate)."""
-    try:
-        every = parse_duration(refresh).total_seconds()
-    except DurationError as error:
-        raise typer.BadParameter(str(error), param_hint="--refresh") from error
-    if every < 0.1:
-        raise typer.BadParameter("must be at least 100ms", param_hint="--refresh")
+    every = _seconds(refresh, "--refresh", 0.1, "100ms")
+    cert_every = _seconds(cert_check, "--cert-check", 1.0, "1s")
     try:
         certificates = CertificateReloader(
             _readable(tls_cert, "--tls-cert"), _readable(tls_key, "--tls-key")
@@ -76,11 +88,19 @@ def admission_command(
     stopping = threading.Event()
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: stopping.set())
+    checker = Periodic(
+        lambda: server.call(certificates.check),  # swapped where handshakes happen
+        cert_every,
+        name="tailor-certificates",
+        failure="certificate check failed; still serving the previous certificate",
+    )
     cache.start()
     server.start()
+    checker.start()
     LOG.info("admission webhook listening on https://%s:%d/mutate", address, server.port)
     while not stopping.wait(1.0):
         pass
     LOG.info("stopping")
+    checker.stop()
     server.stop()
     cache.stop()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import signal
+import ssl
 import subprocess
 import sys
 from pathlib import Path
@@ -12,7 +13,7 @@ import pytest
 from typer.testing import CliRunner
 
 from tailor.cli.main import app
-from tests.admission.https import answer, call, serving_pair
+from tests.admission.https import SecretMount, answer, call, der, presented, serving_pair
 from tests.admission.test_admit import new_pod, review
 from tests.cli_text import plain
 from tests.cluster.controlplane import ControlPlane
@@ -59,6 +60,9 @@ def test_a_key_that_does_not_belong_to_the_certificate_is_exit_2(tmp_path: Path)
         (["--port", "70000"], "--port"),
         (["--refresh", "soon"], "--refresh"),
         (["--refresh", "10ms"], "at least 100ms"),
+        (["--cert-check", "nope"], "--cert-check"),
+        (["--cert-check", "0s"], "at least 1s"),
+        (["--cert-check", "500ms"], "at least 1s"),
         (["--kubeconfig", "/nonexistent/kubeconfig"], "does not exist"),
     ],
 )
@@ -71,16 +75,18 @@ def test_bad_flags_are_exit_2_before_serving(
     assert message in output
 
 
-def test_the_service_answers_over_tls_and_stops_on_sigterm(
+def test_the_service_answers_over_tls_follows_its_secret_and_stops_on_sigterm(
     kube_cluster: ControlPlane, tmp_path: Path
 ) -> None:
-    ca, pair = serving_pair(tmp_path)
+    ca, pair = serving_pair(tmp_path / "a")
+    renewed_ca, renewed = serving_pair(tmp_path / "b")
+    mount = SecretMount(tmp_path / "secret", pair)
     port = free_port()
     command = [
         sys.executable, "-m", "tailor.cli.main", "admission",
-        "--tls-cert", str(pair.cert_file), "--tls-key", str(pair.key_file),
+        "--tls-cert", str(mount.pair.cert_file), "--tls-key", str(mount.pair.key_file),
         "--port", str(port), "--address", "127.0.0.1",
-        "--kubeconfig", str(kube_cluster.kubeconfig), "--refresh", "1s",
+        "--kubeconfig", str(kube_cluster.kubeconfig), "--refresh", "1s", "--cert-check", "1s",
     ]  # fmt: skip
     log = tmp_path / "admission.log"
     environment = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
@@ -101,9 +107,20 @@ def test_the_service_answers_over_tls_and_stops_on_sigterm(
             status, text = call(url + "/mutate", ca, review(new_pod()))
             assert status == 200
             assert answer(text) == {"uid": answer(text)["uid"], "allowed": True}  # no VPA
+            mount.publish_pair(renewed)
+
+            def renewed_served() -> bool:
+                try:
+                    return presented(port, renewed_ca) == der(renewed)
+                except ssl.SSLError:  # still the first certificate
+                    return False
+
+            wait_until(renewed_served, timeout=30, what="the renewed certificate served")
+            assert call(url + "/healthz", renewed_ca) == (200, "ok\n")
             assert service.poll() is None
         finally:
             service.send_signal(signal.SIGTERM)
             code = service.wait(timeout=20)
     assert code == 0, log.read_text()
     assert f"listening on https://127.0.0.1:{port}/mutate" in log.read_text()
+    assert f"serving the renewed certificate from {mount.pair.cert_file}" in log.read_text()
