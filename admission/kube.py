@@ -21,6 +21,7 @@ from admission.periodic import Periodic
 from tailor.api.limitrange import LimitRange
 from tailor.api.vpa import VerticalPodAutoscaler
 from tailor.kube import Cluster, ClusterError
+from tailor.telemetry import ServiceTelemetry
 
 LOG = logging.getLogger("tailor.admission")
 REPLICA_SET_TTL_SECONDS = 60.0
@@ -30,8 +31,14 @@ _MAX_REPLICA_SETS = 10_000
 class ClusterCache:
     """A `ClusterView` over one API client; `refresh()` reloads, `start()` keeps it fresh."""
 
-    def __init__(self, api_client: kubernetes.client.ApiClient, refresh_seconds: float = 5.0):
+    def __init__(
+        self,
+        api_client: kubernetes.client.ApiClient,
+        refresh_seconds: float = 5.0,
+        telemetry: ServiceTelemetry | None = None,
+    ):
         self.cluster = Cluster(api_client)
+        self.telemetry = telemetry  # each background refresh counts as a pass
         self._vpas: dict[str, list[VerticalPodAutoscaler]] = {}
         self._limit_ranges: dict[str, list[LimitRange]] = {}
         self._loaded_at: float | None = None
@@ -90,10 +97,15 @@ class ClusterCache:
         self._loaded_at = time.monotonic()
 
     def _refresh_or_keep(self) -> None:
+        begun, succeeded = time.monotonic(), False
         try:
             self.refresh()
+            succeeded = True
         except ClusterError as error:  # expected (API server away): one line, no trace
             LOG.error("%s; keeping the last lists", error)
+        finally:
+            if self.telemetry is not None:
+                self.telemetry.record_pass(succeeded, time.monotonic() - begun)
 
     def start(self) -> ClusterCache:
         self._refresher.start()

@@ -13,13 +13,16 @@ import logging
 import socket
 import ssl
 import threading
+import time
 from collections.abc import Callable
 from typing import TypeVar
 
 from aiohttp import web
+from prometheus_client import Counter, Histogram
 
 from admission.admit import ClusterView, admit
 from admission.review import AdmissionRequest, ReviewError, Verdict, parse_review, review_response
+from tailor.telemetry import ServiceTelemetry
 
 LOG = logging.getLogger("tailor.admission")
 # A pod's review carries the pod, and etcd takes objects up to 1.5 MiB.
@@ -29,18 +32,50 @@ Listener = Callable[[AdmissionRequest, Verdict], None]
 T = TypeVar("T")
 
 
+class ReviewMetrics:
+    """Reviews answered, by outcome (patched, unchanged, bad_request), and how long each took."""
+
+    def __init__(self, telemetry: ServiceTelemetry) -> None:
+        self.reviews = Counter(
+            "tailor_admission_reviews",
+            "AdmissionReviews answered, by outcome (patched, unchanged, bad_request).",
+            ["outcome"],
+            registry=telemetry.registry,
+        )
+        self.seconds = Histogram(
+            "tailor_admission_review_duration_seconds",
+            "Time from the request's body read to the answer.",
+            buckets=(0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5),
+            registry=telemetry.registry,
+        )
+        for outcome in ("patched", "unchanged", "bad_request"):
+            self.reviews.labels(outcome)
+
+    def record(self, outcome: str, begun: float) -> None:
+        self.reviews.labels(outcome).inc()
+        self.seconds.observe(time.monotonic() - begun)
+
+
 def make_app(
-    view: ClusterView, ready: Callable[[], bool], listener: Listener | None = None
+    view: ClusterView,
+    ready: Callable[[], bool],
+    listener: Listener | None = None,
+    metrics: ReviewMetrics | None = None,
 ) -> web.Application:
     """The aiohttp application; `listener` sees every verdict (logging, tests)."""
 
     async def mutate(request: web.Request) -> web.Response:
         body = await request.read()
+        begun = time.monotonic()
         try:
             review = parse_review(body)
         except ReviewError as error:
+            if metrics is not None:
+                metrics.record("bad_request", begun)
             return web.Response(status=400, text=f"{error}\n")
         verdict = await asyncio.to_thread(admit, review, view)
+        if metrics is not None:
+            metrics.record("patched" if verdict.operations else "unchanged", begun)
         if listener is not None:
             listener(review, verdict)
         if verdict.operations or verdict.warnings:

@@ -13,6 +13,7 @@ import logging
 import signal
 import ssl
 import threading
+from datetime import timedelta
 from pathlib import Path
 from typing import Annotated
 
@@ -21,9 +22,11 @@ import typer
 from admission.certificates import CertificateReloader
 from admission.kube import ClusterCache
 from admission.periodic import Periodic
-from admission.server import WebhookServer, make_app
+from admission.server import ReviewMetrics, WebhookServer, make_app
+from tailor.cli.service import MetricsPort, serve_telemetry, service_telemetry
 from tailor.durations import DurationError, parse_duration
 from tailor.kube import ClusterError, api_client_from
+from tailor.telemetry import DEFAULT_PORTS
 
 LOG = logging.getLogger("tailor.admission")
 
@@ -61,6 +64,7 @@ def admission_command(
         str,
         typer.Option(help="How often the certificate and key files are re-read (rotation)."),
     ] = "30s",
+    metrics_port: MetricsPort = DEFAULT_PORTS["admission"],
 ) -> None:
     """Serve the webhook: pods being created get their VPA's recommendation (POST /mutate)."""
     every = _seconds(refresh, "--refresh", 0.1, "100ms")
@@ -71,8 +75,9 @@ def admission_command(
         )
     except (ssl.SSLError, OSError) as error:
         raise typer.BadParameter(f"cannot use the certificate and key: {error}") from error
+    telemetry = service_telemetry("admission", metrics_port, timedelta(seconds=every))
     try:
-        cache = ClusterCache(api_client_from(kubeconfig), refresh_seconds=every)
+        cache = ClusterCache(api_client_from(kubeconfig), every, telemetry)
     except ClusterError as error:
         raise typer.BadParameter(str(error), param_hint="--kubeconfig") from error
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
@@ -81,10 +86,16 @@ def admission_command(
     except ClusterError as error:  # serve anyway: pods are admitted unchanged until it loads
         LOG.error("%s; retrying every %ss", error, refresh)
     try:
-        app = make_app(cache, lambda: cache.loaded)
+        metrics = ReviewMetrics(telemetry) if telemetry is not None else None
+        app = make_app(cache, lambda: cache.loaded, metrics=metrics)
         server = WebhookServer(app, certificates.context, address, port)
     except OSError as error:
         raise typer.BadParameter(f"cannot listen on {address}:{port}: {error}") from error
+    try:
+        metrics_server = serve_telemetry(telemetry, metrics_port)
+    except typer.BadParameter:
+        server.sock.close()
+        raise
     stopping = threading.Event()
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: stopping.set())
@@ -104,3 +115,5 @@ def admission_command(
     checker.stop()
     server.stop()
     cache.stop()
+    if metrics_server is not None:
+        metrics_server.stop()

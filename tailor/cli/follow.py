@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from prometheus_client import Counter
 from rich.console import Console
 from rich.table import Table
 
@@ -24,12 +25,15 @@ from tailor.cli import options
 from tailor.cli.service import (
     Interval,
     Kubeconfig,
+    MetricsPort,
     Once,
     config_map_flag,
     connect,
     duration_flag,
     interval_flag,
     run_every,
+    serve_telemetry,
+    service_telemetry,
 )
 from tailor.kube import Cluster, ClusterError
 from tailor.schedule_file import (
@@ -40,6 +44,7 @@ from tailor.schedule_file import (
     parse_schedule,
     read_schedule,
 )
+from tailor.telemetry import DEFAULT_PORTS, ServiceTelemetry
 from updater.decide import Policy
 from updater.follow import Outcome, PassOptions, follow_once
 
@@ -113,11 +118,25 @@ class _Follower:
     """The service's state between passes: the last schedule that read cleanly."""
 
     def __init__(
-        self, cluster: Cluster, source: _Source, rows: list[ScheduleRow], options: PassOptions
+        self,
+        cluster: Cluster,
+        source: _Source,
+        rows: list[ScheduleRow],
+        options: PassOptions,
+        telemetry: ServiceTelemetry | None,
     ) -> None:
         self.cluster, self.source, self.rows, self.options = cluster, source, rows, options
+        self.pods: Counter | None = None
+        if telemetry is not None:
+            self.pods = Counter(
+                "tailor_updater_pods",
+                "Pods considered, by action (none, resize, wait, evict) and whether "
+                "the API server took the write (applied).",
+                ["action", "applied"],
+                registry=telemetry.registry,
+            )
 
-    def run_pass(self) -> None:
+    def run_pass(self) -> bool:
         try:
             self.rows = self.source.read(self.cluster)
         except ScheduleError as error:
@@ -126,10 +145,13 @@ class _Follower:
             outcomes = follow_once(self.cluster, self.rows, datetime.now(UTC), self.options)
         except ClusterError as error:
             LOG.error("%s; retrying next pass", error)
-            return
+            return False
         for item in outcomes:
             if item.action.value != "none" or not item.applied:
                 LOG.info("%s/%s %s: %s", item.namespace, item.pod, item.action.value, item.detail)
+            if self.pods is not None:
+                self.pods.labels(item.action.value, str(item.applied).lower()).inc()
+        return True
 
 
 def follow_command(
@@ -167,6 +189,7 @@ def follow_command(
     fmt: Annotated[FollowFormat, typer.Option("--format", help="Output of --once.")] = (
         FollowFormat.table
     ),
+    metrics_port: MetricsPort = DEFAULT_PORTS["updater"],
 ) -> None:
     """Resize running pods in place to the schedule's requests (pods/resize)."""
     policy = Policy(
@@ -196,5 +219,7 @@ def follow_command(
             raise typer.Exit(1) from None
         _print(outcomes, fmt)
         return
-    follower = _Follower(cluster, source, rows, pass_options)
-    run_every(period, follower.run_pass, LOG)
+    telemetry = service_telemetry("updater", metrics_port, period)
+    serve_telemetry(telemetry, metrics_port)
+    follower = _Follower(cluster, source, rows, pass_options, telemetry)
+    run_every(period, follower.run_pass, LOG, telemetry)

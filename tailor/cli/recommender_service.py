@@ -11,6 +11,7 @@ import logging
 from typing import Annotated
 
 import typer
+from prometheus_client import Counter, Gauge
 from rich.console import Console
 
 from recommender.data.prometheus import PrometheusSourceError
@@ -21,13 +22,17 @@ from tailor.cli.inputs import PrometheusOptions, prometheus_settings
 from tailor.cli.service import (
     Interval,
     Kubeconfig,
+    MetricsPort,
     Once,
     config_map_flag,
     connect,
     interval_flag,
     run_every,
+    serve_telemetry,
+    service_telemetry,
 )
 from tailor.kube import Cluster, ClusterError
+from tailor.telemetry import DEFAULT_PORTS, ServiceTelemetry
 
 LOG = logging.getLogger("tailor.recommender")
 
@@ -53,13 +58,44 @@ def _report_lines(report: PassReport) -> list[str]:
     return lines
 
 
-def _one_pass(cluster: Cluster, service: ServiceOptions) -> PassReport:
-    """A pass; an unreachable source is one log line (run_every logs other failures' traces)."""
+def _one_pass(cluster: Cluster, service: ServiceOptions) -> PassReport | None:
+    """A pass, or None when a source was unreachable: one log line (run_every logs other
+    failures' traces)."""
     try:
         return recommend_once(cluster, service)
     except (ClusterError, PrometheusSourceError) as error:
         LOG.error("%s; retrying next pass", error)
-        return PassReport()
+        return None
+
+
+class _PassMetrics:
+    """What the last pass did, for /metrics: VPAs by state, schedule rows, checkpoints."""
+
+    def __init__(self, telemetry: ServiceTelemetry) -> None:
+        self.vpas = Gauge(
+            "tailor_recommender_vpas",
+            "VPAs served in the last pass, by state (recommended, no_recommendation, refused).",
+            ["state"],
+            registry=telemetry.registry,
+        )
+        self.checkpoints = Counter(
+            "tailor_recommender_checkpoints_written",
+            "VerticalPodAutoscalerCheckpoints written.",
+            registry=telemetry.registry,
+        )
+        self.schedule_rows = Gauge(
+            "tailor_recommender_schedule_rows",
+            "Rows of the schedule ConfigMap written in the last pass.",
+            registry=telemetry.registry,
+        )
+
+    def record(self, report: PassReport) -> None:
+        self.vpas.labels("recommended").set(len(report.recommended))
+        self.vpas.labels("no_recommendation").set(len(report.without))
+        self.vpas.labels("refused").set(len(report.refused))
+        self.checkpoints.inc(report.checkpoints)
+        if report.schedule_rows is not None:
+            self.schedule_rows.set(report.schedule_rows)
 
 
 def recommender_command(
@@ -88,6 +124,7 @@ def recommender_command(
     ] = None,
     once: Once = False,
     interval: Interval = "1m",
+    metrics_port: MetricsPort = DEFAULT_PORTS["recommender"],
 ) -> None:
     """Keep the status of every VPA we serve current, from Prometheus history."""
     if forecast_set and strategy is not Model.forecast:
@@ -121,8 +158,18 @@ def recommender_command(
             print(line)
         return
 
-    def run_pass() -> None:
-        for line in _report_lines(_one_pass(cluster, service)):
-            LOG.info("%s", line)
+    telemetry = service_telemetry("recommender", metrics_port, period)
+    serve_telemetry(telemetry, metrics_port)
+    metrics = _PassMetrics(telemetry) if telemetry is not None else None
 
-    run_every(period, run_pass, LOG)
+    def run_pass() -> bool:
+        report = _one_pass(cluster, service)
+        if report is None:
+            return False
+        for line in _report_lines(report):
+            LOG.info("%s", line)
+        if metrics is not None:
+            metrics.record(report)
+        return True
+
+    run_every(period, run_pass, LOG, telemetry)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import signal
+import time
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -21,12 +22,19 @@ from apscheduler.triggers.interval import IntervalTrigger
 
 from tailor.durations import DurationError, parse_duration
 from tailor.kube import Cluster, ClusterError, api_client_from
+from tailor.telemetry import STALE_INTERVALS, ServiceTelemetry, TelemetryServer
 
 Kubeconfig = Annotated[
     Path | None, typer.Option(help="Kubeconfig (default: in-cluster, else ~/.kube/config).")
 ]
 Once = Annotated[bool, typer.Option("--once", help="One pass, print what it did, exit.")]
 Interval = Annotated[str, typer.Option(help="Time between passes.")]
+MetricsPort = Annotated[
+    int,
+    typer.Option(
+        min=0, max=65535, help="Serve /metrics and /health-check on this port (0: not at all)."
+    ),
+]
 
 
 def duration_flag(text: str, option: str) -> timedelta:
@@ -63,14 +71,45 @@ def connect(kubeconfig: Path | None) -> Cluster:
         raise typer.BadParameter(str(error), param_hint="--kubeconfig") from error
 
 
-def run_every(period: timedelta, run_pass: Callable[[], None], log: logging.Logger) -> None:
-    """Call `run_pass` now and every `period` until SIGTERM; a failing pass is logged only."""
+def service_telemetry(component: str, port: int, period: timedelta) -> ServiceTelemetry | None:
+    """The service's counters (None with port 0); healthy while a pass ends every 5 periods."""
+    if port == 0:
+        return None
+    return ServiceTelemetry(component, stale_after_seconds=STALE_INTERVALS * period.total_seconds())
+
+
+def serve_telemetry(telemetry: ServiceTelemetry | None, port: int) -> TelemetryServer | None:
+    """Listen for /metrics and /health-check: the service's last check, a busy port is exit 2."""
+    if telemetry is None:
+        return None
+    try:
+        return TelemetryServer(telemetry, requested_port=port).start()
+    except OSError as error:
+        raise typer.BadParameter(
+            f"cannot listen on {port}: {error}", param_hint="--metrics-port"
+        ) from None
+
+
+def run_every(
+    period: timedelta,
+    run_pass: Callable[[], bool],
+    log: logging.Logger,
+    telemetry: ServiceTelemetry | None = None,
+) -> None:
+    """Call `run_pass` now and every `period` until SIGTERM; a failing pass is logged only.
+
+    `run_pass` says whether it finished its work; an exception counts as not.
+    """
 
     def guarded() -> None:
+        begun = time.monotonic()
+        succeeded = False
         try:
-            run_pass()
+            succeeded = run_pass()
         except Exception:  # a service outlives one bad pass; the trace goes to the log
             log.exception("pass failed; retrying next pass")
+        if telemetry is not None:
+            telemetry.record_pass(succeeded, time.monotonic() - begun)
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
     scheduler = BlockingScheduler(timezone=UTC)

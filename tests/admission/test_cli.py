@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import ssl
 import subprocess
 import sys
+import urllib.request
 from pathlib import Path
 
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 from typer.testing import CliRunner
 
 from tailor.cli.main import app
@@ -45,6 +48,23 @@ def test_a_missing_certificate_or_key_is_exit_2(
     assert "--tls-key" in output
 
 
+def test_a_metrics_port_in_use_is_exit_2_and_leaves_no_port_bound(
+    pair_files: tuple[str, str], kube_cluster: ControlPlane
+) -> None:
+    cert, key = pair_files
+    webhook_port = free_port()
+    with socket.create_server(("0.0.0.0", 0)) as busy:
+        code, output = run(
+            "--tls-cert", cert, "--tls-key", key, "--port", str(webhook_port),
+            "--address", "127.0.0.1", "--kubeconfig", str(kube_cluster.kubeconfig),
+            "--metrics-port", str(busy.getsockname()[1]),
+        )  # fmt: skip
+    assert code == 2
+    assert "--metrics-port" in output
+    with socket.create_server(("127.0.0.1", webhook_port)):
+        pass  # the webhook's socket was closed on the way out
+
+
 def test_a_key_that_does_not_belong_to_the_certificate_is_exit_2(tmp_path: Path) -> None:
     _, first = serving_pair(tmp_path / "a")
     _, second = serving_pair(tmp_path / "b")
@@ -75,6 +95,18 @@ def test_bad_flags_are_exit_2_before_serving(
     assert message in output
 
 
+def reviews(metrics_url: str) -> dict[str, float]:
+    """tailor_admission_reviews_total by outcome, as the service's /metrics reports them."""
+    with urllib.request.urlopen(f"{metrics_url}/metrics", timeout=5) as response:
+        text = response.read().decode()
+    return {
+        sample.labels["outcome"]: sample.value
+        for family in text_string_to_metric_families(text)
+        for sample in family.samples
+        if sample.name == "tailor_admission_reviews_total"
+    }
+
+
 def test_the_service_answers_over_tls_follows_its_secret_and_stops_on_sigterm(
     kube_cluster: ControlPlane, tmp_path: Path
 ) -> None:
@@ -87,6 +119,7 @@ def test_the_service_answers_over_tls_follows_its_secret_and_stops_on_sigterm(
         "--tls-cert", str(mount.pair.cert_file), "--tls-key", str(mount.pair.key_file),
         "--port", str(port), "--address", "127.0.0.1",
         "--kubeconfig", str(kube_cluster.kubeconfig), "--refresh", "1s", "--cert-check", "1s",
+        "--metrics-port", str(metrics_port := free_port()),
     ]  # fmt: skip
     log = tmp_path / "admission.log"
     environment = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
@@ -107,6 +140,11 @@ def test_the_service_answers_over_tls_follows_its_secret_and_stops_on_sigterm(
             status, text = call(url + "/mutate", ca, review(new_pod()))
             assert status == 200
             assert answer(text) == {"uid": answer(text)["uid"], "allowed": True}  # no VPA
+            metrics = f"http://127.0.0.1:{metrics_port}"
+            counted = reviews(metrics)
+            assert (counted["bad_request"], counted["unchanged"], counted["patched"]) == (1, 1, 0)
+            with urllib.request.urlopen(f"{metrics}/health-check", timeout=5) as health:
+                assert health.status == 200  # the lists refresh every second
             mount.publish_pair(renewed)
 
             def renewed_served() -> bool:

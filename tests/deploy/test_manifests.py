@@ -16,6 +16,7 @@ import pytest
 import typer
 
 from tailor.cli.main import app
+from tailor.telemetry import DEFAULT_PORTS
 from tests.deploy.manifests import (
     COMPONENTS,
     ROOT,
@@ -173,3 +174,19 @@ def test_what_the_dockerfile_copies_installs_a_working_tailor(tmp_path: Path) ->
     assert done.stdout.splitlines()[0].startswith(str(site))
     assert "--prometheus" in done.stdout
     assert (site / "bin" / "tailor").is_file()
+
+
+@pytest.mark.parametrize("component", COMPONENTS)
+def test_the_liveness_probe_and_scrape_annotations_reach_the_services_metrics_port(
+    component: str,
+) -> None:
+    served = container(component)
+    port = int(option(command(component), "--metrics-port"))
+    assert port == DEFAULT_PORTS[component]  # upstream's port for the same component
+    [named] = [p for p in served["ports"] if p["name"] == "metrics"]
+    assert named["containerPort"] == port
+    probe = served["livenessProbe"]["httpGet"]
+    assert (probe["path"], probe["port"]) == ("/health-check", "metrics")
+    annotations = shipped(component)["spec"]["template"]["metadata"]["annotations"]
+    assert annotations["prometheus.io/port"] == str(port)
+    assert annotations["prometheus.io/path"] == "/metrics"

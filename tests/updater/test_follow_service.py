@@ -6,12 +6,17 @@ import os
 import signal
 import subprocess
 import sys
+import urllib.request
 from pathlib import Path
+
+import pytest
 
 from tests.cluster.controlplane import ControlPlane
 from tests.cluster.fixtures import FullNamespace
 from tests.cluster.kubelet_sim import KubeletSimulator
 from tests.cluster.podtools import applied_requests, get_pod, pod_manifest
+from tests.cluster.processes import free_port
+from tests.cluster.prometheus import PrometheusFactory
 from tests.cluster.rawapi import Json, RawApi
 from tests.cluster.waiting import wait_until
 from tests.cluster.workloads import (
@@ -80,11 +85,13 @@ def test_a_stuck_pod_is_evicted_only_where_its_disruption_budget_allows(
     assert len(replaced) == 1
 
 
+@pytest.mark.prometheus
 def test_the_service_follows_the_file_and_survives_a_broken_rewrite(
     kube_api: RawApi,
     kube_cluster: ControlPlane,
     kubelet_sim: KubeletSimulator,
     kube_namespace: str,
+    prometheus_server: PrometheusFactory,
     tmp_path: Path,
 ) -> None:
     node = f"svc-{kube_namespace}"
@@ -102,7 +109,11 @@ def test_the_service_follows_the_file_and_survives_a_broken_rewrite(
         str(kube_cluster.kubeconfig),
         "--interval",
         "1s",
+        "--metrics-port",
+        str(port := free_port()),
     ]
+    # a real Prometheus scrapes the service's own metrics, as an operator's would
+    scraper = prometheus_server.start(scrape_targets=[f"127.0.0.1:{port}"])
     log = tmp_path / "follow.log"
     environment = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
     with log.open("w") as sink:
@@ -121,6 +132,19 @@ def test_the_service_follows_the_file_and_survives_a_broken_rewrite(
                 timeout=30,
                 what="rewritten period applied",
             )
+            resized = 'tailor_updater_pods_total{action="resize",applied="true"}'
+            wait_until(
+                lambda: [r for r in scraper.query(resized) if float(r["value"][1]) >= 2],
+                timeout=30,
+                what="both resizes counted in Prometheus",
+            )
+            [passes] = scraper.query('tailor_updater_passes_total{outcome="ok"}')
+            assert float(passes["value"][1]) >= 2
+            assert (
+                scraper.query('tailor_updater_passes_total{outcome="failed"}')[0]["value"][1] == "0"
+            )  # a broken schedule file keeps the last one: the pass still finishes
+            health = urllib.request.urlopen(f"http://127.0.0.1:{port}/health-check", timeout=5)
+            assert health.status == 200
             assert service.poll() is None
         finally:
             service.send_signal(signal.SIGTERM)

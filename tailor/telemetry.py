@@ -1,0 +1,136 @@
+"""A service's own telemetry: Prometheus metrics and a health check on one plain-HTTP port.
+
+Operators scrape `/metrics` and point the liveness probe at `/health-check`, as with
+the upstream VPA's components (ports 8942 recommender, 8943 updater, 8944 admission).
+Each service owns its registry, never prometheus_client's global one, so a test or a
+notebook can run several services in one process.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+from wsgiref.simple_server import WSGIRequestHandler, make_server
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, make_wsgi_app
+from prometheus_client.exposition import ThreadingWSGIServer
+
+DEFAULT_PORTS = {"recommender": 8942, "updater": 8943, "admission": 8944}
+# A pass missing for this many intervals means the loop is stuck: restart the pod.
+STALE_INTERVALS = 5
+_PASS_BUCKETS = (0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600)
+
+StartResponse = Callable[[str, list[tuple[str, str]]], Any]
+
+
+class ServiceTelemetry:
+    """Counts a service's passes; healthy while a pass succeeded within `stale_after_seconds`.
+
+    Before the first success the start time stands in, so a slow first pass is not a
+    restart loop.
+    """
+
+    def __init__(
+        self,
+        component: str,
+        stale_after_seconds: float,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.component, self.stale_after, self.clock = component, stale_after_seconds, clock
+        self.registry = CollectorRegistry()
+        prefix = f"tailor_{component}"
+        self.passes = Counter(
+            f"{prefix}_passes",
+            "Passes run, by outcome (ok: it finished; failed: an error ended it).",
+            ["outcome"],
+            registry=self.registry,
+        )
+        self.pass_seconds = Histogram(
+            f"{prefix}_pass_duration_seconds",
+            "How long a pass took.",
+            buckets=_PASS_BUCKETS,
+            registry=self.registry,
+        )
+        self.last_success = Gauge(
+            f"{prefix}_last_success_timestamp_seconds",
+            "When the last pass that finished ended (Unix time).",
+            registry=self.registry,
+        )
+        self._alive_since = clock()
+        for outcome in ("ok", "failed"):  # both series exist from the start: rate() sees 0
+            self.passes.labels(outcome)
+
+    def record_pass(self, succeeded: bool, seconds: float) -> None:
+        self.passes.labels("ok" if succeeded else "failed").inc()
+        self.pass_seconds.observe(seconds)
+        if succeeded:
+            self._alive_since = self.clock()
+            self.last_success.set(self._alive_since)
+
+    def health(self) -> tuple[bool, str]:
+        """(healthy, why) for /health-check."""
+        age = self.clock() - self._alive_since
+        if age <= self.stale_after:
+            return True, "ok"
+        return False, f"no pass finished for {age:.0f}s (allowed {self.stale_after:.0f}s)"
+
+    def wsgi(self, environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
+        """GET /metrics (Prometheus text) and /health-check (200 or 500); 404 elsewhere."""
+        path = environ.get("PATH_INFO", "")
+        if path == "/metrics":
+            return make_wsgi_app(self.registry)(environ, start_response)
+        if path in ("/health-check", "/healthz"):
+            healthy, why = self.health()
+            start_response("200 OK" if healthy else "500 Internal Server Error", _text())
+            return [f"{why}\n".encode()]
+        start_response("404 Not Found", _text())
+        return [b"try /metrics or /health-check\n"]
+
+
+def _text() -> list[tuple[str, str]]:
+    """Fresh headers each time: wsgiref appends Content-Length to the list it is given."""
+    return [("Content-Type", "text/plain; charset=utf-8")]
+
+
+class _QuietHandler(WSGIRequestHandler):
+    """No access log line per scrape."""
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+
+@dataclass
+class TelemetryServer:
+    """The telemetry endpoint on its own daemon thread; `port` is the bound one."""
+
+    telemetry: ServiceTelemetry
+    address: str = "0.0.0.0"
+    requested_port: int = 0
+
+    def __post_init__(self) -> None:
+        # OSError (port in use, bad address) here, before the service starts its work
+        self._server = make_server(
+            self.address,
+            self.requested_port,
+            self.telemetry.wsgi,
+            ThreadingWSGIServer,
+            handler_class=_QuietHandler,
+        )
+        self.port: int = self._server.server_port
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, name=f"tailor-{self.telemetry.component}-metrics"
+        )
+        self._thread.daemon = True
+
+    def start(self) -> TelemetryServer:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        if self._thread.is_alive():
+            self._server.shutdown()
+            self._thread.join(timeout=10)
+        self._server.server_close()

@@ -1,0 +1,99 @@
+"""tailor.telemetry: pass counting, the health rule, and the endpoint over real HTTP."""
+
+from __future__ import annotations
+
+import socket
+import urllib.error
+import urllib.request
+
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+from tailor.telemetry import ServiceTelemetry, TelemetryServer
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1_000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def samples(telemetry: ServiceTelemetry) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+    text = _get(TelemetryServer(telemetry, "127.0.0.1").start(), "/metrics")[1]
+    return {
+        (s.name, tuple(sorted(s.labels.items()))): s.value
+        for family in text_string_to_metric_families(text)
+        for s in family.samples
+    }
+
+
+def _get(server: TelemetryServer, path: str) -> tuple[int, str]:
+    try:
+        url = f"http://127.0.0.1:{server.port}{path}"
+        with urllib.request.urlopen(url, timeout=5) as response:
+            return response.status, response.read().decode()
+    except urllib.error.HTTPError as error:
+        return error.code, error.read().decode()
+    finally:
+        server.stop()
+
+
+def test_healthy_while_a_pass_finished_within_the_allowed_time_and_from_the_start() -> None:
+    clock = Clock()
+    telemetry = ServiceTelemetry("updater", stale_after_seconds=300, clock=clock)
+    assert telemetry.health() == (True, "ok")  # the start counts: a slow first pass is fine
+    clock.now += 301
+    healthy, why = telemetry.health()
+    assert not healthy
+    assert why == "no pass finished for 301s (allowed 300s)"
+    telemetry.record_pass(False, 2.0)  # a failed pass does not make it healthy
+    assert not telemetry.health()[0]
+    telemetry.record_pass(True, 2.0)
+    assert telemetry.health() == (True, "ok")
+    clock.now += 300
+    assert telemetry.health()[0]
+
+
+def test_metrics_count_passes_by_outcome_and_time_them() -> None:
+    clock = Clock()
+    telemetry = ServiceTelemetry("recommender", stale_after_seconds=60, clock=clock)
+    before = samples(telemetry)
+    assert before[("tailor_recommender_passes_total", (("outcome", "failed"),))] == 0
+    assert before[("tailor_recommender_passes_total", (("outcome", "ok"),))] == 0
+    telemetry.record_pass(True, 0.3)
+    clock.now += 10
+    telemetry.record_pass(True, 0.7)
+    telemetry.record_pass(False, 42.0)
+    after = samples(telemetry)
+    assert after[("tailor_recommender_passes_total", (("outcome", "ok"),))] == 2
+    assert after[("tailor_recommender_passes_total", (("outcome", "failed"),))] == 1
+    assert after[("tailor_recommender_pass_duration_seconds_count", ())] == 3
+    assert after[("tailor_recommender_pass_duration_seconds_sum", ())] == pytest.approx(43.0)
+    assert after[("tailor_recommender_pass_duration_seconds_bucket", (("le", "1.0"),))] == 2
+    assert after[("tailor_recommender_last_success_timestamp_seconds", ())] == 1_010.0
+
+
+def test_each_service_has_its_own_registry() -> None:
+    first = ServiceTelemetry("updater", 60)
+    second = ServiceTelemetry("updater", 60)  # the global registry would refuse a duplicate
+    first.record_pass(True, 1.0)
+    assert samples(second)[("tailor_updater_passes_total", (("outcome", "ok"),))] == 0
+
+
+def test_the_endpoint_answers_health_with_200_or_500_and_unknown_paths_with_404() -> None:
+    clock = Clock()
+    telemetry = ServiceTelemetry("admission", stale_after_seconds=5, clock=clock)
+    assert _get(TelemetryServer(telemetry, "127.0.0.1").start(), "/health-check") == (200, "ok\n")
+    clock.now += 6
+    status, text = _get(TelemetryServer(telemetry, "127.0.0.1").start(), "/health-check")
+    assert (status, text) == (500, "no pass finished for 6s (allowed 5s)\n")
+    assert _get(TelemetryServer(telemetry, "127.0.0.1").start(), "/")[0] == 404
+
+
+def test_a_port_in_use_is_refused_before_serving() -> None:
+    with socket.create_server(("127.0.0.1", 0)) as busy:
+        port = busy.getsockname()[1]
+        with pytest.raises(OSError):
+            TelemetryServer(ServiceTelemetry("updater", 60), "127.0.0.1", port)
