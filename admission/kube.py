@@ -12,13 +12,13 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections import defaultdict
 
 import kubernetes.client
 
 from admission.admit import Json
 from admission.periodic import Periodic
 from tailor.api.limitrange import LimitRange
+from tailor.api.meta import by_namespace
 from tailor.api.vpa import VerticalPodAutoscaler
 from tailor.kube import Cluster, ClusterError
 from tailor.telemetry import ServiceTelemetry
@@ -87,13 +87,9 @@ class ClusterCache:
             LOG.warning("the VPA CRD is not installed: no pod has a VPA")
         self._vpa_crd_present = vpa_items is not None
         range_items = self.cluster.limit_ranges()
-        vpas: dict[str, list[VerticalPodAutoscaler]] = defaultdict(list)
-        for vpa in VerticalPodAutoscaler.valid_among(vpa_items or []):
-            vpas[vpa.namespace].append(vpa)
-        ranges: dict[str, list[LimitRange]] = defaultdict(list)
-        for limit_range in LimitRange.valid_among(range_items or []):
-            ranges[limit_range.metadata.namespace or ""].append(limit_range)
-        self._vpas, self._limit_ranges = dict(vpas), dict(ranges)  # swapped whole: no lock
+        vpas = by_namespace(VerticalPodAutoscaler.valid_among(vpa_items or []))
+        ranges = by_namespace(LimitRange.valid_among(range_items or []))
+        self._vpas, self._limit_ranges = vpas, ranges  # swapped whole: no lock
         self._loaded_at = time.monotonic()
 
     def _refresh_or_keep(self) -> None:

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 
 from tailor.api.limitrange import LimitRange
+from tailor.api.meta import by_namespace
 from tailor.api.vpa import VerticalPodAutoscaler
 from tailor.kube import Answer, Cluster
 from tailor.quantity import QuantityError
@@ -96,11 +97,8 @@ class _Governor:
     """Each pod's Governance, from the objects read once per pass."""
 
     def __init__(self, cluster: Cluster, use_vpa: bool) -> None:
-        ranges = LimitRange.valid_among(cluster.limit_ranges())
-        namespaces = {r.metadata.namespace or "" for r in ranges}
-        self.limits = {
-            ns: limit_rules(r for r in ranges if r.metadata.namespace == ns) for ns in namespaces
-        }
+        ranges = by_namespace(LimitRange.valid_among(cluster.limit_ranges()))
+        self.limits = {namespace: limit_rules(found) for namespace, found in ranges.items()}
         self.use_vpa = use_vpa
         self.vpas = VerticalPodAutoscaler.valid_among(cluster.vpas()) if use_vpa else []
         self.replica_sets = cluster.replica_sets() if use_vpa else {}

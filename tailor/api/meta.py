@@ -17,7 +17,7 @@ import re
 from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from enum import StrEnum
-from typing import Annotated, Any, Self
+from typing import Annotated, Any, Protocol, Self, TypeVar
 
 from pydantic import (
     AfterValidator,
@@ -251,6 +251,21 @@ class ObjectMeta(APIModel):
     owner_references: list[OwnerReference] | None = None
     finalizers: list[str] | None = None
     managed_fields: list[dict[str, Any]] | None = None
+
+
+class _Namespaced(Protocol):
+    metadata: ObjectMeta
+
+
+NamespacedT = TypeVar("NamespacedT", bound=_Namespaced)
+
+
+def by_namespace(objects: Iterable[NamespacedT]) -> dict[str, list[NamespacedT]]:
+    """Objects grouped by namespace, in list order: what one namespace's pods are held to."""
+    grouped: dict[str, list[NamespacedT]] = {}
+    for item in objects:
+        grouped.setdefault(item.metadata.namespace or "", []).append(item)
+    return grouped
 
 
 class SelectorOperator(StrEnum):

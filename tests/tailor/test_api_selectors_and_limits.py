@@ -15,6 +15,7 @@ from tailor.api import (
     ResourceList,
     merged_limit_range_item,
 )
+from tailor.api.meta import by_namespace
 
 
 def test_label_selector_semantics() -> None:
@@ -171,3 +172,25 @@ def test_limit_range_item_api_defaults() -> None:
     assert bare.with_api_defaults().default_request == ResourceList(cpu="50m")
     pod = LimitRangeItem.model_validate({"type": "Pod", "max": {"cpu": "2"}})
     assert pod.with_api_defaults().default is None
+
+
+def test_objects_are_grouped_by_namespace_in_list_order() -> None:
+    def limit_range(namespace: str | None, name: str) -> LimitRange:
+        return LimitRange.from_api(
+            {"metadata": {"name": name, "namespace": namespace}, "spec": {"limits": []}}
+        )
+
+    grouped = by_namespace(
+        [
+            limit_range("a", "first"),
+            limit_range("b", "x"),
+            limit_range("a", "second"),
+            limit_range(None, "cluster"),
+        ]
+    )
+    assert {ns: [r.metadata.name for r in found] for ns, found in grouped.items()} == {
+        "a": ["first", "second"],
+        "b": ["x"],
+        "": ["cluster"],
+    }
+    assert by_namespace([]) == {}
