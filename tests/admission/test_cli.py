@@ -2,12 +2,8 @@
 
 from __future__ import annotations
 
-import os
-import signal
 import socket
 import ssl
-import subprocess
-import sys
 import urllib.request
 from pathlib import Path
 
@@ -20,9 +16,8 @@ from tests.admission.https import SecretMount, answer, call, der, presented, ser
 from tests.admission.test_admit import new_pod, review
 from tests.cli_text import plain
 from tests.cluster.controlplane import ControlPlane
-from tests.cluster.processes import free_port
+from tests.cluster.processes import free_port, tailor_process
 from tests.cluster.waiting import wait_until
-from tests.conftest import REPO_ROOT
 
 
 def run(*args: str) -> tuple[int, str]:
@@ -115,50 +110,44 @@ def test_the_service_answers_over_tls_follows_its_secret_and_stops_on_sigterm(
     mount = SecretMount(tmp_path / "secret", pair)
     port = free_port()
     command = [
-        sys.executable, "-m", "tailor.cli.main", "admission",
+        "admission",
         "--tls-cert", str(mount.pair.cert_file), "--tls-key", str(mount.pair.key_file),
         "--port", str(port), "--address", "127.0.0.1",
         "--kubeconfig", str(kube_cluster.kubeconfig), "--refresh", "1s", "--cert-check", "1s",
         "--metrics-port", str(metrics_port := free_port()),
     ]  # fmt: skip
     log = tmp_path / "admission.log"
-    environment = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
     url = f"https://127.0.0.1:{port}"
-    with log.open("w") as sink:
-        service = subprocess.Popen(command, stdout=sink, stderr=subprocess.STDOUT, env=environment)
-        try:
+    with tailor_process(command, log) as service:
 
-            def healthy() -> bool:
-                try:
-                    return call(url + "/healthz", ca) == (200, "ok\n")
-                except OSError:
-                    return False
+        def healthy() -> bool:
+            try:
+                return call(url + "/healthz", ca) == (200, "ok\n")
+            except OSError:
+                return False
 
-            wait_until(healthy, timeout=30, what="/healthz answering")
-            status, text = call(url + "/mutate", ca, b"{not json")
-            assert (status, text.startswith("body is not JSON")) == (400, True)
-            status, text = call(url + "/mutate", ca, review(new_pod()))
-            assert status == 200
-            assert answer(text) == {"uid": answer(text)["uid"], "allowed": True}  # no VPA
-            metrics = f"http://127.0.0.1:{metrics_port}"
-            counted = reviews(metrics)
-            assert (counted["bad_request"], counted["unchanged"], counted["patched"]) == (1, 1, 0)
-            with urllib.request.urlopen(f"{metrics}/health-check", timeout=5) as health:
-                assert health.status == 200  # the lists refresh every second
-            mount.publish_pair(renewed)
+        wait_until(healthy, timeout=30, what="/healthz answering")
+        status, text = call(url + "/mutate", ca, b"{not json")
+        assert (status, text.startswith("body is not JSON")) == (400, True)
+        status, text = call(url + "/mutate", ca, review(new_pod()))
+        assert status == 200
+        assert answer(text) == {"uid": answer(text)["uid"], "allowed": True}  # no VPA
+        metrics = f"http://127.0.0.1:{metrics_port}"
+        counted = reviews(metrics)
+        assert (counted["bad_request"], counted["unchanged"], counted["patched"]) == (1, 1, 0)
+        with urllib.request.urlopen(f"{metrics}/health-check", timeout=5) as health:
+            assert health.status == 200  # the lists refresh every second
+        mount.publish_pair(renewed)
 
-            def renewed_served() -> bool:
-                try:
-                    return presented(port, renewed_ca) == der(renewed)
-                except ssl.SSLError:  # still the first certificate
-                    return False
+        def renewed_served() -> bool:
+            try:
+                return presented(port, renewed_ca) == der(renewed)
+            except ssl.SSLError:  # still the first certificate
+                return False
 
-            wait_until(renewed_served, timeout=30, what="the renewed certificate served")
-            assert call(url + "/healthz", renewed_ca) == (200, "ok\n")
-            assert service.poll() is None
-        finally:
-            service.send_signal(signal.SIGTERM)
-            code = service.wait(timeout=20)
-    assert code == 0, log.read_text()
+        wait_until(renewed_served, timeout=30, what="the renewed certificate served")
+        assert call(url + "/healthz", renewed_ca) == (200, "ok\n")
+        assert service.process.poll() is None
+    assert service.code == 0, service.output()
     assert f"listening on https://127.0.0.1:{port}/mutate" in log.read_text()
     assert f"serving the renewed certificate from {mount.pair.cert_file}" in log.read_text()

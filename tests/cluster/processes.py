@@ -15,8 +15,9 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -160,3 +161,31 @@ class ManagedProcess:
                     return time.monotonic() - start
             time.sleep(0.1)
         raise self.failure(f"not ready after {timeout:.0f}s")
+
+
+@dataclass
+class TailorProcess:
+    """A `tailor` command running as its own process; `code` is set once it has stopped."""
+
+    process: subprocess.Popen[bytes]
+    log: Path
+    code: int | None = None
+
+    def output(self) -> str:
+        return self.log.read_text()
+
+
+@contextlib.contextmanager
+def tailor_process(args: Sequence[str], log: Path) -> Iterator[TailorProcess]:
+    """Run `tailor ARGS` from this checkout, output to `log`; stopped with SIGTERM on exit,
+    as the kubelet stops a pod (a service must then exit 0)."""
+    command = [sys.executable, "-m", "tailor.cli.main", *args]
+    environment = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    with log.open("w") as sink:
+        process = subprocess.Popen(command, stdout=sink, stderr=subprocess.STDOUT, env=environment)
+        running = TailorProcess(process, log)
+        try:
+            yield running
+        finally:
+            process.send_signal(signal.SIGTERM)
+            running.code = process.wait(timeout=20)

@@ -2,10 +2,6 @@
 
 from __future__ import annotations
 
-import os
-import signal
-import subprocess
-import sys
 import urllib.request
 from pathlib import Path
 
@@ -15,7 +11,7 @@ from tests.cluster.controlplane import ControlPlane
 from tests.cluster.fixtures import FullNamespace
 from tests.cluster.kubelet_sim import KubeletSimulator
 from tests.cluster.podtools import applied_requests, get_pod, pod_manifest
-from tests.cluster.processes import free_port
+from tests.cluster.processes import free_port, tailor_process
 from tests.cluster.prometheus import PrometheusFactory
 from tests.cluster.rawapi import Json, RawApi
 from tests.cluster.waiting import wait_until
@@ -28,7 +24,6 @@ from tests.cluster.workloads import (
 )
 from tests.updater.following import follow, period, start, write_schedule
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
 PINNED = {"cpu": "1", "memory": "128Mi"}  # Guaranteed: beside the static CPU manager, stuck
 
 
@@ -99,9 +94,6 @@ def test_the_service_follows_the_file_and_survives_a_broken_rewrite(
     start(kube_api, kube_namespace, pod_manifest("web", node=node, requests={"cpu": "250m"}))
     schedule = write_schedule(tmp_path / "s.json", [period(kube_namespace, "web", 0.5, 64 * Mi)])
     command = [
-        sys.executable,
-        "-m",
-        "tailor.cli.main",
         "follow",
         "--schedule",
         str(schedule),
@@ -115,39 +107,33 @@ def test_the_service_follows_the_file_and_survives_a_broken_rewrite(
     # a real Prometheus scrapes the service's own metrics, as an operator's would
     scraper = prometheus_server.start(scrape_targets=[f"127.0.0.1:{port}"])
     log = tmp_path / "follow.log"
-    environment = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
-    with log.open("w") as sink:
-        service = subprocess.Popen(command, stdout=sink, stderr=subprocess.STDOUT, env=environment)
-        try:
-            wait_until(
-                lambda: applied_requests(get_pod(kube_api, kube_namespace, "web"))["cpu"] == "500m",
-                timeout=30,
-                what="first period applied",
-            )
-            schedule.write_text("[{", encoding="utf-8")
-            wait_until(lambda: "keeping the last good schedule" in log.read_text(), what="error")
-            write_schedule(schedule, [period(kube_namespace, "web", 0.75, 64 * Mi)])
-            wait_until(
-                lambda: applied_requests(get_pod(kube_api, kube_namespace, "web"))["cpu"] == "750m",
-                timeout=30,
-                what="rewritten period applied",
-            )
-            resized = 'tailor_updater_pods_total{action="resize",applied="true"}'
-            wait_until(
-                lambda: [r for r in scraper.query(resized) if float(r["value"][1]) >= 2],
-                timeout=30,
-                what="both resizes counted in Prometheus",
-            )
-            [passes] = scraper.query('tailor_updater_passes_total{outcome="ok"}')
-            assert float(passes["value"][1]) >= 2
-            assert (
-                scraper.query('tailor_updater_passes_total{outcome="failed"}')[0]["value"][1] == "0"
-            )  # a broken schedule file keeps the last one: the pass still finishes
-            health = urllib.request.urlopen(f"http://127.0.0.1:{port}/health-check", timeout=5)
-            assert health.status == 200
-            assert service.poll() is None
-        finally:
-            service.send_signal(signal.SIGTERM)
-            code = service.wait(timeout=20)
-    assert code == 0, log.read_text()
+    with tailor_process(command, log) as service:
+        wait_until(
+            lambda: applied_requests(get_pod(kube_api, kube_namespace, "web"))["cpu"] == "500m",
+            timeout=30,
+            what="first period applied",
+        )
+        schedule.write_text("[{", encoding="utf-8")
+        wait_until(lambda: "keeping the last good schedule" in log.read_text(), what="error")
+        write_schedule(schedule, [period(kube_namespace, "web", 0.75, 64 * Mi)])
+        wait_until(
+            lambda: applied_requests(get_pod(kube_api, kube_namespace, "web"))["cpu"] == "750m",
+            timeout=30,
+            what="rewritten period applied",
+        )
+        resized = 'tailor_updater_pods_total{action="resize",applied="true"}'
+        wait_until(
+            lambda: [r for r in scraper.query(resized) if float(r["value"][1]) >= 2],
+            timeout=30,
+            what="both resizes counted in Prometheus",
+        )
+        [passes] = scraper.query('tailor_updater_passes_total{outcome="ok"}')
+        assert float(passes["value"][1]) >= 2
+        assert (
+            scraper.query('tailor_updater_passes_total{outcome="failed"}')[0]["value"][1] == "0"
+        )  # a broken schedule file keeps the last one: the pass still finishes
+        health = urllib.request.urlopen(f"http://127.0.0.1:{port}/health-check", timeout=5)
+        assert health.status == 200
+        assert service.process.poll() is None
+    assert service.code == 0, service.output()
     assert "web resize: app: cpu 500m" in log.read_text()

@@ -31,7 +31,6 @@ from tests.cli_text import plain
 from tests.cluster.controlplane import ControlPlane
 from tests.cluster.crds import install_crds
 from tests.cluster.fixtures import FullNamespace
-from tests.cluster.podtools import pod_manifest
 from tests.cluster.prometheus import PrometheusFactory, backfill_end
 from tests.cluster.rawapi import RawApi
 from tests.cluster.rbac import apply_manifest, kubeconfig_for
@@ -46,6 +45,7 @@ from tests.cluster.workloads import (
     vpa_collection,
 )
 from tests.deploy.manifests import command, option, replace_option
+from tests.recommender.service.served import serve_a_pod_without_history
 
 pytestmark = pytest.mark.prometheus
 
@@ -165,14 +165,7 @@ def test_bad_flags_and_an_unreachable_prometheus_are_clear_errors(
     assert result.exit_code == 2
     assert "want NAMESPACE/NAME" in plain(result.output)
 
-    install_crds(kube_api)
-    owner = {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "rs", "uid": "0000-1"}
-    pod = pod_manifest("rs-x")
-    pod["metadata"]["ownerReferences"] = [{**owner, "controller": True}]
-    kube_api.create(f"/api/v1/namespaces/{kube_namespace}/pods", pod)
-    served = vpa("rs", "rs", recommender="kube-tailor")
-    served["spec"]["targetRef"] = {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "rs"}
-    kube_api.create(f"{VPA_API}/namespaces/{kube_namespace}/verticalpodautoscalers", served)
+    serve_a_pod_without_history(kube_api, kube_namespace)
     kubeconfig = str(kube_cluster.kubeconfig)
     result = run("--once", "--prometheus", "http://127.0.0.1:9", "--kubeconfig", kubeconfig)
     assert result.exit_code == 1

@@ -7,11 +7,7 @@ kubelet's liveness probe restarts the pod.
 
 from __future__ import annotations
 
-import os
-import signal
 import socket
-import subprocess
-import sys
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -22,13 +18,10 @@ from typer.testing import CliRunner
 from tailor.cli.main import app
 from tests.cli_text import plain
 from tests.cluster.controlplane import ControlPlane
-from tests.cluster.crds import install_crds
-from tests.cluster.podtools import pod_manifest
-from tests.cluster.processes import free_port
+from tests.cluster.processes import free_port, tailor_process
 from tests.cluster.rawapi import RawApi
 from tests.cluster.waiting import wait_until
-from tests.cluster.workloads import vpa, vpa_collection
-from tests.conftest import REPO_ROOT
+from tests.recommender.service.served import serve_a_pod_without_history
 
 
 def _get(url: str) -> tuple[int, str]:
@@ -54,44 +47,29 @@ def _failed_passes(text: str) -> float:
 def test_failing_passes_are_counted_and_turn_the_health_check_red(
     kube_cluster: ControlPlane, kube_api: RawApi, kube_namespace: str, tmp_path: Path
 ) -> None:
-    install_crds(kube_api)  # a served VPA with a pod: each pass must ask Prometheus
-    owner = {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "rs", "uid": "0000-1"}
-    pod = pod_manifest("rs-x")
-    pod["metadata"]["ownerReferences"] = [{**owner, "controller": True}]
-    kube_api.create(f"/api/v1/namespaces/{kube_namespace}/pods", pod)
-    served = vpa("rs", "rs", recommender="kube-tailor")
-    served["spec"]["targetRef"] = {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "rs"}
-    kube_api.create(vpa_collection(kube_namespace), served)
+    serve_a_pod_without_history(kube_api, kube_namespace)  # each pass must ask Prometheus
     port = free_port()
     command = [
-        sys.executable, "-m", "tailor.cli.main", "recommender",
+        "recommender",
         "--prometheus", "http://127.0.0.1:9", "--kubeconfig", str(kube_cluster.kubeconfig),
         "--interval", "1s", "--metrics-port", str(port),
     ]  # fmt: skip
     log = tmp_path / "recommender.log"
-    environment = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
     base = f"http://127.0.0.1:{port}"
-    with log.open("w") as sink:
-        service = subprocess.Popen(command, stdout=sink, stderr=subprocess.STDOUT, env=environment)
-        try:
-            status = wait_until(lambda: _get(f"{base}/health-check")[0], what="endpoint up")
-            assert status == 200  # within five intervals of the start
-            wait_until(
-                lambda: _failed_passes(_get(f"{base}/metrics")[1]) >= 2, what="failed passes"
-            )
+    with tailor_process(command, log) as service:
+        status = wait_until(lambda: _get(f"{base}/health-check")[0], what="endpoint up")
+        assert status == 200  # within five intervals of the start
+        wait_until(lambda: _failed_passes(_get(f"{base}/metrics")[1]) >= 2, what="failed passes")
 
-            def red() -> str | None:
-                status, text = _get(f"{base}/health-check")
-                return text if status == 500 else None
+        def red() -> str | None:
+            status, text = _get(f"{base}/health-check")
+            return text if status == 500 else None
 
-            text = wait_until(red, timeout=20, what="health check 500")
-            assert text.startswith("no pass finished for ")
-            assert "(allowed 5s)" in text
-            assert service.poll() is None  # unhealthy, still running: the kubelet decides
-        finally:
-            service.send_signal(signal.SIGTERM)
-            code = service.wait(timeout=20)
-    assert code == 0, log.read_text()
+        text = wait_until(red, timeout=20, what="health check 500")
+        assert text.startswith("no pass finished for ")
+        assert "(allowed 5s)" in text
+        assert service.process.poll() is None  # unhealthy, still running: the kubelet decides
+    assert service.code == 0, service.output()
     assert "cannot reach Prometheus at http://127.0.0.1:9" in log.read_text()
 
 
