@@ -21,16 +21,18 @@ from prometheus_client.exposition import ThreadingWSGIServer
 DEFAULT_PORTS = {"recommender": 8942, "updater": 8943, "admission": 8944}
 # A pass missing for this many intervals means the loop is stuck: restart the pod.
 STALE_INTERVALS = 5
+SLOW_PASS_FACTOR = 3
 _PASS_BUCKETS = (0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600)
 
 StartResponse = Callable[[str, list[tuple[str, str]]], Any]
 
 
 class ServiceTelemetry:
-    """Counts a service's passes; healthy while a pass succeeded within `stale_after_seconds`.
+    """Counts a service's passes; healthy while a pass succeeded within `stale_after_seconds`,
+    or within three times the slowest pass seen, whichever is longer.
 
     Before the first success the start time stands in, so a slow first pass is not a
-    restart loop.
+    restart loop; a cluster whose passes take longer than five intervals is not one either.
     """
 
     def __init__(
@@ -60,12 +62,14 @@ class ServiceTelemetry:
             registry=self.registry,
         )
         self._alive_since = clock()
+        self._slowest_pass = 0.0
         for outcome in ("ok", "failed"):  # both series exist from the start: rate() sees 0
             self.passes.labels(outcome)
 
     def record_pass(self, succeeded: bool, seconds: float) -> None:
         self.passes.labels("ok" if succeeded else "failed").inc()
         self.pass_seconds.observe(seconds)
+        self._slowest_pass = max(self._slowest_pass, seconds)
         if succeeded:
             self._alive_since = self.clock()
             self.last_success.set(self._alive_since)
@@ -73,9 +77,10 @@ class ServiceTelemetry:
     def health(self) -> tuple[bool, str]:
         """(healthy, why) for /health-check."""
         age = self.clock() - self._alive_since
-        if age <= self.stale_after:
+        allowed = max(self.stale_after, SLOW_PASS_FACTOR * self._slowest_pass)
+        if age <= allowed:
             return True, "ok"
-        return False, f"no pass finished for {age:.0f}s (allowed {self.stale_after:.0f}s)"
+        return False, f"no pass finished for {age:.0f}s (allowed {allowed:.0f}s)"
 
     def wsgi(self, environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
         """GET /metrics (Prometheus text) and /health-check (200 or 500); 404 elsewhere."""

@@ -56,6 +56,16 @@ def test_healthy_while_a_pass_finished_within_the_allowed_time_and_from_the_star
     assert telemetry.health()[0]
 
 
+def test_a_service_whose_passes_are_slow_gets_three_of_its_slowest_pass() -> None:
+    clock = Clock()
+    telemetry = ServiceTelemetry("recommender", stale_after_seconds=300, clock=clock)
+    telemetry.record_pass(True, 400.0)  # a big cluster: one pass outlasts five intervals
+    clock.now += 1_100
+    assert telemetry.health() == (True, "ok")
+    clock.now += 101
+    assert telemetry.health() == (False, "no pass finished for 1201s (allowed 1200s)")
+
+
 def test_metrics_count_passes_by_outcome_and_time_them() -> None:
     clock = Clock()
     telemetry = ServiceTelemetry("recommender", stale_after_seconds=60, clock=clock)
