@@ -16,6 +16,7 @@ from typing import Any, cast
 
 import kubernetes.client
 import kubernetes.config
+import urllib3.exceptions
 from kubernetes.client.exceptions import ApiException
 from kubernetes.config.config_exception import ConfigException
 
@@ -23,6 +24,9 @@ from tailor.api.crd import CHECKPOINT_PLURAL, GROUP, VERSION, VPA_PLURAL
 
 Json = Mapping[str, Any]
 FIELD_MANAGER = "kube-tailor"
+# No answer at all: urllib3 raises MaxRetryError (refused, DNS, TLS), ProtocolError (a
+# connection cut mid-answer) or ReadTimeoutError, none of them OSError.
+_UNREACHABLE = (OSError, urllib3.exceptions.HTTPError)
 
 
 class ClusterError(RuntimeError):
@@ -92,7 +96,7 @@ class Cluster:
             if error.status == 404:
                 return None
             raise ClusterError(f"cannot read {what}: {api_message(error)}") from None
-        except OSError as error:  # urllib3 connection errors derive from OSError
+        except _UNREACHABLE as error:
             raise ClusterError(f"cannot reach the API server to read {what}: {error}") from None
 
     def pods(self) -> list[Json]:
