@@ -8,14 +8,16 @@ are bypassed with `_preload_content=False`.
 
 from __future__ import annotations
 
+import contextlib
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Generator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, NamedTuple, cast
 
 import kubernetes.client
 import kubernetes.config
+import kubernetes.watch
 import urllib3.exceptions
 from kubernetes.client.exceptions import ApiException
 from kubernetes.config.config_exception import ConfigException
@@ -31,6 +33,34 @@ _UNREACHABLE = (OSError, urllib3.exceptions.HTTPError)
 
 class ClusterError(RuntimeError):
     """The API server could not be reached or refused a read the updater needs."""
+
+
+class ResourceVersionGone(ClusterError):
+    """410: a watch asked for changes older than the API server keeps; list again."""
+
+
+@dataclass(frozen=True)
+class Listing:
+    """A list's items and its resourceVersion, where a watch of the same kind continues."""
+
+    items: list[Json]
+    resource_version: str
+
+
+class WatchEvent(NamedTuple):
+    """One line of a watch: ADDED, MODIFIED, DELETED or BOOKMARK, and the object as JSON."""
+
+    type: str
+    obj: Json
+
+
+def new_watch() -> kubernetes.watch.Watch:
+    """A Watch for `Cluster.watch_*`; its `stop()` ends a call under way from another thread.
+
+    return_type "object" keeps every object as the API's JSON: the client's typed models
+    would be built for nothing, and one that does not deserialize would end the watch.
+    """
+    return kubernetes.watch.Watch(return_type="object")
 
 
 def api_client_from(kubeconfig: Path | None) -> kubernetes.client.ApiClient:
@@ -58,6 +88,11 @@ def api_message(error: ApiException) -> str:
         body = {}
     message = body.get("message") if isinstance(body, dict) else None
     return str(message or error.reason or f"HTTP {error.status}")
+
+
+def _listing(listed: Json) -> Listing:
+    metadata = listed.get("metadata") or {}
+    return Listing(list(listed.get("items") or []), str(metadata.get("resourceVersion") or ""))
 
 
 @dataclass(frozen=True)
@@ -109,8 +144,11 @@ class Cluster:
         return {str(n["metadata"]["name"]): n for n in listed.get("items") or []}
 
     def limit_ranges(self) -> list[Json]:
-        listed = self._read(self.core.list_limit_range_for_all_namespaces, "limit ranges")
-        return list(listed.get("items") or [])
+        return self.limit_range_listing().items
+
+    def limit_range_listing(self) -> Listing:
+        """Every LimitRange of the cluster and the resourceVersion to watch them from."""
+        return _listing(self._read(self.core.list_limit_range_for_all_namespaces, "limit ranges"))
 
     def replica_sets(self) -> dict[tuple[str, str], Json]:
         """ReplicaSets by (namespace, name): the link from a pod to its Deployment."""
@@ -141,6 +179,11 @@ class Cluster:
 
     def vpas_if_installed(self) -> list[Json] | None:
         """Every VerticalPodAutoscaler of the cluster; None when the VPA CRD is not installed."""
+        listing = self.vpa_listing()
+        return None if listing is None else listing.items
+
+    def vpa_listing(self) -> Listing | None:
+        """`vpas_if_installed` with the resourceVersion to watch them from."""
         listed = self._read_if_served(
             self.custom.list_cluster_custom_object,
             "verticalpodautoscalers",
@@ -148,7 +191,68 @@ class Cluster:
             version=VERSION,
             plural=VPA_PLURAL,
         )
-        return None if listed is None else list(listed.get("items") or [])
+        return None if listed is None else _listing(listed)
+
+    def watch_vpas(
+        self, resource_version: str, seconds: int, watch: kubernetes.watch.Watch
+    ) -> Generator[WatchEvent, None, None]:
+        """VPA changes after `resource_version`, until the API server ends the call (`seconds`)."""
+        return self._watch(
+            watch,
+            self.custom.list_cluster_custom_object,
+            "verticalpodautoscalers",
+            resource_version,
+            seconds,
+            group=GROUP,
+            version=VERSION,
+            plural=VPA_PLURAL,
+        )
+
+    def watch_limit_ranges(
+        self, resource_version: str, seconds: int, watch: kubernetes.watch.Watch
+    ) -> Generator[WatchEvent, None, None]:
+        """LimitRange changes after `resource_version`, until the API server ends the call."""
+        return self._watch(
+            watch,
+            self.core.list_limit_range_for_all_namespaces,
+            "limit ranges",
+            resource_version,
+            seconds,
+        )
+
+    @staticmethod
+    def _watch(
+        watch: kubernetes.watch.Watch,
+        call: Any,
+        what: str,
+        resource_version: str,
+        seconds: int,
+        **kwargs: Any,
+    ) -> Generator[WatchEvent, None, None]:
+        """Events of one watch call; bookmarks keep a quiet kind's resourceVersion fresh.
+
+        The server ends the call after `seconds`; the read timeout (a little longer)
+        catches a connection that went silent. 410 is ResourceVersionGone, any other
+        refusal or a cut connection a ClusterError.
+        """
+        stream = watch.stream(
+            call,
+            resource_version=resource_version,
+            allow_watch_bookmarks=True,
+            timeout_seconds=seconds,
+            _request_timeout=(10, seconds + 10),
+            **kwargs,
+        )
+        try:
+            with contextlib.closing(stream):  # an abandoned call closes its connection now
+                for event in stream:
+                    yield WatchEvent(str(event.get("type")), event.get("raw_object") or {})
+        except ApiException as error:
+            if error.status == 410:
+                raise ResourceVersionGone(f"watch of {what}: {api_message(error)}") from None
+            raise ClusterError(f"cannot watch {what}: {api_message(error)}") from None
+        except _UNREACHABLE as error:
+            raise ClusterError(f"watch of {what} broken: {error}") from None
 
     def vpas(self) -> list[Json]:
         """Every VerticalPodAutoscaler (autoscaling.k8s.io/v1) of the cluster."""
