@@ -1,9 +1,11 @@
 """The webhook's reads of the cluster: VPAs and LimitRanges cached, ReplicaSets on demand.
 
-An admission must answer in milliseconds, so VPAs and LimitRanges are listed in
-the background every few seconds and read from memory; a failed refresh keeps
-the last good lists. A Deployment's new ReplicaSet creates its pods at once, long
-before the next refresh, so a ReplicaSet is fetched by name when first needed and
+An admission must answer in milliseconds, so VPAs and LimitRanges are read from
+memory: listed once, then watched (admission.watch), so a VPA created a moment
+before its pods is seen at once and a big cluster is not re-listed every few
+seconds. A full re-list every `refresh_seconds` (5 minutes by default) is only a
+safety net. A failed list keeps the last objects. A Deployment's new ReplicaSet
+creates its pods at once, so a ReplicaSet is fetched by name when first needed and
 kept for a minute (its owner does not change).
 """
 
@@ -17,34 +19,59 @@ import kubernetes.client
 
 from admission.admit import Json
 from admission.periodic import Periodic
+from admission.watch import MAX_RETRY_SECONDS, Store, Watcher
 from tailor.api.limitrange import LimitRange
-from tailor.api.meta import by_namespace
 from tailor.api.vpa import VerticalPodAutoscaler
-from tailor.kube import Cluster, ClusterError
+from tailor.kube import Cluster, ClusterError, Listing
 from tailor.telemetry import ServiceTelemetry
 
 LOG = logging.getLogger("tailor.admission")
 REPLICA_SET_TTL_SECONDS = 60.0
+RESYNC_SECONDS = 300.0
 _MAX_REPLICA_SETS = 10_000
 
 
 class ClusterCache:
-    """A `ClusterView` over one API client; `refresh()` reloads, `start()` keeps it fresh."""
+    """A `ClusterView` over one API client; `refresh()` lists, `start()` keeps it current.
+
+    After `start()` one thread per kind watches (changes arrive at once) and a full
+    re-list runs every `refresh_seconds`. Each list and each watch call that the API
+    server ends on schedule (every 30 s) records a pass on `telemetry`, so a cache
+    that watches stays healthy however long the re-list interval; `tailor admission`
+    sets the stale window to five of the shorter of the two, so a watch that is stuck
+    is noticed within minutes.
+    """
 
     def __init__(
         self,
         api_client: kubernetes.client.ApiClient,
-        refresh_seconds: float = 5.0,
+        refresh_seconds: float = RESYNC_SECONDS,
         telemetry: ServiceTelemetry | None = None,
     ):
         self.cluster = Cluster(api_client)
-        self.telemetry = telemetry  # each background refresh counts as a pass
-        self._vpas: dict[str, list[VerticalPodAutoscaler]] = {}
-        self._limit_ranges: dict[str, list[LimitRange]] = {}
-        self._loaded_at: float | None = None
+        self.telemetry = telemetry
+        self._vpas = Store(VerticalPodAutoscaler, "VerticalPodAutoscalers")
+        self._limit_ranges = Store(LimitRange, "LimitRanges")
         self._vpa_crd_present = True
         self._replica_sets: dict[tuple[str, str], tuple[float, Json | None]] = {}
         self._lock = threading.Lock()
+        record = telemetry.record_pass if telemetry is not None else None
+        absent_retry = min(refresh_seconds, MAX_RETRY_SECONDS)  # the VPA CRD installed later
+        self._watchers = (
+            Watcher(
+                self._vpas,
+                self._vpa_listing,
+                self.cluster.watch_vpas,
+                record=record,
+                absent_retry_seconds=absent_retry,
+            ),
+            Watcher(
+                self._limit_ranges,
+                self.cluster.limit_range_listing,
+                self.cluster.watch_limit_ranges,
+                record=record,
+            ),
+        )
         self._refresher = Periodic(
             self._refresh_or_keep,
             refresh_seconds,
@@ -55,10 +82,10 @@ class ClusterCache:
     # -- ClusterView -------------------------------------------------------------------
 
     def vpas(self, namespace: str) -> list[VerticalPodAutoscaler]:
-        return self._vpas.get(namespace, [])
+        return self._vpas.namespace(namespace)
 
     def limit_ranges(self, namespace: str) -> list[LimitRange]:
-        return self._limit_ranges.get(namespace, [])
+        return self._limit_ranges.namespace(namespace)
 
     def replica_set(self, namespace: str, name: str) -> Json | None:
         key, now = (namespace, name), time.monotonic()
@@ -77,20 +104,28 @@ class ClusterCache:
 
     @property
     def loaded(self) -> bool:
-        """Whether one refresh has succeeded (the /healthz answer)."""
-        return self._loaded_at is not None
+        """Whether both kinds have been listed once (the /healthz answer)."""
+        return self._vpas.listed and self._limit_ranges.listed
 
     def refresh(self) -> None:
-        """List VPAs and LimitRanges of every namespace; ClusterError leaves the old lists."""
-        vpa_items = self.cluster.vpas_if_installed()
-        if vpa_items is None and self._vpa_crd_present:
+        """List VPAs and LimitRanges of every namespace; ClusterError leaves the old lists.
+
+        The watches then continue from these lists' resourceVersions.
+        """
+        vpas = self._vpa_listing()
+        ranges = self.cluster.limit_range_listing()
+        self._vpas.replace(vpas.items if vpas else [], vpas.resource_version if vpas else None)
+        self._limit_ranges.replace(ranges.items, ranges.resource_version)
+        for watcher in self._watchers:
+            watcher.restart()
+
+    def _vpa_listing(self) -> Listing | None:
+        """The VPAs' list; None (no VPAs, said once) while the VPA CRD is not installed."""
+        listing = self.cluster.vpa_listing()
+        if listing is None and self._vpa_crd_present:
             LOG.warning("the VPA CRD is not installed: no pod has a VPA")
-        self._vpa_crd_present = vpa_items is not None
-        range_items = self.cluster.limit_ranges()
-        vpas = by_namespace(VerticalPodAutoscaler.valid_among(vpa_items or []))
-        ranges = by_namespace(LimitRange.valid_among(range_items or []))
-        self._vpas, self._limit_ranges = vpas, ranges  # swapped whole: no lock
-        self._loaded_at = time.monotonic()
+        self._vpa_crd_present = listing is not None
+        return listing
 
     def _refresh_or_keep(self) -> None:
         begun, succeeded = time.monotonic(), False
@@ -104,8 +139,13 @@ class ClusterCache:
                 self.telemetry.record_pass(succeeded, time.monotonic() - begun)
 
     def start(self) -> ClusterCache:
+        """Watch both kinds (from the last `refresh()`, else from a list of their own)."""
+        for watcher in self._watchers:
+            watcher.start()
         self._refresher.start()
         return self
 
     def stop(self) -> None:
         self._refresher.stop()
+        for watcher in self._watchers:
+            watcher.stop()

@@ -23,6 +23,7 @@ from admission.certificates import CertificateReloader
 from admission.kube import ClusterCache
 from admission.periodic import Periodic
 from admission.server import ReviewMetrics, WebhookServer, make_app
+from admission.watch import WATCH_SECONDS
 from tailor.cli.service import MetricsPort, serve_telemetry, service_telemetry
 from tailor.durations import DurationError, parse_duration
 from tailor.kube import ClusterError, api_client_from
@@ -58,8 +59,12 @@ def admission_command(
         Path | None, typer.Option(help="Kubeconfig (default: in-cluster, else ~/.kube/config).")
     ] = None,
     refresh: Annotated[
-        str, typer.Option(help="How often VPAs and LimitRanges are re-listed.")
-    ] = "5s",
+        str,
+        typer.Option(
+            help="How often VPAs and LimitRanges are re-listed in full, a safety net: "
+            "changes arrive through a watch at once."
+        ),
+    ] = "5m",
     cert_check: Annotated[
         str,
         typer.Option(help="How often the certificate and key files are re-read (rotation)."),
@@ -75,7 +80,9 @@ def admission_command(
         )
     except (ssl.SSLError, OSError) as error:
         raise typer.BadParameter(f"cannot use the certificate and key: {error}") from error
-    telemetry = service_telemetry("admission", metrics_port, timedelta(seconds=every))
+    # Passes: every list and every watch call the server ends on schedule (WATCH_SECONDS).
+    period = timedelta(seconds=min(every, WATCH_SECONDS))
+    telemetry = service_telemetry("admission", metrics_port, period)
     try:
         cache = ClusterCache(api_client_from(kubeconfig), every, telemetry)
     except ClusterError as error:
@@ -84,7 +91,7 @@ def admission_command(
     try:
         cache.refresh()
     except ClusterError as error:  # serve anyway: pods are admitted unchanged until it loads
-        LOG.error("%s; retrying every %ss", error, refresh)
+        LOG.error("%s; listing again in the background", error)
     try:
         metrics = ReviewMetrics(telemetry) if telemetry is not None else None
         app = make_app(cache, lambda: cache.loaded, metrics=metrics)

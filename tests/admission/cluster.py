@@ -22,9 +22,9 @@ _probes = itertools.count()
 
 @contextlib.contextmanager
 def webhook(cluster: ControlPlane, folder: Path) -> Iterator[tuple[Served, ClusterCache]]:
-    """The webhook on loopback reading `cluster`; `cache.refresh()` makes new VPAs visible."""
+    """The webhook on loopback reading `cluster`, its cache watching (re-listed every 5 min)."""
     client = cluster.api_client()
-    cache = ClusterCache(client, refresh_seconds=0.5)
+    cache = ClusterCache(client)
     cache.refresh()
     served = serve(cache, folder, lambda: cache.loaded)
     cache.start()

@@ -83,10 +83,18 @@ def test_deployment_pods_are_created_with_their_vpa_recommendation_capped(
         {"metadata": {"name": "ceiling"}, "spec": {"limits": [ceiling]}},
     )
     cap = {"containerName": "app", "maxAllowed": {"cpu": "600m"}}
-    create_vpa(api, namespace, "web", "Auto", {"app": {"cpu": "2", "memory": "200Mi"}}, [cap])
-    create_vpa(api, namespace, "db", "Initial", {"db": {"cpu": "300m", "memory": "200Mi"}})
     with webhook(full_namespace.cluster, tmp_path) as (served, cache):
-        cache.refresh()
+        # created after the cache listed: they reach it through its watch
+        create_vpa(api, namespace, "web", "Auto", {"app": {"cpu": "2", "memory": "200Mi"}}, [cap])
+        create_vpa(api, namespace, "db", "Initial", {"db": {"cpu": "300m", "memory": "200Mi"}})
+        wait_until(
+            lambda: (
+                all(v.status and v.status.recommendation for v in cache.vpas(namespace))
+                and len(cache.vpas(namespace)) == 2
+            ),
+            timeout=2,
+            what="both VPAs and their recommendations in the webhook's cache",
+        )
         with registered(api, served, namespace):
             app = container(
                 "app",
@@ -141,8 +149,7 @@ def test_pods_without_resources_get_them_and_off_or_no_vpa_stay_as_written(
     target = {"app": {"cpu": "100m", "memory": "64Mi"}}
     create_vpa(api, namespace, "bare", "Recreate", target)
     create_vpa(api, namespace, "quiet", "Off", target)
-    with webhook(full_namespace.cluster, tmp_path) as (served, cache):
-        cache.refresh()
+    with webhook(full_namespace.cluster, tmp_path) as (served, _):
         with registered(api, served, namespace):
             deployments = f"/apis/apps/v1/namespaces/{namespace}/deployments"
             written = {"requests": {"cpu": "20m", "memory": "32Mi"}}
