@@ -1,4 +1,4 @@
-"""deploy/admission/: the webhook runs on its shipped role, and its registration is valid."""
+"""deploy/admission/: the webhook works on its role, nothing more; its registration is valid."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ import yaml
 from admission.admit import admit
 from admission.kube import ClusterCache
 from admission.review import parse_review
+from tailor.api.crd import GROUP as VPA_GROUP
 from tailor.kube import ClusterError, api_client_from
 from tests.admission.cluster import WEBHOOKS
 from tests.admission.https import serving_pair
@@ -22,13 +23,17 @@ from tests.cluster.crds import install_crds
 from tests.cluster.fixtures import create_namespace, namespace_name
 from tests.cluster.rawapi import RawApi
 from tests.cluster.rbac import allowed, apply_manifest, kubeconfig_for
+from tests.cluster.waiting import wait_until
 
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy" / "admission"
 ACCOUNT = "tailor-admission"
 
 
 def test_the_webhook_reads_what_it_needs_on_the_shipped_role_and_nothing_more(
-    kube_cluster_full: ControlPlane, request: pytest.FixtureRequest, tmp_path: Path
+    kube_cluster_full: ControlPlane,
+    request: pytest.FixtureRequest,
+    tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
     namespace = namespace_name(request.node.name)
     with kube_cluster_full.api_client() as client:
@@ -52,13 +57,56 @@ def test_the_webhook_reads_what_it_needs_on_the_shipped_role_and_nothing_more(
         assert verdict.reason.startswith("Pod resources updated by web"), verdict
         assert verdict.warnings == ()
 
+        cache.start()  # watching on the role: a new VPA and LimitRange arrive within seconds
+        try:
+            create_vpa(api, namespace, "db", "Initial", {"db": {"cpu": "1"}})
+            ceiling = {"type": "Container", "max": {"memory": "1Gi"}}
+            api.create(
+                f"/api/v1/namespaces/{namespace}/limitranges",
+                {"metadata": {"name": "ceiling"}, "spec": {"limits": [ceiling]}},
+            )
+            wait_until(
+                lambda: (
+                    [v.name for v in cache.vpas(namespace)] == ["db", "web"]
+                    and len(cache.limit_ranges(namespace)) == 1
+                ),
+                timeout=2,
+                what="the watched VPA and LimitRange",
+            )
+        finally:
+            cache.stop()
+        assert "cannot watch" not in caplog.text  # not seen through relists after a 403
+
         for resource, verb in (("pods", "list"), ("pods", "update"), ("replicasets", "list")):
             assert not allowed(api, "kube-tailor", ACCOUNT, resource, verb)
+        assert not allowed(api, "kube-tailor", ACCOUNT, "replicasets", "watch", group="apps")
+        for resource, group in (("verticalpodautoscalers", VPA_GROUP), ("limitranges", "")):
+            for verb in ("list", "watch"):
+                assert allowed(api, "kube-tailor", ACCOUNT, resource, verb, group=group)
+            for verb in ("get", "update", "delete"):
+                assert not allowed(api, "kube-tailor", ACCOUNT, resource, verb, group=group)
         nobody = kubeconfig_for(
             api, kube_cluster_full, "kube-tailor", "tailor-nobody", tmp_path / "nobody"
         )
         with pytest.raises(ClusterError, match="forbidden"):
             ClusterCache(api_client_from(nobody)).refresh()
+
+
+def test_the_role_grants_exactly_the_lists_watches_and_gets_the_webhook_makes() -> None:
+    [role] = [
+        d
+        for d in yaml.safe_load_all((DEPLOY / "rbac.yaml").read_text())
+        if d["kind"] == "ClusterRole"
+    ]
+    assert role["rules"] == [
+        {
+            "apiGroups": [VPA_GROUP],
+            "resources": ["verticalpodautoscalers"],
+            "verbs": ["list", "watch"],
+        },
+        {"apiGroups": [""], "resources": ["limitranges"], "verbs": ["list", "watch"]},
+        {"apiGroups": ["apps"], "resources": ["replicasets"], "verbs": ["get"]},
+    ]
 
 
 def test_the_registration_template_is_accepted_by_the_api_server(

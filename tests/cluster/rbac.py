@@ -70,7 +70,13 @@ def kubeconfig_for(
 
 
 def allowed(
-    api: RawApi, namespace: str, account: str, resource: str, verb: str, subresource: str = ""
+    api: RawApi,
+    namespace: str,
+    account: str,
+    resource: str,
+    verb: str,
+    subresource: str = "",
+    group: str = "",
 ) -> bool:
     """Whether RBAC lets ServiceAccount namespace/account do `verb` (in any namespace)."""
     review: Json = {
@@ -80,6 +86,7 @@ def allowed(
             "user": f"system:serviceaccount:{namespace}:{account}",
             "resourceAttributes": {
                 "namespace": "any",
+                "group": group,
                 "verb": verb,
                 "resource": resource,
                 "subresource": subresource,
