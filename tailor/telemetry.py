@@ -29,7 +29,7 @@ StartResponse = Callable[[str, list[tuple[str, str]]], Any]
 
 class ServiceTelemetry:
     """Counts a service's passes; healthy while a pass succeeded within `stale_after_seconds`,
-    or within three times the slowest pass seen, whichever is longer.
+    or within three times the slowest successful pass, whichever is longer.
 
     Before the first success the start time stands in, so a slow first pass is not a
     restart loop; a cluster whose passes take longer than five intervals is not one either.
@@ -69,8 +69,8 @@ class ServiceTelemetry:
     def record_pass(self, succeeded: bool, seconds: float) -> None:
         self.passes.labels("ok" if succeeded else "failed").inc()
         self.pass_seconds.observe(seconds)
-        self._slowest_pass = max(self._slowest_pass, seconds)
-        if succeeded:
+        if succeeded:  # a failing source's timeouts must not stretch the window
+            self._slowest_pass = max(self._slowest_pass, seconds)
             self._alive_since = self.clock()
             self.last_success.set(self._alive_since)
 
