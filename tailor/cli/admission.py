@@ -24,8 +24,7 @@ from admission.kube import ClusterCache
 from admission.periodic import Periodic
 from admission.server import ReviewMetrics, WebhookServer, make_app
 from admission.watch import WATCH_SECONDS
-from tailor.cli.service import MetricsPort, serve_telemetry, service_telemetry
-from tailor.durations import DurationError, parse_duration
+from tailor.cli.service import MetricsPort, duration_flag, serve_telemetry, service_telemetry
 from tailor.kube import ClusterError, api_client_from
 from tailor.telemetry import DEFAULT_PORTS
 
@@ -36,16 +35,6 @@ def _readable(path: Path, option: str) -> Path:
     if not path.is_file():
         raise typer.BadParameter(f"{path} is not a file", param_hint=option)
     return path
-
-
-def _seconds(text: str, option: str, minimum: float, shown: str) -> float:
-    try:
-        seconds = parse_duration(text).total_seconds()
-    except DurationError as error:
-        raise typer.BadParameter(str(error), param_hint=option) from error
-    if seconds < minimum:
-        raise typer.BadParameter(f"must be at least {shown}", param_hint=option)
-    return seconds
 
 
 def admission_command(
@@ -72,8 +61,8 @@ def admission_command(
     metrics_port: MetricsPort = DEFAULT_PORTS["admission"],
 ) -> None:
     """Serve the webhook: pods being created get their VPA's recommendation (POST /mutate)."""
-    every = _seconds(refresh, "--refresh", 0.1, "100ms")
-    cert_every = _seconds(cert_check, "--cert-check", 1.0, "1s")
+    every = duration_flag(refresh, "--refresh", "100ms").total_seconds()
+    cert_every = duration_flag(cert_check, "--cert-check", "1s").total_seconds()
     try:
         certificates = CertificateReloader(
             _readable(tls_cert, "--tls-cert"), _readable(tls_key, "--tls-key")

@@ -37,22 +37,21 @@ MetricsPort = Annotated[
 ]
 
 
-def duration_flag(text: str, option: str) -> timedelta:
-    """A duration flag, refused (exit 2) when unreadable or negative."""
+def duration_flag(text: str, option: str, at_least: str | None = None) -> timedelta:
+    """A duration flag, refused (exit 2) when unreadable, negative or under `at_least`."""
     try:
         span = parse_duration(text)
     except DurationError as error:
         raise typer.BadParameter(str(error), param_hint=option) from error
     if span < timedelta(0):
         raise typer.BadParameter(f"must not be negative, got {text!r}", param_hint=option)
+    if at_least is not None and span < parse_duration(at_least):
+        raise typer.BadParameter(f"must be at least {at_least}", param_hint=option)
     return span
 
 
 def interval_flag(text: str, once: bool) -> timedelta:
-    period = duration_flag(text, "--interval")
-    if not once and period < timedelta(seconds=1):
-        raise typer.BadParameter("must be at least 1s", param_hint="--interval")
-    return period
+    return duration_flag(text, "--interval", None if once else "1s")
 
 
 def config_map_flag(text: str, option: str) -> tuple[str, str]:
