@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
 
+from tailor.schedule_file import aware_time
 from updater.resources import Json
 
 
@@ -50,7 +51,7 @@ def _since(condition: Json) -> datetime | None:
     if not isinstance(stamp, str):
         return None
     try:
-        return datetime.fromisoformat(stamp)
+        return aware_time(stamp)  # a time without a zone could not be compared with now
     except ValueError:
         return None
 

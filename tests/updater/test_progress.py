@@ -107,7 +107,7 @@ def test_conditions_that_are_not_true_are_ignored() -> None:
     assert resize_status(target).state is ResizeState.NONE
 
 
-@pytest.mark.parametrize("since", ["", "not a time", "2024-13-01T00:00:00Z"])
+@pytest.mark.parametrize("since", ["", "not a time", "2024-13-01T00:00:00Z", "2024-05-01T00:00:00"])
 def test_an_unreadable_transition_time_leaves_since_empty(since: str) -> None:
     status = resize_status(with_conditions(pending("Deferred", since=since)))
     assert status.state is ResizeState.DEFERRED
