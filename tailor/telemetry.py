@@ -46,7 +46,8 @@ class ServiceTelemetry:
         prefix = f"tailor_{component}"
         self.passes = Counter(
             f"{prefix}_passes",
-            "Passes run, by outcome (ok: it finished; failed: an error ended it).",
+            "Passes run, by outcome (ok: it finished; failed: an error ended it; "
+            "standby: skipped, another replica holds the leader lease).",
             ["outcome"],
             registry=self.registry,
         )
@@ -61,9 +62,15 @@ class ServiceTelemetry:
             "When the last pass that finished ended (Unix time).",
             registry=self.registry,
         )
+        self.leader = Gauge(
+            f"{prefix}_leader",
+            "1 while this replica works, 0 while it stands by (--leader-elect).",
+            registry=self.registry,
+        )
+        self.leader.set(1)
         self._alive_since = clock()
         self._slowest_pass = 0.0
-        for outcome in ("ok", "failed"):  # both series exist from the start: rate() sees 0
+        for outcome in ("ok", "failed", "standby"):  # every series exists from the start
             self.passes.labels(outcome)
 
     def record_pass(self, succeeded: bool, seconds: float) -> None:
@@ -73,6 +80,11 @@ class ServiceTelemetry:
             self._slowest_pass = max(self._slowest_pass, seconds)
             self._alive_since = self.clock()
             self.last_success.set(self._alive_since)
+
+    def record_standby(self) -> None:
+        """A pass skipped because another replica leads: a standby is healthy, not stuck."""
+        self.passes.labels("standby").inc()
+        self._alive_since = self.clock()
 
     def health(self) -> tuple[bool, str]:
         """(healthy, why) for /health-check."""

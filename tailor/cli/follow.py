@@ -21,6 +21,7 @@ from prometheus_client import Counter
 from rich.console import Console
 from rich.table import Table
 
+from tailor.cli import election as election_flags
 from tailor.cli import options
 from tailor.cli.service import (
     Interval,
@@ -190,6 +191,12 @@ def follow_command(
         FollowFormat.table
     ),
     metrics_port: MetricsPort = DEFAULT_PORTS["updater"],
+    leader_elect: election_flags.LeaderElect = False,
+    lease_duration: election_flags.LeaseDuration = "15s",
+    renew_deadline: election_flags.RenewDeadline = "10s",
+    retry_period: election_flags.RetryPeriod = "2s",
+    lease_name: election_flags.LeaseName = None,
+    lease_namespace: election_flags.LeaseNamespace = None,
 ) -> None:
     """Resize running pods in place to the schedule's requests (pods/resize)."""
     policy = Policy(
@@ -202,6 +209,15 @@ def follow_command(
     if moment is not None and not once:
         raise typer.BadParameter("--at goes with --once", param_hint="--at")
     source = _source(schedule, schedule_configmap)
+    chosen = election_flags.election(
+        "updater",
+        leader_elect,
+        lease_duration,
+        renew_deadline,
+        retry_period,
+        lease_name,
+        lease_namespace,
+    )
     hint = "--schedule" if schedule is not None else "--schedule-configmap"
     try:
         # a file is read before any connection, so a broken one is refused first
@@ -213,7 +229,11 @@ def follow_command(
     pass_options = PassOptions(policy, frozenset(namespace or ()) or None, dry_run, use_vpa=vpa)
     if once:
         try:
-            outcomes = follow_once(cluster, rows, moment or datetime.now(UTC), pass_options)
+            with election_flags.held_once(chosen, cluster) as holder:
+                if holder is not None:
+                    Console(stderr=True).print(f"standby: {holder} leads; no pass run")
+                    return
+                outcomes = follow_once(cluster, rows, moment or datetime.now(UTC), pass_options)
         except ClusterError as error:
             Console(stderr=True).print(f"error: {error}")
             raise typer.Exit(1) from None
@@ -222,4 +242,5 @@ def follow_command(
     telemetry = service_telemetry("updater", metrics_port, period)
     serve_telemetry(telemetry, metrics_port)
     follower = _Follower(cluster, source, rows, pass_options, telemetry)
-    run_every(period, follower.run_pass, LOG, telemetry)
+    leader = chosen.elector(cluster) if chosen is not None else None
+    run_every(period, follower.run_pass, LOG, telemetry, leader)

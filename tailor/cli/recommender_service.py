@@ -17,6 +17,7 @@ from rich.console import Console
 from recommender.data.prometheus import PrometheusSourceError
 from recommender.service.passes import Model, PassReport, ServiceOptions, recommend_once
 from tailor.api.crd import DEFAULT_RECOMMENDER_NAME
+from tailor.cli import election as election_flags
 from tailor.cli import options
 from tailor.cli.inputs import PrometheusOptions, prometheus_settings
 from tailor.cli.service import (
@@ -125,6 +126,12 @@ def recommender_command(
     once: Once = False,
     interval: Interval = "1m",
     metrics_port: MetricsPort = DEFAULT_PORTS["recommender"],
+    leader_elect: election_flags.LeaderElect = False,
+    lease_duration: election_flags.LeaseDuration = "15s",
+    renew_deadline: election_flags.RenewDeadline = "10s",
+    retry_period: election_flags.RetryPeriod = "2s",
+    lease_name: election_flags.LeaseName = None,
+    lease_namespace: election_flags.LeaseNamespace = None,
 ) -> None:
     """Keep the status of every VPA we serve current, from Prometheus history."""
     if forecast_set and strategy is not Model.forecast:
@@ -147,10 +154,23 @@ def recommender_command(
         schedule_config_map=_config_map(schedule_configmap, strategy),
     )
     period = interval_flag(interval, once)
+    chosen = election_flags.election(
+        "recommender",
+        leader_elect,
+        lease_duration,
+        renew_deadline,
+        retry_period,
+        lease_name,
+        lease_namespace,
+    )
     cluster = connect(kubeconfig)
     if once:
         try:
-            report = recommend_once(cluster, service)
+            with election_flags.held_once(chosen, cluster) as holder:
+                if holder is not None:
+                    Console(stderr=True).print(f"standby: {holder} leads; no pass run")
+                    return
+                report = recommend_once(cluster, service)
         except (ClusterError, PrometheusSourceError) as error:
             Console(stderr=True).print(f"error: {error}")
             raise typer.Exit(1) from None
@@ -172,4 +192,5 @@ def recommender_command(
             metrics.record(report)
         return True
 
-    run_every(period, run_pass, LOG, telemetry)
+    leader = chosen.elector(cluster) if chosen is not None else None
+    run_every(period, run_pass, LOG, telemetry, leader)

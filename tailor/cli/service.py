@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import signal
 import time
 from collections.abc import Callable
@@ -22,6 +23,7 @@ from apscheduler.triggers.interval import IntervalTrigger
 
 from tailor.durations import DurationError, parse_duration
 from tailor.kube import Cluster, ClusterError, api_client_from
+from tailor.leader import LeaderElector
 from tailor.telemetry import STALE_INTERVALS, ServiceTelemetry, TelemetryServer
 
 Kubeconfig = Annotated[
@@ -89,18 +91,32 @@ def serve_telemetry(telemetry: ServiceTelemetry | None, port: int) -> TelemetryS
         ) from None
 
 
+def _stop_now(log: logging.Logger) -> None:
+    """A replica that lost its lease stops at once, mid-pass too: the next leader may start
+    a lease duration after the last renewal, and two must never act together."""
+    log.error("lost the leader lease; exiting so the pod restarts as a standby")
+    logging.shutdown()
+    os._exit(1)
+
+
 def run_every(
     period: timedelta,
     run_pass: Callable[[], bool],
     log: logging.Logger,
     telemetry: ServiceTelemetry | None = None,
+    leader: LeaderElector | None = None,
 ) -> None:
     """Call `run_pass` now and every `period` until SIGTERM; a failing pass is logged only.
 
-    `run_pass` says whether it finished its work; an exception counts as not.
+    `run_pass` says whether it finished its work; an exception counts as not. With a
+    `leader`, passes run only while it holds the lease; the first starts when it wins.
     """
 
     def guarded() -> None:
+        if leader is not None and not leader.is_leader():
+            if telemetry is not None:
+                telemetry.record_standby()
+            return
         begun = time.monotonic()
         succeeded = False
         try:
@@ -113,9 +129,39 @@ def run_every(
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
     scheduler = BlockingScheduler(timezone=UTC)
     trigger = IntervalTrigger(seconds=period.total_seconds(), timezone=UTC)
-    scheduler.add_job(
+    if leader is not None:
+        leader.step()  # a lone replica leads from its first pass
+    job = scheduler.add_job(
         guarded, trigger, next_run_time=datetime.now(UTC), max_instances=1, coalesce=True
     )
+    if leader is not None:
+        _follow_leadership(
+            leader, log, telemetry, lambda: job.modify(next_run_time=datetime.now(UTC))
+        )
     signal.signal(signal.SIGTERM, lambda *_: scheduler.shutdown(wait=False))
-    with contextlib.suppress(KeyboardInterrupt):
-        scheduler.start()
+    try:
+        with contextlib.suppress(KeyboardInterrupt):
+            scheduler.start()
+    finally:
+        if leader is not None:
+            leader.stop()  # releases the lease: a standby takes over at its next attempt
+
+
+def _follow_leadership(
+    leader: LeaderElector,
+    log: logging.Logger,
+    telemetry: ServiceTelemetry | None,
+    run_now: Callable[[], None],
+) -> None:
+    """Wire the elector to the loop: a won lease runs a pass at once, a lost one ends it."""
+
+    def started() -> None:
+        if telemetry is not None:
+            telemetry.leader.set(1)
+        run_now()
+
+    leader.on_started = started
+    leader.on_lost = lambda: _stop_now(log)
+    if telemetry is not None:
+        telemetry.leader.set(1 if leader.is_leader() else 0)
+    leader.start()

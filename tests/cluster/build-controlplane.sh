@@ -37,9 +37,12 @@ for cmd in kube-apiserver kube-controller-manager kube-scheduler; do
   fi
   echo "build-controlplane: building $cmd $version" >&2
   start=$(date +%s)
+  # a file of this run's own, renamed into place: two builds at once (a CI run beside a
+  # developer's tests) must not move each other's half-written binaries
+  partial="$out/$cmd.$$.tmp"
   (cd "$module" && CGO_ENABLED=0 go build -trimpath -ldflags="$ldflags" \
-    -o "$out/$cmd.tmp" "k8s.io/kubernetes/cmd/$cmd")
-  mv "$out/$cmd.tmp" "$out/$cmd"
+    -o "$partial" "k8s.io/kubernetes/cmd/$cmd")
+  mv -f "$partial" "$out/$cmd"
   echo "build-controlplane: $cmd built in $(( $(date +%s) - start ))s" >&2
 done
 echo "$out"

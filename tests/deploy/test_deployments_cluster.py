@@ -53,11 +53,13 @@ def test_the_shipped_services_run_on_their_accounts_under_restricted_pod_securit
     labels = api.get(f"/api/v1/namespaces/{NAMESPACE}")["metadata"]["labels"]
     assert labels["pod-security.kubernetes.io/enforce"] == "restricted"
 
+    replicas = sum(shipped(c)["spec"]["replicas"] for c in COMPONENTS)
+
     def all_running() -> list[Json] | None:
         found = running_pods(api, NAMESPACE)
-        return found if len(found) == len(COMPONENTS) else None
+        return found if len(found) == replicas else None
 
-    pods = wait_until(all_running, timeout=60, what="the three services' pods Running")
+    pods = wait_until(all_running, timeout=60, what="every replica of the three services Running")
     accounts = {p["metadata"]["labels"]["app.kubernetes.io/name"]: p for p in pods}
     for component in COMPONENTS:
         deployment = shipped(component)

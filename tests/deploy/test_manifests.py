@@ -76,10 +76,36 @@ def test_each_deployment_runs_on_the_account_its_rbac_grants_and_the_released_im
     assert container(component)["image"] == f"ghcr.io/kube-tailor/kube-tailor:{PROJECT['version']}"
     [user] = [args for word, args in dockerfile() if word == "USER"]
     assert str(spec["securityContext"]["runAsUser"]) == user[0].split(":")[0]
-    # one writer at a time: two recommenders or updaters would act on the same objects
+    # one writer at a time: replicas of the recommender or updater elect a leader
     if component != "admission":
-        assert deployment["spec"]["replicas"] == 1
-        assert deployment["spec"]["strategy"] == {"type": "Recreate"}
+        assert deployment["spec"]["replicas"] > 1
+        assert "--leader-elect" in command(component)
+
+
+@pytest.mark.parametrize("component", ["recommender", "updater"])
+def test_each_electing_service_may_take_its_own_lease_and_no_other(component: str) -> None:
+    deployment = shipped(component)
+    namespace = deployment["metadata"]["namespace"]
+    account = deployment["spec"]["template"]["spec"]["serviceAccountName"]
+    rbac = documents(f"{component}/rbac.yaml")
+    [binding] = [
+        d for d in rbac if d["kind"] == "RoleBinding" and d["roleRef"]["name"].endswith("-lease")
+    ]
+    assert binding["metadata"]["namespace"] == namespace
+    assert binding["subjects"] == [
+        {"kind": "ServiceAccount", "name": account, "namespace": namespace}
+    ]
+    [role] = [
+        d
+        for d in rbac
+        if d["kind"] == "Role"
+        and d["metadata"] == {**d["metadata"], "name": binding["roleRef"]["name"]}
+    ]
+    assert role["metadata"]["namespace"] == namespace  # the pod's own: the default
+    by_verbs = {tuple(r["verbs"]): r for r in role["rules"]}
+    assert by_verbs[("get", "update")]["resourceNames"] == [f"tailor-{component}"]
+    assert "resourceNames" not in by_verbs[("create",)]  # create cannot be limited by name
+    assert all(r["resources"] == ["leases"] for r in role["rules"])
 
 
 def test_every_shipped_namespace_enforces_the_restricted_pod_security_standard() -> None:
@@ -97,8 +123,14 @@ def test_the_updater_reads_the_schedule_the_recommender_writes_where_both_may() 
     assert option(command("updater"), "--schedule-configmap") == written
     namespace = written.split("/")[0]
     for component, role in (("recommender", "writer"), ("updater", "reader")):
-        roles = [d for d in documents(f"{component}/rbac.yaml") if d["kind"] == "Role"]
-        assert [r["metadata"]["namespace"] for r in roles] == [namespace], role
+        [found] = [
+            d
+            for d in documents(f"{component}/rbac.yaml")
+            if d["kind"] == "Role" and d["metadata"]["name"] == f"kube-tailor-schedule-{role}"
+        ]
+        assert found["metadata"]["namespace"] == namespace
+        [rule] = found["rules"]
+        assert rule["resources"] == ["configmaps"]
 
 
 def test_the_registration_reaches_the_webhook_through_its_service_with_its_certificate() -> None:

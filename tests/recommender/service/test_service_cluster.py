@@ -133,6 +133,9 @@ def test_the_service_writes_the_libraries_recommendation_into_the_vpas_it_serves
     assert len(rows) == 24
     assert {(r.namespace, r.workload, r.container) for r in rows} == {(namespace, "web", "app")}
     assert json.loads(text)[0]["cpu"] == rows[0].cpu
+    # --leader-elect: the one pass took the Lease (under the shipped RBAC) and released it
+    lease = api.get("/apis/coordination.k8s.io/v1/namespaces/kube-tailor/leases/tailor-recommender")
+    assert lease["spec"]["holderIdentity"] == ""
 
     # The loop in the cluster: the updater follows that ConfigMap, as its own ServiceAccount.
     apply_manifest(api, "updater/rbac.yaml")
