@@ -28,7 +28,7 @@ Json = Mapping[str, Any]
 FIELD_MANAGER = "kube-tailor"
 # No answer at all: urllib3 raises MaxRetryError (refused, DNS, TLS), ProtocolError (a
 # connection cut mid-answer) or ReadTimeoutError, none of them OSError.
-_UNREACHABLE = (OSError, urllib3.exceptions.HTTPError)
+UNREACHABLE = (OSError, urllib3.exceptions.HTTPError)
 
 
 class ClusterError(RuntimeError):
@@ -131,7 +131,7 @@ class Cluster:
             if error.status == 404:
                 return None
             raise ClusterError(f"cannot read {what}: {api_message(error)}") from None
-        except _UNREACHABLE as error:
+        except UNREACHABLE as error:
             raise ClusterError(f"cannot reach the API server to read {what}: {error}") from None
 
     def pods(self) -> list[Json]:
@@ -251,7 +251,7 @@ class Cluster:
             if error.status == 410:
                 raise ResourceVersionGone(f"watch of {what}: {api_message(error)}") from None
             raise ClusterError(f"cannot watch {what}: {api_message(error)}") from None
-        except _UNREACHABLE as error:
+        except UNREACHABLE as error:
             raise ClusterError(f"watch of {what} broken: {error}") from None
 
     def vpas(self) -> list[Json]:

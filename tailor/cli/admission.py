@@ -22,9 +22,16 @@ import typer
 from admission.certificates import CertificateReloader
 from admission.kube import ClusterCache
 from admission.periodic import Periodic
+from admission.registration import Endpoint, Registrar, read_ca
 from admission.server import ReviewMetrics, WebhookServer, make_app
 from admission.watch import WATCH_SECONDS
-from tailor.cli.service import MetricsPort, duration_flag, serve_telemetry, service_telemetry
+from tailor.cli.service import (
+    MetricsPort,
+    config_map_flag,
+    duration_flag,
+    serve_telemetry,
+    service_telemetry,
+)
 from tailor.kube import ClusterError, api_client_from
 from tailor.telemetry import DEFAULT_PORTS
 
@@ -35,6 +42,33 @@ def _readable(path: Path, option: str) -> Path:
     if not path.is_file():
         raise typer.BadParameter(f"{path} is not a file", param_hint=option)
     return path
+
+
+def registration_target(
+    service: str, port: int, url: str | None, ca_file: Path | None, timeout: str
+) -> tuple[Endpoint, Path, int]:
+    """What --register-webhook registers: checked now (exit 2), not at the first review."""
+    if ca_file is None:
+        raise typer.BadParameter("--register-webhook needs --ca-file", param_hint="--ca-file")
+    try:
+        read_ca(_readable(ca_file, "--ca-file"))
+    except (OSError, ValueError) as error:
+        raise typer.BadParameter(str(error), param_hint="--ca-file") from None
+    span = duration_flag(timeout, "--webhook-timeout", "1s")
+    if span.total_seconds() > 30 or span.total_seconds() % 1:
+        raise typer.BadParameter("whole seconds from 1s to 30s", param_hint="--webhook-timeout")
+    namespace, name = config_map_flag(service, "--webhook-service")
+    if url is not None and not url.startswith("https://"):
+        raise typer.BadParameter("must be an https:// URL", param_hint="--webhook-url")
+    endpoint = Endpoint(None if url else (namespace, name), port, url, home=namespace)
+    return endpoint, ca_file, int(span.total_seconds())
+
+
+def _register(registrar: Registrar) -> None:
+    try:
+        registrar.check()
+    except ClusterError as error:  # RBAC or an API server away: the next check retries
+        LOG.error("%s; trying again at the next certificate check", error)
 
 
 def admission_command(
@@ -59,6 +93,28 @@ def admission_command(
         typer.Option(help="How often the certificate and key files are re-read (rotation)."),
     ] = "30s",
     metrics_port: MetricsPort = DEFAULT_PORTS["admission"],
+    register_webhook: Annotated[
+        bool,
+        typer.Option(
+            "--register-webhook",
+            help="Create or update the MutatingWebhookConfiguration itself (needs --ca-file).",
+        ),
+    ] = False,
+    ca_file: Annotated[
+        Path | None,
+        typer.Option("--ca-file", help="PEM CA of the serving certificate, for the caBundle."),
+    ] = None,
+    webhook_service: Annotated[
+        str, typer.Option(help="The Service NS/NAME the API server calls the webhook through.")
+    ] = "kube-tailor/tailor-admission",
+    webhook_port: Annotated[int, typer.Option(min=1, max=65535, help="That Service's port.")] = 443,
+    webhook_url: Annotated[
+        str | None,
+        typer.Option(help="Register an https:// URL instead of the Service (outside a cluster)."),
+    ] = None,
+    webhook_timeout: Annotated[
+        str, typer.Option(help="How long the API server waits for a review (1s to 30s).")
+    ] = "5s",
 ) -> None:
     """Serve the webhook: pods being created get their VPA's recommendation (POST /mutate)."""
     every = duration_flag(refresh, "--refresh", "100ms").total_seconds()
@@ -69,11 +125,17 @@ def admission_command(
         )
     except (ssl.SSLError, OSError) as error:
         raise typer.BadParameter(f"cannot use the certificate and key: {error}") from error
+    endpoint = (
+        registration_target(webhook_service, webhook_port, webhook_url, ca_file, webhook_timeout)
+        if register_webhook
+        else None
+    )
     # Passes: every list and every watch call the server ends on schedule (WATCH_SECONDS).
     period = timedelta(seconds=min(every, WATCH_SECONDS))
     telemetry = service_telemetry("admission", metrics_port, period)
     try:
-        cache = ClusterCache(api_client_from(kubeconfig), every, telemetry)
+        client = api_client_from(kubeconfig)
+        cache = ClusterCache(client, every, telemetry)
     except ClusterError as error:
         raise typer.BadParameter(str(error), param_hint="--kubeconfig") from error
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
@@ -101,14 +163,28 @@ def admission_command(
         name="tailor-certificates",
         failure="certificate check failed; still serving the previous certificate",
     )
+    registering: Periodic | None = None
+    if endpoint is not None:
+        registrar = Registrar(client, *endpoint)
+        registering = Periodic(
+            lambda: _register(registrar),
+            cert_every,
+            name="tailor-registration",
+            failure="webhook registration failed",
+        )
     cache.start()
     server.start()
     checker.start()
+    if registering is not None:
+        _register(registrar)  # once it listens: the API server calls it from now on
+        registering.start()
     LOG.info("admission webhook listening on https://%s:%d/mutate", address, server.port)
     while not stopping.wait(1.0):
         pass
     LOG.info("stopping")
     checker.stop()
+    if registering is not None:
+        registering.stop()
     server.stop()
     cache.stop()
     if metrics_server is not None:

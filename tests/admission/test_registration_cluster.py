@@ -1,0 +1,89 @@
+"""`tailor admission --register-webhook` on the real API server: it registers itself on the
+shipped RBAC (retrying until it is granted), the API server then calls it for new pods, and a
+rotated CA is registered again."""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+from pathlib import Path
+
+from kubernetes.client.exceptions import ApiException
+
+from admission.registration import REGISTRATION_NAME
+from tests.admission.cluster import WEBHOOKS
+from tests.admission.https import serving_pair
+from tests.admission.test_webhook_cluster import container, create_vpa, deployment, pod_of
+from tests.cluster.crds import install_crds
+from tests.cluster.fixtures import FullNamespace
+from tests.cluster.processes import free_port, tailor_process
+from tests.cluster.rawapi import Json
+from tests.cluster.rbac import apply_manifest, kubeconfig_for
+from tests.cluster.waiting import wait_until
+
+
+def test_the_webhook_registers_itself_and_is_then_called_for_new_pods(
+    full_namespace: FullNamespace, tmp_path: Path
+) -> None:
+    api, namespace = full_namespace.api, full_namespace.name
+    install_crds(api)
+    apply_manifest(api, "admission/rbac.yaml")  # the registration's own RBAC comes later
+    account = kubeconfig_for(
+        api, full_namespace.cluster, "kube-tailor", "tailor-admission", tmp_path / "account"
+    )
+    ca, pair = serving_pair(tmp_path / "tls")
+    ca_file = tmp_path / "ca.crt"
+    ca_file.write_bytes(ca.cert_pem)
+    port = free_port()
+    url = f"https://127.0.0.1:{port}/mutate"
+    command = [
+        "admission", "--tls-cert", str(pair.cert_file), "--tls-key", str(pair.key_file),
+        "--port", str(port), "--address", "127.0.0.1", "--kubeconfig", str(account),
+        "--metrics-port", "0", "--cert-check", "1s",
+        "--register-webhook", "--ca-file", str(ca_file), "--webhook-url", url,
+        "--webhook-timeout", "3s",
+    ]  # fmt: skip
+    log = tmp_path / "admission.log"
+
+    def registered() -> Json | None:
+        try:
+            found: Json = api.get(f"{WEBHOOKS}/{REGISTRATION_NAME}")
+            return found
+        except ApiException as error:
+            if error.status == 404:
+                return None
+            raise
+
+    try:
+        with tailor_process(command, log) as service:
+            wait_until(lambda: "cannot register the webhook" in log.read_text(), what="403")
+            assert registered() is None
+            apply_manifest(api, "admission/registration-rbac.yaml")
+            stored = wait_until(registered, timeout=30, what="the registration, once granted")
+            [hook] = stored["webhooks"]
+            assert hook["clientConfig"]["url"] == url
+            assert base64.b64decode(hook["clientConfig"]["caBundle"]) == ca.cert_pem
+            assert hook["timeoutSeconds"] == 3
+
+            # the API server now calls it: a new pod gets its VPA's target
+            create_vpa(api, namespace, "web", "Auto", {"app": {"cpu": "750m"}})
+            app = container("app", {"requests": {"cpu": "100m"}})
+            api.create(f"/apis/apps/v1/namespaces/{namespace}/deployments", deployment("web", app))
+            pod = pod_of(api, namespace, "web")
+            assert pod["spec"]["containers"][0]["resources"]["requests"]["cpu"] == "750m"
+
+            rotated, _ = serving_pair(tmp_path / "rotated")
+            ca_file.write_bytes(rotated.cert_pem)
+            wait_until(
+                lambda: (
+                    base64.b64decode(registered()["webhooks"][0]["clientConfig"]["caBundle"])  # type: ignore[index]
+                    == rotated.cert_pem
+                ),
+                timeout=30,
+                what="the rotated CA registered",
+            )
+            assert service.process.poll() is None
+        assert service.code == 0, service.output()
+    finally:
+        with contextlib.suppress(ApiException):
+            api.delete(f"{WEBHOOKS}/{REGISTRATION_NAME}")
