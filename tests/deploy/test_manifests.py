@@ -121,7 +121,7 @@ def test_every_shipped_namespace_enforces_the_restricted_pod_security_standard()
 def test_the_updater_reads_the_schedule_the_recommender_writes_where_both_may() -> None:
     written = option(command("recommender"), "--schedule-configmap")
     assert option(command("updater"), "--schedule-configmap") == written
-    namespace = written.split("/")[0]
+    namespace, name = written.split("/")
     for component, role in (("recommender", "writer"), ("updater", "reader")):
         [found] = [
             d
@@ -129,8 +129,11 @@ def test_the_updater_reads_the_schedule_the_recommender_writes_where_both_may() 
             if d["kind"] == "Role" and d["metadata"]["name"] == f"kube-tailor-schedule-{role}"
         ]
         assert found["metadata"]["namespace"] == namespace
-        [rule] = found["rules"]
-        assert rule["resources"] == ["configmaps"]
+        assert all(rule["resources"] == ["configmaps"] for rule in found["rules"])
+        # every verb but create (which RBAC cannot limit to a name) is for that one ConfigMap
+        for rule in found["rules"]:
+            if rule["verbs"] != ["create"]:
+                assert rule["resourceNames"] == [name], role
 
 
 def test_the_registration_reaches_the_webhook_through_its_service_with_its_certificate() -> None:
