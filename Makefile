@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: venv demo test test-fast lint bench controlplane cluster-up cluster-down clean
+.PHONY: venv demo test test-fast lint bench controlplane helm cluster-up cluster-down clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -21,7 +21,10 @@ demo: venv
 controlplane:
 	tests/cluster/build-controlplane.sh
 
-test: venv controlplane
+helm:
+	tests/deploy/build-helm.sh
+
+test: venv controlplane helm
 	$(BIN)/pytest -q
 
 test-fast: venv

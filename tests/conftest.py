@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-pytest_plugins = ["tests.cluster.fixtures", "tests.cluster.prometheus"]
+pytest_plugins = ["tests.cluster.fixtures", "tests.cluster.prometheus", "tests.deploy.helm"]
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 SHARED_DATA = REPO_ROOT.parent / "shared" / "data"

@@ -1,0 +1,56 @@
+"""Without Go (and no cached helm) the chart tests are skipped with the reason, except on
+CI where they fail: CI must never silently drop them (as tests/cluster/test_missing_go.py
+shows for the control plane)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.deploy.manifests import ROOT
+
+PROBE_TEST = """
+def test_needs_helm(helm):
+    assert helm.binary.is_file()
+"""
+
+
+def run_without_go(tmp_path: Path, ci: str) -> subprocess.CompletedProcess[str]:
+    (tmp_path / "test_probe.py").write_text(PROBE_TEST)
+    path = os.pathsep.join(
+        d for d in os.environ.get("PATH", "").split(os.pathsep) if not shutil.which("go", path=d)
+    )
+    env = dict(
+        os.environ,
+        PATH=path,
+        CI=ci,
+        PYTHONPATH=str(ROOT),
+        KUBE_TAILOR_CACHE=str(tmp_path / "empty-cache"),
+    )
+    probe = ["-p", "tests.deploy.helm", "-p", "no:cacheprovider", "-rsf", "-q"]
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", *probe, str(tmp_path / "test_probe.py")],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+def test_without_go_the_chart_tests_are_skipped_with_the_reason(tmp_path: Path) -> None:
+    result = run_without_go(tmp_path, ci="")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "1 skipped" in result.stdout
+    assert "the chart tests need Go to build helm v3.22.0" in result.stdout
+
+
+def test_on_ci_a_missing_go_fails_the_chart_tests(tmp_path: Path) -> None:
+    result = run_without_go(tmp_path, ci="true")
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "1 error" in result.stdout or "1 failed" in result.stdout
+    assert "CI must run the real-cluster tests" in result.stdout
