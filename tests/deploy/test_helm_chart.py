@@ -1,0 +1,251 @@
+"""deploy/helm/kube-tailor with the real helm: it lints, renders the plain manifests of
+deploy/ (so the two cannot drift), follows its values, and refuses bad ones.
+
+The chart on the real API server (install, pods running, uninstall) is in
+test_helm_cluster.py.
+"""
+
+from __future__ import annotations
+
+import base64
+import copy
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests.cluster.rawapi import Json
+from tests.deploy.helm import CHART, NAMESPACE, Helm, command, find, values_file
+from tests.deploy.manifests import COMPONENTS, DEPLOY, ROOT, documents, option
+from tests.deploy.test_manifests import PROJECT, parse
+
+Key = tuple[str, str, str, str]
+PEM = b"-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n"
+CA_BUNDLE = base64.b64encode(PEM).decode()
+DEPLOYMENTS = {c: f"tailor-{c}" for c in COMPONENTS}
+
+
+def key(document: Json) -> Key:
+    meta = document["metadata"]
+    return (document["apiVersion"], document["kind"], meta.get("namespace", ""), meta["name"])
+
+
+def by_key(objects: list[Json]) -> dict[Key, Json]:
+    """Objects by identity; one declared twice (the Namespace) must be the same each time."""
+    found: dict[Key, Json] = {}
+    for document in objects:
+        assert found.setdefault(key(document), document) == document, key(document)
+    return found
+
+
+def plain_manifests(ca_bundle: str | None) -> dict[Key, Json]:
+    """Every object deploy/ declares, the webhook's ${CA_BUNDLE} filled (or dropped: None)."""
+    objects = [
+        document
+        for component in COMPONENTS
+        for document in documents(f"{component}/rbac.yaml")
+        + documents(f"{component}/deployment.yaml")
+    ]
+    [webhook] = copy.deepcopy(documents("admission/webhook.yaml"))
+    for hook in webhook["webhooks"]:
+        assert hook["clientConfig"].pop("caBundle") == "${CA_BUNDLE}"
+        if ca_bundle is not None:
+            hook["clientConfig"]["caBundle"] = ca_bundle
+    crds = [yaml.safe_load(p.read_text()) for p in sorted((DEPLOY / "crds").glob("*.yaml"))]
+    return by_key([*objects, webhook, *crds])
+
+
+def test_the_chart_passes_helm_lint_strict(helm: Helm) -> None:
+    done = helm.run("lint", "--strict", str(CHART), "--namespace", NAMESPACE)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "1 chart(s) linted, 0 chart(s) failed" in done.stdout
+
+
+def test_the_chart_is_versioned_with_the_project_it_deploys() -> None:
+    chart = yaml.safe_load((CHART / "Chart.yaml").read_text())
+    assert chart["apiVersion"] == "v2"
+    assert chart["version"] == chart["appVersion"] == PROJECT["version"]
+
+
+def test_the_charts_crds_are_deploy_crds_byte_for_byte() -> None:
+    """deploy/crds/ is the source; the chart carries a copy (helm packages no symlinks)."""
+    plain = {p.name: p.read_bytes() for p in (DEPLOY / "crds").glob("*.yaml")}
+    charted = {p.name: p.read_bytes() for p in (CHART / "crds").glob("*.yaml")}
+    assert len(plain) == 2
+    assert charted == plain, "copy deploy/crds/*.yaml into deploy/helm/kube-tailor/crds/"
+
+
+@pytest.mark.parametrize("ca_bundle", [None, CA_BUNDLE], ids=["default", "ca-bundle"])
+def test_the_default_render_is_the_plain_manifests(helm: Helm, ca_bundle: str | None) -> None:
+    extra = [] if ca_bundle is None else ["--set", f"admission.caBundle={ca_bundle}"]
+    rendered = by_key(helm.render("--include-crds", *extra))
+    plain = plain_manifests(ca_bundle)
+    assert sorted(rendered) == sorted(plain)
+    for identity, document in plain.items():
+        assert rendered[identity] == document, identity
+
+
+def test_image_prometheus_strategy_default_and_extra_args_reach_the_commands(
+    helm: Helm,
+) -> None:
+    objects = helm.render(
+        *("--set", "image.repository=registry.example/tailor,image.tag=9.9.9"),
+        *("--set", "image.pullPolicy=Always"),
+        *("--set", "recommender.prometheus=http://thanos.monitoring:10902"),
+        *("--set", "recommender.strategy=vpa,recommender.default=true"),
+        *("--set", "recommender.recommenderName=tailor-b,recommender.interval=5m"),
+        *("--set", "updater.evict=true,updater.metricsPort=9100"),
+        *("--set-json", 'recommender.extraArgs=["--history=14d","--match=job=kubelet"]'),
+        *("--set-json", 'admission.extraArgs=["--refresh=10m"]'),
+    )
+    for name in DEPLOYMENTS.values():
+        [container] = find(objects, "Deployment", name)["spec"]["template"]["spec"]["containers"]
+        assert container["image"] == "registry.example/tailor:9.9.9"
+        assert container["imagePullPolicy"] == "Always"
+
+    recommender = command(objects, "tailor-recommender")
+    assert option(recommender, "--prometheus") == "http://thanos.monitoring:10902"
+    assert option(recommender, "--strategy") == "vpa"
+    assert option(recommender, "--recommender-name") == "tailor-b"
+    assert option(recommender, "--interval") == "5m"
+    assert "--default" in recommender
+    assert recommender[-2:] == ["--history=14d", "--match=job=kubelet"]
+    # upstream's model writes no schedule, so neither the flag nor the writer Role
+    assert not any(a.startswith("--schedule-configmap") for a in recommender)
+    assert not [o for o in objects if o["metadata"]["name"] == "kube-tailor-schedule-writer"]
+
+    updater = command(objects, "tailor-updater")
+    assert "--evict" in updater
+    assert option(updater, "--metrics-port") == "9100"
+    pod = find(objects, "Deployment", "tailor-updater")["spec"]["template"]
+    assert pod["metadata"]["annotations"]["prometheus.io/port"] == "9100"
+    assert pod["spec"]["containers"][0]["ports"] == [{"name": "metrics", "containerPort": 9100}]
+    assert command(objects, "tailor-admission")[-1] == "--refresh=10m"
+
+    for args in (recommender, updater, command(objects, "tailor-admission")):
+        parse(args)  # the CLI accepts every rendered command
+
+
+def test_the_schedule_configmap_is_one_value_for_both_services_and_their_roles(
+    helm: Helm,
+) -> None:
+    objects = helm.render("--set", "scheduleConfigMap=plan-b")
+    for deployment in ("tailor-recommender", "tailor-updater"):
+        assert option(command(objects, deployment), "--schedule-configmap") == "kube-tailor/plan-b"
+    for role in ("kube-tailor-schedule-writer", "kube-tailor-schedule-reader"):
+        rules = find(objects, "Role", role)["rules"]
+        named = [r["resourceNames"] for r in rules if r["verbs"] != ["create"]]
+        assert named == [["plan-b"]], role
+
+
+@pytest.mark.parametrize("component", COMPONENTS)
+def test_a_disabled_component_renders_none_of_its_objects(helm: Helm, component: str) -> None:
+    objects = helm.render("--set", f"{component}.enabled=false")
+    names = {o["metadata"]["name"] for o in objects}
+    subjects = {
+        s["name"] for o in objects if o["kind"].endswith("RoleBinding") for s in o["subjects"]
+    }
+    assert f"tailor-{component}" not in names | subjects
+    assert f"kube-tailor-{component}" not in names
+    for other in set(COMPONENTS) - {component}:
+        assert {f"tailor-{other}", f"kube-tailor-{other}"} <= names
+    assert ("kube-tailor-admission" in names) == (component != "admission")  # the webhook
+
+
+def test_the_release_namespace_and_namespace_create(helm: Helm) -> None:
+    done = helm.run("template", "tailor", str(CHART), "--namespace", "autoscaling")
+    assert done.returncode == 0, done.stderr
+    objects = [d for d in yaml.safe_load_all(done.stdout) if d]
+    namespace = find(objects, "Namespace", "autoscaling")
+    assert namespace["metadata"]["labels"]["pod-security.kubernetes.io/enforce"] == "restricted"
+    for document in objects:
+        assert document["metadata"].get("namespace", "autoscaling") == "autoscaling"
+        for subject in document.get("subjects", []):
+            assert subject["namespace"] == "autoscaling"
+    [hook] = find(objects, "MutatingWebhookConfiguration", "kube-tailor-admission")["webhooks"]
+    assert hook["clientConfig"]["service"]["namespace"] == "autoscaling"
+    assert hook["namespaceSelector"]["matchExpressions"][0]["values"][0] == "autoscaling"
+    assert option(command(objects, "tailor-updater"), "--schedule-configmap").startswith(
+        "autoscaling/"
+    )
+
+    without = helm.render("--set", "namespace.create=false")
+    assert not [o for o in without if o["kind"] == "Namespace"]
+
+
+def test_placement_and_pod_annotations_reach_every_pod(helm: Helm, tmp_path: Path) -> None:
+    placement: Json = {
+        "nodeSelector": {"pool": "system"},
+        "tolerations": [{"key": "dedicated", "operator": "Exists", "effect": "NoSchedule"}],
+        "affinity": {
+            "nodeAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": {
+                    "nodeSelectorTerms": [
+                        {"matchExpressions": [{"key": "arch", "operator": "In", "values": ["x"]}]}
+                    ]
+                }
+            }
+        },
+        "podAnnotations": {"team": "platform"},
+    }
+    values = values_file(tmp_path, {c: placement for c in COMPONENTS})
+    objects = helm.render("-f", str(values))
+    for name in DEPLOYMENTS.values():
+        pod = find(objects, "Deployment", name)["spec"]["template"]
+        for field in ("nodeSelector", "tolerations", "affinity"):
+            assert pod["spec"][field] == placement[field]
+        annotations = pod["metadata"]["annotations"]
+        assert annotations["team"] == "platform"
+        assert annotations["prometheus.io/scrape"] == "true"
+
+
+def test_cert_manager_issues_the_served_certificate_and_injects_its_ca(helm: Helm) -> None:
+    objects = helm.render(
+        "--set", "admission.certManager.enabled=true", "--set", f"admission.caBundle={CA_BUNDLE}"
+    )
+    webhook = find(objects, "MutatingWebhookConfiguration", "kube-tailor-admission")
+    certificate = find(objects, "Certificate", "tailor-admission")
+    assert webhook["metadata"]["annotations"] == {
+        "cert-manager.io/inject-ca-from": "kube-tailor/tailor-admission"
+    }
+    assert "caBundle" not in webhook["webhooks"][0]["clientConfig"]  # the injector's to fill
+    [volume] = find(objects, "Deployment", "tailor-admission")["spec"]["template"]["spec"][
+        "volumes"
+    ]
+    assert certificate["spec"]["secretName"] == volume["secret"]["secretName"]
+    assert "tailor-admission.kube-tailor.svc" in certificate["spec"]["dnsNames"]
+    issuer = find(objects, "Issuer", certificate["spec"]["issuerRef"]["name"])
+    assert issuer["spec"] == {"selfSigned": {}}
+    assert certificate["metadata"]["namespace"] == issuer["metadata"]["namespace"] == NAMESPACE
+    plain = helm.render()
+    assert not [o for o in plain if o["apiVersion"].startswith("cert-manager.io/")]
+
+
+@pytest.mark.parametrize(
+    ("setting", "named"),
+    [
+        ("recommender.strategy=magic", "/recommender/strategy"),
+        ("updater.metricsPort=70000", "/updater/metricsPort"),
+        ("admission.port=0", "/admission/port"),
+        ("recommender.default=maybe", "/recommender/default"),
+        ("recommender.interval=soon", "/recommender/interval"),
+        ("image.pullPolicy=Sometimes", "/image/pullPolicy"),
+        ("replicaCount=2", "replicaCount"),
+        ("updater.evictt=true", "evictt"),
+        ("scheduleConfigMap=Plan_B", "/scheduleConfigMap"),
+    ],
+)
+def test_bad_values_are_refused_naming_the_value(helm: Helm, setting: str, named: str) -> None:
+    done = helm.template("--set", setting)
+    assert done.returncode != 0, done.stdout
+    assert "values don't meet the specifications of the schema" in done.stderr
+    assert named in done.stderr
+    assert done.stdout == ""
+
+
+def test_the_schema_forbids_every_top_level_key_values_yaml_does_not_have() -> None:
+    schema = yaml.safe_load((CHART / "values.schema.json").read_text())
+    values = yaml.safe_load((CHART / "values.yaml").read_text())
+    assert schema["additionalProperties"] is False
+    assert set(schema["properties"]) == set(values)
+    assert (ROOT / "deploy" / "helm" / "kube-tailor" / "templates" / "NOTES.txt").is_file()
