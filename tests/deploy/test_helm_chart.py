@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import copy
+import tarfile
 from pathlib import Path
 
 import pytest
@@ -16,7 +17,7 @@ import yaml
 
 from tests.cluster.rawapi import Json
 from tests.deploy.helm import CHART, NAMESPACE, Helm, command, find, values_file
-from tests.deploy.manifests import COMPONENTS, DEPLOY, ROOT, documents, option
+from tests.deploy.manifests import COMPONENTS, DEPLOY, documents, option
 from tests.deploy.test_manifests import PROJECT, parse
 
 Key = tuple[str, str, str, str]
@@ -59,6 +60,15 @@ def test_the_chart_passes_helm_lint_strict(helm: Helm) -> None:
     done = helm.run("lint", "--strict", str(CHART), "--namespace", NAMESPACE)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "1 chart(s) linted, 0 chart(s) failed" in done.stdout
+
+
+def test_helm_package_carries_the_crds_and_the_schema(helm: Helm, tmp_path: Path) -> None:
+    done = helm.run("package", str(CHART), "--destination", str(tmp_path))
+    assert done.returncode == 0, done.stderr
+    with tarfile.open(tmp_path / "kube-tailor-0.1.0.tgz") as archive:
+        names = set(archive.getnames())
+    crds = {f"kube-tailor/crds/{p.name}" for p in (DEPLOY / "crds").glob("*.yaml")}
+    assert crds | {"kube-tailor/values.schema.json", "kube-tailor/templates/NOTES.txt"} <= names
 
 
 def test_the_chart_is_versioned_with_the_project_it_deploys() -> None:
@@ -248,4 +258,3 @@ def test_the_schema_forbids_every_top_level_key_values_yaml_does_not_have() -> N
     values = yaml.safe_load((CHART / "values.yaml").read_text())
     assert schema["additionalProperties"] is False
     assert set(schema["properties"]) == set(values)
-    assert (ROOT / "deploy" / "helm" / "kube-tailor" / "templates" / "NOTES.txt").is_file()
