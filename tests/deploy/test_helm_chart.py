@@ -231,6 +231,27 @@ def test_cert_manager_issues_the_served_certificate_and_injects_its_ca(helm: Hel
     assert not [o for o in plain if o["apiVersion"].startswith("cert-manager.io/")]
 
 
+@pytest.mark.parametrize("component", ["recommender", "updater"])
+def test_one_replica_without_election_is_replaced_with_recreate_and_two_are_refused(
+    helm: Helm, component: str
+) -> None:
+    alone = helm.render(
+        "--set", f"{component}.leaderElect=false", "--set", f"{component}.replicas=1"
+    )
+    deployment = find(alone, "Deployment", f"tailor-{component}")
+    assert deployment["spec"]["replicas"] == 1
+    assert deployment["spec"]["strategy"] == {"type": "Recreate"}
+    [served] = deployment["spec"]["template"]["spec"]["containers"]
+    assert "--leader-elect" not in served["command"]
+    assert not [o for o in alone if o["metadata"]["name"] == f"kube-tailor-{component}-lease"]
+
+    elected = find(helm.render(), "Deployment", f"tailor-{component}")
+    assert "strategy" not in elected["spec"]  # rolling: the new pod stands by until handed over
+    done = helm.template("--set", f"{component}.leaderElect=false")
+    assert done.returncode != 0
+    assert f"{component}.replicas > 1 needs {component}.leaderElect" in done.stderr
+
+
 @pytest.mark.parametrize(
     ("setting", "named"),
     [
@@ -243,6 +264,8 @@ def test_cert_manager_issues_the_served_certificate_and_injects_its_ca(helm: Hel
         ("replicaCount=2", "replicaCount"),
         ("updater.evictt=true", "evictt"),
         ("scheduleConfigMap=Plan_B", "/scheduleConfigMap"),
+        ("updater.replicas=0", "/updater/replicas"),
+        ("recommender.leaderElect=yes", "/recommender/leaderElect"),
     ],
 )
 def test_bad_values_are_refused_naming_the_value(helm: Helm, setting: str, named: str) -> None:

@@ -25,7 +25,7 @@ from tests.cluster.rawapi import Json, RawApi
 from tests.cluster.waiting import wait_until
 from tests.cluster.workloads import running_pods
 from tests.deploy.helm import CHART, NAMESPACE, RELEASE, Helm
-from tests.deploy.manifests import COMPONENTS
+from tests.deploy.manifests import COMPONENTS, shipped
 
 RBAC = "/apis/rbac.authorization.k8s.io/v1"
 WEBHOOK = "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations/"
@@ -130,11 +130,13 @@ def test_helm_installs_the_services_that_run_and_uninstalls_them(
     [hook] = api.get(f"{WEBHOOK}kube-tailor-admission")["webhooks"]
     assert base64.b64decode(hook["clientConfig"]["caBundle"]) == ca.cert_pem
 
+    replicas = sum(shipped(c)["spec"]["replicas"] for c in COMPONENTS)  # the chart's defaults
+
     def all_running() -> list[Json] | None:
         found = running_pods(api, NAMESPACE)
-        return found if len(found) == len(COMPONENTS) else None
+        return found if len(found) == replicas else None
 
-    pods = wait_until(all_running, timeout=90, what="the three services' pods Running")
+    pods = wait_until(all_running, timeout=90, what="every replica of the services Running")
     manifest = helm.run("get", "manifest", RELEASE, "-n", NAMESPACE, kubeconfig=kubeconfig)
     deployments = {
         d["metadata"]["name"]: d["spec"]["template"]["spec"]
