@@ -32,9 +32,10 @@ else
   fi
   echo "build-helm: building helm $version" >&2
   start=$(date +%s)
+  partial="$out/helm.$$.tmp"  # this run's own: two builds at once must not collide
   (cd "$module" && CGO_ENABLED=0 go build -trimpath -ldflags="$ldflags" \
-    -o "$out/helm.tmp" helm.sh/helm/v3/cmd/helm)
-  mv "$out/helm.tmp" "$out/helm"
+    -o "$partial" helm.sh/helm/v3/cmd/helm)
+  mv -f "$partial" "$out/helm"
   echo "build-helm: helm built in $(( $(date +%s) - start ))s" >&2
 fi
 echo "$out/helm"
