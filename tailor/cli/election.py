@@ -30,6 +30,9 @@ FALLBACK_NAMESPACE = "kube-tailor"
 _SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
 _LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
 
+# upstream's defaults (client-go's): every command with --leader-elect takes them from here
+LEASE_DURATION, RENEW_DEADLINE, RETRY_PERIOD = "15s", "10s", "2s"
+
 LeaderElect = Annotated[
     bool,
     typer.Option(

@@ -192,9 +192,9 @@ def follow_command(
     ),
     metrics_port: MetricsPort = DEFAULT_PORTS["updater"],
     leader_elect: election_flags.LeaderElect = False,
-    lease_duration: election_flags.LeaseDuration = "15s",
-    renew_deadline: election_flags.RenewDeadline = "10s",
-    retry_period: election_flags.RetryPeriod = "2s",
+    lease_duration: election_flags.LeaseDuration = election_flags.LEASE_DURATION,
+    renew_deadline: election_flags.RenewDeadline = election_flags.RENEW_DEADLINE,
+    retry_period: election_flags.RetryPeriod = election_flags.RETRY_PERIOD,
     lease_name: election_flags.LeaseName = None,
     lease_namespace: election_flags.LeaseNamespace = None,
 ) -> None:

@@ -3,13 +3,10 @@ except on CI where they fail: CI must never silently drop them."""
 
 from __future__ import annotations
 
-import os
-import shutil
 import subprocess
-import sys
 from pathlib import Path
 
-from tests.cluster.up import REPO_ROOT
+from tests.cluster.without_go import pytest_without_go
 
 PROBE_TEST = """
 def test_needs_a_cluster(kube_cluster):
@@ -18,37 +15,7 @@ def test_needs_a_cluster(kube_cluster):
 
 
 def run_without_go(tmp_path: Path, ci: str) -> subprocess.CompletedProcess[str]:
-    (tmp_path / "test_probe.py").write_text(PROBE_TEST)
-    path = os.pathsep.join(
-        d for d in os.environ.get("PATH", "").split(os.pathsep) if not shutil.which("go", path=d)
-    )
-    env = dict(
-        os.environ,
-        PATH=path,
-        CI=ci,
-        PYTHONPATH=str(REPO_ROOT),
-        KUBE_TAILOR_CACHE=str(tmp_path / "empty-cache"),
-    )
-    return subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pytest",
-            "-p",
-            "tests.cluster.fixtures",
-            "-p",
-            "no:cacheprovider",
-            "-rsf",
-            "-q",
-            str(tmp_path / "test_probe.py"),
-        ],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    return pytest_without_go(tmp_path, ci, "tests.cluster.fixtures", PROBE_TEST)
 
 
 def test_without_go_the_real_cluster_tests_are_skipped_with_the_reason(tmp_path: Path) -> None:

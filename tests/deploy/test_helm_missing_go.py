@@ -4,13 +4,10 @@ shows for the control plane)."""
 
 from __future__ import annotations
 
-import os
-import shutil
 import subprocess
-import sys
 from pathlib import Path
 
-from tests.deploy.manifests import ROOT
+from tests.cluster.without_go import pytest_without_go
 
 PROBE_TEST = """
 def test_needs_helm(helm):
@@ -19,27 +16,7 @@ def test_needs_helm(helm):
 
 
 def run_without_go(tmp_path: Path, ci: str) -> subprocess.CompletedProcess[str]:
-    (tmp_path / "test_probe.py").write_text(PROBE_TEST)
-    path = os.pathsep.join(
-        d for d in os.environ.get("PATH", "").split(os.pathsep) if not shutil.which("go", path=d)
-    )
-    env = dict(
-        os.environ,
-        PATH=path,
-        CI=ci,
-        PYTHONPATH=str(ROOT),
-        KUBE_TAILOR_CACHE=str(tmp_path / "empty-cache"),
-    )
-    probe = ["-p", "tests.deploy.helm", "-p", "no:cacheprovider", "-rsf", "-q"]
-    return subprocess.run(
-        [sys.executable, "-m", "pytest", *probe, str(tmp_path / "test_probe.py")],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    return pytest_without_go(tmp_path, ci, "tests.deploy.helm", PROBE_TEST)
 
 
 def test_without_go_the_chart_tests_are_skipped_with_the_reason(tmp_path: Path) -> None:
