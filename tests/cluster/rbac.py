@@ -31,6 +31,7 @@ def _collection(document: Json) -> str:
         "RoleBinding": f"{_RBAC_API}/namespaces/{namespace}/rolebindings",
         "Service": f"/api/v1/namespaces/{namespace}/services",
         "Deployment": f"/apis/apps/v1/namespaces/{namespace}/deployments",
+        "PodDisruptionBudget": f"/apis/policy/v1/namespaces/{namespace}/poddisruptionbudgets",
     }
     return plural[kind]
 

@@ -36,6 +36,13 @@ def api(full_namespace: FullNamespace) -> Iterator[RawApi]:
             api.delete(f"{DEPLOYMENTS}/{name}", {"propagationPolicy": "Foreground"})
 
 
+def _budget_counted(api: RawApi, name: str) -> Json | None:
+    """The budget's status once the disruption controller has counted its pods."""
+    path = f"/apis/policy/v1/namespaces/{NAMESPACE}/poddisruptionbudgets/{name}"
+    status: Json = api.get(path).get("status", {})
+    return status if status.get("expectedPods") else None
+
+
 def _failed_creation(api: RawApi, name: str) -> str | None:
     status = api.get(f"{DEPLOYMENTS}/{name}").get("status", {})
     for condition in status.get("conditions", []):
@@ -67,6 +74,15 @@ def test_the_shipped_services_run_on_their_accounts_under_restricted_pod_securit
         spec = deployment["spec"]["template"]["spec"]
         assert pod["spec"]["serviceAccountName"] == spec["serviceAccountName"]
         assert pod["spec"]["containers"][0]["command"] == spec["containers"][0]["command"]
+    for component in COMPONENTS:  # the disruption controller counts each service's replicas
+        name = shipped(component)["metadata"]["name"]
+        status = wait_until(
+            lambda: _budget_counted(api, name),  # noqa: B023
+            timeout=30,
+            what=f"PodDisruptionBudget {name} counting its pods",
+        )
+        assert status["expectedPods"] == shipped(component)["spec"]["replicas"]
+        assert status["disruptionsAllowed"] == 1
     service = api.get(f"/api/v1/namespaces/{NAMESPACE}/services/tailor-admission")
     assert service["spec"]["ports"][0]["targetPort"] == "https"
 

@@ -225,3 +225,13 @@ def test_the_liveness_probe_and_scrape_annotations_reach_the_services_metrics_po
     annotations = shipped(component)["spec"]["template"]["metadata"]["annotations"]
     assert annotations["prometheus.io/port"] == str(port)
     assert annotations["prometheus.io/path"] == "/metrics"
+
+
+@pytest.mark.parametrize("component", COMPONENTS)
+def test_a_drain_takes_at_most_one_replica_of_each_service(component: str) -> None:
+    deployment = shipped(component)
+    budget = shipped(component, "PodDisruptionBudget")
+    assert budget["metadata"]["namespace"] == deployment["metadata"]["namespace"]
+    assert budget["spec"]["selector"] == deployment["spec"]["selector"]
+    assert budget["spec"]["maxUnavailable"] == 1  # never blocks a drain, even at one replica
+    assert deployment["spec"]["replicas"] > 1  # so one keeps working through a drain

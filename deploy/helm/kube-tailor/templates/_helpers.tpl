@@ -79,3 +79,19 @@ livenessProbe:
   periodSeconds: 30
   failureThreshold: 3
 {{- end }}
+
+{{/* a drain takes at most one replica at a time; the argument is the component's name */}}
+{{- define "kube-tailor.disruptionBudget" -}}
+apiVersion: policy/v1
+kind: PodDisruptionBudget
+metadata:
+  name: {{ .name }}
+  namespace: {{ .namespace }}
+  labels:
+    {{- include "kube-tailor.componentLabels" .name | nindent 4 }}
+spec:
+  maxUnavailable: 1
+  selector:
+    matchLabels:
+      app.kubernetes.io/name: {{ .name }}
+{{- end }}
