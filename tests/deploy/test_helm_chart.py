@@ -231,6 +231,35 @@ def test_cert_manager_issues_the_served_certificate_and_injects_its_ca(helm: Hel
     assert not [o for o in plain if o["apiVersion"].startswith("cert-manager.io/")]
 
 
+def test_a_self_registering_webhook_gets_the_flags_and_rbac_instead_of_a_registration(
+    helm: Helm,
+) -> None:
+    objects = helm.render("--namespace", "ops", "--set", "admission.registerWebhook=true")
+    assert not [o for o in objects if o["kind"] == "MutatingWebhookConfiguration"]
+    args = command(objects, "tailor-admission")
+    assert "--register-webhook" in args
+    assert option(args, "--webhook-service") == "ops/tailor-admission"
+    [volume] = find(objects, "Deployment", "tailor-admission")["spec"]["template"]["spec"][
+        "volumes"
+    ]
+    mount = "/etc/tailor-admission/"  # the Secret's keys: cert-manager's ca.crt among them
+    assert option(args, "--ca-file") == mount + "ca.crt"
+    assert volume["secret"]["secretName"] == "tailor-admission-tls"
+    parse(args)
+    shipped = {d["kind"]: d for d in documents("admission/registration-rbac.yaml")}
+    role = find(objects, "ClusterRole", "kube-tailor-admission-registration")
+    assert role["rules"] == shipped["ClusterRole"]["rules"]
+    binding = find(objects, "ClusterRoleBinding", "kube-tailor-admission-registration")
+    assert binding["subjects"][0]["namespace"] == "ops"
+    assert not [o for o in helm.render() if o["metadata"]["name"].endswith("-registration")]
+
+    both = helm.template(
+        "--set", "admission.registerWebhook=true", "--set", f"admission.caBundle={CA_BUNDLE}"
+    )
+    assert both.returncode != 0
+    assert "leave admission.caBundle empty" in both.stderr
+
+
 @pytest.mark.parametrize("component", ["recommender", "updater"])
 def test_one_replica_without_election_is_replaced_with_recreate_and_two_are_refused(
     helm: Helm, component: str
