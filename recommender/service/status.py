@@ -112,6 +112,31 @@ def container_recommendations(
     return apply_resource_policy(recommendations, entry.vpa.spec.resource_policy)
 
 
+# a condition's message is read in `kubectl describe`; an odd container count stays readable
+_MESSAGE_LIMIT = 4000
+
+
+def explanation(entry: ServedVpa, rows: pd.DataFrame, containers: list[str]) -> str:
+    """What the model says about each recommended container, for RecommendationProvided's
+    message: `kubectl describe vpa` then shows why, without reading our logs."""
+    if "explanation" not in rows.columns:
+        return ""  # upstream's model explains nothing, as upstream's recommender
+    mine = rows[
+        (rows["namespace"] == entry.vpa.namespace)
+        & rows["workload"].isin(sorted(entry.workloads))
+        & rows["container"].isin(containers)
+    ]
+    parts = []
+    for container, group in mine.groupby("container", sort=True):
+        said = sorted({str(text) for text in group["explanation"] if isinstance(text, str)})
+        if said:
+            parts.append(f"{container}: " + " / ".join(said))
+    message = "; ".join(parts)
+    if len(message) > _MESSAGE_LIMIT:
+        message = message[: _MESSAGE_LIMIT - 1] + "…"
+    return message
+
+
 def _condition(
     kind: str, status: bool, now: datetime, message: str = ""
 ) -> VerticalPodAutoscalerCondition:
@@ -134,8 +159,9 @@ def vpa_status(entry: ServedVpa, rows: pd.DataFrame, now: datetime) -> dict[str,
         return {"recommendation": None, **status.to_api()}
     recommendations = container_recommendations(entry, rows)
     provided = bool(recommendations)
+    named = [r.container_name for r in recommendations if r.container_name]
     conditions = [
-        _condition("RecommendationProvided", provided, now),
+        _condition("RecommendationProvided", provided, now, explanation(entry, rows, named)),
         _condition("NoPodsMatched", False, now),
     ]
     status = VerticalPodAutoscalerStatus(

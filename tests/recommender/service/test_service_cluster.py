@@ -136,6 +136,13 @@ def test_the_service_writes_the_libraries_recommendation_into_the_vpas_it_serves
     # --leader-elect: the one pass took the Lease (under the shipped RBAC) and released it
     lease = api.get("/apis/coordination.k8s.io/v1/namespaces/kube-tailor/leases/tailor-recommender")
     assert lease["spec"]["holderIdentity"] == ""
+    # `kubectl describe vpa web` says why: the forecast's explanation, in the API's own field
+    [provided] = [
+        c for c in api.get(f"{vpas}/web")["status"]["conditions"]
+        if c["type"] == "RecommendationProvided"
+    ]  # fmt: skip
+    assert provided["status"] == "True"
+    assert provided["message"].startswith("app: cpu: daily cycle")
 
     # The loop in the cluster: the updater follows that ConfigMap, as its own ServiceAccount.
     apply_manifest(api, "updater/rbac.yaml")

@@ -100,3 +100,29 @@ def test_statuses_say_why_there_is_no_recommendation() -> None:
         "status": "True",
         "lastTransitionTime": "2026-11-23T12:00:00Z",
     }
+
+
+def test_the_forecast_says_why_in_the_recommendation_condition_and_upstreams_model_not() -> None:
+    [served] = served_vpas(
+        [vpa("web")], [pod("web-5d8f7c9b6d-abcde", "Running", "app", "envoy")],
+        DEPLOYMENT_RS, "default", True,
+    )  # fmt: skip
+    frame = pd.concat(
+        [
+            rows(cpu_target=0.25, explanation="cpu: daily cycle, serving"),
+            rows(cpu_target=0.1, explanation="cpu: stationary, batch").assign(container="envoy"),
+            rows(cpu_target=0.3, explanation="cpu: other").assign(container="unseen"),
+            rows(cpu_target=0.2, explanation="cpu: no cycle, serving").assign(workload="api"),
+        ]
+    )
+    [provided, _] = vpa_status(served, frame, NOW)["conditions"]
+    assert provided["status"] == "True"
+    assert provided["message"] == "app: cpu: daily cycle, serving; envoy: cpu: stationary, batch"
+
+    long = frame.assign(explanation="x" * 5000)
+    [provided, _] = vpa_status(served, long, NOW)["conditions"]
+    assert len(provided["message"]) == 4000 and provided["message"].endswith("…")
+
+    upstream = frame.drop(columns="explanation")
+    [provided, _] = vpa_status(served, upstream, NOW)["conditions"]
+    assert "message" not in provided
