@@ -40,7 +40,7 @@ def pod(name: str = "web-5d8f7c9b6d-abcde", phase: str = "Running", *containers:
     }
 
 
-def rows(**values: float) -> pd.DataFrame:
+def rows(**values: float | str) -> pd.DataFrame:
     base = {"namespace": "shop", "workload": "web", "container": "app"}
     bounds = {f"{r}_{b}": np.nan for r in ("cpu", "memory") for b in ("target", "lower", "upper")}
     return pd.DataFrame([{**base, **bounds, **values}])
