@@ -137,33 +137,49 @@ def explanation(entry: ServedVpa, rows: pd.DataFrame, containers: list[str]) -> 
     return message
 
 
-def _condition(
-    kind: str, status: bool, now: datetime, message: str = ""
-) -> VerticalPodAutoscalerCondition:
-    return VerticalPodAutoscalerCondition(
-        type=kind,
-        status=ConditionStatus.TRUE if status else ConditionStatus.FALSE,
-        last_transition_time=now,
-        message=message or None,
-    )
+def _conditions(
+    entry: ServedVpa, now: datetime, *wanted: tuple[str, bool, str]
+) -> list[VerticalPodAutoscalerCondition]:
+    """(type, status, message) as conditions. As upstream's recommender does, a condition
+    whose status is what the VPA already says keeps its lastTransitionTime: the time says
+    when it last changed, not when we last looked."""
+    before = entry.vpa.status
+    conditions = []
+    for kind, status, message in wanted:
+        state = ConditionStatus.TRUE if status else ConditionStatus.FALSE
+        old = before.condition(kind) if before is not None else None
+        since = old.last_transition_time if old is not None and old.status == state else None
+        conditions.append(
+            VerticalPodAutoscalerCondition(
+                type=kind,
+                status=state,
+                last_transition_time=since or now,
+                message=message or None,
+            )
+        )
+    return conditions
 
 
 def vpa_status(entry: ServedVpa, rows: pd.DataFrame, now: datetime) -> dict[str, Any]:
     """The status JSON to merge into the VPA: recommendation and conditions."""
     if not entry.workloads:
-        conditions = [
-            _condition("RecommendationProvided", False, now),
-            _condition("NoPodsMatched", True, now, "No pods match this VPA object"),
-        ]
+        conditions = _conditions(
+            entry,
+            now,
+            ("RecommendationProvided", False, ""),
+            ("NoPodsMatched", True, "No pods match this VPA object"),
+        )
         status = VerticalPodAutoscalerStatus(conditions=conditions)
         return {"recommendation": None, **status.to_api()}
     recommendations = container_recommendations(entry, rows)
     provided = bool(recommendations)
     named = [r.container_name for r in recommendations if r.container_name]
-    conditions = [
-        _condition("RecommendationProvided", provided, now, explanation(entry, rows, named)),
-        _condition("NoPodsMatched", False, now),
-    ]
+    conditions = _conditions(
+        entry,
+        now,
+        ("RecommendationProvided", provided, explanation(entry, rows, named)),
+        ("NoPodsMatched", False, ""),
+    )
     status = VerticalPodAutoscalerStatus(
         recommendation=RecommendedPodResources(container_recommendations=recommendations)
         if provided

@@ -26,7 +26,7 @@ from tailor.api.meta import ResourceList
 from tailor.api.vpa import VerticalPodAutoscaler
 from tailor.cli.main import app
 from tailor.quantity import cpu_cores
-from tailor.schedule_file import parse_schedule
+from tailor.schedule_file import aware_time, parse_schedule
 from tests.cli_text import plain
 from tests.cluster.controlplane import ControlPlane
 from tests.cluster.crds import install_crds
@@ -95,6 +95,8 @@ def test_the_service_writes_the_libraries_recommendation_into_the_vpas_it_serves
 
     web = VerticalPodAutoscaler.from_api(api.get(f"{vpas}/web"))
     assert web.status is not None and web.status.recommendation is not None
+    first = web.status.condition("RecommendationProvided")
+    assert first is not None and first.last_transition_time is not None
     [written] = web.status.recommendation.container_recommendations or []
     [expected] = recommend_vpa(history).to_dict(orient="records")
     wanted = ResourceList.from_amounts(expected["cpu_target"], expected["memory_target"])
@@ -143,6 +145,8 @@ def test_the_service_writes_the_libraries_recommendation_into_the_vpas_it_serves
     ]  # fmt: skip
     assert provided["status"] == "True"
     assert provided["message"].startswith("app: cpu: daily cycle")
+    # still True since the first pass: its transition time stays (the message may change)
+    assert aware_time(provided["lastTransitionTime"]) == first.last_transition_time
 
     # The loop in the cluster: the updater follows that ConfigMap, as its own ServiceAccount.
     apply_manifest(api, "updater/rbac.yaml")

@@ -126,3 +126,18 @@ def test_the_forecast_says_why_in_the_recommendation_condition_and_upstreams_mod
     upstream = frame.drop(columns="explanation")
     [provided, _] = vpa_status(served, upstream, NOW)["conditions"]
     assert "message" not in provided
+
+
+def test_a_condition_keeps_its_transition_time_until_its_status_changes() -> None:
+    earlier = "2026-11-20T08:00:00Z"
+    status = {"conditions": [
+        {"type": "RecommendationProvided", "status": "True", "lastTransitionTime": earlier},
+        {"type": "NoPodsMatched", "status": "True", "lastTransitionTime": earlier},
+    ]}  # fmt: skip
+    with_status = VerticalPodAutoscaler.from_api({**vpa("web").to_api(), "status": status})
+    [served] = served_vpas([with_status], [pod()], DEPLOYMENT_RS, "default", True)
+    conditions = vpa_status(served, rows(cpu_target=0.25), NOW)["conditions"]
+    assert {c["type"]: c["lastTransitionTime"] for c in conditions} == {
+        "RecommendationProvided": earlier,  # still True: unchanged since then
+        "NoPodsMatched": "2026-11-23T12:00:00Z",  # True -> False now
+    }
