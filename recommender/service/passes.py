@@ -26,6 +26,7 @@ from recommender.forecast.settings import ForecastSettings
 from recommender.recommend import fit_vpa_model, recommend_forecast_workloads, vpa_rows
 from recommender.service.checkpoints import checkpoint_objects
 from recommender.service.status import ServedVpa, served_vpas, vpa_status
+from recommender.vpa.settings import VpaSettings
 from tailor.api.vpa import VerticalPodAutoscaler
 from tailor.kube import Cluster
 from tailor.schedule_file import SCHEDULE_KEY, schedule_records
@@ -45,6 +46,7 @@ class ServiceOptions:
     recommender_name: str = "kube-tailor"
     is_default: bool = False
     forecast: ForecastSettings | None = None
+    vpa: VpaSettings | None = None  # upstream's model: its flags' defaults unless set
     schedule_config_map: tuple[str, str] | None = None  # (namespace, name)
 
 
@@ -80,7 +82,7 @@ def _fit(entries: list[ServedVpa], options: ServiceOptions, now: datetime) -> _F
     except EmptyHistoryError:
         return empty
     if options.model is Model.vpa:
-        model, aggregates = fit_vpa_model(usage, events, checked=True)
+        model, aggregates = fit_vpa_model(usage, events, options.vpa, checked=True)
         checkpoints = checkpoint_objects(entries, model, aggregates, int(now.timestamp()))
         return _Fitted(vpa_rows(model, aggregates), checkpoints=checkpoints)
     step = int(settings.step_seconds)

@@ -20,6 +20,7 @@ from recommender.data.ooms import unmatched_oom_kills
 from recommender.forecast.settings import ForecastSettings
 from recommender.overrides import SettingsError, settings_with
 from recommender.recommend import recommend_forecast_workloads
+from recommender.vpa.settings import VpaSettings
 from tailor.cli.inputs import (
     PrometheusOptions,
     load_from_prometheus,
@@ -87,6 +88,16 @@ ForecastSet = Annotated[
 ]
 
 
+VpaSet = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--vpa-set",
+        help="Upstream-model setting NAME=VALUE, repeatable: e.g. target_percentile=0.95, "
+        "safety_margin=0.1, pod_min_cpu=0.05 (see VpaSettings; defaults: upstream's flags).",
+    ),
+]
+
+
 BaselineSet = Annotated[
     list[str] | None,
     typer.Option(
@@ -113,6 +124,16 @@ def forecast_settings(pairs: list[str] | None) -> ForecastSettings | None:
         return settings_with(pairs, ForecastSettings(), "forecast")
     except SettingsError as error:
         raise typer.BadParameter(str(error), param_hint="--forecast-set") from error
+
+
+def vpa_settings(pairs: list[str] | None) -> VpaSettings | None:
+    """The upstream model's settings `--vpa-set` asks for (None: upstream's defaults)."""
+    if not pairs:
+        return None
+    try:
+        return settings_with(pairs, VpaSettings(), "vpa")
+    except SettingsError as error:
+        raise typer.BadParameter(str(error), param_hint="--vpa-set") from error
 
 
 def forecast_workloads(

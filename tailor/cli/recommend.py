@@ -37,6 +37,7 @@ def recommend_command(
     ),
     output: options.Output = None,
     forecast_set: options.ForecastSet = None,
+    vpa_set: options.VpaSet = None,
 ) -> None:
     """Recommend cpu and memory requests per (namespace, workload, container)."""
     if strategy not in STRATEGIES:
@@ -47,6 +48,9 @@ def recommend_command(
     settings = options.forecast_settings(forecast_set)
     if settings is not None and strategy != "forecast":
         raise typer.BadParameter("needs --strategy forecast", param_hint="--forecast-set")
+    model = options.vpa_settings(vpa_set)
+    if model is not None and strategy != "vpa":
+        raise typer.BadParameter("needs --strategy vpa", param_hint="--vpa-set")
     err_console = Console(stderr=True)
     source = options.prometheus_options(
         prometheus, history, step, chunk, namespace, match, token_file, insecure
@@ -60,6 +64,7 @@ def recommend_command(
             frame = recommend_vpa(
                 usage,
                 event_frame,
+                model,
                 progress=lambda done, _total: progress.update(task, completed=done),
                 checked=True,  # read_history's sources validate what they return
             )

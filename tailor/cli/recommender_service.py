@@ -110,6 +110,7 @@ def recommender_command(
     kubeconfig: Kubeconfig = None,
     strategy: Annotated[Model, typer.Option(help="The model: upstream's or ours.")] = Model.vpa,
     forecast_set: options.ForecastSet = None,
+    vpa_set: options.VpaSet = None,
     name: Annotated[
         str, typer.Option("--recommender-name", help="Serve VPAs naming this recommender.")
     ] = "kube-tailor",
@@ -136,6 +137,8 @@ def recommender_command(
     """Keep the status of every VPA we serve current, from Prometheus history."""
     if forecast_set and strategy is not Model.forecast:
         raise typer.BadParameter("goes with --strategy forecast", param_hint="--forecast-set")
+    if vpa_set and strategy is not Model.vpa:
+        raise typer.BadParameter("goes with --strategy vpa", param_hint="--vpa-set")
     source = PrometheusOptions(
         url=prometheus,
         history=history,
@@ -151,6 +154,7 @@ def recommender_command(
         recommender_name=name,
         is_default=default or name == DEFAULT_RECOMMENDER_NAME,
         forecast=options.forecast_settings(forecast_set),
+        vpa=options.vpa_settings(vpa_set),
         schedule_config_map=_config_map(schedule_configmap, strategy),
     )
     period = interval_flag(interval, once)

@@ -21,6 +21,7 @@ from typer.testing import CliRunner
 from recommender.data.openmetrics import usage_to_openmetrics
 from recommender.recommend import recommend_vpa
 from recommender.vpa.model import VpaModel
+from recommender.vpa.settings import VpaSettings
 from tailor.api.checkpoint import VerticalPodAutoscalerCheckpoint
 from tailor.api.meta import ResourceList
 from tailor.api.vpa import VerticalPodAutoscaler
@@ -107,6 +108,22 @@ def test_the_service_writes_the_libraries_recommendation_into_the_vpas_it_serves
     provided = web.status.condition("RecommendationProvided")
     assert provided is not None and provided.status == "True"
 
+    # upstream's model with other settings (--vpa-set): the same numbers as the library's
+    tuned = VpaSettings(target_percentile=0.5, safety_margin=0.0)
+    settings = ["--vpa-set", "target_percentile=0.5", "--vpa-set", "safety_margin=0"]
+    result = run(
+        "--once", "--prometheus", url, "--history", "5d", "--kubeconfig", kubeconfig, *settings
+    )
+    assert result.exit_code == 0, result.output
+    [lower] = recommend_vpa(history, settings=tuned).to_dict(orient="records")
+    assert lower["cpu_target"] < expected["cpu_target"]
+    web = VerticalPodAutoscaler.from_api(api.get(f"{vpas}/web"))
+    assert web.status is not None and web.status.recommendation is not None
+    [written] = web.status.recommendation.container_recommendations or []
+    assert written.uncapped_target == ResourceList.from_amounts(
+        lower["cpu_target"], lower["memory_target"]
+    )
+
     assert api.get(f"{vpas}/api").get("status") is None  # another recommender's VPA
     idle = VerticalPodAutoscaler.from_api(api.get(f"{vpas}/idle"))
     assert idle.status is not None and idle.status.recommendation is None
@@ -178,6 +195,13 @@ def test_bad_flags_and_an_unreachable_prometheus_are_clear_errors(
     )  # fmt: skip
     assert result.exit_code == 2
     assert "want NAMESPACE/NAME" in plain(result.output)
+    for flags, message in (
+        (["--strategy", "forecast", "--vpa-set", "safety_margin=0"], "goes with --strategy vpa"),
+        (["--vpa-set", "no_such=1"], "unknown vpa setting"),
+    ):
+        result = run("--once", "--prometheus", "http://127.0.0.1:9", *flags)
+        assert result.exit_code == 2
+        assert message in plain(result.output)
 
     serve_a_pod_without_history(kube_api, kube_namespace)
     kubeconfig = str(kube_cluster.kubeconfig)

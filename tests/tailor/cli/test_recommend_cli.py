@@ -13,6 +13,7 @@ from typer.testing import CliRunner
 from recommender.data.files import write_usage
 from recommender.data.synthetic import demo_fleet
 from recommender.recommend import recommend_vpa
+from recommender.vpa.settings import VpaSettings
 from tailor.cli.main import app
 from tests.cli_text import plain
 
@@ -55,6 +56,33 @@ def test_file_input_yaml_and_csv_outputs(tmp_path: Path) -> None:
     frame = pd.read_csv(target)
     assert list(frame.columns[:3]) == ["namespace", "workload", "container"]
     assert (frame["cpu_target"] >= frame["cpu_lower"]).all()
+
+
+def test_vpa_set_tunes_upstreams_model_as_the_library_does() -> None:
+    flags = ["--vpa-set", "target_percentile=0.5", "--vpa-set", "pod_min_cpu=0.2"]
+    result = runner.invoke(app, ["recommend", "--demo", "--format", "json", *flags])
+    assert result.exit_code == 0, result.output
+    usage, events = demo_fleet()
+    tuned = recommend_vpa(usage, events, VpaSettings(target_percentile=0.5, pod_min_cpu=0.2))
+    default = recommend_vpa(usage, events)
+    targets = sorted(r["cpu"]["target"] for r in json.loads(result.stdout))
+    assert targets == pytest.approx(sorted(tuned.cpu_target))
+    assert targets != pytest.approx(sorted(default.cpu_target))
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--vpa-set", "target_percentil=0.5"], "did you mean target_percentile"),
+        (["--vpa-set", "safety_margin=-1"], "safety_margin cannot be negative"),
+        (["--vpa-set", "safety_margin"], "--vpa-set"),
+        (["--strategy", "forecast", "--vpa-set", "safety_margin=0"], "needs --strategy vpa"),
+    ],
+)
+def test_a_bad_vpa_setting_is_exit_2_naming_it(args: list[str], message: str) -> None:
+    result = runner.invoke(app, ["recommend", "--demo", *args])
+    assert result.exit_code == 2
+    assert message in plain(result.output)
 
 
 @pytest.mark.parametrize(
