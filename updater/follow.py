@@ -25,6 +25,7 @@ from updater.governance import Governance, limit_rules, vpa_governance
 from updater.plan import PodRules, ResizePlan, plan_resize
 from updater.progress import resize_status
 from updater.resources import Json
+from updater.restriction import DisruptionLimits, EvictionRestriction, configured_replicas
 from updater.targets import Target, due_targets
 
 
@@ -46,6 +47,7 @@ class PassOptions:
 
     policy: Policy = field(default_factory=Policy)
     namespaces: frozenset[str] | None = None
+    limits: DisruptionLimits = field(default_factory=DisruptionLimits)
     dry_run: bool = False
     use_vpa: bool = False
 
@@ -96,12 +98,13 @@ def _decision(
 class _Governor:
     """Each pod's Governance, from the objects read once per pass."""
 
-    def __init__(self, cluster: Cluster, use_vpa: bool) -> None:
+    def __init__(self, cluster: Cluster, use_vpa: bool, evict: bool) -> None:
         ranges = by_namespace(LimitRange.valid_among(cluster.limit_ranges()))
         self.limits = {namespace: limit_rules(found) for namespace, found in ranges.items()}
         self.use_vpa = use_vpa
         self.vpas = VerticalPodAutoscaler.valid_among(cluster.vpas()) if use_vpa else []
-        self.replica_sets = cluster.replica_sets() if use_vpa else {}
+        # a pod's Deployment (for its VPA) and each ReplicaSet's replicas (for evictions)
+        self.replica_sets = cluster.replica_sets() if use_vpa or evict else {}
 
     def of(self, pod: Json, namespace: str) -> Governance:
         limits = self.limits.get(namespace, PodRules())
@@ -130,7 +133,10 @@ def follow_once(
 ) -> list[Outcome]:
     """Bring every scheduled pod towards its target; one Outcome per pod considered."""
     pods, nodes = cluster.pods(), cluster.nodes()
-    governor = _Governor(cluster, options.use_vpa)
+    governor = _Governor(cluster, options.use_vpa, options.policy.evict)
+    restriction = EvictionRestriction(
+        pods, configured_replicas(governor.replica_sets), options.limits
+    )
     wanted = _targets_by_workload(rows, now)
     usage = NodeUsage(pods)
     outcomes: list[Outcome] = []
@@ -160,8 +166,15 @@ def follow_once(
             elif not answer.accepted:
                 detail = _refused(answer, "resize")
         elif decision.action is Action.EVICT:
-            answer = cluster.evict(pod, options.dry_run)
-            applied = answer.accepted
-            detail = f"evicted: {detail}" if applied else _refused(answer, "eviction")
+            refusal = restriction.refusal(pod, governance.min_replicas)
+            if refusal is not None:
+                decision = Decision(Action.NONE, f"{detail}; not evicted: {refusal}")
+                detail = decision.reason
+            else:
+                answer = cluster.evict(pod, options.dry_run)
+                applied = answer.accepted
+                detail = f"evicted: {detail}" if applied else _refused(answer, "eviction")
+                if applied:
+                    restriction.record(pod)
         outcomes.append(Outcome(namespace, name, workload, decision.action, detail, applied))
     return outcomes

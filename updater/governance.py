@@ -32,6 +32,7 @@ class Governance:
     rules: PodRules
     may_evict: bool = True
     leave_alone: str | None = None
+    min_replicas: int | None = None  # the VPA's updatePolicy.minReplicas, over --min-replicas
 
 
 def limit_rules(limit_ranges: Iterable[LimitRange]) -> PodRules:
@@ -67,4 +68,9 @@ def vpa_governance(
         container_limit_range=limits.container_limit_range,
         pod_limit_range=limits.pod_limit_range,
     )
-    return Governance(rules, may_evict=mode is UpdateMode.IN_PLACE_OR_RECREATE)
+    policy = vpa.spec.update_policy
+    return Governance(
+        rules,
+        may_evict=mode is UpdateMode.IN_PLACE_OR_RECREATE,
+        min_replicas=policy.min_replicas if policy is not None else None,
+    )

@@ -48,6 +48,7 @@ from tailor.schedule_file import (
 from tailor.telemetry import DEFAULT_PORTS, ServiceTelemetry
 from updater.decide import Policy
 from updater.follow import Outcome, PassOptions, follow_once
+from updater.restriction import DisruptionLimits
 
 LOG = logging.getLogger("tailor.follow")
 
@@ -170,6 +171,16 @@ def follow_command(
     evict: Annotated[
         bool, typer.Option("--evict/--no-evict", help="Evict pods that cannot resize in place.")
     ] = False,
+    min_replicas: Annotated[
+        int,
+        typer.Option(
+            min=1, help="Evict only from controllers with this many live pods (VPA's overrides)."
+        ),
+    ] = 2,
+    eviction_tolerance: Annotated[
+        float,
+        typer.Option(min=0.0, max=1.0, help="Share of a controller's replicas one pass may evict."),
+    ] = 0.5,
     deferred_timeout: Annotated[str, typer.Option(help="Evict after Deferred this long.")] = "5m",
     in_progress_timeout: Annotated[
         str, typer.Option(help="Evict after in progress this long.")
@@ -226,7 +237,13 @@ def follow_command(
         rows = rows if rows is not None else source.read(cluster)
     except ScheduleError as error:
         raise typer.BadParameter(str(error), param_hint=hint) from error
-    pass_options = PassOptions(policy, frozenset(namespace or ()) or None, dry_run, use_vpa=vpa)
+    pass_options = PassOptions(
+        policy,
+        frozenset(namespace or ()) or None,
+        DisruptionLimits(min_replicas, eviction_tolerance),
+        dry_run,
+        use_vpa=vpa,
+    )
     if once:
         try:
             with election_flags.held_once(chosen, cluster) as holder:

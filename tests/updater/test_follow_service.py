@@ -63,13 +63,18 @@ def test_a_stuck_pod_is_evicted_only_where_its_disruption_budget_allows(
         what="Infeasible",
     )
 
-    [refused] = follow(full_namespace.cluster, schedule, "--evict")
+    # upstream's default: a controller with a single live replica is never evicted from
+    [kept] = follow(full_namespace.cluster, schedule, "--evict")
+    assert kept["action"] == "none"
+    assert kept["detail"].endswith("has 1 live replica(s), fewer than min replicas 2")
+
+    [refused] = follow(full_namespace.cluster, schedule, "--evict", "--min-replicas", "1")
     assert (refused["action"], refused["applied"]) == ("evict", False)
     assert refused["detail"].startswith("eviction refused (429)")
     assert get_pod(api, namespace, name)["metadata"].get("deletionTimestamp") is None
 
     api.delete(f"/apis/policy/v1/namespaces/{namespace}/poddisruptionbudgets/web")
-    [evicted] = follow(full_namespace.cluster, schedule, "--evict")
+    [evicted] = follow(full_namespace.cluster, schedule, "--evict", "--min-replicas", "1")
     assert (evicted["action"], evicted["applied"]) == ("evict", True)
     assert evicted["detail"].startswith("evicted: resize Infeasible")
     replaced = wait_until(
@@ -78,6 +83,34 @@ def test_a_stuck_pod_is_evicted_only_where_its_disruption_budget_allows(
         what="replacement replica",
     )
     assert len(replaced) == 1
+
+
+def test_one_pass_evicts_no_more_than_the_eviction_tolerance_of_a_deployment(
+    full_namespace: FullNamespace,
+    tmp_path: Path,
+) -> None:
+    api, namespace, sim = full_namespace.api, full_namespace.name, full_namespace.sim
+    node = f"tolerance-{namespace}"
+    sim.register_node(
+        node, cpu="8", memory="8Gi", cpu_manager_policy="static", labels={"tailor-test": node}
+    )
+    web = deployment("web", node, {"requests": PINNED, "limits": PINNED})
+    web["spec"]["replicas"] = 4
+    create_deployment(api, namespace, web)
+    pods = wait_for_running(api, namespace, 4)
+    schedule = write_schedule(tmp_path / "s.json", [period(namespace, "web", 2.0, 128 * Mi)])
+    assert {o["action"] for o in follow(full_namespace.cluster, schedule)} == {"resize"}
+
+    def infeasible(pod: Json) -> bool:
+        conditions = get_pod(api, namespace, pod["metadata"]["name"])["status"].get("conditions")
+        return any(c["type"] == "PodResizePending" for c in conditions or [])
+
+    wait_until(lambda: all(infeasible(p) for p in pods), what="four Infeasible resizes")
+    outcomes = follow(full_namespace.cluster, schedule, "--evict")
+    evicted = [o for o in outcomes if o["action"] == "evict" and o["applied"]]
+    kept = [o for o in outcomes if o["action"] == "none"]
+    assert (len(evicted), len(kept)) == (2, 2)  # int(4 x 0.5): upstream's default tolerance
+    assert all("2 of 4 replicas already evicted this pass" in o["detail"] for o in kept)
 
 
 @pytest.mark.prometheus

@@ -110,3 +110,15 @@ def test_limit_ranges_merge_per_type_and_reach_the_vpas_rules() -> None:
     assert limit_rules([]) == PodRules()
     governed = vpa_governance(pod(), [vpa("InPlace")], REPLICA_SETS, rules)
     assert governed.rules.container_limit_range == rules.container_limit_range
+
+
+def test_the_vpas_min_replicas_overrides_the_updaters_flag() -> None:
+    own = VerticalPodAutoscaler.from_api(
+        {**vpa("InPlaceOrRecreate").to_api(), "spec": {
+            **vpa("InPlaceOrRecreate").to_api()["spec"],
+            "updatePolicy": {"updateMode": "InPlaceOrRecreate", "minReplicas": 1},
+        }}
+    )  # fmt: skip
+    assert vpa_governance(pod(), [own], REPLICA_SETS, PodRules()).min_replicas == 1
+    plain = vpa_governance(pod(), [vpa("InPlaceOrRecreate")], REPLICA_SETS, PodRules())
+    assert plain.min_replicas is None  # --min-replicas then

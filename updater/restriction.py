@@ -1,0 +1,106 @@
+"""How many replicas of one controller the updater may evict at once (pure).
+
+Upstream's updater rule, so `--evict` disrupts no more than upstream would: pods are
+grouped by the controller that owns them; a group with fewer live pods than
+`--min-replicas` (2, or its VPA's `updatePolicy.minReplicas`) is never evicted from,
+and in one pass at most `int(replicas x --eviction-tolerance)` (0.5) of a group go,
+or one when that rounds to none and every replica runs. PodDisruptionBudgets still
+apply on top, through the Eviction API.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+from updater.resources import Json
+
+Owner = tuple[str, str, str]  # (namespace, kind, name) of the controlling owner
+
+
+@dataclass(frozen=True)
+class DisruptionLimits:
+    """Upstream's updater defaults: --min-replicas 2, --eviction-tolerance 0.5."""
+
+    min_replicas: int = 2
+    tolerance: float = 0.5
+
+    def __post_init__(self) -> None:
+        if self.min_replicas < 1:
+            raise ValueError("--min-replicas must be at least 1")
+        if not 0.0 <= self.tolerance <= 1.0:
+            raise ValueError("--eviction-tolerance must lie in [0, 1]")
+
+
+def owner_of(pod: Json) -> Owner | None:
+    """The pod's controlling owner, or None for a bare pod."""
+    metadata = pod.get("metadata") or {}
+    for reference in metadata.get("ownerReferences") or []:
+        if reference.get("controller"):
+            return (str(metadata.get("namespace")), str(reference["kind"]), str(reference["name"]))
+    return None
+
+
+def _alive(pod: Json) -> bool:
+    phase = (pod.get("status") or {}).get("phase")
+    return phase in ("Running", "Pending") and not (pod.get("metadata") or {}).get(
+        "deletionTimestamp"
+    )
+
+
+def configured_replicas(replica_sets: Mapping[tuple[str, str], Json]) -> dict[Owner, int]:
+    """spec.replicas of each ReplicaSet (other owners count their live pods, as upstream
+    counts a Job's)."""
+    configured = {}
+    for (namespace, name), replica_set in replica_sets.items():
+        replicas = (replica_set.get("spec") or {}).get("replicas")
+        if isinstance(replicas, int) and not isinstance(replicas, bool):
+            configured[(namespace, "ReplicaSet", name)] = replicas
+    return configured
+
+
+class EvictionRestriction:
+    """The groups of one pass; `refusal` says why a pod may not go, `record` counts one that did."""
+
+    def __init__(
+        self, pods: Iterable[Json], configured: Mapping[Owner, int], limits: DisruptionLimits
+    ) -> None:
+        self.limits, self.configured = limits, configured
+        alive = [(owner_of(p), p) for p in pods if _alive(p)]
+        self.live = Counter(owner for owner, _ in alive if owner is not None)
+        self.running = Counter(
+            owner
+            for owner, pod in alive
+            if owner is not None and (pod.get("status") or {}).get("phase") == "Running"
+        )
+        self.evicted: Counter[Owner] = Counter()
+
+    def refusal(self, pod: Json, min_replicas: int | None = None) -> str | None:
+        """Why evicting `pod` now would disrupt its group too much; None when it may go."""
+        owner = owner_of(pod)
+        if owner is None:
+            return "no controller would replace it"
+        _, kind, name = owner
+        required = min_replicas or self.limits.min_replicas
+        live = self.live[owner]
+        if live < required:
+            return f"{kind} {name} has {live} live replica(s), fewer than min replicas {required}"
+        configured = self.configured.get(owner, live)
+        tolerance = int(configured * self.limits.tolerance)
+        running, evicted = self.running[owner], self.evicted[owner]
+        if running - evicted > configured - tolerance:
+            return None
+        if running == configured and tolerance == 0 and evicted == 0:
+            return None  # a small group may still lose one replica at a time
+        return (
+            f"{kind} {name}: {evicted} of {configured} replicas already evicted this pass "
+            f"(eviction tolerance {self.limits.tolerance:g})"
+            if evicted
+            else f"{kind} {name} has {running} of {configured} replicas running"
+        )
+
+    def record(self, pod: Json) -> None:
+        owner = owner_of(pod)
+        if owner is not None:
+            self.evicted[owner] += 1
