@@ -8,7 +8,7 @@ checks of the node's next pods, so one pass never promises a node's room twice.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 
@@ -22,7 +22,8 @@ from tailor.workloads import pod_workload
 from updater.decide import Action, Decision, Policy, decide
 from updater.fit import NodeUsage, fits_beside
 from updater.governance import Governance, limit_rules, vpa_governance
-from updater.plan import PodRules, ResizePlan, plan_resize
+from updater.plan import PodRules, ResizePlan, Skipped, plan_resize
+from updater.priority import priority
 from updater.progress import resize_status
 from updater.resources import Json
 from updater.restriction import DisruptionLimits, EvictionRestriction, configured_replicas
@@ -71,28 +72,55 @@ def _live(pod: Json) -> bool:
     return status.get("phase") == "Running" and not metadata.get("deletionTimestamp")
 
 
+Planned = ResizePlan | Skipped | QuantityError
+
+
+def _planned(pod: Json, targets: Mapping[str, Target], rules: PodRules) -> Planned:
+    try:
+        return plan_resize(pod, targets, rules)
+    except QuantityError as error:  # the API server validates quantities; kept for safety
+        return error
+
+
 def _decision(
     pod: Json,
-    targets: Mapping[str, Target],
+    planned: Planned,
     nodes: Mapping[str, Json],
     usage: NodeUsage,
     now: datetime,
     policy: Policy,
-    rules: PodRules,
-) -> tuple[Decision, ResizePlan | None]:
-    try:
-        plan = plan_resize(pod, targets, rules)
-        fit = None
-        if isinstance(plan, ResizePlan) and plan.changes:
-            node_name = str((pod.get("spec") or {}).get("nodeName"))
-            node = nodes.get(node_name)
-            if node is None:
-                return Decision(Action.NONE, f"node {node_name} not found"), None
-            fit = fits_beside(pod, plan, node, usage.beside(pod))
-    except QuantityError as error:  # the API server validates quantities; kept for safety
-        return Decision(Action.NONE, f"unreadable resources: {error}"), None
-    decision = decide(plan, resize_status(pod), fit, now, policy, has_controller(pod))
-    return decision, plan if isinstance(plan, ResizePlan) else None
+) -> Decision:
+    if isinstance(planned, QuantityError):
+        return Decision(Action.NONE, f"unreadable resources: {planned}")
+    fit = None
+    if isinstance(planned, ResizePlan) and planned.changes:
+        node_name = str((pod.get("spec") or {}).get("nodeName"))
+        node = nodes.get(node_name)
+        if node is None:
+            return Decision(Action.NONE, f"node {node_name} not found")
+        try:
+            fit = fits_beside(pod, planned, node, usage.beside(pod))
+        except QuantityError as error:
+            return Decision(Action.NONE, f"unreadable resources: {error}")
+    return decide(planned, resize_status(pod), fit, now, policy, has_controller(pod))
+
+
+@dataclass(frozen=True)
+class _Candidate:
+    """A scheduled, running pod of this pass with what its VPA allows and its plan."""
+
+    pod: Json
+    namespace: str
+    name: str
+    workload: str
+    governance: Governance
+    planned: Planned
+
+    def order(self) -> tuple[int, float]:
+        """Upstream's priority for pods that change, then the rest in listing order."""
+        if isinstance(self.planned, ResizePlan) and self.planned.changes:
+            return priority(self.pod, self.planned)
+        return (2, 0.0)
 
 
 class _Governor:
@@ -125,6 +153,23 @@ def _refused(answer: Answer, verb: str) -> str:
     return f"{verb} refused ({answer.status}): {answer.message}"
 
 
+def _scheduled(
+    pods: Iterable[Json],
+    rows: Iterable[ScheduleRow],
+    now: datetime,
+    namespaces: frozenset[str] | None,
+) -> Iterator[tuple[Json, str, str, Mapping[str, Target]]]:
+    """Each running pod whose workload has a period in force now: (pod, namespace, workload,
+    targets per container)."""
+    wanted = _targets_by_workload(rows, now)
+    for pod in pods:
+        namespace = str((pod.get("metadata") or {}).get("namespace"))
+        workload = pod_workload(pod)
+        targets = wanted.get((namespace, workload))
+        if targets and _live(pod) and not (namespaces and namespace not in namespaces):
+            yield pod, namespace, workload, targets
+
+
 def follow_once(
     cluster: Cluster,
     rows: Iterable[ScheduleRow],
@@ -137,29 +182,24 @@ def follow_once(
     restriction = EvictionRestriction(
         pods, configured_replicas(governor.replica_sets), options.limits
     )
-    wanted = _targets_by_workload(rows, now)
     usage = NodeUsage(pods)
     outcomes: list[Outcome] = []
-    for pod in pods:
-        metadata = pod.get("metadata") or {}
-        namespace, workload = str(metadata.get("namespace")), pod_workload(pod)
-        targets = wanted.get((namespace, workload))
-        if (
-            not targets
-            or not _live(pod)
-            or (options.namespaces and namespace not in options.namespaces)
-        ):
-            continue
-        name = str(metadata.get("name"))
+    candidates: list[_Candidate] = []
+    for pod, namespace, workload, targets in _scheduled(pods, rows, now, options.namespaces):
+        name = str((pod.get("metadata") or {}).get("name"))
         governance = governor.of(pod, namespace)
         if governance.leave_alone:
             outcomes.append(Outcome(namespace, name, workload, Action.NONE, governance.leave_alone))
             continue
+        planned = _planned(pod, targets, governance.rules)
+        candidates.append(_Candidate(pod, namespace, name, workload, governance, planned))
+    for item in sorted(candidates, key=_Candidate.order):  # stable: ties keep listing order
+        pod, governance = item.pod, item.governance
         policy = _pod_policy(options.policy, governance)
-        decision, plan = _decision(pod, targets, nodes, usage, now, policy, governance.rules)
+        decision = _decision(pod, item.planned, nodes, usage, now, policy)
         detail, applied = decision.reason, True
-        if decision.action is Action.RESIZE and plan is not None:
-            answer = cluster.resize(pod, plan.patch(), options.dry_run)
+        if decision.action is Action.RESIZE and isinstance(item.planned, ResizePlan):
+            answer = cluster.resize(pod, item.planned.patch(), options.dry_run)
             applied = answer.accepted
             if answer.accepted and answer.obj and not options.dry_run:
                 usage.record(answer.obj)
@@ -176,5 +216,6 @@ def follow_once(
                 detail = f"evicted: {detail}" if applied else _refused(answer, "eviction")
                 if applied:
                     restriction.record(pod)
-        outcomes.append(Outcome(namespace, name, workload, decision.action, detail, applied))
+        outcome = Outcome(item.namespace, item.name, item.workload, decision.action, detail)
+        outcomes.append(replace(outcome, applied=applied))
     return outcomes

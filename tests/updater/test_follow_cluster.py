@@ -87,6 +87,30 @@ def test_a_resize_that_would_not_fit_the_node_is_not_sent(
     assert after["metadata"]["generation"] == before["metadata"]["generation"]
 
 
+def test_the_node_room_goes_to_the_largest_scale_up_first_whatever_the_listing_order(
+    kube_api: RawApi,
+    kube_cluster: ControlPlane,
+    kubelet_sim: KubeletSimulator,
+    kube_namespace: str,
+    tmp_path: Path,
+) -> None:
+    node = f"room-{kube_namespace}"
+    kubelet_sim.register_node(node, cpu="2200m", memory="8Gi")
+    # listed first (by name), but it grows by 62 %; the other grows fivefold
+    start(kube_api, kube_namespace, pod_manifest("a-big", node=node, requests={"cpu": "800m"}))
+    start(kube_api, kube_namespace, pod_manifest("b-small", node=node, requests={"cpu": "200m"}))
+    rows = [
+        period(kube_namespace, "a-big", 1.3, 64 * Mi),
+        period(kube_namespace, "b-small", 1.2, 64 * Mi),
+    ]
+    schedule = write_schedule(tmp_path / "s.json", rows)
+
+    first, second = follow(kube_cluster, schedule)  # 1.2 cores free: room for one of the two
+    assert (first["pod"], first["action"], first["applied"]) == ("b-small", "resize", True)
+    assert (second["pod"], second["action"]) == ("a-big", "none")
+    assert second["detail"].startswith(f"does not fit node {node}: cpu needs 1300, 1000 free")
+
+
 def test_a_dry_run_is_validated_by_the_api_server_and_changes_nothing(
     kube_api: RawApi,
     kube_cluster: ControlPlane,

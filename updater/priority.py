@@ -1,0 +1,43 @@
+"""In which order one pass treats its pods (pure): upstream's updater priority.
+
+Pods whose requests must grow come first, then the largest relative change: when a
+node has room for only some of the resizes a pass wants, the pods short of
+resources get it before pods that would only be trimmed or nudged.
+"""
+
+from __future__ import annotations
+
+from updater.plan import ResizePlan
+from updater.resources import RESOURCES, Json, requests_of
+
+
+def _pod_requests(containers: list[Json]) -> dict[str, int]:
+    totals = dict.fromkeys(RESOURCES, 0)
+    for container in containers:
+        for resource, value in requests_of(container).items():
+            totals[resource] += value
+    return totals
+
+
+def priority(pod: Json, plan: ResizePlan) -> tuple[int, float]:
+    """A sort key, smallest first: (0 for a scale-up else 1, minus the relative change).
+
+    The relative change is upstream's: over cpu and memory, |new - now| / now of the pod's
+    summed requests (a resource the pod does not request yet counts for nothing).
+    """
+    containers = list((pod.get("spec") or {}).get("containers") or [])
+    now = _pod_requests(containers)
+    changed = {c.name: c for c in plan.containers}
+    after = dict(now)
+    for container in containers:
+        resize = changed.get(str(container.get("name")))
+        if resize is None:
+            continue
+        before = requests_of(container)
+        wanted = resize.request_amounts()
+        for resource in resize.requests:  # the resources this resize sets
+            if resource in before:
+                after[resource] += wanted.get(resource) - before[resource]
+    grows = any(after[r] > now[r] for r in RESOURCES)
+    relative = sum(abs(after[r] - now[r]) / now[r] for r in RESOURCES if now[r] > 0)
+    return (0 if grows else 1, -relative)
