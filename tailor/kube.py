@@ -344,6 +344,25 @@ class Cluster:
             ),
         )
 
+    def checkpoints(self) -> list[Json]:
+        """Every VerticalPodAutoscalerCheckpoint of the cluster (none without the CRD)."""
+        listed = self._read_if_served(
+            self.custom.list_cluster_custom_object,
+            "verticalpodautoscalercheckpoints",
+            group=GROUP,
+            version=VERSION,
+            plural=CHECKPOINT_PLURAL,
+        )
+        return list((listed or {}).get("items") or [])
+
+    def delete_checkpoint(self, namespace: str, name: str) -> Answer:
+        custom = self.custom
+        return self._answer(
+            lambda: custom.delete_namespaced_custom_object(
+                GROUP, VERSION, namespace, CHECKPOINT_PLURAL, name, _preload_content=False
+            )
+        )
+
     def write_checkpoint(self, checkpoint: Json) -> Answer:
         """Create a VerticalPodAutoscalerCheckpoint, or replace its spec and status."""
         metadata = checkpoint["metadata"]

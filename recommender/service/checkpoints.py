@@ -9,7 +9,7 @@ belong to exactly one workload (the model keeps one aggregate per workload).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import numpy as np
@@ -59,3 +59,28 @@ def checkpoint_objects(
         )
         objects.append(checkpoint.to_api())
     return objects
+
+
+def orphaned_checkpoints(
+    checkpoints: Iterable[Mapping[str, Any]], vpas: Iterable[Mapping[str, Any]]
+) -> list[tuple[str, str]]:
+    """(namespace, name) of every checkpoint whose VPA is gone.
+
+    Upstream's recommender deletes these on its checkpoint GC, so a deleted VPA leaves
+    no history behind. Any VPA of that name counts, whoever serves it and even when we
+    cannot read it: only a checkpoint nobody could resume from goes.
+    """
+    alive = {
+        (
+            str((v.get("metadata") or {}).get("namespace")),
+            str((v.get("metadata") or {}).get("name")),
+        )
+        for v in vpas
+    }
+    gone = []
+    for checkpoint in checkpoints:
+        meta, spec = checkpoint.get("metadata") or {}, checkpoint.get("spec") or {}
+        namespace = str(meta.get("namespace"))
+        if (namespace, str(spec.get("vpaObjectName"))) not in alive:
+            gone.append((namespace, str(meta.get("name"))))
+    return gone

@@ -24,7 +24,7 @@ from recommender.data.prometheus import (
 )
 from recommender.forecast.settings import ForecastSettings
 from recommender.recommend import fit_vpa_model, recommend_forecast_workloads, vpa_rows
-from recommender.service.checkpoints import checkpoint_objects
+from recommender.service.checkpoints import checkpoint_objects, orphaned_checkpoints
 from recommender.service.status import ServedVpa, served_vpas, vpa_status
 from recommender.vpa.settings import VpaSettings
 from tailor.api.vpa import VerticalPodAutoscaler
@@ -59,6 +59,7 @@ class PassReport:
     refused: list[str] = field(default_factory=list)
     schedule_rows: int | None = None
     checkpoints: int = 0
+    checkpoints_deleted: int = 0
 
 
 @dataclass
@@ -93,11 +94,19 @@ def _fit(entries: list[ServedVpa], options: ServiceOptions, now: datetime) -> _F
 
 
 def recommend_once(
-    cluster: Cluster, options: ServiceOptions, now: datetime | None = None
+    cluster: Cluster,
+    options: ServiceOptions,
+    now: datetime | None = None,
+    collect_checkpoints: bool = False,
 ) -> PassReport:
-    """Recompute and write every served VPA's status; raises on an unreachable source."""
+    """Recompute and write every served VPA's status; raises on an unreachable source.
+
+    With `collect_checkpoints` (and upstream's model, which keeps checkpoints) the
+    checkpoints of VPAs that no longer exist are deleted too, as upstream's GC does.
+    """
     now = now or datetime.now(UTC)
-    vpas = VerticalPodAutoscaler.valid_among(cluster.vpas())
+    listed = cluster.vpas()
+    vpas = VerticalPodAutoscaler.valid_among(listed)
     entries = served_vpas(
         vpas, cluster.pods(), cluster.replica_sets(), options.recommender_name, options.is_default
     )
@@ -122,6 +131,13 @@ def recommend_once(
             report.checkpoints += 1
         else:
             report.refused.append(f"checkpoint {name}: {answer.message}")
+    if collect_checkpoints and options.model is Model.vpa:
+        for namespace, name in orphaned_checkpoints(cluster.checkpoints(), listed):
+            answer = cluster.delete_checkpoint(namespace, name)
+            if answer.accepted or answer.status == 404:
+                report.checkpoints_deleted += 1
+            else:
+                report.refused.append(f"deleting checkpoint {namespace}/{name}: {answer.message}")
     if options.schedule_config_map is not None and schedule is not None:
         namespace, name = options.schedule_config_map
         records = schedule_records(schedule)

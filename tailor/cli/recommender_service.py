@@ -8,6 +8,7 @@ model instead of upstream's, and its 24 h schedule published for `tailor follow`
 from __future__ import annotations
 
 import logging
+import time
 from typing import Annotated
 
 import typer
@@ -27,6 +28,7 @@ from tailor.cli.service import (
     Once,
     config_map_flag,
     connect,
+    duration_flag,
     interval_flag,
     run_every,
     serve_telemetry,
@@ -54,16 +56,18 @@ def _report_lines(report: PassReport) -> list[str]:
     lines += [f"refused: {label}" for label in report.refused]
     if report.checkpoints:
         lines.append(f"checkpoints: {report.checkpoints} written")
+    if report.checkpoints_deleted:
+        lines.append(f"checkpoints: {report.checkpoints_deleted} deleted (their VPA is gone)")
     if report.schedule_rows is not None:
         lines.append(f"schedule: {report.schedule_rows} rows written")
     return lines
 
 
-def _one_pass(cluster: Cluster, service: ServiceOptions) -> PassReport | None:
+def _one_pass(cluster: Cluster, service: ServiceOptions, collect: bool) -> PassReport | None:
     """A pass, or None when a source was unreachable: one log line (run_every logs other
     failures' traces)."""
     try:
-        return recommend_once(cluster, service)
+        return recommend_once(cluster, service, collect_checkpoints=collect)
     except (ClusterError, PrometheusSourceError) as error:
         LOG.error("%s; retrying next pass", error)
         return None
@@ -126,6 +130,10 @@ def recommender_command(
     ] = None,
     once: Once = False,
     interval: Interval = "1m",
+    checkpoints_gc_interval: Annotated[
+        str,
+        typer.Option(help="How often checkpoints of deleted VPAs are deleted (--strategy vpa)."),
+    ] = "10m",
     metrics_port: MetricsPort = DEFAULT_PORTS["recommender"],
     leader_elect: election_flags.LeaderElect = False,
     lease_duration: election_flags.LeaseDuration = election_flags.LEASE_DURATION,
@@ -158,6 +166,7 @@ def recommender_command(
         schedule_config_map=_config_map(schedule_configmap, strategy),
     )
     period = interval_flag(interval, once)
+    gc_every = duration_flag(checkpoints_gc_interval, "--checkpoints-gc-interval", "1s")
     chosen = election_flags.election(
         "recommender",
         leader_elect,
@@ -174,7 +183,7 @@ def recommender_command(
                 if holder is not None:
                     Console(stderr=True).print(f"standby: {holder} leads; no pass run")
                     return
-                report = recommend_once(cluster, service)
+                report = recommend_once(cluster, service, collect_checkpoints=True)
         except (ClusterError, PrometheusSourceError) as error:
             Console(stderr=True).print(f"error: {error}")
             raise typer.Exit(1) from None
@@ -186,8 +195,15 @@ def recommender_command(
     serve_telemetry(telemetry, metrics_port)
     metrics = _PassMetrics(telemetry) if telemetry is not None else None
 
+    last_collected: float | None = None  # when the checkpoint GC last ran (monotonic)
+
     def run_pass() -> bool:
-        report = _one_pass(cluster, service)
+        nonlocal last_collected
+        now = time.monotonic()
+        due = last_collected is None or now - last_collected >= gc_every.total_seconds()
+        report = _one_pass(cluster, service, due)
+        if report is not None and due:
+            last_collected = now
         if report is None:
             return False
         for line in _report_lines(report):

@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 
 from recommender.recommend import fit_vpa_model
-from recommender.service.checkpoints import checkpoint_objects
+from recommender.service.checkpoints import checkpoint_objects, orphaned_checkpoints
 from recommender.service.status import ServedVpa
 from recommender.vpa.model import VpaModel
 from tailor.api.checkpoint import VerticalPodAutoscalerCheckpoint
@@ -69,3 +69,18 @@ def test_vpas_spanning_several_workloads_or_without_pods_get_none() -> None:
         checkpoint_objects([served("mix", {"web", "api"}, {"app"})], model, aggregates, NOW) == []
     )
     assert checkpoint_objects([served("idle", set(), set())], model, aggregates, NOW) == []
+
+
+def test_only_checkpoints_whose_vpa_is_gone_are_collected() -> None:
+    def checkpoint(namespace: str, name: str, vpa: str) -> dict[str, object]:
+        return {"metadata": {"namespace": namespace, "name": name}, "spec": {"vpaObjectName": vpa}}
+
+    vpas: list[dict[str, object]] = [{"metadata": {"namespace": "shop", "name": "web"}},
+            {"metadata": {"namespace": "ops", "name": "db"}, "spec": "unreadable"}]  # fmt: skip
+    found = [
+        checkpoint("shop", "web-app", "web"),
+        checkpoint("shop", "old-app", "old"),  # its VPA was deleted
+        checkpoint("ops", "db-main", "db"),  # a VPA we cannot read still counts
+        checkpoint("other", "web-app", "web"),  # same name, another namespace: gone
+    ]
+    assert orphaned_checkpoints(found, vpas) == [("shop", "old-app"), ("other", "web-app")]

@@ -138,6 +138,16 @@ def test_the_service_writes_the_libraries_recommendation_into_the_vpas_it_serves
     resumed.load_checkpoint(0, api.get(f"{checkpoints}/web-app")["status"])
     assert resumed.sample_count[0] == len(history)
 
+    # The checkpoint of a VPA that is gone is deleted, as upstream's GC does; ours stays.
+    orphan = {**api.get(f"{checkpoints}/web-app"), "metadata": {"name": "gone-app"}}
+    orphan["spec"] = {**orphan["spec"], "vpaObjectName": "gone"}
+    api.create(checkpoints, orphan)
+    result = run("--once", "--prometheus", url, "--history", "5d", "--kubeconfig", kubeconfig)
+    assert result.exit_code == 0, result.output
+    assert "checkpoints: 1 deleted (their VPA is gone)" in result.stdout
+    names = [c["metadata"]["name"] for c in api.get(checkpoints)["items"]]
+    assert names == ["web-app"]
+
     # The shipped Deployment's command (deploy/recommender), pointed at this Prometheus.
     shipped = replace_option(command("recommender"), "--prometheus", url)
     plan = option(shipped, "--schedule-configmap")
