@@ -1,6 +1,8 @@
-"""kube-tailor updater: applies recommendations to running pods with in-place resizes.
+"""kube-tailor updater: brings running pods to their planned requests with in-place resizes.
 
-Not built yet (its own issue): it will read recommendations from VPA status,
-check node fit with the rules in `tailor/`, resize through `pods/resize`, and
-fall back to PDB-respecting eviction on Infeasible / long-Deferred answers.
+The plan is the forecaster's schedule, or each pod's VPA recommendation under upstream's
+update rules (`recommendations`); pods go in upstream's priority order (`priority`), node
+fit is checked first (`fit`), the kubelet's answers are honoured (`progress`, `decide`),
+and eviction is a fallback within upstream's restriction (`restriction`) and the pods'
+PodDisruptionBudgets.
 """

@@ -25,6 +25,7 @@ from updater.governance import Governance, limit_rules, vpa_governance
 from updater.plan import PodRules, ResizePlan, Skipped, plan_resize
 from updater.priority import priority
 from updater.progress import resize_status
+from updater.recommendations import recommended_targets, update_reason
 from updater.resources import Json
 from updater.restriction import DisruptionLimits, EvictionRestriction, configured_replicas
 from updater.targets import Target, due_targets
@@ -51,6 +52,7 @@ class PassOptions:
     limits: DisruptionLimits = field(default_factory=DisruptionLimits)
     dry_run: bool = False
     use_vpa: bool = False
+    recommendations: bool = False  # each pod's VPA recommendation instead of a schedule
 
 
 def has_controller(pod: Json) -> bool:
@@ -170,6 +172,38 @@ def _scheduled(
             yield pod, namespace, workload, targets
 
 
+def _recommended(
+    pods: Iterable[Json], namespaces: frozenset[str] | None
+) -> Iterator[tuple[Json, str, str, None]]:
+    """Every running pod (its VPA, if any, says what it should have)."""
+    for pod in pods:
+        namespace = str((pod.get("metadata") or {}).get("namespace"))
+        if _live(pod) and not (namespaces and namespace not in namespaces):
+            yield pod, namespace, pod_workload(pod), None
+
+
+def _targets(
+    pod: Json,
+    scheduled: Mapping[str, Target] | None,
+    governance: Governance,
+    now: datetime,
+) -> tuple[Mapping[str, Target], str | None]:
+    """The pod's targets now, or why it is left alone: the schedule's, or (with
+    `recommendations`) its VPA's when upstream's updater would update it."""
+    if governance.leave_alone:
+        return {}, governance.leave_alone
+    if scheduled is not None:
+        return scheduled, None
+    vpa = governance.vpa
+    targets = recommended_targets(vpa) if vpa is not None else {}
+    if vpa is None or not targets:
+        return {}, "its VPA has no recommendation yet"
+    reason = update_reason(pod, vpa, now)
+    if reason is None:
+        return {}, "within its VPA's recommendation (upstream's update rules)"
+    return targets, None
+
+
 def follow_once(
     cluster: Cluster,
     rows: Iterable[ScheduleRow],
@@ -185,11 +219,17 @@ def follow_once(
     usage = NodeUsage(pods)
     outcomes: list[Outcome] = []
     candidates: list[_Candidate] = []
-    for pod, namespace, workload, targets in _scheduled(pods, rows, now, options.namespaces):
+    due = (
+        _recommended(pods, options.namespaces)
+        if options.recommendations
+        else _scheduled(pods, rows, now, options.namespaces)
+    )
+    for pod, namespace, workload, scheduled in due:
         name = str((pod.get("metadata") or {}).get("name"))
         governance = governor.of(pod, namespace)
-        if governance.leave_alone:
-            outcomes.append(Outcome(namespace, name, workload, Action.NONE, governance.leave_alone))
+        targets, why_not = _targets(pod, scheduled, governance, now)
+        if why_not is not None:
+            outcomes.append(Outcome(namespace, name, workload, Action.NONE, why_not))
             continue
         planned = _planned(pod, targets, governance.rules)
         candidates.append(_Candidate(pod, namespace, name, workload, governance, planned))

@@ -33,6 +33,7 @@ class Governance:
     may_evict: bool = True
     leave_alone: str | None = None
     min_replicas: int | None = None  # the VPA's updatePolicy.minReplicas, over --min-replicas
+    vpa: VerticalPodAutoscaler | None = None  # the VPA that controls the pod (--vpa)
 
 
 def limit_rules(limit_ranges: Iterable[LimitRange]) -> PodRules:
@@ -73,4 +74,5 @@ def vpa_governance(
         rules,
         may_evict=mode is UpdateMode.IN_PLACE_OR_RECREATE,
         min_replicas=policy.min_replicas if policy is not None else None,
+        vpa=vpa,
     )

@@ -86,7 +86,8 @@ def _print(outcomes: list[Outcome], fmt: FollowFormat) -> None:
 
 @dataclass(frozen=True)
 class _Source:
-    """Where each pass reads the schedule: a file, or the ConfigMap the recommender writes."""
+    """Where each pass reads the schedule: a file, or the ConfigMap the recommender writes;
+    neither with --recommendations (each VPA's status is the plan)."""
 
     path: Path | None
     config_map: tuple[str, str] | None
@@ -94,7 +95,8 @@ class _Source:
     def read(self, cluster: Cluster) -> list[ScheduleRow]:
         if self.path is not None:
             return read_schedule(self.path)
-        assert self.config_map is not None
+        if self.config_map is None:
+            return []
         namespace, name = self.config_map
         where = f"ConfigMap {namespace}/{name}"
         try:
@@ -108,9 +110,11 @@ class _Source:
         return parse_schedule(data[SCHEDULE_KEY], where)
 
 
-def _source(path: Path | None, config_map: str | None) -> _Source:
-    if (path is None) == (config_map is None):
-        raise typer.BadParameter("give --schedule FILE or --schedule-configmap NAMESPACE/NAME")
+def _source(path: Path | None, config_map: str | None, recommendations: bool) -> _Source:
+    if [path is not None, config_map is not None, recommendations].count(True) != 1:
+        raise typer.BadParameter(
+            "give --schedule FILE, --schedule-configmap NAMESPACE/NAME or --recommendations"
+        )
     if config_map is None:
         return _Source(path, None)
     return _Source(None, config_map_flag(config_map, "--schedule-configmap"))
@@ -185,6 +189,14 @@ def follow_command(
     in_progress_timeout: Annotated[
         str, typer.Option(help="Evict after in progress this long.")
     ] = "1h",
+    recommendations: Annotated[
+        bool,
+        typer.Option(
+            "--recommendations",
+            help="Instead of a schedule, each pod's VPA recommendation (any recommender's), "
+            "when upstream's updater would apply it; implies --vpa.",
+        ),
+    ] = False,
     vpa: Annotated[
         bool,
         typer.Option(
@@ -219,7 +231,7 @@ def follow_command(
     moment = _moment(at)
     if moment is not None and not once:
         raise typer.BadParameter("--at goes with --once", param_hint="--at")
-    source = _source(schedule, schedule_configmap)
+    source = _source(schedule, schedule_configmap, recommendations)
     chosen = election_flags.election(
         "updater",
         leader_elect,
@@ -242,7 +254,8 @@ def follow_command(
         frozenset(namespace or ()) or None,
         DisruptionLimits(min_replicas, eviction_tolerance),
         dry_run,
-        use_vpa=vpa,
+        use_vpa=vpa or recommendations,
+        recommendations=recommendations,
     )
     if once:
         try:

@@ -1,0 +1,85 @@
+"""`tailor follow --recommendations`: each pod follows its VPA's own recommendation, in
+place, when upstream's updater would update it (real API server, VPA statuses written
+through the status subresource as any recommender writes them)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from typer.testing import CliRunner
+
+from tailor.cli.main import app
+from tailor.quantity import Quantity
+from tests.cluster.crds import install_crds
+from tests.cluster.fixtures import FullNamespace
+from tests.cluster.rawapi import MERGE_PATCH, Json
+from tests.cluster.workloads import (
+    create_deployment,
+    deployment,
+    running_pods,
+    vpa,
+    vpa_collection,
+    wait_for_running,
+)
+
+
+def recommend(api: Any, namespace: str, name: str, cpu: tuple[str, str, str]) -> None:
+    """A status as a recommender writes it: cpu (lowerBound, target, upperBound), memory kept."""
+    lower, target, upper = cpu
+    item = {
+        "containerName": "app",
+        "lowerBound": {"cpu": lower, "memory": "100Mi"},
+        "target": {"cpu": target, "memory": "128Mi"},
+        "upperBound": {"cpu": upper, "memory": "200Mi"},
+    }
+    status = {"status": {"recommendation": {"containerRecommendations": [item]}}}
+    api.patch(f"{vpa_collection(namespace)}/{name}/status", status, MERGE_PATCH)
+
+
+def follow(full_namespace: FullNamespace, *flags: str) -> dict[str, Json]:
+    config = str(full_namespace.cluster.kubeconfig)
+    args = ["follow", "--once", "--format", "json", "--kubeconfig", config, *flags]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    return {o["workload"]: o for o in json.loads(result.stdout)}
+
+
+def test_each_pod_follows_its_vpas_recommendation_when_upstream_would_update_it(
+    full_namespace: FullNamespace,
+) -> None:
+    api, namespace, sim = full_namespace.api, full_namespace.name, full_namespace.sim
+    install_crds(api)
+    node = f"rec-{namespace}"
+    sim.register_node(node, cpu="8", memory="16Gi", labels={"tailor-test": node})
+    vpas = vpa_collection(namespace)
+    modes = {"web": "InPlaceOrRecreate", "api": "InPlace", "batch": "Recreate", "db": "InPlace"}
+    for name, mode in modes.items():
+        api.create(vpas, vpa(name, name, mode=mode))
+        create_deployment(api, namespace, deployment(name, node))  # each asks for 250m
+    wait_for_running(api, namespace, 4)
+    recommend(api, namespace, "web", ("400m", "600m", "900m"))  # 250m is below lowerBound
+    recommend(api, namespace, "api", ("200m", "300m", "400m"))  # 250m is within the bounds
+    recommend(api, namespace, "batch", ("400m", "600m", "900m"))
+
+    outcomes = follow(full_namespace, "--recommendations")
+    web = outcomes["web"]
+    assert (web["action"], web["applied"]) == ("resize", True), web
+    assert outcomes["api"]["detail"] == "within its VPA's recommendation (upstream's update rules)"
+    assert outcomes["batch"]["detail"] == "VPA batch has updateMode Recreate: no in-place updates"
+    assert outcomes["db"]["detail"] == "its VPA has no recommendation yet"
+    pods = {p["metadata"]["labels"]["app"]: p for p in running_pods(api, namespace)}
+    requests = pods["web"]["spec"]["containers"][0]["resources"]["requests"]
+    assert requests["cpu"] == "600m"
+    assert Quantity.parse(requests["memory"]) == Quantity.parse("128Mi")  # unchanged
+    assert pods["api"]["spec"]["containers"][0]["resources"]["requests"]["cpu"] == "250m"
+
+    again = follow(full_namespace, "--recommendations")
+    assert again["web"]["action"] in ("none", "wait")  # at its target: within the bounds now
+
+
+def test_recommendations_exclude_a_schedule() -> None:
+    result = CliRunner().invoke(
+        app, ["follow", "--once", "--recommendations", "--schedule-configmap", "a/b"]
+    )
+    assert result.exit_code == 2

@@ -1,0 +1,88 @@
+"""Upstream's updater rules for when a pod follows its VPA's recommendation (pure)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from tailor.api.vpa import VerticalPodAutoscaler
+from updater.recommendations import recommended_targets, update_reason
+from updater.resources import Json
+
+NOW = datetime(2026, 11, 23, 12, tzinfo=UTC)
+
+
+def vpa(target: str = "500m", lower: str = "400m", upper: str = "800m") -> VerticalPodAutoscaler:
+    item = {
+        "containerName": "app",
+        "target": {"cpu": target, "memory": "256Mi"},
+        "lowerBound": {"cpu": lower, "memory": "200Mi"},
+        "upperBound": {"cpu": upper, "memory": "1Gi"},
+    }
+    return VerticalPodAutoscaler.from_api(
+        {
+            "metadata": {"name": "web", "namespace": "shop"},
+            "spec": {"targetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"}},
+            "status": {"recommendation": {"containerRecommendations": [item]}},
+        }
+    )
+
+
+def pod(cpu: str, age: timedelta = timedelta(hours=1), **status: Any) -> Json:
+    started = (NOW - age).isoformat().replace("+00:00", "Z")
+    requests = {"cpu": cpu, "memory": "256Mi"}
+    return {
+        "spec": {"containers": [{"name": "app", "resources": {"requests": requests}}]},
+        "status": {"startTime": started, **status},
+    }
+
+
+def test_the_targets_are_the_recommendations_with_limits_left_to_follow() -> None:
+    [(name, target)] = recommended_targets(vpa()).items()
+    assert name == "app"
+    assert (target.cpu_cores, target.memory_bytes, target.memory_limit_bytes) == (
+        0.5,
+        256 * 2**20,
+        None,
+    )
+
+
+def test_a_request_outside_the_bounds_is_updated_and_one_inside_is_left() -> None:
+    assert update_reason(pod("300m"), vpa(), NOW) == (
+        "app cpu request below the recommendation's lowerBound"
+    )
+    assert update_reason(pod("900m"), vpa(), NOW) == (
+        "app cpu request above the recommendation's upperBound"
+    )
+    assert update_reason(pod("450m"), vpa(), NOW) is None  # young, within the bounds
+
+
+def test_a_long_lived_pod_is_updated_once_ten_percent_off() -> None:
+    old = timedelta(hours=13)
+    assert (
+        update_reason(pod("450m", old), vpa(), NOW) == "up 13:00:00 and 11% off its recommendation"
+    )
+    assert update_reason(pod("460m", old), vpa(), NOW) is None  # 9 % off
+    assert update_reason(pod("450m", timedelta(hours=11)), vpa(), NOW) is None
+
+
+def test_a_container_oom_killed_soon_after_starting_is_updated() -> None:
+    def killed(ran: timedelta) -> dict[str, Any]:
+        finished = NOW - timedelta(minutes=1)
+        terminated = {
+            "reason": "OOMKilled",
+            "startedAt": (finished - ran).isoformat(),
+            "finishedAt": finished.isoformat(),
+        }
+        return {"containerStatuses": [{"name": "app", "lastState": {"terminated": terminated}}]}
+
+    assert update_reason(pod("450m", **killed(timedelta(minutes=3))), vpa(), NOW) == (
+        "app OOM-killed after running 0:03:00"
+    )
+    assert update_reason(pod("450m", **killed(timedelta(minutes=30))), vpa(), NOW) is None
+
+
+def test_without_a_recommendation_there_is_nothing_to_follow() -> None:
+    bare = VerticalPodAutoscaler.from_api({**vpa().to_api(), "status": {}})
+    assert recommended_targets(bare) == {}
+    assert update_reason(pod("450m"), bare, NOW) is None

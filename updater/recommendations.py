@@ -1,0 +1,106 @@
+"""Following a VPA's own recommendation in place, as upstream's updater decides it (pure).
+
+`tailor follow --recommendations` applies each pod's VPA status (whichever recommender
+wrote it, upstream's included) instead of a schedule. A pod is updated only when
+upstream's updater would update it: a request outside [lowerBound, upperBound]; a
+container OOM-killed after running under 10 minutes; or a pod up for over 12 hours
+whose requests are, summed over cpu and memory, at least 10 % off the target.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+from tailor.api.vpa import RecommendedContainerResources, VerticalPodAutoscaler
+from tailor.schedule_file import aware_time
+from updater.resources import RESOURCES, Json, amount, requests_of
+from updater.targets import Target
+
+QUICK_OOM = timedelta(minutes=10)
+LONG_LIVED = timedelta(hours=12)
+MIN_CHANGE = 0.1
+
+
+def recommended_targets(vpa: VerticalPodAutoscaler) -> dict[str, Target]:
+    """Each container's recommended target, as the updater's targets (limits follow)."""
+    status = vpa.status
+    recommendation = status.recommendation if status is not None else None
+    targets = {}
+    for item in (recommendation.container_recommendations if recommendation else None) or []:
+        if item.container_name and item.target:
+            targets[item.container_name] = Target(
+                item.target.cpu_cores(), item.target.memory_bytes(), None
+            )
+    return targets
+
+
+def _bound(item: RecommendedContainerResources, name: str, resource: str) -> int | None:
+    bounds = getattr(item, name)
+    if not bounds or resource not in bounds:
+        return None
+    return amount(resource, bounds[resource].canonical())
+
+
+def _outside_bounds(pod: Json, vpa: VerticalPodAutoscaler) -> str | None:
+    recommendation = vpa.status.recommendation if vpa.status is not None else None
+    for container in (pod.get("spec") or {}).get("containers") or []:
+        name = str(container.get("name"))
+        item = recommendation.for_container(name) if recommendation is not None else None
+        if item is None:
+            continue
+        for resource, value in requests_of(container).items():
+            lower, upper = (
+                _bound(item, "lower_bound", resource),
+                _bound(item, "upper_bound", resource),
+            )
+            if lower is not None and value < lower:
+                return f"{name} {resource} request below the recommendation's lowerBound"
+            if upper is not None and value > upper:
+                return f"{name} {resource} request above the recommendation's upperBound"
+    return None
+
+
+def _quick_oom(pod: Json) -> str | None:
+    for status in (pod.get("status") or {}).get("containerStatuses") or []:
+        ended = ((status.get("lastState") or {}).get("terminated")) or {}
+        if ended.get("reason") != "OOMKilled":
+            continue
+        try:
+            ran = aware_time(str(ended["finishedAt"])) - aware_time(str(ended["startedAt"]))
+        except (KeyError, ValueError):
+            continue
+        if ran < QUICK_OOM:
+            return f"{status.get('name')} OOM-killed after running {ran}"
+    return None
+
+
+def _relative_change(pod: Json, targets: dict[str, Target]) -> float:
+    """Upstream's: over cpu and memory, |sum of requests - sum of targets| / sum of requests."""
+    requested, wanted = dict.fromkeys(RESOURCES, 0.0), dict.fromkeys(RESOURCES, 0.0)
+    for container in (pod.get("spec") or {}).get("containers") or []:
+        target = targets.get(str(container.get("name")))
+        if target is None:
+            continue
+        requests = requests_of(container)
+        for resource, value in (("cpu", target.cpu_cores), ("memory", target.memory_bytes)):
+            if value is None or resource not in requests:
+                continue
+            requested[resource] += requests[resource]
+            wanted[resource] += value * 1000 if resource == "cpu" else value
+    return sum(abs(requested[r] - wanted[r]) / requested[r] for r in RESOURCES if requested[r])
+
+
+def update_reason(pod: Json, vpa: VerticalPodAutoscaler, now: datetime) -> str | None:
+    """Why upstream's updater would update the pod now; None leaves it as it is."""
+    reason = _outside_bounds(pod, vpa) or _quick_oom(pod)
+    if reason is not None:
+        return reason
+    started = (pod.get("status") or {}).get("startTime")
+    try:
+        age = now - aware_time(str(started)) if started else timedelta(0)
+    except ValueError:
+        age = timedelta(0)
+    change = _relative_change(pod, recommended_targets(vpa))
+    if age > LONG_LIVED and change >= MIN_CHANGE:
+        return f"up {age} and {change:.0%} off its recommendation"
+    return None
