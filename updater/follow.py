@@ -24,7 +24,7 @@ from updater.fit import NodeUsage, fits_beside
 from updater.governance import Governance, limit_rules, vpa_governance
 from updater.plan import PodRules, ResizePlan, Skipped, plan_resize
 from updater.priority import priority
-from updater.progress import resize_status
+from updater.progress import ResizeState, resize_status
 from updater.recommendations import recommended_targets, update_reason
 from updater.resources import Json
 from updater.restriction import DisruptionLimits, EvictionRestriction, configured_replicas
@@ -198,8 +198,8 @@ def _targets(
     targets = recommended_targets(vpa) if vpa is not None else {}
     if vpa is None or not targets:
         return {}, "its VPA has no recommendation yet"
-    reason = update_reason(pod, vpa, now)
-    if reason is None:
+    resizing = resize_status(pod).state is not ResizeState.NONE  # an answer to await or act on
+    if not resizing and update_reason(pod, vpa, now) is None:
         return {}, "within its VPA's recommendation (upstream's update rules)"
     return targets, None
 

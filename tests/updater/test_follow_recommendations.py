@@ -13,7 +13,9 @@ from tailor.cli.main import app
 from tailor.quantity import Quantity
 from tests.cluster.crds import install_crds
 from tests.cluster.fixtures import FullNamespace
+from tests.cluster.podtools import get_pod
 from tests.cluster.rawapi import MERGE_PATCH, Json
+from tests.cluster.waiting import wait_until
 from tests.cluster.workloads import (
     create_deployment,
     deployment,
@@ -37,12 +39,17 @@ def recommend(api: Any, namespace: str, name: str, cpu: tuple[str, str, str]) ->
     api.patch(f"{vpa_collection(namespace)}/{name}/status", status, MERGE_PATCH)
 
 
-def follow(full_namespace: FullNamespace, *flags: str) -> dict[str, Json]:
+def json_outcomes(full_namespace: FullNamespace, *flags: str) -> list[Json]:
     config = str(full_namespace.cluster.kubeconfig)
     args = ["follow", "--once", "--format", "json", "--kubeconfig", config, *flags]
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 0, result.output
-    return {o["workload"]: o for o in json.loads(result.stdout)}
+    return list(json.loads(result.stdout))
+
+
+def follow(full_namespace: FullNamespace, *flags: str) -> dict[str, Json]:
+    """One pass's outcomes by workload (the last pod's, where a workload has several)."""
+    return {o["workload"]: o for o in json_outcomes(full_namespace, *flags)}
 
 
 def test_each_pod_follows_its_vpas_recommendation_when_upstream_would_update_it(
@@ -76,6 +83,44 @@ def test_each_pod_follows_its_vpas_recommendation_when_upstream_would_update_it(
 
     again = follow(full_namespace, "--recommendations")
     assert again["web"]["action"] in ("none", "wait")  # at its target: within the bounds now
+
+
+def test_a_resize_the_kubelet_cannot_make_falls_back_to_eviction_within_the_restriction(
+    full_namespace: FullNamespace,
+) -> None:
+    api, namespace, sim = full_namespace.api, full_namespace.name, full_namespace.sim
+    install_crds(api)
+    node = f"pinned-{namespace}"
+    sim.register_node(
+        node, cpu="8", memory="8Gi", cpu_manager_policy="static", labels={"tailor-test": node}
+    )
+    pinned = {"cpu": "1", "memory": "128Mi"}  # Guaranteed, beside the static CPU manager
+    web = deployment("web", node, {"requests": pinned, "limits": pinned})
+    web["spec"]["replicas"] = 2
+    api.create(vpa_collection(namespace), vpa("web", "web", mode="InPlaceOrRecreate"))
+    create_deployment(api, namespace, web)
+    pods = wait_for_running(api, namespace, 2)
+    recommend(api, namespace, "web", ("1500m", "2", "3"))
+
+    first = follow(full_namespace, "--recommendations", "--evict")
+    assert first["web"]["action"] == "resize"
+
+    def infeasible() -> bool:
+        found = [get_pod(api, namespace, p["metadata"]["name"]) for p in pods]
+        return all(
+            any(c["type"] == "PodResizePending" for c in f["status"].get("conditions") or [])
+            for f in found
+        )
+
+    wait_until(infeasible, what="two Infeasible resizes")
+    # the specs now ask for the target, but the kubelet refused: one replica is evicted
+    outcomes = json_outcomes(full_namespace, "--recommendations", "--evict")
+    assert sorted((o["action"], o["applied"]) for o in outcomes) == [
+        ("evict", True),
+        ("none", True),
+    ]
+    [kept] = [o for o in outcomes if o["action"] == "none"]
+    assert "1 of 2 replicas already evicted this pass" in kept["detail"]
 
 
 def test_recommendations_exclude_a_schedule() -> None:
