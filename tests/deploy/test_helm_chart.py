@@ -231,6 +231,20 @@ def test_cert_manager_issues_the_served_certificate_and_injects_its_ca(helm: Hel
     assert not [o for o in plain if o["apiVersion"].startswith("cert-manager.io/")]
 
 
+@pytest.mark.parametrize("setting", ["recommender.strategy=vpa", "recommender.enabled=false"])
+def test_without_a_schedule_the_updater_follows_each_vpas_recommendation(
+    helm: Helm, setting: str
+) -> None:
+    objects = helm.render("--set", setting)
+    args = command(objects, "tailor-updater")
+    assert "--recommendations" in args
+    assert not any(a.startswith("--schedule-configmap") for a in args)
+    assert not [o for o in objects if o["metadata"]["name"] == "kube-tailor-schedule-reader"]
+    parse(args)
+    scheduled = command(helm.render(), "tailor-updater")
+    assert "--recommendations" not in scheduled and "--vpa" in scheduled
+
+
 def test_a_self_registering_webhook_gets_the_flags_and_rbac_instead_of_a_registration(
     helm: Helm,
 ) -> None:

@@ -95,3 +95,8 @@ spec:
     matchLabels:
       app.kubernetes.io/name: {{ .name }}
 {{- end }}
+
+{{/* "true" when the updater follows the forecaster's schedule; else each VPA's recommendation */}}
+{{- define "kube-tailor.followsSchedule" -}}
+{{- if and .Values.recommender.enabled (eq .Values.recommender.strategy "forecast") }}true{{- end }}
+{{- end }}
