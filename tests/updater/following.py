@@ -11,8 +11,11 @@ from typer.testing import CliRunner
 
 from tailor.cli.main import app
 from tests.cluster.controlplane import ControlPlane
-from tests.cluster.podtools import create_pod, wait_for_pod
+from tests.cluster.fixtures import FullNamespace
+from tests.cluster.podtools import create_pod, get_pod, wait_for_pod
 from tests.cluster.rawapi import Json, RawApi
+from tests.cluster.waiting import wait_until
+from tests.cluster.workloads import create_deployment, deployment, wait_for_running
 
 
 def period(namespace: str, workload: str, cpu: float, memory: float, **extra: Any) -> Json:
@@ -53,3 +56,30 @@ def start(api: RawApi, namespace: str, manifest: Json) -> Json:
     return wait_for_pod(
         api, namespace, name, lambda p: p["status"].get("phase") == "Running", what="Running"
     )
+
+
+PINNED = {"cpu": "1", "memory": "128Mi"}  # Guaranteed: beside the static CPU manager, stuck
+
+
+def pinned_deployment(full_namespace: FullNamespace, prefix: str, replicas: int) -> list[Json]:
+    """Deployment `web` of Guaranteed pods on a node whose static CPU manager refuses every
+    CPU resize (Infeasible); its running pods."""
+    api, namespace = full_namespace.api, full_namespace.name
+    node = f"{prefix}-{namespace}"
+    full_namespace.sim.register_node(
+        node, cpu="8", memory="8Gi", cpu_manager_policy="static", labels={"tailor-test": node}
+    )
+    web = deployment("web", node, {"requests": PINNED, "limits": PINNED})
+    web["spec"]["replicas"] = replicas
+    create_deployment(api, namespace, web)
+    return wait_for_running(api, namespace, replicas)
+
+
+def wait_until_infeasible(api: RawApi, namespace: str, pods: list[Json]) -> None:
+    """Until the kubelet has answered every pod's resize with PodResizePending."""
+
+    def pending(pod: Json) -> bool:
+        found = get_pod(api, namespace, pod["metadata"]["name"])
+        return any(c["type"] == "PodResizePending" for c in found["status"].get("conditions") or [])
+
+    wait_until(lambda: all(pending(p) for p in pods), what="Infeasible resizes")

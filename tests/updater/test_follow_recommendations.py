@@ -13,9 +13,7 @@ from tailor.cli.main import app
 from tailor.quantity import Quantity
 from tests.cluster.crds import install_crds
 from tests.cluster.fixtures import FullNamespace
-from tests.cluster.podtools import get_pod
 from tests.cluster.rawapi import MERGE_PATCH, Json
-from tests.cluster.waiting import wait_until
 from tests.cluster.workloads import (
     create_deployment,
     deployment,
@@ -24,6 +22,7 @@ from tests.cluster.workloads import (
     vpa_collection,
     wait_for_running,
 )
+from tests.updater.following import pinned_deployment, wait_until_infeasible
 
 
 def recommend(api: Any, namespace: str, name: str, cpu: tuple[str, str, str]) -> None:
@@ -88,31 +87,15 @@ def test_each_pod_follows_its_vpas_recommendation_when_upstream_would_update_it(
 def test_a_resize_the_kubelet_cannot_make_falls_back_to_eviction_within_the_restriction(
     full_namespace: FullNamespace,
 ) -> None:
-    api, namespace, sim = full_namespace.api, full_namespace.name, full_namespace.sim
+    api, namespace = full_namespace.api, full_namespace.name
     install_crds(api)
-    node = f"pinned-{namespace}"
-    sim.register_node(
-        node, cpu="8", memory="8Gi", cpu_manager_policy="static", labels={"tailor-test": node}
-    )
-    pinned = {"cpu": "1", "memory": "128Mi"}  # Guaranteed, beside the static CPU manager
-    web = deployment("web", node, {"requests": pinned, "limits": pinned})
-    web["spec"]["replicas"] = 2
     api.create(vpa_collection(namespace), vpa("web", "web", mode="InPlaceOrRecreate"))
-    create_deployment(api, namespace, web)
-    pods = wait_for_running(api, namespace, 2)
+    pods = pinned_deployment(full_namespace, "pinned", 2)
     recommend(api, namespace, "web", ("1500m", "2", "3"))
 
     first = follow(full_namespace, "--recommendations", "--evict")
     assert first["web"]["action"] == "resize"
-
-    def infeasible() -> bool:
-        found = [get_pod(api, namespace, p["metadata"]["name"]) for p in pods]
-        return all(
-            any(c["type"] == "PodResizePending" for c in f["status"].get("conditions") or [])
-            for f in found
-        )
-
-    wait_until(infeasible, what="two Infeasible resizes")
+    wait_until_infeasible(api, namespace, pods)
     # the specs now ask for the target, but the kubelet refused: one replica is evicted
     outcomes = json_outcomes(full_namespace, "--recommendations", "--evict")
     assert sorted((o["action"], o["applied"]) for o in outcomes) == [

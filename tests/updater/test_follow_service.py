@@ -17,14 +17,16 @@ from tests.cluster.rawapi import Json, RawApi
 from tests.cluster.waiting import wait_until
 from tests.cluster.workloads import (
     Mi,
-    create_deployment,
-    deployment,
     running_pods,
-    wait_for_running,
 )
-from tests.updater.following import follow, period, start, write_schedule
-
-PINNED = {"cpu": "1", "memory": "128Mi"}  # Guaranteed: beside the static CPU manager, stuck
+from tests.updater.following import (
+    follow,
+    period,
+    pinned_deployment,
+    start,
+    wait_until_infeasible,
+    write_schedule,
+)
 
 
 def budget(name: str) -> Json:
@@ -40,28 +42,15 @@ def test_a_stuck_pod_is_evicted_only_where_its_disruption_budget_allows(
     full_namespace: FullNamespace,
     tmp_path: Path,
 ) -> None:
-    api, namespace, sim = full_namespace.api, full_namespace.name, full_namespace.sim
-    node = f"evict-{namespace}"
-    sim.register_node(
-        node, cpu="4", memory="8Gi", cpu_manager_policy="static", labels={"tailor-test": node}
-    )
-    create_deployment(
-        api, namespace, deployment("web", node, {"requests": PINNED, "limits": PINNED})
-    )
+    api, namespace = full_namespace.api, full_namespace.name
+    [first] = pinned_deployment(full_namespace, "evict", 1)
     api.create(f"/apis/policy/v1/namespaces/{namespace}/poddisruptionbudgets", budget("web"))
-    [first] = wait_for_running(api, namespace, 1)
     schedule = write_schedule(tmp_path / "s.json", [period(namespace, "web", 2.0, 128 * Mi)])
 
     [sent] = follow(full_namespace.cluster, schedule)
     assert (sent["workload"], sent["action"]) == ("web", "resize")
     name = first["metadata"]["name"]
-    wait_until(
-        lambda: any(
-            c["type"] == "PodResizePending"
-            for c in get_pod(api, namespace, name)["status"].get("conditions", [])
-        ),
-        what="Infeasible",
-    )
+    wait_until_infeasible(api, namespace, [first])
 
     # upstream's default: a controller with a single live replica is never evicted from
     [kept] = follow(full_namespace.cluster, schedule, "--evict")
@@ -89,23 +78,11 @@ def test_one_pass_evicts_no_more_than_the_eviction_tolerance_of_a_deployment(
     full_namespace: FullNamespace,
     tmp_path: Path,
 ) -> None:
-    api, namespace, sim = full_namespace.api, full_namespace.name, full_namespace.sim
-    node = f"tolerance-{namespace}"
-    sim.register_node(
-        node, cpu="8", memory="8Gi", cpu_manager_policy="static", labels={"tailor-test": node}
-    )
-    web = deployment("web", node, {"requests": PINNED, "limits": PINNED})
-    web["spec"]["replicas"] = 4
-    create_deployment(api, namespace, web)
-    pods = wait_for_running(api, namespace, 4)
+    api, namespace = full_namespace.api, full_namespace.name
+    pods = pinned_deployment(full_namespace, "tolerance", 4)
     schedule = write_schedule(tmp_path / "s.json", [period(namespace, "web", 2.0, 128 * Mi)])
     assert {o["action"] for o in follow(full_namespace.cluster, schedule)} == {"resize"}
-
-    def infeasible(pod: Json) -> bool:
-        conditions = get_pod(api, namespace, pod["metadata"]["name"])["status"].get("conditions")
-        return any(c["type"] == "PodResizePending" for c in conditions or [])
-
-    wait_until(lambda: all(infeasible(p) for p in pods), what="four Infeasible resizes")
+    wait_until_infeasible(api, namespace, pods)
     outcomes = follow(full_namespace.cluster, schedule, "--evict")
     evicted = [o for o in outcomes if o["action"] == "evict" and o["applied"]]
     kept = [o for o in outcomes if o["action"] == "none"]
