@@ -28,6 +28,7 @@ from tailor.matching import (
     controlling_vpa,
     pod_controller,
 )
+from tailor.scope import EVERYWHERE, NamespaceScope
 
 LOG = logging.getLogger("tailor.admission")
 WARNING_PREFIX = "kube-tailor admission"
@@ -74,10 +75,14 @@ def _patch_for(pod: Json, namespace: str, view: ClusterView) -> PodPatch:
     return pod_patch(pod, vpa, view.limit_ranges(namespace) if vpa is not None else [])
 
 
-def admit(request: AdmissionRequest, view: ClusterView) -> Verdict:
+def admit(
+    request: AdmissionRequest, view: ClusterView, scope: NamespaceScope = EVERYWHERE
+) -> Verdict:
     """The verdict on one admission request: always allowed, patched where a VPA says so."""
     if not request.is_pod_create():
         return Verdict(reason=f"not a pod CREATE ({request.operation} {request.resource})")
+    if not scope.includes(request.namespace):
+        return Verdict(reason=f"namespace {request.namespace} is outside {scope.describe()}")
     if not isinstance(request.obj, Mapping):
         return Verdict(
             warnings=(f"{WARNING_PREFIX}: cannot read the pod: request.object is not an object",),

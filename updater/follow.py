@@ -8,7 +8,7 @@ checks of the node's next pods, so one pass never promises a node's room twice.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 
@@ -18,6 +18,7 @@ from tailor.api.vpa import VerticalPodAutoscaler
 from tailor.kube import Answer, Cluster
 from tailor.quantity import QuantityError
 from tailor.schedule_file import ScheduleRow
+from tailor.scope import NamespaceScope
 from tailor.workloads import pod_workload
 from updater.decide import Action, Decision, Policy, decide
 from updater.fit import NodeUsage, fits_beside
@@ -53,6 +54,12 @@ class PassOptions:
     dry_run: bool = False
     use_vpa: bool = False
     recommendations: bool = False  # each pod's VPA recommendation instead of a schedule
+    scope: NamespaceScope = field(default_factory=NamespaceScope)
+
+    def acts_in(self, namespace: str) -> bool:
+        """In `-n`'s namespaces (all without it) and within the scope flags."""
+        named = self.namespaces is None or namespace in self.namespaces
+        return named and self.scope.includes(namespace)
 
 
 def has_controller(pod: Json) -> bool:
@@ -159,7 +166,7 @@ def _scheduled(
     pods: Iterable[Json],
     rows: Iterable[ScheduleRow],
     now: datetime,
-    namespaces: frozenset[str] | None,
+    acts_in: Callable[[str], bool],
 ) -> Iterator[tuple[Json, str, str, Mapping[str, Target]]]:
     """Each running pod whose workload has a period in force now: (pod, namespace, workload,
     targets per container)."""
@@ -168,17 +175,17 @@ def _scheduled(
         namespace = str((pod.get("metadata") or {}).get("namespace"))
         workload = pod_workload(pod)
         targets = wanted.get((namespace, workload))
-        if targets and _live(pod) and not (namespaces and namespace not in namespaces):
+        if targets and _live(pod) and acts_in(namespace):
             yield pod, namespace, workload, targets
 
 
 def _recommended(
-    pods: Iterable[Json], namespaces: frozenset[str] | None
+    pods: Iterable[Json], acts_in: Callable[[str], bool]
 ) -> Iterator[tuple[Json, str, str, None]]:
     """Every running pod (its VPA, if any, says what it should have)."""
     for pod in pods:
         namespace = str((pod.get("metadata") or {}).get("namespace"))
-        if _live(pod) and not (namespaces and namespace not in namespaces):
+        if _live(pod) and acts_in(namespace):
             yield pod, namespace, pod_workload(pod), None
 
 
@@ -220,9 +227,9 @@ def follow_once(
     outcomes: list[Outcome] = []
     candidates: list[_Candidate] = []
     due = (
-        _recommended(pods, options.namespaces)
+        _recommended(pods, options.acts_in)
         if options.recommendations
-        else _scheduled(pods, rows, now, options.namespaces)
+        else _scheduled(pods, rows, now, options.acts_in)
     )
     for pod, namespace, workload, scheduled in due:
         name = str((pod.get("metadata") or {}).get("name"))

@@ -10,6 +10,7 @@ running `tailor follow` mounts as its schedule file.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from enum import StrEnum
@@ -30,6 +31,7 @@ from recommender.vpa.settings import VpaSettings
 from tailor.api.vpa import VerticalPodAutoscaler
 from tailor.kube import Cluster
 from tailor.schedule_file import SCHEDULE_KEY, schedule_records
+from tailor.scope import NamespaceScope
 
 
 class Model(StrEnum):
@@ -48,6 +50,7 @@ class ServiceOptions:
     forecast: ForecastSettings | None = None
     vpa: VpaSettings | None = None  # upstream's model: its flags' defaults unless set
     schedule_config_map: tuple[str, str] | None = None  # (namespace, name)
+    scope: NamespaceScope = field(default_factory=NamespaceScope)
 
 
 @dataclass
@@ -93,6 +96,10 @@ def _fit(entries: list[ServedVpa], options: ServiceOptions, now: datetime) -> _F
     return _Fitted(rows, schedule)
 
 
+def _namespace(obj: Mapping[str, Any]) -> str:
+    return str((obj.get("metadata") or {}).get("namespace"))
+
+
 def recommend_once(
     cluster: Cluster,
     options: ServiceOptions,
@@ -105,7 +112,10 @@ def recommend_once(
     checkpoints of VPAs that no longer exist are deleted too, as upstream's GC does.
     """
     now = now or datetime.now(UTC)
-    listed = cluster.vpas()
+    in_scope = options.scope.includes
+    listed = [
+        v for v in cluster.vpas() if in_scope(str((v.get("metadata") or {}).get("namespace")))
+    ]
     vpas = VerticalPodAutoscaler.valid_among(listed)
     entries = served_vpas(
         vpas, cluster.pods(), cluster.replica_sets(), options.recommender_name, options.is_default
@@ -132,7 +142,8 @@ def recommend_once(
         else:
             report.refused.append(f"checkpoint {name}: {answer.message}")
     if collect_checkpoints and options.model is Model.vpa:
-        for namespace, name in orphaned_checkpoints(cluster.checkpoints(), listed):
+        ours = [c for c in cluster.checkpoints() if in_scope(_namespace(c))]
+        for namespace, name in orphaned_checkpoints(ours, listed):
             answer = cluster.delete_checkpoint(namespace, name)
             if answer.accepted or answer.status == 404:
                 report.checkpoints_deleted += 1

@@ -26,9 +26,12 @@ from admission.registration import Endpoint, Registrar, read_ca
 from admission.server import ReviewMetrics, WebhookServer, make_app
 from admission.watch import WATCH_SECONDS
 from tailor.cli.service import (
+    IgnoredNamespaces,
     MetricsPort,
+    VpaNamespace,
     config_map_flag,
     duration_flag,
+    namespace_scope,
     serve_telemetry,
     service_telemetry,
 )
@@ -93,6 +96,8 @@ def admission_command(
         typer.Option(help="How often the certificate and key files are re-read (rotation)."),
     ] = "30s",
     metrics_port: MetricsPort = DEFAULT_PORTS["admission"],
+    vpa_object_namespace: VpaNamespace = None,
+    ignored_vpa_object_namespaces: IgnoredNamespaces = None,
     register_webhook: Annotated[
         bool,
         typer.Option(
@@ -118,6 +123,7 @@ def admission_command(
 ) -> None:
     """Serve the webhook: pods being created get their VPA's recommendation (POST /mutate)."""
     every = duration_flag(refresh, "--refresh", "100ms").total_seconds()
+    scope = namespace_scope(vpa_object_namespace, ignored_vpa_object_namespaces)
     cert_every = duration_flag(cert_check, "--cert-check", "1s").total_seconds()
     try:
         certificates = CertificateReloader(
@@ -145,7 +151,7 @@ def admission_command(
         LOG.error("%s; listing again in the background", error)
     try:
         metrics = ReviewMetrics(telemetry) if telemetry is not None else None
-        app = make_app(cache, lambda: cache.loaded, metrics=metrics)
+        app = make_app(cache, lambda: cache.loaded, metrics=metrics, scope=scope)
         server = WebhookServer(app, certificates.context, address, port)
     except OSError as error:
         raise typer.BadParameter(f"cannot listen on {address}:{port}: {error}") from error

@@ -24,14 +24,17 @@ from rich.table import Table
 from tailor.cli import election as election_flags
 from tailor.cli import options
 from tailor.cli.service import (
+    IgnoredNamespaces,
     Interval,
     Kubeconfig,
     MetricsPort,
     Once,
+    VpaNamespace,
     config_map_flag,
     connect,
     duration_flag,
     interval_flag,
+    namespace_scope,
     run_every,
     serve_telemetry,
     service_telemetry,
@@ -170,6 +173,8 @@ def follow_command(
     ] = None,
     kubeconfig: Kubeconfig = None,
     namespace: options.Namespace = None,
+    vpa_object_namespace: VpaNamespace = None,
+    ignored_vpa_object_namespaces: IgnoredNamespaces = None,
     once: Once = False,
     interval: Interval = "1m",
     evict: Annotated[
@@ -232,6 +237,7 @@ def follow_command(
     if moment is not None and not once:
         raise typer.BadParameter("--at goes with --once", param_hint="--at")
     source = _source(schedule, schedule_configmap, recommendations)
+    scope = namespace_scope(vpa_object_namespace, ignored_vpa_object_namespaces)
     chosen = election_flags.election(
         "updater",
         leader_elect,
@@ -256,6 +262,7 @@ def follow_command(
         dry_run,
         use_vpa=vpa or recommendations,
         recommendations=recommendations,
+        scope=scope,
     )
     if once:
         try:

@@ -22,14 +22,17 @@ from tailor.cli import election as election_flags
 from tailor.cli import options
 from tailor.cli.inputs import PrometheusOptions, prometheus_settings
 from tailor.cli.service import (
+    IgnoredNamespaces,
     Interval,
     Kubeconfig,
     MetricsPort,
     Once,
+    VpaNamespace,
     config_map_flag,
     connect,
     duration_flag,
     interval_flag,
+    namespace_scope,
     run_every,
     serve_telemetry,
     service_telemetry,
@@ -128,6 +131,8 @@ def recommender_command(
         str | None,
         typer.Option(help="With --strategy forecast: write the schedule to ConfigMap NS/NAME."),
     ] = None,
+    vpa_object_namespace: VpaNamespace = None,
+    ignored_vpa_object_namespaces: IgnoredNamespaces = None,
     once: Once = False,
     interval: Interval = "1m",
     checkpoints_gc_interval: Annotated[
@@ -163,6 +168,7 @@ def recommender_command(
         is_default=default or name == DEFAULT_RECOMMENDER_NAME,
         forecast=options.forecast_settings(forecast_set),
         vpa=options.vpa_settings(vpa_set),
+        scope=namespace_scope(vpa_object_namespace, ignored_vpa_object_namespaces),
         schedule_config_map=_config_map(schedule_configmap, strategy),
     )
     period = interval_flag(interval, once)

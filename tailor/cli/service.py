@@ -24,6 +24,7 @@ from apscheduler.triggers.interval import IntervalTrigger
 from tailor.durations import DurationError, parse_duration
 from tailor.kube import Cluster, ClusterError, api_client_from
 from tailor.leader import LeaderElector
+from tailor.scope import NamespaceScope, ScopeError
 from tailor.telemetry import STALE_INTERVALS, ServiceTelemetry, TelemetryServer
 
 Kubeconfig = Annotated[
@@ -165,3 +166,25 @@ def _follow_leadership(
     if telemetry is not None:
         telemetry.leader.set(1 if leader.is_leader() else 0)
     leader.start()
+
+
+VpaNamespace = Annotated[
+    str | None,
+    typer.Option(
+        "--vpa-object-namespace", help="Act only in this namespace (default: all), as upstream."
+    ),
+]
+IgnoredNamespaces = Annotated[
+    str | None,
+    typer.Option(
+        "--ignored-vpa-object-namespaces", help="Comma-separated namespaces never acted in."
+    ),
+]
+
+
+def namespace_scope(only: str | None, ignored: str | None) -> NamespaceScope:
+    """The scope the two flags give; a name the API server could not hold is exit 2."""
+    try:
+        return NamespaceScope.parse(only, ignored)
+    except ScopeError as error:
+        raise typer.BadParameter(str(error), param_hint="--vpa-object-namespace") from None

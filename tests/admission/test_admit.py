@@ -13,6 +13,7 @@ from admission.admit import admit
 from admission.review import AdmissionRequest, ReviewError, Verdict, parse_review, review_response
 from tailor.api import LimitRange, VerticalPodAutoscaler
 from tailor.kube import ClusterError
+from tailor.scope import NamespaceScope
 from tests.admission.objects import APP_TARGETS, apply_patch, container, limit_range, pod, vpa
 
 REPLICA_SET = {
@@ -135,6 +136,17 @@ def test_a_deployment_pod_gets_its_vpa_recommendation_through_its_replica_set() 
         "limits": {"memory": "400Mi"},
     }
     assert verdict.reason.startswith("Pod resources updated by web")
+
+
+def test_a_pod_outside_the_namespace_scope_is_admitted_as_written() -> None:
+    view = View([vpa("Auto", APP_TARGETS)])
+    ignored = admit(creating(new_pod()), view, NamespaceScope.parse(None, "shop"))
+    assert not ignored.operations
+    assert ignored.reason == "namespace shop is outside all namespaces but shop"
+    assert view.replica_set_reads == []  # not even looked up
+    elsewhere = admit(creating(new_pod()), view, NamespaceScope.parse("ops", None))
+    assert elsewhere.reason == "namespace shop is outside namespace ops"
+    assert admit(creating(new_pod()), view, NamespaceScope.parse("shop", None)).operations
 
 
 def test_the_oldest_matching_vpa_decides() -> None:

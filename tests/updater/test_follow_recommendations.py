@@ -80,6 +80,13 @@ def test_each_pod_follows_its_vpas_recommendation_when_upstream_would_update_it(
     assert Quantity.parse(requests["memory"]) == Quantity.parse("128Mi")  # unchanged
     assert pods["api"]["spec"]["containers"][0]["resources"]["requests"]["cpu"] == "250m"
 
+    # out of scope, nothing is considered (upstream's --ignored-vpa-object-namespaces)
+    assert (
+        follow(full_namespace, "--recommendations", f"--ignored-vpa-object-namespaces={namespace}")
+        == {}
+    )
+    assert follow(full_namespace, "--recommendations", "--vpa-object-namespace=elsewhere") == {}
+
     again = follow(full_namespace, "--recommendations")
     assert again["web"]["action"] in ("none", "wait")  # at its target: within the bounds now
 

@@ -93,6 +93,10 @@ def test_the_service_writes_the_libraries_recommendation_into_the_vpas_it_serves
     assert f"recommended: {namespace}/web" in result.stdout
     assert "checkpoints: 1 written" in result.stdout
     assert f"no recommendation yet: {namespace}/idle" in result.stdout
+    elsewhere = run("--once", "--prometheus", url, "--history", "5d", "--kubeconfig", kubeconfig,
+                    "--ignored-vpa-object-namespaces", namespace)  # fmt: skip
+    assert elsewhere.exit_code == 0, elsewhere.output
+    assert namespace not in elsewhere.stdout  # its VPAs are out of scope
 
     web = VerticalPodAutoscaler.from_api(api.get(f"{vpas}/web"))
     assert web.status is not None and web.status.recommendation is not None

@@ -1,0 +1,49 @@
+"""Which namespaces a component acts in: upstream's `--vpa-object-namespace` (one, or all)
+and `--ignored-vpa-object-namespaces`, one rule for the recommender, the updater and the
+webhook, so a team can run kube-tailor for its own namespaces beside another VPA."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
+
+
+class ScopeError(ValueError):
+    """A namespace name the API server would never hold, or a scope that excludes itself."""
+
+
+def _checked(name: str) -> str:
+    if len(name) > 63 or not _LABEL.fullmatch(name):
+        raise ScopeError(f"{name!r} is not a namespace name (lower-case letters, digits, '-')")
+    return name
+
+
+@dataclass(frozen=True)
+class NamespaceScope:
+    """All namespaces by default; `only` one of them; never those `ignored`."""
+
+    only: str | None = None
+    ignored: frozenset[str] = frozenset()
+
+    @classmethod
+    def parse(cls, only: str | None, ignored: str | None) -> NamespaceScope:
+        """From the flags' text: a name, and a comma-separated list (blanks ignored)."""
+        names = frozenset(_checked(n.strip()) for n in (ignored or "").split(",") if n.strip())
+        chosen = _checked(only) if only else None
+        if chosen is not None and chosen in names:
+            raise ScopeError(f"namespace {chosen!r} is both the only one and ignored")
+        return cls(chosen, names)
+
+    def includes(self, namespace: str) -> bool:
+        if namespace in self.ignored:
+            return False
+        return self.only is None or namespace == self.only
+
+    def describe(self) -> str:
+        where = f"namespace {self.only}" if self.only else "all namespaces"
+        return where + (f" but {', '.join(sorted(self.ignored))}" if self.ignored else "")
+
+
+EVERYWHERE = NamespaceScope()
