@@ -28,7 +28,12 @@ from updater.priority import priority
 from updater.progress import ResizeState, resize_status
 from updater.recommendations import recommended_targets, update_reason
 from updater.resources import Json
-from updater.restriction import DisruptionLimits, EvictionRestriction, configured_replicas
+from updater.restriction import (
+    DisruptionLimits,
+    EvictionRestriction,
+    configured_replicas,
+    unmet_eviction_requirements,
+)
 from updater.targets import Target, due_targets
 
 
@@ -123,6 +128,7 @@ class _Candidate:
     name: str
     workload: str
     governance: Governance
+    targets: Mapping[str, Target]
     planned: Planned
 
     def order(self) -> tuple[int, float]:
@@ -239,7 +245,7 @@ def follow_once(
             outcomes.append(Outcome(namespace, name, workload, Action.NONE, why_not))
             continue
         planned = _planned(pod, targets, governance.rules)
-        candidates.append(_Candidate(pod, namespace, name, workload, governance, planned))
+        candidates.append(_Candidate(pod, namespace, name, workload, governance, targets, planned))
     for item in sorted(candidates, key=_Candidate.order):  # stable: ties keep listing order
         pod, governance = item.pod, item.governance
         policy = _pod_policy(options.policy, governance)
@@ -253,7 +259,9 @@ def follow_once(
             elif not answer.accepted:
                 detail = _refused(answer, "resize")
         elif decision.action is Action.EVICT:
-            refusal = restriction.refusal(pod, governance.min_replicas)
+            refusal = unmet_eviction_requirements(
+                pod, item.targets, governance.eviction_requirements
+            ) or restriction.refusal(pod, governance.min_replicas)
             if refusal is not None:
                 decision = Decision(Action.NONE, f"{detail}; not evicted: {refusal}")
                 detail = decision.reason

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pydantic import ValidationError
 
 from tailor.api.limitrange import LimitRange, LimitType, merged_limit_range_item
-from tailor.api.vpa import UpdateMode, VerticalPodAutoscaler
+from tailor.api.vpa import EvictionRequirement, UpdateMode, VerticalPodAutoscaler
 from tailor.matching import OwnerReferenceError, PodRef, controlling_vpa, pod_controller
 from updater.plan import PodRules
 from updater.resources import Json
@@ -34,6 +34,11 @@ class Governance:
     leave_alone: str | None = None
     min_replicas: int | None = None  # the VPA's updatePolicy.minReplicas, over --min-replicas
     vpa: VerticalPodAutoscaler | None = None  # the VPA that controls the pod (--vpa)
+
+    @property
+    def eviction_requirements(self) -> list[EvictionRequirement]:
+        policy = self.vpa.spec.update_policy if self.vpa is not None else None
+        return list(policy.eviction_requirements or []) if policy is not None else []
 
 
 def limit_rules(limit_ranges: Iterable[LimitRange]) -> PodRules:

@@ -11,10 +11,12 @@ apply on top, through the Eviction API.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from updater.resources import Json
+from tailor.api.vpa import EvictionChangeRequirement, EvictionRequirement
+from updater.resources import Json, requests_of, resource_list
+from updater.targets import Target
 
 Owner = tuple[str, str, str]  # (namespace, kind, name) of the controlling owner
 
@@ -104,3 +106,55 @@ class EvictionRestriction:
         owner = owner_of(pod)
         if owner is not None:
             self.evicted[owner] += 1
+
+
+def _running_requests(container: Json, status: Json | None) -> dict[str, int]:
+    """What the container runs with now: the kubelet's report, else its spec (a resize the
+    kubelet refused has already changed the spec, not the container)."""
+    if status:
+        for found in (
+            (status.get("resources") or {}).get("requests"),
+            status.get("allocatedResources"),
+        ):
+            if found:
+                return resource_list(found)
+    return requests_of(container)
+
+
+def _target_amount(target: Target, resource: str) -> int:
+    if resource == "cpu":
+        return round((target.cpu_cores or 0.0) * 1000)
+    return round(target.memory_bytes or 0.0)
+
+
+def unmet_eviction_requirements(
+    pod: Json, targets: Mapping[str, Target], requirements: Sequence[EvictionRequirement]
+) -> str | None:
+    """Upstream's `updatePolicy.evictionRequirements`: a pod may be evicted only when one of
+    its containers moves every listed resource the required way (target above, or below,
+    what it runs with); None when it may go."""
+    if not requirements:
+        return None
+    statuses = {
+        str(s.get("name")): s for s in (pod.get("status") or {}).get("containerStatuses") or []
+    }
+    for container in (pod.get("spec") or {}).get("containers") or []:
+        name = str(container.get("name"))
+        target = targets.get(name)
+        if target is None:
+            continue
+        running = _running_requests(container, statuses.get(name))
+        if all(
+            _moves(item.change_requirement, _target_amount(target, r), running.get(r, 0))
+            for item in requirements
+            for r in item.resources
+        ):
+            return None
+    wanted = "; ".join(f"{', '.join(i.resources)} {i.change_requirement}" for i in requirements)
+    return f"its VPA's evictionRequirements are not met ({wanted})"
+
+
+def _moves(requirement: EvictionChangeRequirement, target: int, running: int) -> bool:
+    if requirement is EvictionChangeRequirement.TARGET_HIGHER_THAN_REQUESTS:
+        return target > running
+    return target < running

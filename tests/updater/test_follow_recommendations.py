@@ -96,13 +96,24 @@ def test_a_resize_the_kubelet_cannot_make_falls_back_to_eviction_within_the_rest
 ) -> None:
     api, namespace = full_namespace.api, full_namespace.name
     install_crds(api)
-    api.create(vpa_collection(namespace), vpa("web", "web", mode="InPlaceOrRecreate"))
+    web = vpa("web", "web", mode="InPlaceOrRecreate")
+    only_down = [{"resources": ["cpu"], "changeRequirement": "TargetLowerThanRequests"}]
+    web["spec"]["updatePolicy"]["evictionRequirements"] = only_down
+    api.create(vpa_collection(namespace), web)
     pods = pinned_deployment(full_namespace, "pinned", 2)
     recommend(api, namespace, "web", ("1500m", "2", "3"))
 
     first = follow(full_namespace, "--recommendations", "--evict")
     assert first["web"]["action"] == "resize"
     wait_until_infeasible(api, namespace, pods)
+    # the target (2 cores) is above what the containers run with (1): not evicted for a rise
+    refused = json_outcomes(full_namespace, "--recommendations", "--evict")
+    assert [o["action"] for o in refused] == ["none", "none"]
+    assert all("evictionRequirements are not met" in o["detail"] for o in refused)
+    only_up = [{"resources": ["cpu"], "changeRequirement": "TargetHigherThanRequests"}]
+    policy = {"spec": {"updatePolicy": {"evictionRequirements": only_up}}}
+    api.patch(f"{vpa_collection(namespace)}/web", policy, MERGE_PATCH)
+
     # the specs now ask for the target, but the kubelet refused: one replica is evicted
     outcomes = json_outcomes(full_namespace, "--recommendations", "--evict")
     assert sorted((o["action"], o["applied"]) for o in outcomes) == [

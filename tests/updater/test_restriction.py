@@ -5,13 +5,16 @@ from __future__ import annotations
 
 import pytest
 
+from tailor.api.vpa import EvictionRequirement
 from updater.resources import Json
 from updater.restriction import (
     DisruptionLimits,
     EvictionRestriction,
     configured_replicas,
     owner_of,
+    unmet_eviction_requirements,
 )
+from updater.targets import Target
 
 
 def pod(name: str, owner: str | None = "web-1", phase: str = "Running") -> Json:
@@ -92,3 +95,39 @@ def test_groups_are_counted_apart_and_a_bare_pod_is_never_evicted() -> None:
 def test_impossible_limits_are_refused(minimum: int, tolerance: float) -> None:
     with pytest.raises(ValueError):
         DisruptionLimits(minimum, tolerance)
+
+
+def requirement(direction: str, *resources: str) -> EvictionRequirement:
+    return EvictionRequirement.model_validate(
+        {"resources": list(resources), "changeRequirement": direction}
+    )
+
+
+def running(spec_cpu: str, running_cpu: str | None = None) -> Json:
+    container = {"name": "app", "resources": {"requests": {"cpu": spec_cpu, "memory": "1Gi"}}}
+    status: dict[str, object] = {}
+    if running_cpu is not None:  # the kubelet's report: what the container runs with
+        reported = {"requests": {"cpu": running_cpu, "memory": "1Gi"}}
+        status["containerStatuses"] = [{"name": "app", "resources": reported}]
+    return {"spec": {"containers": [container]}, "status": status}
+
+
+def test_eviction_requirements_compare_the_target_with_what_the_container_runs_with() -> None:
+    up = [requirement("TargetHigherThanRequests", "cpu")]
+    down = [requirement("TargetLowerThanRequests", "cpu")]
+    target = {"app": Target(2.0, 2.0**30, None)}
+    refused_resize = running("2", "1")  # the spec asks for 2 cores, the container still has 1
+    assert unmet_eviction_requirements(refused_resize, target, up) is None
+    assert unmet_eviction_requirements(refused_resize, target, down) == (
+        "its VPA's evictionRequirements are not met (cpu TargetLowerThanRequests)"
+    )
+    assert unmet_eviction_requirements(running("1"), target, up) is None  # no report: the spec
+    assert unmet_eviction_requirements(running("1"), target, []) is None
+
+
+def test_every_listed_resource_must_move_the_required_way() -> None:
+    both_up = [requirement("TargetHigherThanRequests", "cpu", "memory")]
+    more_cpu_same_memory = {"app": Target(2.0, 2.0**30, None)}
+    assert unmet_eviction_requirements(running("1", "1"), more_cpu_same_memory, both_up)
+    more_of_both = {"app": Target(2.0, 2.0**31, None)}
+    assert unmet_eviction_requirements(running("1", "1"), more_of_both, both_up) is None
