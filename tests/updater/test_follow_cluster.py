@@ -237,8 +237,9 @@ def test_a_broken_schedule_or_kubeconfig_is_refused_before_anything_changes(
 
     kubeconfig = ["--kubeconfig", str(kube_cluster.kubeconfig)]
     for flags, words in (
-        ([], "give --schedule FILE or --schedule-configmap NAMESPACE/NAME"),
-        (["--schedule", str(fine), "--schedule-configmap", "a/b"], "give --schedule FILE or"),
+        ([], "give --schedule FILE, --schedule-configmap NAMESPACE/NAME or --recommendations"),
+        (["--schedule", str(fine), "--schedule-configmap", "a/b"], "give --schedule FILE,"),
+        (["--schedule", str(fine), "--recommendations"], "give --schedule FILE,"),
         (["--schedule-configmap", "no-slash"], "want NAMESPACE/NAME"),
         (["--schedule-configmap", f"{kube_namespace}/absent"], "absent does not exist"),
         (["--schedule", str(fine), "--at", "noon"], "not an RFC 3339 time: 'noon'"),
