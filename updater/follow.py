@@ -130,6 +130,7 @@ class _Candidate:
     governance: Governance
     targets: Mapping[str, Target]
     planned: Planned
+    reason: str = ""  # why upstream's rules update it (VPA recommendations)
 
     def order(self) -> tuple[int, float]:
         """Upstream's priority for pods that change, then the rest in listing order."""
@@ -141,10 +142,10 @@ class _Candidate:
 class _Governor:
     """Each pod's Governance, from the objects read once per pass."""
 
-    def __init__(self, cluster: Cluster, use_vpa: bool, evict: bool) -> None:
+    def __init__(self, cluster: Cluster, use_vpa: bool, evict: bool, recreate: bool) -> None:
         ranges = by_namespace(LimitRange.valid_among(cluster.limit_ranges()))
         self.limits = {namespace: limit_rules(found) for namespace, found in ranges.items()}
-        self.use_vpa = use_vpa
+        self.use_vpa, self.recreate = use_vpa, recreate
         self.vpas = VerticalPodAutoscaler.valid_among(cluster.vpas()) if use_vpa else []
         # a pod's Deployment (for its VPA) and each ReplicaSet's replicas (for evictions)
         self.replica_sets = cluster.replica_sets() if use_vpa or evict else {}
@@ -153,7 +154,7 @@ class _Governor:
         limits = self.limits.get(namespace, PodRules())
         if not self.use_vpa:
             return Governance(limits)
-        return vpa_governance(pod, self.vpas, self.replica_sets, limits)
+        return vpa_governance(pod, self.vpas, self.replica_sets, limits, self.recreate)
 
 
 def _pod_policy(policy: Policy, governance: Governance) -> Policy:
@@ -200,21 +201,30 @@ def _targets(
     scheduled: Mapping[str, Target] | None,
     governance: Governance,
     now: datetime,
-) -> tuple[Mapping[str, Target], str | None]:
-    """The pod's targets now, or why it is left alone: the schedule's, or (with
-    `recommendations`) its VPA's when upstream's updater would update it."""
+) -> tuple[Mapping[str, Target], str | None, str]:
+    """(targets, why the pod is left alone, why it is updated): the schedule's targets, or
+    (with `recommendations`) its VPA's when upstream's updater would update it."""
     if governance.leave_alone:
-        return {}, governance.leave_alone
+        return {}, governance.leave_alone, ""
     if scheduled is not None:
-        return scheduled, None
+        return scheduled, None, ""
     vpa = governance.vpa
     targets = recommended_targets(vpa) if vpa is not None else {}
     if vpa is None or not targets:
-        return {}, "its VPA has no recommendation yet"
+        return {}, "its VPA has no recommendation yet", ""
+    reason = update_reason(pod, vpa, now)
     resizing = resize_status(pod).state is not ResizeState.NONE  # an answer to await or act on
-    if not resizing and update_reason(pod, vpa, now) is None:
-        return {}, "within its VPA's recommendation (upstream's update rules)"
-    return targets, None
+    if reason is None and (governance.recreate or not resizing):
+        return {}, "within its VPA's recommendation (upstream's update rules)", ""
+    return targets, None, reason or ""
+
+
+def _recreate_decision(reason: str, policy: Policy) -> Decision:
+    """A `Recreate` pod off its recommendation is evicted (if allowed); its replacement gets
+    the recommendation from the webhook."""
+    if not policy.evict:
+        return Decision(Action.NONE, f"{reason}; updateMode Recreate needs --evict")
+    return Decision(Action.EVICT, f"{reason}; updateMode Recreate")
 
 
 def follow_once(
@@ -225,7 +235,9 @@ def follow_once(
 ) -> list[Outcome]:
     """Bring every scheduled pod towards its target; one Outcome per pod considered."""
     pods, nodes = cluster.pods(), cluster.nodes()
-    governor = _Governor(cluster, options.use_vpa, options.policy.evict)
+    governor = _Governor(
+        cluster, options.use_vpa, options.policy.evict, recreate=options.recommendations
+    )
     restriction = EvictionRestriction(
         pods, configured_replicas(governor.replica_sets), options.limits
     )
@@ -240,16 +252,21 @@ def follow_once(
     for pod, namespace, workload, scheduled in due:
         name = str((pod.get("metadata") or {}).get("name"))
         governance = governor.of(pod, namespace)
-        targets, why_not = _targets(pod, scheduled, governance, now)
+        targets, why_not, reason = _targets(pod, scheduled, governance, now)
         if why_not is not None:
             outcomes.append(Outcome(namespace, name, workload, Action.NONE, why_not))
             continue
         planned = _planned(pod, targets, governance.rules)
-        candidates.append(_Candidate(pod, namespace, name, workload, governance, targets, planned))
+        candidates.append(
+            _Candidate(pod, namespace, name, workload, governance, targets, planned, reason)
+        )
     for item in sorted(candidates, key=_Candidate.order):  # stable: ties keep listing order
         pod, governance = item.pod, item.governance
         policy = _pod_policy(options.policy, governance)
-        decision = _decision(pod, item.planned, nodes, usage, now, policy)
+        if governance.recreate:  # never resized: evicted, and the webhook sizes the new pod
+            decision = _recreate_decision(item.reason, policy)
+        else:
+            decision = _decision(pod, item.planned, nodes, usage, now, policy)
         detail, applied = decision.reason, True
         if decision.action is Action.RESIZE and isinstance(item.planned, ResizePlan):
             answer = cluster.resize(pod, item.planned.patch(), options.dry_run)

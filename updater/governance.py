@@ -34,6 +34,7 @@ class Governance:
     leave_alone: str | None = None
     min_replicas: int | None = None  # the VPA's updatePolicy.minReplicas, over --min-replicas
     vpa: VerticalPodAutoscaler | None = None  # the VPA that controls the pod (--vpa)
+    recreate: bool = False  # updateMode Recreate (or Auto): updated by eviction, never resized
 
     @property
     def eviction_requirements(self) -> list[EvictionRequirement]:
@@ -55,8 +56,13 @@ def vpa_governance(
     vpas: Iterable[VerticalPodAutoscaler],
     replica_sets: Mapping[tuple[str, str], Json],
     limits: PodRules,
+    recreate: bool = False,
 ) -> Governance:
-    """The pod's rules under its controlling VPA, or why the updater leaves it alone."""
+    """The pod's rules under its controlling VPA, or why the updater leaves it alone.
+
+    With `recreate` (following VPA recommendations), a `Recreate` pod is governed too: it is
+    updated by eviction, and the webhook sizes its replacement, as upstream's updater does.
+    """
     try:
         controller = pod_controller(pod, replica_sets)
     except (OwnerReferenceError, ValidationError) as error:
@@ -66,7 +72,8 @@ def vpa_governance(
     if vpa is None:
         return Governance(limits, leave_alone="no VerticalPodAutoscaler controls it")
     mode = vpa.effective_update_mode()
-    if mode not in IN_PLACE_MODES:
+    by_eviction = recreate and mode is UpdateMode.RECREATE
+    if mode not in IN_PLACE_MODES and not by_eviction:
         reason = f"VPA {vpa.name} has updateMode {mode}: no in-place updates"
         return Governance(limits, leave_alone=reason)
     rules = PodRules(
@@ -77,7 +84,8 @@ def vpa_governance(
     policy = vpa.spec.update_policy
     return Governance(
         rules,
-        may_evict=mode is UpdateMode.IN_PLACE_OR_RECREATE,
+        may_evict=mode is not UpdateMode.IN_PLACE,
         min_replicas=policy.min_replicas if policy is not None else None,
         vpa=vpa,
+        recreate=by_eviction,
     )

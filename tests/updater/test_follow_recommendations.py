@@ -72,7 +72,10 @@ def test_each_pod_follows_its_vpas_recommendation_when_upstream_would_update_it(
     web = outcomes["web"]
     assert (web["action"], web["applied"]) == ("resize", True), web
     assert outcomes["api"]["detail"] == "within its VPA's recommendation (upstream's update rules)"
-    assert outcomes["batch"]["detail"] == "VPA batch has updateMode Recreate: no in-place updates"
+    assert outcomes["batch"]["action"] == "none"  # Recreate is updated by eviction only
+    assert outcomes["batch"]["detail"] == (
+        "app cpu request below the recommendation's lowerBound; updateMode Recreate needs --evict"
+    )
     assert outcomes["db"]["detail"] == "its VPA has no recommendation yet"
     pods = {p["metadata"]["labels"]["app"]: p for p in running_pods(api, namespace)}
     requests = pods["web"]["spec"]["containers"][0]["resources"]["requests"]
@@ -122,6 +125,35 @@ def test_a_resize_the_kubelet_cannot_make_falls_back_to_eviction_within_the_rest
     ]
     [kept] = [o for o in outcomes if o["action"] == "none"]
     assert "1 of 2 replicas already evicted this pass" in kept["detail"]
+
+
+def test_recreate_pods_off_their_recommendation_are_evicted_within_the_restriction(
+    full_namespace: FullNamespace,
+) -> None:
+    api, namespace, sim = full_namespace.api, full_namespace.name, full_namespace.sim
+    install_crds(api)
+    node = f"recreate-{namespace}"
+    sim.register_node(node, cpu="8", memory="16Gi", labels={"tailor-test": node})
+    api.create(vpa_collection(namespace), vpa("web", "web", mode="Recreate"))
+    web = deployment("web", node)
+    web["spec"]["replicas"] = 2
+    create_deployment(api, namespace, web)
+    pods = wait_for_running(api, namespace, 2)
+    recommend(api, namespace, "web", ("400m", "600m", "900m"))  # 250m: below lowerBound
+
+    outcomes = json_outcomes(full_namespace, "--recommendations", "--evict")
+    assert sorted((o["action"], o["applied"]) for o in outcomes) == [
+        ("evict", True),
+        ("none", True),
+    ]  # never resized in place; one of two replicas per pass (upstream's tolerance)
+    [evicted] = [o for o in outcomes if o["action"] == "evict"]
+    assert evicted["detail"] == (
+        "evicted: app cpu request below the recommendation's lowerBound; updateMode Recreate"
+    )
+    names = {p["metadata"]["name"] for p in pods}
+    assert evicted["pod"] in names
+    for pod in running_pods(api, namespace):  # nothing was resized
+        assert pod["spec"]["containers"][0]["resources"]["requests"]["cpu"] == "250m"
 
 
 def test_recommendations_exclude_a_schedule() -> None:

@@ -122,3 +122,18 @@ def test_the_vpas_min_replicas_overrides_the_updaters_flag() -> None:
     assert vpa_governance(pod(), [own], REPLICA_SETS, PodRules()).min_replicas == 1
     plain = vpa_governance(pod(), [vpa("InPlaceOrRecreate")], REPLICA_SETS, PodRules())
     assert plain.min_replicas is None  # --min-replicas then
+
+
+@pytest.mark.parametrize(
+    ("mode", "recreate", "left"),
+    [("Recreate", True, None), ("Auto", True, None), (None, True, None),
+     ("Off", False, "VPA web has updateMode Off: no in-place updates"),
+     ("InPlace", False, None)],
+)  # fmt: skip
+def test_following_recommendations_governs_recreate_pods_for_eviction(
+    mode: str | None, recreate: bool, left: str | None
+) -> None:
+    found = vpa_governance(pod(), [vpa(mode)], REPLICA_SETS, PodRules(), recreate=True)
+    assert (found.recreate, found.leave_alone) == (recreate, left)
+    if recreate:
+        assert found.may_evict
