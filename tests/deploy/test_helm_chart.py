@@ -231,6 +231,30 @@ def test_cert_manager_issues_the_served_certificate_and_injects_its_ca(helm: Hel
     assert not [o for o in plain if o["apiVersion"].startswith("cert-manager.io/")]
 
 
+def test_the_namespace_scope_reaches_every_service_and_the_restriction_the_updater(
+    helm: Helm,
+) -> None:
+    objects = helm.render(
+        *("--set", "scope.vpaObjectNamespace=shop"),
+        *("--set-json", 'scope.ignoredVpaObjectNamespaces=["ops","lab"]'),
+        *("--set", "updater.minReplicas=3,updater.evictionTolerance=0.25"),
+    )
+    for name in DEPLOYMENTS.values():
+        args = command(objects, name)
+        assert option(args, "--vpa-object-namespace") == "shop"
+        assert option(args, "--ignored-vpa-object-namespaces") == "ops,lab"
+        parse(args)
+    updater = command(objects, "tailor-updater")
+    assert (option(updater, "--min-replicas"), option(updater, "--eviction-tolerance")) == (
+        "3",
+        "0.25",
+    )
+    zero = command(helm.render("--set", "updater.evictionTolerance=0"), "tailor-updater")
+    assert option(zero, "--eviction-tolerance") == "0"  # 0 is a value, not "unset"
+    plain = command(helm.render(), "tailor-updater")
+    assert not any(a.startswith(("--min-replicas", "--vpa-object-namespace")) for a in plain)
+
+
 @pytest.mark.parametrize("setting", ["recommender.strategy=vpa", "recommender.enabled=false"])
 def test_without_a_schedule_the_updater_follows_each_vpas_recommendation(
     helm: Helm, setting: str
@@ -309,6 +333,8 @@ def test_one_replica_without_election_is_replaced_with_recreate_and_two_are_refu
         ("scheduleConfigMap=Plan_B", "/scheduleConfigMap"),
         ("updater.replicas=0", "/updater/replicas"),
         ("recommender.leaderElect=yes", "/recommender/leaderElect"),
+        ("scope.vpaObjectNamespace=Shop_1", "/scope/vpaObjectNamespace"),
+        ("updater.evictionTolerance=2", "/updater/evictionTolerance"),
     ],
 )
 def test_bad_values_are_refused_naming_the_value(helm: Helm, setting: str, named: str) -> None:

@@ -100,3 +100,13 @@ spec:
 {{- define "kube-tailor.followsSchedule" -}}
 {{- if and .Values.recommender.enabled (eq .Values.recommender.strategy "forecast") }}true{{- end }}
 {{- end }}
+
+{{/* upstream's namespace scope flags, when set (values: scope.*) */}}
+{{- define "kube-tailor.scopeArgs" -}}
+{{- with .Values.scope.vpaObjectNamespace }}
+- --vpa-object-namespace={{ . }}
+{{- end }}
+{{- with .Values.scope.ignoredVpaObjectNamespaces }}
+- --ignored-vpa-object-namespaces={{ join "," . }}
+{{- end }}
+{{- end }}
