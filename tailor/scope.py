@@ -4,10 +4,9 @@ webhook, so a team can run kube-tailor for its own namespaces beside another VPA
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
-_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
+from tailor.names import InvalidName, namespace_name
 
 
 class ScopeError(ValueError):
@@ -15,9 +14,10 @@ class ScopeError(ValueError):
 
 
 def _checked(name: str) -> str:
-    if len(name) > 63 or not _LABEL.fullmatch(name):
-        raise ScopeError(f"{name!r} is not a namespace name (lower-case letters, digits, '-')")
-    return name
+    try:
+        return namespace_name(name)
+    except InvalidName as error:
+        raise ScopeError(str(error)) from None
 
 
 @dataclass(frozen=True)

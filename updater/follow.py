@@ -13,7 +13,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 
 from tailor.api.limitrange import LimitRange
-from tailor.api.meta import by_namespace
+from tailor.api.meta import by_namespace, object_key
 from tailor.api.vpa import VerticalPodAutoscaler
 from tailor.kube import Answer, Cluster
 from tailor.quantity import QuantityError
@@ -32,6 +32,7 @@ from updater.restriction import (
     DisruptionLimits,
     EvictionRestriction,
     configured_replicas,
+    owner_of,
     unmet_eviction_requirements,
 )
 from updater.targets import Target, due_targets
@@ -65,11 +66,6 @@ class PassOptions:
         """In `-n`'s namespaces (all without it) and within the scope flags."""
         named = self.namespaces is None or namespace in self.namespaces
         return named and self.scope.includes(namespace)
-
-
-def has_controller(pod: Json) -> bool:
-    owners = (pod.get("metadata") or {}).get("ownerReferences") or []
-    return any(owner.get("controller") for owner in owners)
 
 
 def _targets_by_workload(
@@ -116,7 +112,7 @@ def _decision(
             fit = fits_beside(pod, planned, node, usage.beside(pod))
         except QuantityError as error:
             return Decision(Action.NONE, f"unreadable resources: {error}")
-    return decide(planned, resize_status(pod), fit, now, policy, has_controller(pod))
+    return decide(planned, resize_status(pod), fit, now, policy, owner_of(pod) is not None)
 
 
 @dataclass(frozen=True)
@@ -179,7 +175,7 @@ def _scheduled(
     targets per container)."""
     wanted = _targets_by_workload(rows, now)
     for pod in pods:
-        namespace = str((pod.get("metadata") or {}).get("namespace"))
+        namespace = object_key(pod)[0]
         workload = pod_workload(pod)
         targets = wanted.get((namespace, workload))
         if targets and _live(pod) and acts_in(namespace):
@@ -191,7 +187,7 @@ def _recommended(
 ) -> Iterator[tuple[Json, str, str, None]]:
     """Every running pod (its VPA, if any, says what it should have)."""
     for pod in pods:
-        namespace = str((pod.get("metadata") or {}).get("namespace"))
+        namespace = object_key(pod)[0]
         if _live(pod) and acts_in(namespace):
             yield pod, namespace, pod_workload(pod), None
 
@@ -212,7 +208,7 @@ def _targets(
     targets = recommended_targets(vpa) if vpa is not None else {}
     if vpa is None or not targets:
         return {}, "its VPA has no recommendation yet", ""
-    reason = update_reason(pod, vpa, now)
+    reason = update_reason(pod, vpa, now, targets)
     resizing = resize_status(pod).state is not ResizeState.NONE  # an answer to await or act on
     if reason is None and (governance.recreate or not resizing):
         return {}, "within its VPA's recommendation (upstream's update rules)", ""
@@ -250,7 +246,7 @@ def follow_once(
         else _scheduled(pods, rows, now, options.acts_in)
     )
     for pod, namespace, workload, scheduled in due:
-        name = str((pod.get("metadata") or {}).get("name"))
+        name = object_key(pod)[1]
         governance = governor.of(pod, namespace)
         targets, why_not, reason = _targets(pod, scheduled, governance, now)
         if why_not is not None:

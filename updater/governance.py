@@ -17,7 +17,12 @@ from dataclasses import dataclass
 from pydantic import ValidationError
 
 from tailor.api.limitrange import LimitRange, LimitType, merged_limit_range_item
-from tailor.api.vpa import EvictionRequirement, UpdateMode, VerticalPodAutoscaler
+from tailor.api.vpa import (
+    EvictionRequirement,
+    PodUpdatePolicy,
+    UpdateMode,
+    VerticalPodAutoscaler,
+)
 from tailor.matching import OwnerReferenceError, PodRef, controlling_vpa, pod_controller
 from updater.plan import PodRules
 from updater.resources import Json
@@ -32,13 +37,22 @@ class Governance:
     rules: PodRules
     may_evict: bool = True
     leave_alone: str | None = None
-    min_replicas: int | None = None  # the VPA's updatePolicy.minReplicas, over --min-replicas
     vpa: VerticalPodAutoscaler | None = None  # the VPA that controls the pod (--vpa)
     recreate: bool = False  # updateMode Recreate (or Auto): updated by eviction, never resized
 
     @property
+    def _update_policy(self) -> PodUpdatePolicy | None:
+        return self.vpa.spec.update_policy if self.vpa is not None else None
+
+    @property
+    def min_replicas(self) -> int | None:
+        """The VPA's updatePolicy.minReplicas, which overrides --min-replicas."""
+        policy = self._update_policy
+        return policy.min_replicas if policy is not None else None
+
+    @property
     def eviction_requirements(self) -> list[EvictionRequirement]:
-        policy = self.vpa.spec.update_policy if self.vpa is not None else None
+        policy = self._update_policy
         return list(policy.eviction_requirements or []) if policy is not None else []
 
 
@@ -81,11 +95,6 @@ def vpa_governance(
         container_limit_range=limits.container_limit_range,
         pod_limit_range=limits.pod_limit_range,
     )
-    policy = vpa.spec.update_policy
     return Governance(
-        rules,
-        may_evict=mode is not UpdateMode.IN_PLACE,
-        min_replicas=policy.min_replicas if policy is not None else None,
-        vpa=vpa,
-        recreate=by_eviction,
+        rules, may_evict=mode is not UpdateMode.IN_PLACE, vpa=vpa, recreate=by_eviction
     )

@@ -8,7 +8,7 @@ resources get it before pods that would only be trimmed or nudged.
 from __future__ import annotations
 
 from updater.plan import ResizePlan
-from updater.resources import RESOURCES, Json, requests_of
+from updater.resources import RESOURCES, Json, relative_change, requests_of
 
 
 def _pod_requests(containers: list[Json]) -> dict[str, int]:
@@ -22,8 +22,7 @@ def _pod_requests(containers: list[Json]) -> dict[str, int]:
 def priority(pod: Json, plan: ResizePlan) -> tuple[int, float]:
     """A sort key, smallest first: (0 for a scale-up else 1, minus the relative change).
 
-    The relative change is upstream's: over cpu and memory, |new - now| / now of the pod's
-    summed requests (a resource the pod does not request yet counts for nothing).
+    The relative change is upstream's (`updater.resources.relative_change`).
     """
     containers = list((pod.get("spec") or {}).get("containers") or [])
     now = _pod_requests(containers)
@@ -39,5 +38,4 @@ def priority(pod: Json, plan: ResizePlan) -> tuple[int, float]:
             if resource in before:
                 after[resource] += wanted.get(resource) - before[resource]
     grows = any(after[r] > now[r] for r in RESOURCES)
-    relative = sum(abs(after[r] - now[r]) / now[r] for r in RESOURCES if now[r] > 0)
-    return (0 if grows else 1, -relative)
+    return (0 if grows else 1, -relative_change(now, after))

@@ -9,11 +9,12 @@ whose requests are, summed over cpu and memory, at least 10 % off the target.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import datetime, timedelta
 
 from tailor.api.vpa import RecommendedContainerResources, VerticalPodAutoscaler
 from tailor.schedule_file import aware_time
-from updater.resources import RESOURCES, Json, amount, requests_of
+from updater.resources import RESOURCES, Json, amount, relative_change, requests_of
 from updater.targets import Target
 
 QUICK_OOM = timedelta(minutes=10)
@@ -36,9 +37,7 @@ def recommended_targets(vpa: VerticalPodAutoscaler) -> dict[str, Target]:
 
 def _bound(item: RecommendedContainerResources, name: str, resource: str) -> int | None:
     bounds = getattr(item, name)
-    if not bounds or resource not in bounds:
-        return None
-    return amount(resource, bounds[resource].canonical())
+    return amount(resource, bounds[resource]) if bounds and resource in bounds else None
 
 
 def _outside_bounds(pod: Json, vpa: VerticalPodAutoscaler) -> str | None:
@@ -74,8 +73,9 @@ def _quick_oom(pod: Json) -> str | None:
     return None
 
 
-def _relative_change(pod: Json, targets: dict[str, Target]) -> float:
-    """Upstream's: over cpu and memory, |sum of requests - sum of targets| / sum of requests."""
+def _relative_change(pod: Json, targets: Mapping[str, Target]) -> float:
+    """Upstream's measure between the requests and the targets of the containers that have
+    one, for the resources they request."""
     requested, wanted = dict.fromkeys(RESOURCES, 0.0), dict.fromkeys(RESOURCES, 0.0)
     for container in (pod.get("spec") or {}).get("containers") or []:
         target = targets.get(str(container.get("name")))
@@ -83,15 +83,21 @@ def _relative_change(pod: Json, targets: dict[str, Target]) -> float:
             continue
         requests = requests_of(container)
         for resource, value in (("cpu", target.cpu_cores), ("memory", target.memory_bytes)):
-            if value is None or resource not in requests:
-                continue
-            requested[resource] += requests[resource]
-            wanted[resource] += value * 1000 if resource == "cpu" else value
-    return sum(abs(requested[r] - wanted[r]) / requested[r] for r in RESOURCES if requested[r])
+            if value is not None and resource in requests:
+                requested[resource] += requests[resource]
+                wanted[resource] += value * 1000 if resource == "cpu" else value
+    return relative_change(requested, wanted)
 
 
-def update_reason(pod: Json, vpa: VerticalPodAutoscaler, now: datetime) -> str | None:
-    """Why upstream's updater would update the pod now; None leaves it as it is."""
+def update_reason(
+    pod: Json,
+    vpa: VerticalPodAutoscaler,
+    now: datetime,
+    targets: Mapping[str, Target] | None = None,
+) -> str | None:
+    """Why upstream's updater would update the pod now; None leaves it as it is.
+
+    `targets` are `recommended_targets(vpa)`, when the caller has them already."""
     reason = _outside_bounds(pod, vpa) or _quick_oom(pod)
     if reason is not None:
         return reason
@@ -100,7 +106,7 @@ def update_reason(pod: Json, vpa: VerticalPodAutoscaler, now: datetime) -> str |
         age = now - aware_time(str(started)) if started else timedelta(0)
     except ValueError:
         age = timedelta(0)
-    change = _relative_change(pod, recommended_targets(vpa))
+    change = _relative_change(pod, recommended_targets(vpa) if targets is None else targets)
     if age > LONG_LIVED and change >= MIN_CHANGE:
         return f"up {age} and {change:.0%} off its recommendation"
     return None

@@ -74,3 +74,12 @@ def sum_amounts(items: Iterable[Amounts]) -> Amounts:
     for item in items:
         total = total + item
     return total
+
+
+def relative_change(before: Mapping[str, float], after: Mapping[str, float]) -> float:
+    """Upstream's updater measure of how far a pod's requests move: over cpu and memory,
+    |after - before| / before of the pod's summed requests (a resource not requested counts
+    for nothing). It orders the pods of a pass and decides when a long-lived pod updates."""
+    return sum(
+        abs(after.get(r, 0) - before[r]) / before[r] for r in RESOURCES if before.get(r, 0) > 0
+    )

@@ -23,7 +23,7 @@ from tailor.api.checkpoint import (
     VerticalPodAutoscalerCheckpointStatus,
     checkpoint_name,
 )
-from tailor.api.meta import ObjectMeta
+from tailor.api.meta import ObjectMeta, object_key
 
 
 def checkpoint_objects(
@@ -70,17 +70,11 @@ def orphaned_checkpoints(
     no history behind. Any VPA of that name counts, whoever serves it and even when we
     cannot read it: only a checkpoint nobody could resume from goes.
     """
-    alive = {
-        (
-            str((v.get("metadata") or {}).get("namespace")),
-            str((v.get("metadata") or {}).get("name")),
-        )
-        for v in vpas
-    }
+    alive = {object_key(v) for v in vpas}
     gone = []
     for checkpoint in checkpoints:
-        meta, spec = checkpoint.get("metadata") or {}, checkpoint.get("spec") or {}
-        namespace = str(meta.get("namespace"))
-        if (namespace, str(spec.get("vpaObjectName"))) not in alive:
-            gone.append((namespace, str(meta.get("name"))))
+        namespace, name = object_key(checkpoint)
+        owner = str((checkpoint.get("spec") or {}).get("vpaObjectName"))
+        if (namespace, owner) not in alive:
+            gone.append((namespace, name))
     return gone

@@ -10,7 +10,6 @@ running `tailor follow` mounts as its schedule file.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from enum import StrEnum
@@ -28,6 +27,7 @@ from recommender.recommend import fit_vpa_model, recommend_forecast_workloads, v
 from recommender.service.checkpoints import checkpoint_objects, orphaned_checkpoints
 from recommender.service.status import ServedVpa, served_vpas, vpa_status
 from recommender.vpa.settings import VpaSettings
+from tailor.api.meta import object_key
 from tailor.api.vpa import VerticalPodAutoscaler
 from tailor.kube import Cluster
 from tailor.schedule_file import SCHEDULE_KEY, schedule_records
@@ -96,10 +96,6 @@ def _fit(entries: list[ServedVpa], options: ServiceOptions, now: datetime) -> _F
     return _Fitted(rows, schedule)
 
 
-def _namespace(obj: Mapping[str, Any]) -> str:
-    return str((obj.get("metadata") or {}).get("namespace"))
-
-
 def recommend_once(
     cluster: Cluster,
     options: ServiceOptions,
@@ -113,9 +109,7 @@ def recommend_once(
     """
     now = now or datetime.now(UTC)
     in_scope = options.scope.includes
-    listed = [
-        v for v in cluster.vpas() if in_scope(str((v.get("metadata") or {}).get("namespace")))
-    ]
+    listed = [v for v in cluster.vpas() if in_scope(object_key(v)[0])]
     vpas = VerticalPodAutoscaler.valid_among(listed)
     entries = served_vpas(
         vpas, cluster.pods(), cluster.replica_sets(), options.recommender_name, options.is_default
@@ -142,7 +136,7 @@ def recommend_once(
         else:
             report.refused.append(f"checkpoint {name}: {answer.message}")
     if collect_checkpoints and options.model is Model.vpa:
-        ours = [c for c in cluster.checkpoints() if in_scope(_namespace(c))]
+        ours = [c for c in cluster.checkpoints() if in_scope(object_key(c)[0])]
         for namespace, name in orphaned_checkpoints(ours, listed):
             answer = cluster.delete_checkpoint(namespace, name)
             if answer.accepted or answer.status == 404:

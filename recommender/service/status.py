@@ -89,15 +89,20 @@ def _amounts(row: Mapping[str, Any], bound: str) -> ResourceList:
     )
 
 
+def _rows_of(entry: ServedVpa, rows: pd.DataFrame, containers: Iterable[str]) -> pd.DataFrame:
+    """The model's rows of this VPA's workloads, for `containers`."""
+    return rows[
+        (rows["namespace"] == entry.vpa.namespace)
+        & rows["workload"].isin(sorted(entry.workloads))
+        & rows["container"].isin(sorted(containers))
+    ]
+
+
 def container_recommendations(
     entry: ServedVpa, rows: pd.DataFrame
 ) -> list[RecommendedContainerResources]:
     """The model's rows for this VPA's pods, largest per container across its workloads."""
-    mine = rows[
-        (rows["namespace"] == entry.vpa.namespace)
-        & rows["workload"].isin(sorted(entry.workloads))
-        & rows["container"].isin(sorted(entry.containers))
-    ]
+    mine = _rows_of(entry, rows, entry.containers)
     numeric = [f"{r}_{bound}" for r in ("cpu", "memory") for _, bound in BOUNDS]
     merged = mine.groupby("container", sort=True)[numeric].max()
     recommendations = []
@@ -116,16 +121,12 @@ def container_recommendations(
 _MESSAGE_LIMIT = 4000
 
 
-def explanation(entry: ServedVpa, rows: pd.DataFrame, containers: list[str]) -> str:
+def explanation(entry: ServedVpa, rows: pd.DataFrame, containers: Iterable[str]) -> str:
     """What the model says about each recommended container, for RecommendationProvided's
     message: `kubectl describe vpa` then shows why, without reading our logs."""
     if "explanation" not in rows.columns:
         return ""  # upstream's model explains nothing, as upstream's recommender
-    mine = rows[
-        (rows["namespace"] == entry.vpa.namespace)
-        & rows["workload"].isin(sorted(entry.workloads))
-        & rows["container"].isin(containers)
-    ]
+    mine = _rows_of(entry, rows, containers)
     parts = []
     for container, group in mine.groupby("container", sort=True):
         said = sorted({str(text) for text in group["explanation"] if isinstance(text, str)})

@@ -260,6 +260,12 @@ class _Namespaced(Protocol):
 NamespacedT = TypeVar("NamespacedT", bound=_Namespaced)
 
 
+def object_key(obj: Mapping[str, Any]) -> tuple[str, str]:
+    """(namespace, name) of an object as the API's JSON; "" where the metadata lacks one."""
+    metadata = obj.get("metadata") or {}
+    return str(metadata.get("namespace") or ""), str(metadata.get("name") or "")
+
+
 def by_namespace(objects: Iterable[NamespacedT]) -> dict[str, list[NamespacedT]]:
     """Objects grouped by namespace, in list order: what one namespace's pods are held to."""
     grouped: dict[str, list[NamespacedT]] = {}

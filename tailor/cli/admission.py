@@ -29,9 +29,9 @@ from tailor.cli.service import (
     IgnoredNamespaces,
     MetricsPort,
     VpaNamespace,
-    config_map_flag,
     duration_flag,
     namespace_scope,
+    namespaced_name_flag,
     serve_telemetry,
     service_telemetry,
 )
@@ -60,7 +60,7 @@ def registration_target(
     span = duration_flag(timeout, "--webhook-timeout", "1s")
     if span.total_seconds() > 30 or span.total_seconds() % 1:
         raise typer.BadParameter("whole seconds from 1s to 30s", param_hint="--webhook-timeout")
-    namespace, name = config_map_flag(service, "--webhook-service")
+    namespace, name = namespaced_name_flag(service, "--webhook-service")
     if url is not None and not url.startswith("https://"):
         raise typer.BadParameter("must be an https:// URL", param_hint="--webhook-url")
     endpoint = Endpoint(None if url else (namespace, name), port, url, home=namespace)

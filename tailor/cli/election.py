@@ -8,10 +8,9 @@ stopped, as it releases the lease). The webhook needs none: every replica may an
 from __future__ import annotations
 
 import contextlib
-import re
 import socket
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -23,12 +22,10 @@ from tailor.cli.service import duration_flag
 from tailor.kube import Cluster, ClusterError
 from tailor.leader import LeaderElectionError, LeaderElector, LeaseTiming
 from tailor.lease import ApiLease
+from tailor.names import InvalidName, namespace_name, object_name
 
 _IN_CLUSTER_NAMESPACE = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
 FALLBACK_NAMESPACE = "kube-tailor"
-# what the API server accepts as a Lease's name (a DNS subdomain) and a namespace (a label)
-_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
-_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
 
 # upstream's defaults (client-go's): every command with --leader-elect takes them from here
 LEASE_DURATION, RENEW_DEADLINE, RETRY_PERIOD = "15s", "10s", "2s"
@@ -111,23 +108,21 @@ def election(
         )
     except LeaderElectionError as error:
         raise typer.BadParameter(str(error), param_hint="--leader-elect-*") from None
-    name = _checked(name or f"tailor-{component}", _SUBDOMAIN, 253, "--leader-elect-resource-name")
+    name = _checked(object_name, name or f"tailor-{component}", "--leader-elect-resource-name")
     namespace = _checked(
-        namespace or _own_namespace(), _LABEL, 63, "--leader-elect-resource-namespace"
+        namespace_name, namespace or _own_namespace(), "--leader-elect-resource-namespace"
     )
     # the pod's name is its hostname; the suffix tells a restarted container from its past
     identity = f"{socket.gethostname()}_{uuid.uuid4()}"
     return Election(namespace, name, identity, timing)
 
 
-def _checked(text: str, pattern: re.Pattern[str], longest: int, option: str) -> str:
+def _checked(rule: Callable[[str], str], text: str, option: str) -> str:
     """A name the API server will take, else exit 2 now rather than a refused Lease forever."""
-    if len(text) > longest or not pattern.fullmatch(text):
-        raise typer.BadParameter(
-            f"{text!r} is not a valid Kubernetes name (lower-case letters, digits, '-')",
-            param_hint=option,
-        )
-    return text
+    try:
+        return rule(text)
+    except InvalidName as error:
+        raise typer.BadParameter(str(error), param_hint=option) from None
 
 
 @contextlib.contextmanager

@@ -30,11 +30,11 @@ from tailor.cli.service import (
     MetricsPort,
     Once,
     VpaNamespace,
-    config_map_flag,
     connect,
     duration_flag,
     interval_flag,
     namespace_scope,
+    namespaced_name_flag,
     run_every,
     serve_telemetry,
     service_telemetry,
@@ -120,7 +120,7 @@ def _source(path: Path | None, config_map: str | None, recommendations: bool) ->
         )
     if config_map is None:
         return _Source(path, None)
-    return _Source(None, config_map_flag(config_map, "--schedule-configmap"))
+    return _Source(None, namespaced_name_flag(config_map, "--schedule-configmap"))
 
 
 class _Follower:

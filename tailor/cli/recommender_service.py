@@ -28,11 +28,11 @@ from tailor.cli.service import (
     MetricsPort,
     Once,
     VpaNamespace,
-    config_map_flag,
     connect,
     duration_flag,
     interval_flag,
     namespace_scope,
+    namespaced_name_flag,
     run_every,
     serve_telemetry,
     service_telemetry,
@@ -50,7 +50,7 @@ def _config_map(text: str | None, model: Model) -> tuple[str, str] | None:
         raise typer.BadParameter(
             "a schedule needs --strategy forecast", param_hint="--schedule-configmap"
         )
-    return config_map_flag(text, "--schedule-configmap")
+    return namespaced_name_flag(text, "--schedule-configmap")
 
 
 def _report_lines(report: PassReport) -> list[str]:

@@ -24,6 +24,7 @@ from apscheduler.triggers.interval import IntervalTrigger
 from tailor.durations import DurationError, parse_duration
 from tailor.kube import Cluster, ClusterError, api_client_from
 from tailor.leader import LeaderElector
+from tailor.names import InvalidName, namespace_name, object_name
 from tailor.scope import NamespaceScope, ScopeError
 from tailor.telemetry import STALE_INTERVALS, ServiceTelemetry, TelemetryServer
 
@@ -57,12 +58,16 @@ def interval_flag(text: str, once: bool) -> timedelta:
     return duration_flag(text, "--interval", None if once else "1s")
 
 
-def config_map_flag(text: str, option: str) -> tuple[str, str]:
-    """A ConfigMap named NAMESPACE/NAME on the command line."""
+def namespaced_name_flag(text: str, option: str) -> tuple[str, str]:
+    """An object (a ConfigMap, a Service) named NAMESPACE/NAME on the command line, with
+    names the API server accepts."""
     namespace, slash, name = text.partition("/")
     if not slash or not namespace or not name or "/" in name:
         raise typer.BadParameter(f"want NAMESPACE/NAME, got {text!r}", param_hint=option)
-    return namespace, name
+    try:
+        return namespace_name(namespace), object_name(name)
+    except InvalidName as error:
+        raise typer.BadParameter(str(error), param_hint=option) from None
 
 
 def connect(kubeconfig: Path | None) -> Cluster:

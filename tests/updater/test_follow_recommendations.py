@@ -38,6 +38,14 @@ def recommend(api: Any, namespace: str, name: str, cpu: tuple[str, str, str]) ->
     api.patch(f"{vpa_collection(namespace)}/{name}/status", status, MERGE_PATCH)
 
 
+def vpa_node(full_namespace: FullNamespace, prefix: str) -> str:
+    """The VPA CRDs installed and a roomy simulated node for the test's Deployments."""
+    install_crds(full_namespace.api)
+    node = f"{prefix}-{full_namespace.name}"
+    full_namespace.sim.register_node(node, cpu="8", memory="16Gi", labels={"tailor-test": node})
+    return node
+
+
 def json_outcomes(full_namespace: FullNamespace, *flags: str) -> list[Json]:
     config = str(full_namespace.cluster.kubeconfig)
     args = ["follow", "--once", "--format", "json", "--kubeconfig", config, *flags]
@@ -54,10 +62,8 @@ def follow(full_namespace: FullNamespace, *flags: str) -> dict[str, Json]:
 def test_each_pod_follows_its_vpas_recommendation_when_upstream_would_update_it(
     full_namespace: FullNamespace,
 ) -> None:
-    api, namespace, sim = full_namespace.api, full_namespace.name, full_namespace.sim
-    install_crds(api)
-    node = f"rec-{namespace}"
-    sim.register_node(node, cpu="8", memory="16Gi", labels={"tailor-test": node})
+    api, namespace = full_namespace.api, full_namespace.name
+    node = vpa_node(full_namespace, "rec")
     vpas = vpa_collection(namespace)
     modes = {"web": "InPlaceOrRecreate", "api": "InPlace", "batch": "Recreate", "db": "InPlace"}
     for name, mode in modes.items():
@@ -130,10 +136,8 @@ def test_a_resize_the_kubelet_cannot_make_falls_back_to_eviction_within_the_rest
 def test_recreate_pods_off_their_recommendation_are_evicted_within_the_restriction(
     full_namespace: FullNamespace,
 ) -> None:
-    api, namespace, sim = full_namespace.api, full_namespace.name, full_namespace.sim
-    install_crds(api)
-    node = f"recreate-{namespace}"
-    sim.register_node(node, cpu="8", memory="16Gi", labels={"tailor-test": node})
+    api, namespace = full_namespace.api, full_namespace.name
+    node = vpa_node(full_namespace, "recreate")
     api.create(vpa_collection(namespace), vpa("web", "web", mode="Recreate"))
     web = deployment("web", node)
     web["spec"]["replicas"] = 2
