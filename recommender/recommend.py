@@ -15,6 +15,7 @@ import pandas as pd
 from recommender.data.arrays import KEY_COLUMNS, UsageArrays, factorize_rows, from_long
 from recommender.data.ooms import history_start, oom_kills
 from recommender.data.schema import validate_events, validate_usage
+from recommender.data.throttling import throttling_notes, with_cpu_demand
 from recommender.forecast.api import BOUND_COLUMNS, recommend_forecast
 from recommender.forecast.settings import ForecastSettings
 from recommender.vpa.model import VpaModel
@@ -46,14 +47,19 @@ def fit_vpa_model(
     progress: ProgressCallback | None = None,
     *,
     checked: bool = False,
+    count_throttling: bool = True,
 ) -> tuple[VpaModel, pd.DataFrame]:
     """The upstream-VPA model fed with a canonical usage frame, and its aggregates' keys.
 
     Row i of the returned frame (namespace, workload, container) is the model's
     aggregate i: what `recommend_vpa` recommends for, and what a checkpoint saves.
+    CPU samples count what throttling held back (`throttling`) unless not
+    `count_throttling`: upstream's exact numbers, which see usage only.
     """
     if not checked:
         usage, events = _checked(usage, events)
+    if count_throttling:
+        usage = with_cpu_demand(usage)
     settings = settings or VpaSettings()
     codes, series = factorize_rows(usage, KEY_COLUMNS)
     to_aggregate, aggregates = aggregate_index(series)
@@ -95,6 +101,7 @@ def recommend_vpa(
     progress: ProgressCallback | None = None,
     *,
     checked: bool = False,
+    count_throttling: bool = True,
 ) -> pd.DataFrame:
     """Upstream-VPA recommendations for a canonical usage frame.
 
@@ -102,14 +109,21 @@ def recommend_vpa(
     reader): bad input raises `DataFormatError` naming the row and column.
     `checked=True` skips that for frames a reader returned (`read_usage`, the
     Prometheus source, `demo_fleet`), which validated them already: a second pass
-    costs about 0.3 s per million samples.
+    costs about 0.3 s per million samples. Throttled CPU counts as demand unless not
+    `count_throttling` (see `fit_vpa_model`); rows of throttled containers then
+    carry an `explanation` saying so.
     """
-    model, aggregates = fit_vpa_model(usage, events, settings, progress, checked=checked)
-    return vpa_rows(model, aggregates)
+    model, aggregates = fit_vpa_model(
+        usage, events, settings, progress, checked=checked, count_throttling=count_throttling
+    )
+    return vpa_rows(model, aggregates, noted=usage if count_throttling else None)
 
 
-def vpa_rows(model: VpaModel, aggregates: pd.DataFrame) -> pd.DataFrame:
-    """The model's recommendation per aggregate, as the rows `recommend_vpa` returns."""
+def vpa_rows(
+    model: VpaModel, aggregates: pd.DataFrame, noted: pd.DataFrame | None = None
+) -> pd.DataFrame:
+    """The model's recommendation per aggregate, as the rows `recommend_vpa` returns;
+    with the throttling of the `noted` usage explained (`with_throttling_notes`)."""
     result = model.recommend(containers_per_pod(aggregates))
     frame = aggregates.copy()
     frame["cpu_target"] = result.cpu_target
@@ -118,7 +132,28 @@ def vpa_rows(model: VpaModel, aggregates: pd.DataFrame) -> pd.DataFrame:
     frame["memory_target"] = result.memory_target
     frame["memory_lower"] = result.memory_lower
     frame["memory_upper"] = result.memory_upper
-    return frame
+    return frame if noted is None else with_throttling_notes(frame, noted)
+
+
+def with_throttling_notes(rows: pd.DataFrame, usage: pd.DataFrame) -> pd.DataFrame:
+    """`rows` with each throttled aggregate's note appended to its `explanation` (the
+    column is added only when some aggregate was throttled)."""
+    notes = throttling_notes(usage, AGGREGATE_COLUMNS)
+    if notes.empty:
+        return rows
+    keyed = rows.merge(notes, on=list(AGGREGATE_COLUMNS), how="left")
+    said = keyed["explanation"] if "explanation" in keyed else pd.Series(np.nan, keyed.index)
+    note = keyed["throttling"]
+    joined = [
+        f"{text}; {extra}" if isinstance(text, str) and text else extra
+        for text, extra in zip(said, note, strict=True)
+    ]
+    out = rows.copy()
+    out["explanation"] = [
+        text if isinstance(extra, str) else previous
+        for text, extra, previous in zip(joined, note, said, strict=True)
+    ]
+    return out
 
 
 def _checked(
@@ -138,6 +173,7 @@ def recommend_forecast_workloads(
     step: int | None = None,
     *,
     checked: bool = False,
+    count_throttling: bool = True,
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Forecast recommendations and the 24 h schedule per (namespace, workload, container).
 
@@ -147,12 +183,15 @@ def recommend_forecast_workloads(
     is inferred from the timestamps. The frames are validated first unless
     `checked`, as for `recommend_vpa`. Only the last `settings.history_days` before
     the history's end are planned on; a workload with no sample in them gets NaN
-    figures and an explanation saying when it was last seen.
+    figures and an explanation saying when it was last seen. Throttled CPU counts as
+    demand, and the explanation says so, unless not `count_throttling`.
     """
     if not checked:
         usage, events = _checked(usage, events)
     settings = settings or ForecastSettings()
     kept, quiet = _remembered(usage, settings.history_days)
+    if count_throttling:
+        kept = with_cpu_demand(kept)
     arrays = from_long(kept, step)
     result = recommend_forecast(arrays, events, settings)
     active = _active(arrays, settings.residual_days)
@@ -165,6 +204,8 @@ def recommend_forecast_workloads(
     if quiet is not None:
         recommendations = pd.concat([recommendations, quiet], ignore_index=True)
     recommendations = recommendations.sort_values(list(AGGREGATE_COLUMNS)).reset_index(drop=True)
+    if count_throttling:
+        recommendations = with_throttling_notes(recommendations, kept)
     schedule = (
         result.schedule.loc[np.repeat(active, len(result.schedule) // arrays.n_series)]
         .groupby([*AGGREGATE_COLUMNS, "start", "end"], sort=True)[

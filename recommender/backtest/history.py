@@ -43,6 +43,7 @@ from recommender.data.schema import (
     validate_events,
     validate_usage,
 )
+from recommender.data.throttling import with_cpu_demand
 from recommender.strategy import Requests
 
 MAX_GRID_CELLS = 400_000_000  # containers x windows: beyond this the history is too sparse
@@ -122,7 +123,8 @@ def _validated(frame: pd.DataFrame) -> pd.DataFrame:
     if frame is None or len(frame) == 0:
         raise BacktestInputError("usage history is empty: nothing to replay")
     try:
-        return validate_usage(frame, "usage")
+        # the replay's truth is what containers wanted: throttled CPU included
+        return with_cpu_demand(validate_usage(frame, "usage"))
     except DataFormatError as error:
         raise BacktestInputError(str(error)) from error
 

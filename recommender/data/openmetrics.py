@@ -10,6 +10,8 @@ Encoding, per container series (step = the sample period):
   its START. If the counter was non-zero it restarts from 0 there (a new container
   instance, as cAdvisor shows after a restart), so a reader never mistakes the gap
   for an idle window.
+- `container_cpu_cfs_throttled_seconds_total` (only with a `cpu_throttled` column):
+  the same counter of the CPU-seconds throttling held back.
 - `container_memory_working_set_bytes`: the window's peak, sampled at its start.
 - kube-state-metrics gauges (requests, limits, restarts, last terminated reason,
   owner) are sampled at each window's start, as a scrape at that instant would see.
@@ -26,6 +28,7 @@ import pandas as pd
 
 from recommender.data.arrays import infer_step
 from recommender.data.promql import validate_label_name
+from recommender.data.schema import THROTTLED_COLUMN
 
 # kube-controller-manager's safe-encoding alphabet for pod-template-hash suffixes.
 TEMPLATE_HASH_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
@@ -150,6 +153,11 @@ def usage_to_openmetrics(
     events = events if events is not None else _empty_events()
 
     cpu = _Family("container_cpu_usage_seconds", "counter", "Cumulative cpu time consumed")
+    throttled = _Family(
+        "container_cpu_cfs_throttled_seconds",
+        "counter",
+        "Total time duration the container has been throttled",
+    )
     memory = _Family("container_memory_working_set_bytes", "gauge", "Current working set")
     resources = {
         name: _Family(name, "gauge", "Resources of a container (kube-state-metrics)")
@@ -176,6 +184,12 @@ def usage_to_openmetrics(
             times, rows["cpu"].to_numpy(dtype=np.float64), period
         )
         cpu.add("container_cpu_usage_seconds_total", cadvisor, counter_values, counter_times)
+        if THROTTLED_COLUMN in rows and rows[THROTTLED_COLUMN].notna().any():
+            # cAdvisor exports it for containers with a CPU limit: 0 where not throttled
+            held_back = np.nan_to_num(rows[THROTTLED_COLUMN].to_numpy(dtype=np.float64))
+            held_back[np.isnan(rows["cpu"].to_numpy(dtype=np.float64))] = np.nan
+            held, stamps = _counter_samples(times, held_back, period)
+            throttled.add("container_cpu_cfs_throttled_seconds_total", cadvisor, held, stamps)
         mem = rows["memory"].to_numpy(dtype=np.float64)
         has_memory = ~np.isnan(mem)
         memory.add(
@@ -200,7 +214,7 @@ def usage_to_openmetrics(
             oom = format_labels({**extra, **ids, "reason": "OOMKilled"})
             reasons.add(reasons.name, oom, np.ones(int(after.sum())), times[after])
 
-    families = [cpu, memory, *resources.values(), restarts, reasons]
+    families = [cpu, throttled, memory, *resources.values(), restarts, reasons]
     families.append(_pod_status_reasons(usage, events, extra))
     if "workload" in usage:
         families.append(_pod_owners(usage, extra))

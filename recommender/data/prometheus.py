@@ -46,7 +46,12 @@ from recommender.data.promql import (
     check_extra_matcher,
     plan_chunks,
 )
-from recommender.data.schema import DataFormatError, validate_events, validate_usage
+from recommender.data.schema import (
+    THROTTLED_COLUMN,
+    DataFormatError,
+    validate_events,
+    validate_usage,
+)
 
 LOG = logging.getLogger(__name__)
 Progress = Callable[[int, int], None]
@@ -287,6 +292,7 @@ def load_prometheus_history(
         "cpu_at": (queries.cpu_counter_time(), keys),
         "cpu_resets": (queries.cpu_resets(), keys),
         "cpu_low": (queries.cpu_low(), keys),
+        **_throttling_plan(queries, settings.metrics.cpu_throttled, keys),
         "memory": (queries.memory_peak(), keys),
         "requests": (queries.requests(), _label_columns(settings, "resource")),
         "limits": (queries.limits(), _label_columns(settings, "resource")),
@@ -336,7 +342,17 @@ def _assemble(
     )
     memory = frames.memory_windows(samples["memory"], step)
     resources = frames.resource_columns(samples["requests"], samples["limits"])
-    usage = frames.usage_frame(cpu, memory, resources, samples["owners"], start, end)
+    throttled = frames.cpu_windows(
+        samples["throttled"],
+        samples["throttled_at"],
+        step,
+        samples["throttled_resets"],
+        samples["throttled_low"],
+        column=THROTTLED_COLUMN,
+    )
+    usage = frames.usage_frame(
+        cpu, memory, resources, samples["owners"], start, end, throttled=throttled
+    )
     events = frames.combine_events(
         frames.oom_events(samples["restarts"], samples["oom"], resources, memory, step),
         frames.eviction_events(samples["evicted"], memory, start, step),
@@ -344,6 +360,19 @@ def _assemble(
     events = frames.with_workloads(events, samples["owners"])
     LOG.info("loaded %d usage rows and %d events from Prometheus", len(usage), len(events))
     return usage, events
+
+
+def _throttling_plan(
+    queries: HistoryQueries, metric: str, keys: dict[str, str]
+) -> dict[str, tuple[str, dict[str, str]]]:
+    """The CFS-throttling counter, read like the usage counter. cAdvisor exports it only
+    for containers with a CPU limit; without it every window's throttling is NaN."""
+    return {
+        "throttled": (queries.cpu_counter(metric), keys),
+        "throttled_at": (queries.cpu_counter_time(metric), keys),
+        "throttled_resets": (queries.cpu_resets(metric), keys),
+        "throttled_low": (queries.cpu_low(metric), keys),
+    }
 
 
 def _iso(seconds: int) -> str:

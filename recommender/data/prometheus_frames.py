@@ -19,7 +19,7 @@ import logging
 import numpy as np
 import pandas as pd
 
-from recommender.data.schema import CEILINGS, RESOURCE_COLUMNS, USAGE_COLUMNS
+from recommender.data.schema import CEILINGS, RESOURCE_COLUMNS, THROTTLED_COLUMN, USAGE_COLUMNS
 from tailor.workloads import workload_from_owner
 
 LOG = logging.getLogger(__name__)
@@ -46,7 +46,7 @@ def _plausible(frame: pd.DataFrame, column: str, what: str) -> pd.DataFrame:
     """
     values = frame[column].to_numpy(dtype=np.float64)
     resources = frame["resource"] if "resource" in frame else pd.Series(column, frame.index)
-    ceiling = resources.map(lambda name: CEILINGS[name][0]).to_numpy(dtype=np.float64)
+    ceiling = resources.map(lambda name: CEILINGS[name.split("_")[0]][0]).to_numpy(np.float64)
     with np.errstate(invalid="ignore"):
         bad = ~np.isnan(values) & ~((values >= 0) & (values <= ceiling))
     if bad.any():
@@ -79,8 +79,10 @@ def cpu_windows(
     step: int,
     resets: pd.DataFrame,
     lows: pd.DataFrame,
+    column: str = "cpu",
 ) -> pd.DataFrame:
-    """Average cores per window from counter values and their sample times.
+    """Average cores per window from counter values and their sample times (usage, or
+    with `column="cpu_throttled"` the CPU-seconds a CPU limit held back).
 
     Windows where the counter was reset (a restart) or did not advance in time
     (a finished container still inside the lookback) are left out: their usage is
@@ -101,8 +103,8 @@ def cpu_windows(
     unbroken = (paired["resets"] == 0) & (paired["low"] >= paired["value"])
     valid = (increase >= 0) & (elapsed > 0) & unbroken
     out = paired.loc[valid, [*KEYS, "time"]].copy()
-    out["cpu"] = (increase[valid] / elapsed[valid]).astype(np.float64)
-    return _plausible(out, "cpu", "cpu")
+    out[column] = (increase[valid] / elapsed[valid]).astype(np.float64)
+    return _plausible(out, column, "cpu")
 
 
 def memory_windows(peaks: pd.DataFrame, step: int) -> pd.DataFrame:
@@ -166,12 +168,14 @@ def usage_frame(
     owners: pd.DataFrame,
     start: int,
     end: int,
+    throttled: pd.DataFrame | None = None,
 ) -> pd.DataFrame:
     """Canonical long usage for windows starting in [start, end).
 
     A row needs cpu; memory must be there too unless the series has no memory
     samples at all (the schema allows CPU-only series, not holes in measured ones).
-    A window missing one of the two is left out rather than half filled.
+    A window missing one of the two is left out rather than half filled. Throttling
+    (`cpu_windows` of the throttled counter) is optional: NaN where not exported.
     """
     usage = cpu.merge(memory, on=[*KEYS, "time"], how="left")
     measured = memory[KEYS].drop_duplicates().assign(measured=True)
@@ -179,12 +183,16 @@ def usage_frame(
     usage = usage[usage["memory"].notna() | usage["measured"].isna()]
     usage = usage[(usage["time"] >= start) & (usage["time"] < end)]
     usage = usage.merge(resources, on=[*KEYS, "time"], how="left")
+    if throttled is not None and not throttled.empty:
+        usage = usage.merge(throttled, on=[*KEYS, "time"], how="left")
+    else:
+        usage[THROTTLED_COLUMN] = np.nan
     usage = with_workloads(usage, owners)
     usage = usage.sort_values([*KEYS, "time"], kind="stable").reset_index(drop=True)
     usage["timestamp"] = pd.to_datetime(usage["time"].to_numpy(dtype=np.int64), unit="s", utc=True)
     for column in ("namespace", "workload", "pod", "container"):
         usage[column] = usage[column].astype(str)
-    for column in ("cpu", "memory", *RESOURCE_COLUMNS):
+    for column in ("cpu", "memory", *RESOURCE_COLUMNS, THROTTLED_COLUMN):
         usage[column] = usage[column].astype(np.float64)
     return usage[list(USAGE_COLUMNS)]
 

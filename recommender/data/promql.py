@@ -122,6 +122,7 @@ class MetricNames(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     cpu_usage: str = "container_cpu_usage_seconds_total"
+    cpu_throttled: str = "container_cpu_cfs_throttled_seconds_total"
     memory_working_set: str = "container_memory_working_set_bytes"
     requests: str = "kube_pod_container_resource_requests"
     limits: str = "kube_pod_container_resource_limits"
@@ -202,27 +203,30 @@ class HistoryQueries:
         names = [self.labels.namespace, self.labels.pod, self.labels.container, *more]
         return "max by (" + ", ".join(validate_label_name(name) for name in names) + ")"
 
-    def cpu_counter(self) -> str:
-        """Raw counter value of the last sample at or before each grid point."""
-        return f"{self._by()} ({selector(self.metrics.cpu_usage, self._cadvisor())})"
+    def cpu_counter(self, metric: str | None = None) -> str:
+        """Raw counter value of the last sample at or before each grid point (of
+        `metric`, a CPU-seconds counter; the usage counter by default)."""
+        inner = selector(metric or self.metrics.cpu_usage, self._cadvisor())
+        return f"{self._by()} ({inner})"
 
-    def cpu_counter_time(self) -> str:
+    def cpu_counter_time(self, metric: str | None = None) -> str:
         """When that sample was taken, so the rate divides by the true interval."""
-        return f"{self._by()} (timestamp({selector(self.metrics.cpu_usage, self._cadvisor())}))"
+        inner = selector(metric or self.metrics.cpu_usage, self._cadvisor())
+        return f"{self._by()} (timestamp({inner}))"
 
-    def cpu_resets(self) -> str:
+    def cpu_resets(self, metric: str | None = None) -> str:
         """Counter resets among the samples up to each grid point since the one before.
 
         With `cpu_low` this tells a window crossing a restart: the counter difference
         alone misses a reset whenever the new instance overtakes the old value.
         """
-        inner = selector(self.metrics.cpu_usage, self._cadvisor())
+        inner = selector(metric or self.metrics.cpu_usage, self._cadvisor())
         return f"{self._by()} (resets({inner}[{duration(self.step)}]))"
 
-    def cpu_low(self) -> str:
+    def cpu_low(self, metric: str | None = None) -> str:
         """Lowest counter sample in the same range, over all series of the container
         (after a restart cAdvisor may export the new instance as a new series)."""
-        inner = selector(self.metrics.cpu_usage, self._cadvisor())
+        inner = selector(metric or self.metrics.cpu_usage, self._cadvisor())
         by = self._by().replace("max by", "min by", 1)
         return f"{by} (min_over_time({inner}[{duration(self.step)}]))"
 

@@ -10,7 +10,9 @@ container); `workload` is a label that defaults to the pod name.
 Missing measurements: `cpu` is never NaN. `memory` NaN means "not measured in
 that sample" (a whole CPU-only series such as the Azure trace, or single
 unreported samples); models skip it, they never read it as zero. Requests and
-limits are optional and NaN means "not set".
+limits are optional and NaN means "not set". `cpu_throttled` (optional) is the
+CPU the container was held back from by its CPU limit, in cores, on top of `cpu`
+(see `throttling`); NaN means "not measured".
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from tailor.quantity import INT64_MAX
 SERIES_COLUMNS = ("namespace", "pod", "container")
 USAGE_REQUIRED = ("timestamp", "namespace", "pod", "container", "cpu", "memory")
 RESOURCE_COLUMNS = ("cpu_request", "memory_request", "cpu_limit", "memory_limit")
+THROTTLED_COLUMN = "cpu_throttled"
 USAGE_COLUMNS = (
     "timestamp",
     "namespace",
@@ -35,6 +38,7 @@ USAGE_COLUMNS = (
     "cpu",
     "memory",
     *RESOURCE_COLUMNS,
+    THROTTLED_COLUMN,
 )
 EVENT_REASONS = ("OOMKilled", "Evicted")
 EVENT_REQUIRED = ("timestamp", "namespace", "pod", "container", "reason", "memory")
@@ -290,7 +294,7 @@ def validate_usage(frame: pd.DataFrame, source: str = "<frame>") -> pd.DataFrame
     timestamps = _timestamps(frame["timestamp"], source)
     numbers = {
         name: _measure(frame, name, source)
-        for name in ("cpu", "memory", *RESOURCE_COLUMNS)
+        for name in ("cpu", "memory", *RESOURCE_COLUMNS, THROTTLED_COLUMN)
         if name in frame
     }
     _fail_at(source, "cpu", np.isnan(numbers["cpu"]), "missing value")

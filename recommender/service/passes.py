@@ -51,6 +51,7 @@ class ServiceOptions:
     vpa: VpaSettings | None = None  # upstream's model: its flags' defaults unless set
     schedule_config_map: tuple[str, str] | None = None  # (namespace, name)
     scope: NamespaceScope = field(default_factory=NamespaceScope)
+    count_throttling: bool = True  # CPU held back by limits counts as demand
 
 
 @dataclass
@@ -85,13 +86,17 @@ def _fit(entries: list[ServedVpa], options: ServiceOptions, now: datetime) -> _F
         usage, events = load_prometheus_history(settings, now=now)
     except EmptyHistoryError:
         return empty
+    counted = options.count_throttling
     if options.model is Model.vpa:
-        model, aggregates = fit_vpa_model(usage, events, options.vpa, checked=True)
+        model, aggregates = fit_vpa_model(
+            usage, events, options.vpa, checked=True, count_throttling=counted
+        )
         checkpoints = checkpoint_objects(entries, model, aggregates, int(now.timestamp()))
-        return _Fitted(vpa_rows(model, aggregates), checkpoints=checkpoints)
+        rows = vpa_rows(model, aggregates, noted=usage if counted else None)
+        return _Fitted(rows, checkpoints=checkpoints)
     step = int(settings.step_seconds)
     rows, schedule = recommend_forecast_workloads(
-        usage, events, options.forecast, step, checked=True
+        usage, events, options.forecast, step, checked=True, count_throttling=counted
     )
     return _Fitted(rows, schedule)
 

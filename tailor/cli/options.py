@@ -88,6 +88,16 @@ ForecastSet = Annotated[
 ]
 
 
+IgnoreThrottling = Annotated[
+    bool,
+    typer.Option(
+        "--ignore-throttling",
+        help="Size CPU on usage alone, as upstream does, not on usage + the time a CPU "
+        "limit throttled the container (container_cpu_cfs_throttled_seconds_total).",
+    ),
+]
+
+
 VpaSet = Annotated[
     list[str] | None,
     typer.Option(
@@ -141,13 +151,16 @@ def forecast_workloads(
     events: pd.DataFrame,
     settings: ForecastSettings | None,
     source: PrometheusOptions | None,
+    count_throttling: bool = True,
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """The forecaster's recommendations and schedule, on Prometheus' own grid when it is the
     source; a history with no two samples of a series is a clear error, not a traceback."""
     step = None if source is None else int(parse_duration(source.step).total_seconds())
     try:
         # read_history's sources validate what they return
-        return recommend_forecast_workloads(usage, events, settings, step, checked=True)
+        return recommend_forecast_workloads(
+            usage, events, settings, step, checked=True, count_throttling=count_throttling
+        )
     except SamplePeriodError as error:
         raise typer.BadParameter(
             f"{error}: the forecaster needs a series with two samples or more",

@@ -54,8 +54,9 @@ def recommendation_records(frame: pd.DataFrame) -> list[dict[str, Any]]:
             record[resource] = {
                 api: json_number(values[f"{resource}_{column}"]) for api, column in BOUNDS
             }
-        if values.get("explanation"):
-            record["explanation"] = values["explanation"]
+        said = values.get("explanation")
+        if isinstance(said, str) and said:  # NaN for a row with nothing to say
+            record["explanation"] = said
         records.append(record)
     return records
 

@@ -38,6 +38,7 @@ def recommend_command(
     output: options.Output = None,
     forecast_set: options.ForecastSet = None,
     vpa_set: options.VpaSet = None,
+    ignore_throttling: options.IgnoreThrottling = False,
 ) -> None:
     """Recommend cpu and memory requests per (namespace, workload, container)."""
     if strategy not in STRATEGIES:
@@ -57,7 +58,9 @@ def recommend_command(
     )
     usage, event_frame = options.read_history(err_console, demo, input, events, source, namespace)
     if strategy == "forecast":
-        frame, _ = options.forecast_workloads(usage, event_frame, settings, source)
+        frame, _ = options.forecast_workloads(
+            usage, event_frame, settings, source, count_throttling=not ignore_throttling
+        )
     else:
         with progress_bar(err_console) as progress:
             task = progress.add_task("ingesting history", total=len(usage))
@@ -67,6 +70,7 @@ def recommend_command(
                 model,
                 progress=lambda done, _total: progress.update(task, completed=done),
                 checked=True,  # read_history's sources validate what they return
+                count_throttling=not ignore_throttling,
             )
     emit(frame, fmt, output)
 

@@ -118,6 +118,7 @@ def recommender_command(
     strategy: Annotated[Model, typer.Option(help="The model: upstream's or ours.")] = Model.vpa,
     forecast_set: options.ForecastSet = None,
     vpa_set: options.VpaSet = None,
+    ignore_throttling: options.IgnoreThrottling = False,
     name: Annotated[
         str, typer.Option("--recommender-name", help="Serve VPAs naming this recommender.")
     ] = "kube-tailor",
@@ -170,6 +171,7 @@ def recommender_command(
         vpa=options.vpa_settings(vpa_set),
         scope=namespace_scope(vpa_object_namespace, ignored_vpa_object_namespaces),
         schedule_config_map=_config_map(schedule_configmap, strategy),
+        count_throttling=not ignore_throttling,
     )
     period = interval_flag(interval, once)
     gc_every = duration_flag(checkpoints_gc_interval, "--checkpoints-gc-interval", "1s")

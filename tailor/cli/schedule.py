@@ -65,6 +65,7 @@ def schedule_command(
     ),
     output: options.Output = None,
     forecast_set: options.ForecastSet = None,
+    ignore_throttling: options.IgnoreThrottling = False,
 ) -> None:
     """Print the forecast schedule of requests per update period for the next 24 h."""
     settings = options.forecast_settings(forecast_set)
@@ -73,7 +74,9 @@ def schedule_command(
         prometheus, history, step, chunk, namespace, match, token_file, insecure
     )
     usage, event_frame = options.read_history(err_console, demo, input, events, source, namespace)
-    _, schedule = options.forecast_workloads(usage, event_frame, settings, source)
+    _, schedule = options.forecast_workloads(
+        usage, event_frame, settings, source, count_throttling=not ignore_throttling
+    )
     if fmt is ScheduleFormat.table and output is None:
         Console().print(schedule_table(schedule))
         return

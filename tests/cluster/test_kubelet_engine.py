@@ -211,6 +211,22 @@ def test_cpu_usage_accumulates_as_a_counter() -> None:
     assert abs(engine.samples()[0].cpu_seconds - 5.0) < 1e-6
 
 
+def test_cpu_above_the_limit_is_throttled_not_used() -> None:
+    engine = engine_with_node()
+    server = FakeServer(
+        engine, make_pod("capped", cpu="250m", cpu_limit="250m"), make_pod("free", cpu="250m")
+    )
+    engine.set_usage("default", "*", "app", UsageSeries.constant(0.75, 10 * Mi))
+    server.sync()
+    for _ in range(10):
+        server.sync(1.0)
+    samples = {sample.pod: sample for sample in engine.samples()}
+    assert abs(samples["capped"].cpu_seconds - 2.5) < 1e-6  # 10 s at its 0.25-core limit
+    assert abs(samples["capped"].throttled_seconds - 5.0) < 1e-6  # 10 s of 0.5 held back
+    assert abs(samples["free"].cpu_seconds - 7.5) < 1e-6
+    assert samples["free"].throttled_seconds == 0.0
+
+
 def test_memory_limit_decrease_below_usage_stays_in_progress_with_error() -> None:
     engine = engine_with_node()
     server = FakeServer(engine, make_pod("app", cpu="100m", memory_limit="512Mi"))

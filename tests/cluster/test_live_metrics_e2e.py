@@ -2,9 +2,11 @@
 
 A real API server runs two pods on a simulated node: `web` (app + proxy) with
 usage known in advance, and `leaky`, whose memory outgrows its limit so the
-simulator OOM-kills it every ~12 s. A real Prometheus scrapes the simulator's
-/metrics every second; `load_prometheus_history` and `tailor recommend
---prometheus` must then give back exactly those numbers and that OOM kill.
+simulator OOM-kills it every ~12 s, and `capped`, which wants 0.6 cores under a
+0.2-core CPU limit, so the simulator throttles it as the kernel would. A real
+Prometheus scrapes the simulator's /metrics every second; `load_prometheus_history`
+and `tailor recommend --prometheus` must then give back exactly those numbers, that
+OOM kill, and the CPU the limit held back (sized on unless --ignore-throttling).
 
 CPU tolerance: the simulator advances its cpu counter at each loop pass
 (`poll_interval` 0.1 s) while Prometheus stamps a sample with the scrape start,
@@ -46,6 +48,7 @@ STEP = 5
 WINDOWS = 3  # whole 5 s windows scraped before reading: ~15-20 s of scraping
 CPU_TOLERANCE = 0.05  # relative, per window (see module docstring)
 LEAK_LIMIT = 256 * Mi
+CAP = 0.2
 # (pod, container) -> (cores, memory peak per 5 s window, usage series)
 SIMULATED: dict[tuple[str, str], tuple[float, int, UsageSeries]] = {
     ("web", "app"): (0.5, 200 * Mi, UsageSeries.constant(0.5, 200 * Mi)),
@@ -54,7 +57,10 @@ SIMULATED: dict[tuple[str, str], tuple[float, int, UsageSeries]] = {
     ("web", "proxy"): (0.25, 64 * Mi, UsageSeries((0.25,), (40 * Mi, 64 * Mi), 3.0, True)),
     # 100 Mi for 12 s, then 300 Mi > its 256 Mi limit: killed, restarted, again.
     ("leaky", "worker"): (0.1, 100 * Mi, UsageSeries((0.1,), (100 * Mi, 300 * Mi), 12.0)),
+    # wants 0.6 cores, gets its 0.2-core limit: 0.4 cores throttled
+    ("capped", "busy"): (CAP, 50 * Mi, UsageSeries.constant(0.6, 50 * Mi)),
 }
+HELD_BACK = {("capped", "busy"): 0.4}
 
 
 def web_pod(node: str) -> Json:
@@ -88,6 +94,16 @@ def leaky_pod(node: str) -> Json:
     )
 
 
+def capped_pod(node: str) -> Json:
+    return pod_manifest(
+        "capped",
+        node=node,
+        container="busy",
+        requests={"cpu": "200m", "memory": "64Mi"},
+        limits={"cpu": "200m", "memory": "128Mi"},
+    )
+
+
 @pytest.fixture
 def scraped_cluster(
     kube_cluster: ControlPlane,
@@ -103,7 +119,7 @@ def scraped_cluster(
         sim.set_usage(kube_namespace, pod, container, series)
     with kube_cluster.api_client() as client:
         api = RawApi(client)
-        for manifest in (web_pod(node), leaky_pod(node)):
+        for manifest in (web_pod(node), leaky_pod(node), capped_pod(node)):
             create_pod(api, kube_namespace, manifest)
             name = manifest["metadata"]["name"]
             wait_for_pod(
@@ -154,6 +170,12 @@ def check_usage(usage: pd.DataFrame, namespace: str) -> None:
         assert errors.max() < CPU_TOLERANCE, (pod, container, rows["cpu"].tolist())
         assert rows["memory"].tolist() == [float(peak)] * len(rows), (pod, container)
         assert set(rows["workload"]) == {pod}  # bare pods: their own workload
+        held_back = HELD_BACK.get((pod, container))
+        if held_back is None:  # no CPU limit, or never reached
+            assert (rows["cpu_throttled"].fillna(0) == 0).all(), (pod, container)
+        else:
+            held_errors = (rows["cpu_throttled"] / held_back - 1).abs()
+            assert held_errors.max() < CPU_TOLERANCE, rows["cpu_throttled"].tolist()
     app_rows = usage[usage["container"] == "app"]
     assert set(app_rows["cpu_request"]) == {0.5}
     assert set(app_rows["memory_limit"]) == {512.0 * Mi}
@@ -178,7 +200,16 @@ def check_cli_recommendation(url: str, namespace: str) -> None:
     assert {r["namespace"] for r in records} == {namespace}
     for key, (cores, peak, _) in SIMULATED.items():
         record = by_container[key]
-        assert record["cpu"]["target"] >= cores * (1 - CPU_TOLERANCE), key
+        wanted = cores + HELD_BACK.get(key, 0.0)
+        assert record["cpu"]["target"] >= wanted * (1 - CPU_TOLERANCE), key
         assert record["memory"]["target"] >= peak, key
     # The OOM kill at the 256 Mi limit lifts the worker above its limit.
     assert by_container[("leaky", "worker")]["memory"]["target"] > LEAK_LIMIT
+    assert "throttled it in 100% of windows" in by_container[("capped", "busy")]["explanation"]
+    assert "explanation" not in by_container[("web", "app")]
+    # Upstream's view: usage alone, so the request stays about at the limit.
+    ignored = CliRunner().invoke(app, [*args, "--format", "json", "--ignore-throttling"])
+    assert ignored.exit_code == 0, ignored.output
+    capped = next(r for r in json.loads(ignored.stdout) if r["workload"] == "capped")
+    assert capped["cpu"]["target"] < (CAP + 0.4) / 2
+    assert "explanation" not in capped

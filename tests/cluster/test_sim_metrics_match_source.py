@@ -42,7 +42,8 @@ def container(pod: str, name: str, **changes: object) -> ContainerSample:
 
 
 SNAPSHOT = [
-    container("web", "app"),
+    # only a container under a CPU limit has a throttling counter, as with cAdvisor
+    container("web", "app", limits=Resources(500, 256 * Mi), throttled_seconds=3.5),
     container("leaky", "worker", restart_count=2, last_terminated_reason="OOMKilled"),
     container("batch", "job", evicted=True),
 ]
@@ -87,6 +88,8 @@ def test_cadvisor_series_pass_the_source_filters_with_the_key_labels() -> None:
         pods = {(s[1][keys.namespace], s[1][keys.pod], s[1][keys.container]) for s in chosen}
         # The evicted pod's containers are gone: no cAdvisor series for them.
         assert pods == {("shop", "web", "app"), ("shop", "leaky", "worker")}, metric
+    throttled = selected(samples, MetricNames().cpu_throttled, cadvisor)
+    assert [(s[1][keys.pod], s[2]) for s in throttled] == [("web", 3.5)]
 
 
 def test_oom_and_eviction_are_shown_the_way_the_source_detects_them() -> None:
@@ -98,5 +101,7 @@ def test_oom_and_eviction_are_shown_the_way_the_source_detects_them() -> None:
     assert restarts == {"web": 0.0, "leaky": 2.0, "batch": 0.0}
     evicted = selected(samples, names.pod_status_reason, [Matcher("reason", "=", "Evicted")])
     assert {s[1]["pod"]: s[2] for s in evicted} == {"web": 0.0, "leaky": 0.0, "batch": 1.0}
-    memory_limits = selected(samples, names.limits, [Matcher("resource", "=~", "cpu|memory")])
+    memory_limits = selected(samples, names.limits, [Matcher("resource", "=", "memory")])
     assert {s[1]["pod"]: s[2] for s in memory_limits} == {p: 256.0 * Mi for p in restarts}
+    cpu_limits = selected(samples, names.limits, [Matcher("resource", "=", "cpu")])
+    assert {s[1]["pod"]: s[2] for s in cpu_limits} == {"web": 0.5}

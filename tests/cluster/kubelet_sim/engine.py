@@ -14,7 +14,12 @@ from dataclasses import dataclass
 
 from tests.cluster.kubelet_sim import rules
 from tests.cluster.kubelet_sim.metrics import ContainerSample
-from tests.cluster.kubelet_sim.quantities import Resources, optional_memory, resources_of
+from tests.cluster.kubelet_sim.quantities import (
+    Resources,
+    optional_cores,
+    optional_memory,
+    resources_of,
+)
 from tests.cluster.kubelet_sim.records import (
     Json,
     PodRecord,
@@ -257,8 +262,8 @@ class KubeletEngine:
     def _advance_usage(self, record: PodRecord, now: float) -> None:
         for name, runtime in record.runtimes.items():
             series = self.series_for(record.namespace, record.name, name)
-            limit = optional_memory((record.actual.get(name) or {}).get("limits"))
-            runtime.advance(now, series, limit)
+            limits = (record.actual.get(name) or {}).get("limits")
+            runtime.advance(now, series, optional_memory(limits), optional_cores(limits))
 
     def _relieve_memory_pressure(self, node: SimNode, now: float) -> None:
         pods = [r for r in self.records.values() if r.node == node.name and r.running]

@@ -54,6 +54,7 @@ class ContainerSample:
     owner_kind: str = ""
     owner_name: str = ""
     evicted: bool = False
+    throttled_seconds: float = 0.0
 
 
 def _resource_samples(
@@ -79,6 +80,11 @@ class SimulatorCollector(Collector):
         cpu = CounterMetricFamily(
             "container_cpu_usage_seconds",
             "Cumulative cpu time consumed in seconds.",
+            labels=_CONTAINER_LABELS,
+        )
+        throttled = CounterMetricFamily(
+            "container_cpu_cfs_throttled_seconds",
+            "Total time duration the container has been throttled.",
             labels=_CONTAINER_LABELS,
         )
         memory = GaugeMetricFamily(
@@ -127,6 +133,8 @@ class SimulatorCollector(Collector):
                     sample.container_id,
                 ]
                 cpu.add_metric(names, sample.cpu_seconds)
+                if sample.limits is not None and sample.limits.cpu:  # as cAdvisor: only
+                    throttled.add_metric(names, sample.throttled_seconds)  # under a quota
                 memory.add_metric(names, sample.memory_bytes)
             _resource_samples(requests, sample, sample.requests)
             _resource_samples(limits, sample, sample.limits)
@@ -144,7 +152,8 @@ class SimulatorCollector(Collector):
                 for reason in POD_STATUS_REASONS:
                     shown = sample.evicted and reason == "Evicted"
                     reasons.add_metric([*pod, reason], 1 if shown else 0)
-        yield from (cpu, memory, requests, limits, restarts, terminated, owners, reasons)
+        yield from (cpu, throttled, memory, requests, limits, restarts, terminated, owners)
+        yield reasons
 
 
 class MetricsServer:

@@ -56,6 +56,12 @@ def resources_of(resource_list: dict[str, Any] | None) -> Resources:
     )
 
 
+def optional_cores(resource_list: dict[str, Any] | None) -> float | None:
+    """CPU from a resource mapping in cores, None when not set (e.g. no CPU limit)."""
+    value = (resource_list or {}).get("cpu")
+    return None if value is None else cpu_millis(value) / 1000
+
+
 def optional_memory(resource_list: dict[str, Any] | None) -> int | None:
     """Memory from a resource mapping, None when not set (e.g. no memory limit)."""
     value = (resource_list or {}).get("memory")

@@ -103,6 +103,7 @@ def container_samples(records: Iterable[PodRecord]) -> list[ContainerSample]:
                     container=name,
                     node=record.node,
                     cpu_seconds=runtime.cpu_seconds,
+                    throttled_seconds=runtime.throttled_seconds,
                     memory_bytes=runtime.memory,
                     requests=optional_resources(declared.get("requests")),
                     limits=optional_resources(declared.get("limits")),

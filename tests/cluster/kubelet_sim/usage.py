@@ -1,5 +1,9 @@
 """Simulated container usage: CPU / memory series, a CPU-seconds counter and OOM kills.
 
+A series gives what the container wants. Under a CPU limit it gets no more than
+the limit, and the rest is counted as CFS-throttled CPU-seconds (what cAdvisor's
+`container_cpu_cfs_throttled_seconds_total` reports, see recommender.data.throttling).
+
 A container's series starts when the container (re)starts, so a container
 that is OOM-killed and restarted climbs its memory curve again, as a leaking
 process would. Times are wall-clock seconds (time.time()).
@@ -72,21 +76,33 @@ class ContainerRuntime:
     last_update: float
     restart_count: int = 0
     cpu_seconds: float = 0.0
+    throttled_seconds: float = 0.0
     cpu_cores: float = 0.0
     memory: int = 0
     last_termination: Termination | None = None
     oom_kills: int = field(default=0)
 
-    def advance(self, now: float, series: UsageSeries, memory_limit: int | None) -> bool:
+    def advance(
+        self,
+        now: float,
+        series: UsageSeries,
+        memory_limit: int | None,
+        cpu_limit: float | None = None,
+    ) -> bool:
         """Move usage to `now`; returns True when the container was OOM-killed (and restarted).
 
-        CPU accrues at the rate of the step the interval started in; the
-        memory of `now` is compared with the applied memory limit.
+        CPU accrues at the rate of the step the interval started in, up to the
+        applied CPU limit (cores; the excess is throttled); the memory of `now` is
+        compared with the applied memory limit.
         """
         elapsed_before = self.last_update - self.started_at
-        cores, _ = series.at(elapsed_before)
-        self.cpu_seconds += cores * max(0.0, now - self.last_update)
-        self.cpu_cores, self.memory = series.at(now - self.started_at)
+        wanted, _ = series.at(elapsed_before)
+        interval = max(0.0, now - self.last_update)
+        granted = wanted if cpu_limit is None else min(wanted, cpu_limit)
+        self.cpu_seconds += granted * interval
+        self.throttled_seconds += (wanted - granted) * interval
+        wanted_now, self.memory = series.at(now - self.started_at)
+        self.cpu_cores = wanted_now if cpu_limit is None else min(wanted_now, cpu_limit)
         self.last_update = now
         if memory_limit is not None and self.memory > memory_limit:
             self._restart(now, "OOMKilled", OOM_EXIT_CODE, series)
@@ -98,5 +114,6 @@ class ContainerRuntime:
         self.restart_count += 1
         self.oom_kills += reason == "OOMKilled"
         self.started_at = now
-        self.cpu_seconds = 0.0  # a new container: cAdvisor's counter starts over
+        self.cpu_seconds = 0.0  # a new container: cAdvisor's counters start over
+        self.throttled_seconds = 0.0
         self.cpu_cores, self.memory = series.at(0.0)

@@ -87,6 +87,16 @@ def test_memory_limit_keeps_the_data_limit_to_request_ratio() -> None:
     assert fixed_run(plain, 1.0, 2 * GIB)["oom_per_container_day"] == pytest.approx(0.5)
 
 
+def test_throttled_cpu_is_replayed_as_demand() -> None:
+    """A recorded history held at its limit: the replay sizes against what it wanted."""
+    frame = history(np.full(3 * PER_DAY, 0.5), np.full(3 * PER_DAY, 1 * GIB))
+    frame["cpu_limit"] = 0.5
+    frame["cpu_throttled"] = 0.25
+    m = fixed_run(frame, 1.0, 2 * GIB)
+    assert m["cpu_relative_slack"] == pytest.approx(0.25)  # 0.75 used of 1.0
+    assert fixed_run(frame, 0.6, 2 * GIB)["cpu_shortfall_rate"] == 1.0
+
+
 def test_gaps_are_left_out_of_every_metric() -> None:
     windows = days(3)
     cpu = np.where((windows >= 2 * PER_DAY) & (windows < 2.25 * PER_DAY), np.nan, 0.5)

@@ -39,6 +39,7 @@ def awkward_usage() -> pd.DataFrame:
             "memory": [1.5e12 + 0.5, 7.0, np.nan],  # db-0 is a CPU-only series
             "cpu_request": [0.25, 0.25, np.nan],
             "memory_limit": [2.0**31, 2.0**31, 1e10],
+            "cpu_throttled": [1 / 7, 0.0, np.nan],  # db-0 has no CPU limit
         }
     )
 
@@ -83,13 +84,14 @@ def test_csv_is_iso_utc_with_empty_cells_for_nan(tmp_path: Path) -> None:
     write_usage(awkward_usage(), path)
     lines = path.read_text().splitlines()
     assert lines[0] == (
-        "timestamp,namespace,workload,pod,container,cpu,memory,cpu_request,memory_limit"
+        "timestamp,namespace,workload,pod,container,cpu,memory,cpu_request,memory_limit,"
+        "cpu_throttled"
     )
     # sorted by namespace: "NA" < "prod"; sub-second precision only because one value needs it
     assert lines[1].startswith("2024-03-01T00:00:00.250Z,NA,web,web-1,app,")
     assert (
         lines[3]
-        == "2024-03-01T00:00:00.000Z,prod,db,db-0,postgres,9.094947017729282e-13,,,10000000000.0"
+        == "2024-03-01T00:00:00.000Z,prod,db,db-0,postgres,9.094947017729282e-13,,,10000000000.0,"
     )
     write_usage(awkward_usage().iloc[1:2], path)
     assert path.read_text().splitlines()[1].startswith("2024-03-01T00:05:00Z,")

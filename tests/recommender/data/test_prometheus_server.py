@@ -74,6 +74,10 @@ def build_history() -> History:
                 "memory_request": 256.0 * 2**20,
                 "cpu_limit": np.nan if container == "proxy" else 2.0,
                 "memory_limit": np.where(times < start + 1.5 * 86400, 1.0 * GIB, 2.0 * GIB),
+                # cAdvisor counts throttling only under a CPU limit; here "app" hits it
+                "cpu_throttled": np.nan
+                if container == "proxy"
+                else np.where((container == "app") & (cpu > 0.3), cpu / 3, 0.0),
             }
         )
         if container == "proxy":  # three missing windows in the middle of the series
@@ -123,13 +127,15 @@ def settings_for(url: str, history: History, **overrides) -> PrometheusSettings:
 
 
 def assert_usage_equal(loaded: pd.DataFrame, written: pd.DataFrame) -> None:
-    """Keys, timestamps and resources exactly; cpu to 1e-9 relative."""
+    """Keys, timestamps and resources exactly; cpu and its throttling to 1e-9 relative."""
     assert len(loaded) == len(written)
-    exact = [c for c in written.columns if c != "cpu"]
+    counted = ["cpu", "cpu_throttled"]
+    exact = [c for c in written.columns if c not in counted]
     pd.testing.assert_frame_equal(
         loaded[exact].reset_index(drop=True), written[exact].reset_index(drop=True)
     )
-    np.testing.assert_allclose(loaded["cpu"], written["cpu"], rtol=1e-9, atol=0)
+    for column in counted:
+        np.testing.assert_allclose(loaded[column], written[column], rtol=1e-9, atol=1e-12)
 
 
 def test_usage_reads_back_equal_to_what_was_written(server_url: str, history: History) -> None:
@@ -137,6 +143,17 @@ def test_usage_reads_back_equal_to_what_was_written(server_url: str, history: Hi
     assert_usage_equal(usage, history.usage)
     assert usage["memory"].to_numpy().tolist() == history.usage["memory"].to_numpy().tolist()
     assert set(usage["workload"]) == {"web", 'we"ird\\pod', "batch"}
+
+
+def test_throttling_is_read_where_cadvisor_exports_it(server_url: str, history: History) -> None:
+    usage, _ = load_prometheus_history(settings_for(server_url, history))
+    by_container = usage.groupby("container")["cpu_throttled"]
+    assert by_container.apply(lambda held: held.isna().all())["proxy"]  # no CPU limit
+    assert (by_container.max()[["worker", "job"]] == 0).all()  # a limit never reached
+    app = usage[usage["container"] == "app"]
+    throttled = app["cpu_throttled"] > 0
+    assert 0.1 < throttled.mean() < 0.9
+    np.testing.assert_allclose(app.loc[throttled, "cpu_throttled"], app.loc[throttled, "cpu"] / 3)
 
 
 def test_oom_and_eviction_events_are_found(server_url: str, history: History) -> None:

@@ -1,9 +1,10 @@
 """`tailor recommender` against the real API server and a real Prometheus.
 
-Two days of a Deployment's history are backfilled; the service must write the
-same recommendation the library computes from that history into the status of
-the VPA that names it, clamped to that VPA's policy, leave a VPA naming another
-recommender alone, and say NoPodsMatched where no pod runs.
+Two days of a Deployment's history are backfilled, its afternoon peaks throttled by a
+CPU limit; the service must write the same recommendation the library computes from
+that history (on usage + throttled time, or usage alone with --ignore-throttling)
+into the status of the VPA that names it, clamped to that VPA's policy, leave a VPA
+naming another recommender alone, and say NoPodsMatched where no pod runs.
 """
 
 from __future__ import annotations
@@ -62,6 +63,10 @@ def test_the_service_writes_the_libraries_recommendation_into_the_vpas_it_serves
 ) -> None:
     api, namespace, sim = full_namespace.api, full_namespace.name, full_namespace.sim
     history = daily_cycle(namespace, backfill_end())
+    # Under a 1-core limit the afternoon peak was throttled: the time held back is demand.
+    history["cpu_limit"] = 1.0
+    history["cpu_throttled"] = (history["cpu"] - 1.0).clip(lower=0)
+    history["cpu"] = history["cpu"].clip(upper=1.0)
     url = prometheus_server.start(usage_to_openmetrics(history)).url
     install_crds(api)
     node = f"rec-{namespace}"
@@ -111,6 +116,22 @@ def test_the_service_writes_the_libraries_recommendation_into_the_vpas_it_serves
     assert written.target == ResourceList({"cpu": "900m", "memory": wanted["memory"]})
     provided = web.status.condition("RecommendationProvided")
     assert provided is not None and provided.status == "True"
+    assert (provided.message or "").startswith("app: its CPU limit throttled it in")
+
+    # --ignore-throttling: upstream's view, usage alone, the request held near the limit
+    result = run("--once", "--prometheus", url, "--history", "5d", "--kubeconfig", kubeconfig,
+                 "--ignore-throttling")  # fmt: skip
+    assert result.exit_code == 0, result.output
+    [unseen] = recommend_vpa(history, count_throttling=False).to_dict(orient="records")
+    assert unseen["cpu_target"] < expected["cpu_target"]
+    web = VerticalPodAutoscaler.from_api(api.get(f"{vpas}/web"))
+    assert web.status is not None and web.status.recommendation is not None
+    [written] = web.status.recommendation.container_recommendations or []
+    assert written.uncapped_target == ResourceList.from_amounts(
+        unseen["cpu_target"], unseen["memory_target"]
+    )
+    quiet = web.status.condition("RecommendationProvided")
+    assert quiet is not None and not quiet.message
 
     # upstream's model with other settings (--vpa-set): the same numbers as the library's
     tuned = VpaSettings(target_percentile=0.5, safety_margin=0.0)
