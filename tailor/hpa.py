@@ -25,6 +25,7 @@ from typing import Any
 from tailor.api.crd import WILDCARD_CONTAINER
 from tailor.api.meta import RESOURCE_CPU, RESOURCE_MEMORY
 from tailor.api.vpa import ContainerResourcePolicy, UpdateMode, VerticalPodAutoscaler
+from tailor.scope import NamespaceScope
 
 Json = Mapping[str, Any]
 CONTESTED = (RESOURCE_CPU, RESOURCE_MEMORY)
@@ -150,7 +151,8 @@ def hpa_conflicts(
     hpas: Iterable[object],
     containers: Iterable[str] | None = None,
 ) -> list[HpaConflict]:
-    """The HPA metrics that fight this VPA, in the HPAs' order.
+    """The HPA metrics that fight this VPA, by HPA name (then metric order), so a condition's
+    message does not change with the listing order.
 
     `containers` are the names of the VPA's pods' containers where known: a Resource metric
     then conflicts only if the VPA controls that resource in one of them, a ContainerResource
@@ -159,9 +161,9 @@ def hpa_conflicts(
     if not acts(vpa):
         return []
     names = None if containers is None else sorted(set(containers))
-    conflicts = []
-    for hpa in hpas:
-        name, metrics = _hpa_metrics(hpa, vpa)
+    conflicts: list[HpaConflict] = []
+    found = sorted((_hpa_metrics(hpa, vpa) for hpa in hpas), key=lambda named: named[0])
+    for name, metrics in found:
         for metric in metrics:
             if metric.container is not None:
                 if names is not None and metric.container not in names:
@@ -186,3 +188,14 @@ def conflict_message(conflicts: Iterable[HpaConflict]) -> str:
 def contested(conflicts: Iterable[HpaConflict], container: str) -> frozenset[str]:
     """The resources of `container` an HPA scales on: the updater leaves them alone."""
     return frozenset(c.resource for c in conflicts if c.covers(container))
+
+
+def hpas_by_namespace(hpas: Iterable[object], scope: NamespaceScope) -> dict[str, list[Json]]:
+    """The listed HPAs in the services' namespace scope, by namespace (malformed ones dropped)."""
+    grouped: dict[str, list[Json]] = {}
+    for hpa in hpas:
+        metadata = hpa.get("metadata") if isinstance(hpa, Mapping) else None
+        namespace = metadata.get("namespace") if isinstance(metadata, Mapping) else None
+        if isinstance(hpa, Mapping) and isinstance(namespace, str) and scope.includes(namespace):
+            grouped.setdefault(namespace, []).append(hpa)
+    return grouped

@@ -112,6 +112,7 @@ class Cluster:
         self.core = kubernetes.client.CoreV1Api(api_client)
         self.apps = kubernetes.client.AppsV1Api(api_client)
         self.custom = kubernetes.client.CustomObjectsApi(api_client)
+        self.autoscaling = kubernetes.client.AutoscalingV2Api(api_client)
 
     @staticmethod
     def _json(response: Any) -> Json:
@@ -166,6 +167,18 @@ class Cluster:
             name=name,
             namespace=namespace,
         )
+
+    def hpas(self, namespace: str | None = None) -> list[Json]:
+        """autoscaling/v2 HorizontalPodAutoscalers of one namespace (None: all), for conflicts."""
+        what = "horizontalpodautoscalers"
+        if namespace is None:
+            listed = self._read(
+                self.autoscaling.list_horizontal_pod_autoscaler_for_all_namespaces, what
+            )
+        else:
+            call = self.autoscaling.list_namespaced_horizontal_pod_autoscaler
+            listed = self._read(call, f"{what} in {namespace}", namespace=namespace)
+        return list(listed.get("items") or [])
 
     def config_map_data(self, namespace: str, name: str) -> dict[str, str] | None:
         """A ConfigMap's data (None when there is no such ConfigMap)."""

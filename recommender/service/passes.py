@@ -29,7 +29,8 @@ from recommender.service.status import ServedVpa, served_vpas, vpa_status
 from recommender.vpa.settings import VpaSettings
 from tailor.api.meta import object_key
 from tailor.api.vpa import VerticalPodAutoscaler
-from tailor.kube import Cluster
+from tailor.hpa import HpaConflict, hpa_conflicts, hpas_by_namespace
+from tailor.kube import Cluster, ClusterError, Json
 from tailor.schedule_file import SCHEDULE_KEY, schedule_records
 from tailor.scope import NamespaceScope
 
@@ -64,6 +65,8 @@ class PassReport:
     schedule_rows: int | None = None
     checkpoints: int = 0
     checkpoints_deleted: int = 0
+    hpa_conflicts: list[str] = field(default_factory=list)  # "ns/vpa: reasons"
+    hpas_unread: str | None = None  # why conflicts were not checked (e.g. 403: no RBAC)
 
 
 @dataclass
@@ -101,6 +104,31 @@ def _fit(entries: list[ServedVpa], options: ServiceOptions, now: datetime) -> _F
     return _Fitted(rows, schedule)
 
 
+def _hpas(
+    cluster: Cluster, options: ServiceOptions, report: PassReport
+) -> dict[str, list[Json]] | None:
+    """The HPAs in scope by namespace; None (and why, in the report) when unreadable: the
+    recommendation is still written, without the conflict condition."""
+    try:
+        return hpas_by_namespace(cluster.hpas(options.scope.only), options.scope)
+    except ClusterError as error:
+        report.hpas_unread = str(error)
+        return None
+
+
+def _conflicts(
+    entry: ServedVpa, hpas: dict[str, list[Json]] | None, report: PassReport
+) -> list[HpaConflict] | None:
+    if hpas is None:
+        return None
+    vpa = entry.vpa
+    found = hpa_conflicts(vpa, hpas.get(vpa.namespace, []), entry.containers or None)
+    if found:
+        reasons = "; ".join(c.reason for c in found)
+        report.hpa_conflicts.append(f"{vpa.namespace}/{vpa.name}: {reasons}")
+    return found
+
+
 def recommend_once(
     cluster: Cluster,
     options: ServiceOptions,
@@ -122,8 +150,9 @@ def recommend_once(
     fitted = _fit(entries, options, now)
     rows, schedule = fitted.rows, fitted.schedule
     report = PassReport()
+    hpas = _hpas(cluster, options, report) if entries else {}
     for entry in entries:
-        status = vpa_status(entry, rows, now)
+        status = vpa_status(entry, rows, now, _conflicts(entry, hpas, report))
         reference = {"metadata": {"namespace": entry.vpa.namespace, "name": entry.vpa.name}}
         answer = cluster.write_vpa_status(reference, status)
         label = f"{entry.vpa.namespace}/{entry.vpa.name}"

@@ -4,7 +4,8 @@ A VPA is ours when it controls at least one pod (the oldest VPA targeting the
 pod's top-most controller, `tailor.matching`) and names us, or names no
 recommender while we run as the default. Its recommendation is the model's rows
 for the workloads of its pods, clamped to its resource policy as upstream does
-(`tailor.capping.apply_resource_policy`), with upstream's two conditions.
+(`tailor.capping.apply_resource_policy`), with upstream's two conditions, and ours,
+HorizontalAutoscalerConflict, when the HPAs could be read (`tailor.hpa`).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from tailor.api.vpa import (
     VerticalPodAutoscalerStatus,
 )
 from tailor.capping import apply_resource_policy
+from tailor.hpa import HPA_CONFLICT_CONDITION, HpaConflict, conflict_message
 from tailor.matching import (
     OwnerReferenceError,
     PodRef,
@@ -132,7 +134,10 @@ def explanation(entry: ServedVpa, rows: pd.DataFrame, containers: Iterable[str])
         said = sorted({str(text) for text in group["explanation"] if isinstance(text, str)})
         if said:
             parts.append(f"{container}: " + " / ".join(said))
-    message = "; ".join(parts)
+    return _limited("; ".join(parts))
+
+
+def _limited(message: str) -> str:
     if len(message) > _MESSAGE_LIMIT:
         message = message[: _MESSAGE_LIMIT - 1] + "…"
     return message
@@ -161,14 +166,30 @@ def _conditions(
     return conditions
 
 
-def vpa_status(entry: ServedVpa, rows: pd.DataFrame, now: datetime) -> dict[str, Any]:
-    """The status JSON to merge into the VPA: recommendation and conditions."""
+def _conflict(conflicts: list[HpaConflict] | None) -> tuple[tuple[str, bool, str], ...]:
+    """The HorizontalAutoscalerConflict condition; none when the HPAs could not be read."""
+    if conflicts is None:
+        return ()
+    return ((HPA_CONFLICT_CONDITION, bool(conflicts), _limited(conflict_message(conflicts))),)
+
+
+def vpa_status(
+    entry: ServedVpa,
+    rows: pd.DataFrame,
+    now: datetime,
+    conflicts: list[HpaConflict] | None = None,
+) -> dict[str, Any]:
+    """The status JSON to merge into the VPA: recommendation and conditions.
+
+    `conflicts` are the HPA conflicts of its VPA (`tailor.hpa.hpa_conflicts`), None when
+    the HPAs could not be read: the condition is then left out rather than guessed."""
     if not entry.workloads:
         conditions = _conditions(
             entry,
             now,
             ("RecommendationProvided", False, ""),
             ("NoPodsMatched", True, "No pods match this VPA object"),
+            *_conflict(conflicts),
         )
         status = VerticalPodAutoscalerStatus(conditions=conditions)
         return {"recommendation": None, **status.to_api()}
@@ -180,6 +201,7 @@ def vpa_status(entry: ServedVpa, rows: pd.DataFrame, now: datetime) -> dict[str,
         now,
         ("RecommendationProvided", provided, explanation(entry, rows, named)),
         ("NoPodsMatched", False, ""),
+        *_conflict(conflicts),
     )
     status = VerticalPodAutoscalerStatus(
         recommendation=RecommendedPodResources(container_recommendations=recommendations)

@@ -57,6 +57,7 @@ def _report_lines(report: PassReport) -> list[str]:
     lines = [f"recommended: {label}" for label in report.recommended]
     lines += [f"no recommendation yet: {label}" for label in report.without]
     lines += [f"refused: {label}" for label in report.refused]
+    lines += [f"HPA conflict: {label}" for label in report.hpa_conflicts]
     if report.checkpoints:
         lines.append(f"checkpoints: {report.checkpoints} written")
     if report.checkpoints_deleted:
@@ -91,6 +92,12 @@ class _PassMetrics:
             "VerticalPodAutoscalerCheckpoints written.",
             registry=telemetry.registry,
         )
+        self.hpa_conflicts = Gauge(
+            "tailor_recommender_hpa_conflicts",
+            "VPAs served in the last pass that an HPA scales on a resource they control "
+            "(condition HorizontalAutoscalerConflict True).",
+            registry=telemetry.registry,
+        )
         self.schedule_rows = Gauge(
             "tailor_recommender_schedule_rows",
             "Rows of the schedule ConfigMap written in the last pass.",
@@ -101,6 +108,8 @@ class _PassMetrics:
         self.vpas.labels("recommended").set(len(report.recommended))
         self.vpas.labels("no_recommendation").set(len(report.without))
         self.vpas.labels("refused").set(len(report.refused))
+        if report.hpas_unread is None:  # unknown, not none, when the HPAs were unreadable
+            self.hpa_conflicts.set(len(report.hpa_conflicts))
         self.checkpoints.inc(report.checkpoints)
         if report.schedule_rows is not None:
             self.schedule_rows.set(report.schedule_rows)
@@ -197,6 +206,8 @@ def recommender_command(
             raise typer.Exit(1) from None
         for line in _report_lines(report):
             print(line)
+        if report.hpas_unread is not None:
+            Console(stderr=True).print(f"HPA conflicts not checked: {report.hpas_unread}")
         return
 
     telemetry = service_telemetry("recommender", metrics_port, period)
@@ -216,6 +227,8 @@ def recommender_command(
             return False
         for line in _report_lines(report):
             LOG.info("%s", line)
+        if report.hpas_unread is not None:
+            LOG.warning("HPA conflicts not checked this pass: %s", report.hpas_unread)
         if metrics is not None:
             metrics.record(report)
         return True

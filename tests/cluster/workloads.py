@@ -78,6 +78,32 @@ def vpa_collection(namespace: str) -> str:
     return f"{VPA_API}/namespaces/{namespace}/verticalpodautoscalers"
 
 
+def hpa_collection(namespace: str) -> str:
+    return f"/apis/autoscaling/v2/namespaces/{namespace}/horizontalpodautoscalers"
+
+
+def hpa(name: str, target: str, *resources: str) -> Json:
+    """An autoscaling/v2 HorizontalPodAutoscaler of Deployment `target` on 70 % utilization of
+    each of `resources` (none: no spec.metrics, which the API server defaults)."""
+    spec: Json = {
+        "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": target},
+        "minReplicas": 1,
+        "maxReplicas": 4,
+    }
+    if resources:
+        target_utilization = {"type": "Utilization", "averageUtilization": 70}
+        spec["metrics"] = [
+            {"type": "Resource", "resource": {"name": r, "target": target_utilization}}
+            for r in resources
+        ]
+    return {
+        "apiVersion": "autoscaling/v2",
+        "kind": "HorizontalPodAutoscaler",
+        "metadata": {"name": name},
+        "spec": spec,
+    }
+
+
 def running_pods(api: RawApi, namespace: str) -> list[Json]:
     """The namespace's Running pods that are not being deleted."""
     pods = api.get(f"/api/v1/namespaces/{namespace}/pods")["items"]

@@ -167,7 +167,7 @@ def test_every_hpa_is_named_once_per_metric() -> None:
     conflicts = hpa_conflicts(
         vpa(), [hpa(resource("cpu"), resource("cpu", 50)), hpa(resource("cpu"), name="second")]
     )
-    assert resources_of(conflicts) == [("web", "cpu", None), ("second", "cpu", None)]
+    assert resources_of(conflicts) == [("second", "cpu", None), ("web", "cpu", None)]  # by name
 
 
 @pytest.mark.parametrize(

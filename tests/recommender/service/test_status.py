@@ -11,6 +11,7 @@ import pandas as pd
 from recommender.service.status import container_recommendations, served_vpas, vpa_status
 from tailor.api.meta import ResourceList
 from tailor.api.vpa import VerticalPodAutoscaler
+from tailor.hpa import HpaConflict
 
 NOW = datetime(2026, 11, 23, 12, 0, tzinfo=UTC)
 DEPLOYMENT_RS = {("shop", "web-5d8f7c9b6d"): {"metadata": {"ownerReferences": [
@@ -141,3 +142,39 @@ def test_a_condition_keeps_its_transition_time_until_its_status_changes() -> Non
         "RecommendationProvided": earlier,  # still True: unchanged since then
         "NoPodsMatched": "2026-11-23T12:00:00Z",  # True -> False now
     }
+
+
+def test_an_hpa_conflict_is_a_condition_beside_the_recommendation() -> None:
+    earlier = "2026-11-20T08:00:00Z"
+    before = {"conditions": [
+        {"type": "HorizontalAutoscalerConflict", "status": "True", "lastTransitionTime": earlier},
+    ]}  # fmt: skip
+    web = VerticalPodAutoscaler.from_api({**vpa("web").to_api(), "status": before})
+    [served] = served_vpas([web], [pod()], DEPLOYMENT_RS, "default", True)
+    fight = [HpaConflict("web", "Resource", "cpu"), HpaConflict("web", "Resource", "memory")]
+    status = vpa_status(served, rows(cpu_target=0.25), NOW, fight)
+    assert status["recommendation"]["containerRecommendations"]  # still recommended
+    conflict = {c["type"]: c for c in status["conditions"]}["HorizontalAutoscalerConflict"]
+    assert conflict == {
+        "type": "HorizontalAutoscalerConflict",
+        "status": "True",
+        "lastTransitionTime": earlier,  # True before and now: unchanged
+        "message": "HPA web scales on cpu (Resource metric); "
+        "HPA web scales on memory (Resource metric)",
+    }
+    resolved = vpa_status(served, rows(cpu_target=0.25), NOW, [])
+    conflict = {c["type"]: c for c in resolved["conditions"]}["HorizontalAutoscalerConflict"]
+    assert conflict == {
+        "type": "HorizontalAutoscalerConflict",
+        "status": "False",
+        "lastTransitionTime": "2026-11-23T12:00:00Z",
+    }
+    [empty] = served_vpas([vpa("idle", target="ghost")], [], {}, "default", True)
+    lonely = vpa_status(empty, rows(), NOW, fight[:1])
+    assert [c["type"] for c in lonely["conditions"]][-1] == "HorizontalAutoscalerConflict"
+
+
+def test_unread_hpas_leave_the_condition_out() -> None:
+    [served] = served_vpas([vpa("web")], [pod()], DEPLOYMENT_RS, "default", True)
+    conditions = vpa_status(served, rows(cpu_target=0.25), NOW, None)["conditions"]
+    assert [c["type"] for c in conditions] == ["RecommendationProvided", "NoPodsMatched"]
