@@ -15,6 +15,7 @@ from datetime import datetime
 from tailor.api.limitrange import LimitRange
 from tailor.api.meta import by_namespace, object_key
 from tailor.api.vpa import VerticalPodAutoscaler
+from tailor.hpa import hpas_by_namespace
 from tailor.kube import Answer, Cluster
 from tailor.quantity import QuantityError
 from tailor.schedule_file import ScheduleRow
@@ -35,7 +36,7 @@ from updater.restriction import (
     owner_of,
     unmet_eviction_requirements,
 )
-from updater.targets import Target, due_targets
+from updater.targets import Target, due_targets, without_contested
 
 
 @dataclass(frozen=True)
@@ -61,6 +62,7 @@ class PassOptions:
     use_vpa: bool = False
     recommendations: bool = False  # each pod's VPA recommendation instead of a schedule
     scope: NamespaceScope = field(default_factory=NamespaceScope)
+    allow_hpa_conflicts: bool = False  # resize even what an HPA scales on (--allow-hpa-conflicts)
 
     def acts_in(self, namespace: str) -> bool:
         """In `-n`'s namespaces (all without it) and within the scope flags."""
@@ -138,11 +140,16 @@ class _Candidate:
 class _Governor:
     """Each pod's Governance, from the objects read once per pass."""
 
-    def __init__(self, cluster: Cluster, use_vpa: bool, evict: bool, recreate: bool) -> None:
+    def __init__(self, cluster: Cluster, options: PassOptions) -> None:
         ranges = by_namespace(LimitRange.valid_among(cluster.limit_ranges()))
         self.limits = {namespace: limit_rules(found) for namespace, found in ranges.items()}
-        self.use_vpa, self.recreate = use_vpa, recreate
+        use_vpa, evict = options.use_vpa, options.policy.evict
+        self.use_vpa, self.recreate = use_vpa, options.recommendations
         self.vpas = VerticalPodAutoscaler.valid_among(cluster.vpas()) if use_vpa else []
+        # the HPAs that may fight a VPA (None: not checked); unreadable, the pass fails
+        checked = use_vpa and not options.allow_hpa_conflicts
+        scope = options.scope
+        self.hpas = hpas_by_namespace(cluster.hpas(scope.only), scope) if checked else None
         # a pod's Deployment (for its VPA) and each ReplicaSet's replicas (for evictions)
         self.replica_sets = cluster.replica_sets() if use_vpa or evict else {}
 
@@ -150,7 +157,8 @@ class _Governor:
         limits = self.limits.get(namespace, PodRules())
         if not self.use_vpa:
             return Governance(limits)
-        return vpa_governance(pod, self.vpas, self.replica_sets, limits, self.recreate)
+        hpas = self.hpas.get(namespace, []) if self.hpas is not None else None
+        return vpa_governance(pod, self.vpas, self.replica_sets, limits, self.recreate, hpas)
 
 
 def _pod_policy(policy: Policy, governance: Governance) -> Policy:
@@ -202,13 +210,20 @@ def _targets(
     (with `recommendations`) its VPA's when upstream's updater would update it."""
     if governance.leave_alone:
         return {}, governance.leave_alone, ""
-    if scheduled is not None:
-        return scheduled, None, ""
     vpa = governance.vpa
-    targets = recommended_targets(vpa) if vpa is not None else {}
-    if vpa is None or not targets:
-        return {}, "its VPA has no recommendation yet", ""
-    reason = update_reason(pod, vpa, now, targets)
+    if scheduled is not None:
+        targets: Mapping[str, Target] = scheduled
+    else:
+        targets = recommended_targets(vpa) if vpa is not None else {}
+        if vpa is None or not targets:
+            return {}, "its VPA has no recommendation yet", ""
+    if governance.conflicts:  # what an HPA scales on stays as it is
+        targets = without_contested(targets, governance.contested)
+        if not targets:
+            return {}, f"nothing to change: all of it is {governance.hpa_note}", ""
+    if vpa is None or scheduled is not None:
+        return targets, None, ""
+    reason = update_reason(pod, vpa, now, targets, governance.contested)
     resizing = resize_status(pod).state is not ResizeState.NONE  # an answer to await or act on
     if reason is None and (governance.recreate or not resizing):
         return {}, "within its VPA's recommendation (upstream's update rules)", ""
@@ -231,9 +246,7 @@ def follow_once(
 ) -> list[Outcome]:
     """Bring every scheduled pod towards its target; one Outcome per pod considered."""
     pods, nodes = cluster.pods(), cluster.nodes()
-    governor = _Governor(
-        cluster, options.use_vpa, options.policy.evict, recreate=options.recommendations
-    )
+    governor = _Governor(cluster, options)
     restriction = EvictionRestriction(
         pods, configured_replicas(governor.replica_sets), options.limits
     )
@@ -284,6 +297,8 @@ def follow_once(
                 detail = f"evicted: {detail}" if applied else _refused(answer, "eviction")
                 if applied:
                     restriction.record(pod)
+        if governance.conflicts:
+            detail = f"{detail}; {governance.hpa_note}"
         outcome = Outcome(item.namespace, item.name, item.workload, decision.action, detail)
         outcomes.append(replace(outcome, applied=applied))
     return outcomes

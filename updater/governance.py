@@ -5,14 +5,15 @@ in-place updates: `InPlace` (resize only) or `InPlaceOrRecreate` (eviction as a
 fallback). `Off` and `Initial` leave running pods alone, and `Recreate` (or the
 deprecated `Auto`) asks for evictions, which a schedule changing every hour must
 not cause. The VPA that controls a pod is found with the rule every component
-shares (`tailor.matching`). LimitRanges bind every resize, VPA or not: the API
-server applies them to resizes too.
+shares (`tailor.matching`), and so are the HPAs that fight it (`tailor.hpa`): the
+resources they scale on are left to them. LimitRanges bind every resize, VPA or
+not: the API server applies them to resizes too.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from pydantic import ValidationError
 
@@ -23,6 +24,7 @@ from tailor.api.vpa import (
     UpdateMode,
     VerticalPodAutoscaler,
 )
+from tailor.hpa import HpaConflict, contested, hpa_conflicts
 from tailor.matching import OwnerReferenceError, PodRef, controlling_vpa, pod_controller
 from updater.plan import PodRules
 from updater.resources import Json
@@ -39,6 +41,19 @@ class Governance:
     leave_alone: str | None = None
     vpa: VerticalPodAutoscaler | None = None  # the VPA that controls the pod (--vpa)
     recreate: bool = False  # updateMode Recreate (or Auto): updated by eviction, never resized
+    conflicts: tuple[HpaConflict, ...] = field(default=())  # HPAs on resources its VPA controls
+
+    def contested(self, container: str) -> frozenset[str]:
+        """The container's resources an HPA scales on: left as they are."""
+        return contested(self.conflicts, container)
+
+    @property
+    def hpa_note(self) -> str:
+        """What the report says of the resources left to HPAs ("" when none)."""
+        if not self.conflicts:
+            return ""
+        reasons = "; ".join(c.reason for c in self.conflicts)
+        return f"left to the HPA (--allow-hpa-conflicts resizes them): {reasons}"
 
     @property
     def _update_policy(self) -> PodUpdatePolicy | None:
@@ -71,11 +86,13 @@ def vpa_governance(
     replica_sets: Mapping[tuple[str, str], Json],
     limits: PodRules,
     recreate: bool = False,
+    hpas: Iterable[Json] | None = None,
 ) -> Governance:
     """The pod's rules under its controlling VPA, or why the updater leaves it alone.
 
     With `recreate` (following VPA recommendations), a `Recreate` pod is governed too: it is
     updated by eviction, and the webhook sizes its replacement, as upstream's updater does.
+    `hpas` are its namespace's HPAs (None: not checked, --allow-hpa-conflicts).
     """
     try:
         controller = pod_controller(pod, replica_sets)
@@ -95,6 +112,12 @@ def vpa_governance(
         container_limit_range=limits.container_limit_range,
         pod_limit_range=limits.pod_limit_range,
     )
+    containers = [str(c.get("name")) for c in (pod.get("spec") or {}).get("containers") or []]
+    conflicts = tuple(hpa_conflicts(vpa, hpas, containers or None)) if hpas is not None else ()
     return Governance(
-        rules, may_evict=mode is not UpdateMode.IN_PLACE, vpa=vpa, recreate=by_eviction
+        rules,
+        may_evict=mode is not UpdateMode.IN_PLACE,
+        vpa=vpa,
+        recreate=by_eviction,
+        conflicts=conflicts,
     )

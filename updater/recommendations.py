@@ -9,7 +9,7 @@ whose requests are, summed over cpu and memory, at least 10 % off the target.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import datetime, timedelta
 
 from tailor.api.vpa import RecommendedContainerResources, VerticalPodAutoscaler
@@ -20,6 +20,11 @@ from updater.targets import Target
 QUICK_OOM = timedelta(minutes=10)
 LONG_LIVED = timedelta(hours=12)
 MIN_CHANGE = 0.1
+Contested = Callable[[str], frozenset[str]]  # a container's resources an HPA scales on
+
+
+def _none(container: str) -> frozenset[str]:
+    return frozenset()
 
 
 def recommended_targets(vpa: VerticalPodAutoscaler) -> dict[str, Target]:
@@ -40,7 +45,7 @@ def _bound(item: RecommendedContainerResources, name: str, resource: str) -> int
     return amount(resource, bounds[resource]) if bounds and resource in bounds else None
 
 
-def _outside_bounds(pod: Json, vpa: VerticalPodAutoscaler) -> str | None:
+def _outside_bounds(pod: Json, vpa: VerticalPodAutoscaler, contested: Contested) -> str | None:
     recommendation = vpa.status.recommendation if vpa.status is not None else None
     for container in (pod.get("spec") or {}).get("containers") or []:
         name = str(container.get("name"))
@@ -48,6 +53,8 @@ def _outside_bounds(pod: Json, vpa: VerticalPodAutoscaler) -> str | None:
         if item is None:
             continue
         for resource, value in requests_of(container).items():
+            if resource in contested(name):
+                continue
             lower, upper = (
                 _bound(item, "lower_bound", resource),
                 _bound(item, "upper_bound", resource),
@@ -59,8 +66,10 @@ def _outside_bounds(pod: Json, vpa: VerticalPodAutoscaler) -> str | None:
     return None
 
 
-def _quick_oom(pod: Json) -> str | None:
+def _quick_oom(pod: Json, contested: Contested) -> str | None:
     for status in (pod.get("status") or {}).get("containerStatuses") or []:
+        if "memory" in contested(str(status.get("name"))):
+            continue  # its memory is the HPA's
         ended = ((status.get("lastState") or {}).get("terminated")) or {}
         if ended.get("reason") != "OOMKilled":
             continue
@@ -94,11 +103,13 @@ def update_reason(
     vpa: VerticalPodAutoscaler,
     now: datetime,
     targets: Mapping[str, Target] | None = None,
+    contested: Contested = _none,
 ) -> str | None:
     """Why upstream's updater would update the pod now; None leaves it as it is.
 
-    `targets` are `recommended_targets(vpa)`, when the caller has them already."""
-    reason = _outside_bounds(pod, vpa) or _quick_oom(pod)
+    `targets` are `recommended_targets(vpa)`, when the caller has them already (less what
+    an HPA scales on); `contested` resources (an HPA's) are no reason either."""
+    reason = _outside_bounds(pod, vpa, contested) or _quick_oom(pod, contested)
     if reason is not None:
         return reason
     started = (pod.get("status") or {}).get("startTime")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -27,3 +27,19 @@ def due_targets(rows: Iterable[ScheduleRow], now: datetime) -> Mapping[Container
                 row.cpu, row.memory, row.memory_limit
             )
     return due
+
+
+def without_contested(
+    targets: Mapping[str, Target], contested: Callable[[str], frozenset[str]]
+) -> dict[str, Target]:
+    """The targets minus the resources an HPA scales on (`contested(container)`), which stay
+    as they are; a container left nothing to change is dropped."""
+    kept = {}
+    for name, target in targets.items():
+        taken = contested(name)
+        memory = None if "memory" in taken else target.memory_bytes
+        cpu = None if "cpu" in taken else target.cpu_cores
+        if cpu is not None or memory is not None:
+            limit = None if "memory" in taken else target.memory_limit_bytes
+            kept[name] = Target(cpu, memory, limit)
+    return kept

@@ -209,6 +209,13 @@ def follow_command(
             help="Only pods whose VPA asks for in-place updates; its resource policy binds.",
         ),
     ] = False,
+    allow_hpa_conflicts: Annotated[
+        bool,
+        typer.Option(
+            "--allow-hpa-conflicts",
+            help="With --vpa: also resize what an HPA scales on (cpu or memory utilization).",
+        ),
+    ] = False,
     dry_run: Annotated[
         bool, typer.Option("--dry-run", help="Send writes with dryRun=All: validated, not applied.")
     ] = False,
@@ -263,6 +270,7 @@ def follow_command(
         use_vpa=vpa or recommendations,
         recommendations=recommendations,
         scope=scope,
+        allow_hpa_conflicts=allow_hpa_conflicts,
     )
     if once:
         try:

@@ -137,3 +137,33 @@ def test_following_recommendations_governs_recreate_pods_for_eviction(
     assert (found.recreate, found.leave_alone) == (recreate, left)
     if recreate:
         assert found.may_evict
+
+
+def cpu_hpa(container: str | None = None) -> dict[str, Any]:
+    target = {"type": "Utilization", "averageUtilization": 70}
+    metric: dict[str, Any] = {"type": "Resource", "resource": {"name": "cpu", "target": target}}
+    if container is not None:
+        source = {"name": "cpu", "container": container, "target": target}
+        metric = {"type": "ContainerResource", "containerResource": source}
+    ref = {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"}
+    return {
+        "metadata": {"name": "web-hpa", "namespace": "shop"},
+        "spec": {"scaleTargetRef": ref, "maxReplicas": 4, "metrics": [metric]},
+    }
+
+
+def test_an_hpa_on_cpu_leaves_cpu_to_it_and_says_so() -> None:
+    with_containers = {**pod(), "spec": {"containers": [{"name": "app"}, {"name": "envoy"}]}}
+    found = vpa_governance(
+        with_containers, [vpa("InPlace")], REPLICA_SETS, PodRules(), hpas=[cpu_hpa("envoy")]
+    )
+    assert found.leave_alone is None
+    assert (found.contested("envoy"), found.contested("app")) == ({"cpu"}, frozenset())
+    assert found.hpa_note == (
+        "left to the HPA (--allow-hpa-conflicts resizes them): "
+        "HPA web-hpa scales on container envoy's cpu (ContainerResource metric)"
+    )
+    whole_pod = vpa_governance(pod(), [vpa("InPlace")], REPLICA_SETS, PodRules(), hpas=[cpu_hpa()])
+    assert whole_pod.contested("app") == {"cpu"}
+    unchecked = vpa_governance(pod(), [vpa("InPlace")], REPLICA_SETS, PodRules(), hpas=None)
+    assert unchecked.conflicts == () and unchecked.hpa_note == ""

@@ -8,6 +8,7 @@ from typing import Any
 from tailor.api.vpa import VerticalPodAutoscaler
 from updater.recommendations import recommended_targets, update_reason
 from updater.resources import Json
+from updater.targets import Target, without_contested
 
 NOW = datetime(2026, 11, 23, 12, tzinfo=UTC)
 
@@ -86,3 +87,38 @@ def test_without_a_recommendation_there_is_nothing_to_follow() -> None:
     bare = VerticalPodAutoscaler.from_api({**vpa().to_api(), "status": {}})
     assert recommended_targets(bare) == {}
     assert update_reason(pod("450m"), bare, NOW) is None
+
+
+def cpu_is_the_hpas(container: str) -> frozenset[str]:
+    return frozenset({"cpu"})
+
+
+def memory_is_the_hpas(container: str) -> frozenset[str]:
+    return frozenset({"memory"})
+
+
+def test_what_an_hpa_scales_on_is_no_reason_to_update() -> None:
+    targets = without_contested(recommended_targets(vpa()), cpu_is_the_hpas)
+    assert update_reason(pod("300m"), vpa(), NOW, targets, cpu_is_the_hpas) is None
+    old = timedelta(hours=13)  # 40 % off in cpu alone: memory is on target
+    assert update_reason(pod("300m", old), vpa(), NOW, targets, cpu_is_the_hpas) is None
+    terminated = {
+        "reason": "OOMKilled",
+        "startedAt": (NOW - timedelta(minutes=4)).isoformat(),
+        "finishedAt": (NOW - timedelta(minutes=1)).isoformat(),
+    }
+    killed: dict[str, Any] = {
+        "containerStatuses": [{"name": "app", "lastState": {"terminated": terminated}}]
+    }
+    assert update_reason(pod("450m", **killed), vpa(), NOW, None, memory_is_the_hpas) is None
+    assert update_reason(pod("450m", **killed), vpa(), NOW, None, cpu_is_the_hpas) == (
+        "app OOM-killed after running 0:03:00"
+    )
+
+
+def test_without_contested_keeps_the_other_resource_and_drops_a_container_left_nothing() -> None:
+    both = {"app": Target(0.5, 256.0, 512.0), "sidecar": Target(0.1, 64.0, None)}
+    taken = {"app": frozenset({"cpu"}), "sidecar": frozenset({"cpu", "memory"})}
+    assert without_contested(both, lambda name: taken[name]) == {"app": Target(None, 256.0, 512.0)}
+    memory = without_contested(both, memory_is_the_hpas)
+    assert memory == {"app": Target(0.5, None, None), "sidecar": Target(0.1, None, None)}
