@@ -95,7 +95,7 @@ class _PassMetrics:
         self.hpa_conflicts = Gauge(
             "tailor_recommender_hpa_conflicts",
             "VPAs served in the last pass that an HPA scales on a resource they control "
-            "(condition HorizontalAutoscalerConflict True).",
+            "(condition HorizontalAutoscalerConflict True); kept by a pass that cannot list HPAs.",
             registry=telemetry.registry,
         )
         self.schedule_rows = Gauge(
