@@ -1,7 +1,8 @@
 """Deciding one admission: which VPA controls the pod, and the patch it gets.
 
-The cluster is reached only through a `ClusterView` (VPAs and LimitRanges of a
-namespace, a ReplicaSet by name), so the decision is tested with plain objects.
+The cluster is reached only through a `ClusterView` (VPAs, LimitRanges and HPAs of
+a namespace, a ReplicaSet by name), so the decision is tested with plain objects.
+What an HPA scales on (`tailor.hpa`) is left as the pod asks, as the updater leaves it.
 Nothing here refuses a pod: a pod we cannot read is admitted as written with a
 warning, and a failure of ours (an API server that does not answer, a bug) is
 logged and the pod admitted as written, as upstream's failurePolicy Ignore would.
@@ -10,16 +11,17 @@ logged and the pod admitted as written, as upstream's failurePolicy Ignore would
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
 from pydantic import ValidationError
 
-from admission.patch import PodPatch, PodUnreadable, pod_patch
+from admission.patch import PodPatch, PodUnreadable, pod_containers, pod_patch
 from admission.review import AdmissionRequest, Verdict
 from tailor.api.limitrange import LimitRange
 from tailor.api.meta import OwnerReference
 from tailor.api.vpa import VerticalPodAutoscaler
+from tailor.hpa import acts, hpa_conflicts
 from tailor.kube import ClusterError
 from tailor.matching import (
     OwnerReferenceError,
@@ -44,6 +46,8 @@ class ClusterView(Protocol):
     def limit_ranges(self, namespace: str) -> list[LimitRange]: ...
 
     def replica_set(self, namespace: str, name: str) -> Json | None: ...
+
+    def hpas(self, namespace: str) -> Sequence[Json]: ...
 
 
 def _with_namespace(pod: Json, namespace: str) -> dict[str, Any]:
@@ -72,7 +76,12 @@ def _patch_for(pod: Json, namespace: str, view: ClusterView) -> PodPatch:
         LOG.warning("%s: ReplicaSet %s: %s", namespace, owner.name if owner else "", error)
     reference = PodRef.of_pod(pod, controller)
     vpa = controlling_vpa(reference, view.vpas(namespace))
-    return pod_patch(pod, vpa, view.limit_ranges(namespace) if vpa is not None else [])
+    if vpa is None:
+        return pod_patch(pod, None)
+    names = [str(container["name"]) for container in pod_containers(pod)]
+    hpas = view.hpas(namespace) if acts(vpa) else []  # a VPA in mode Off fights nothing
+    conflicts = hpa_conflicts(vpa, hpas, names)
+    return pod_patch(pod, vpa, view.limit_ranges(namespace), conflicts)
 
 
 def admit(

@@ -6,7 +6,11 @@ before its pods is seen at once and a big cluster is not re-listed every few
 seconds. A full re-list every `refresh_seconds` (5 minutes by default) is only a
 safety net. A failed list keeps the last objects. A Deployment's new ReplicaSet
 creates its pods at once, so a ReplicaSet is fetched by name when first needed and
-kept for a minute (its owner does not change).
+kept for a minute (its owner does not change). The HPAs of a namespace are listed
+only when a pod with an acting VPA arrives there, and kept for `HPA_TTL_SECONDS`:
+a few pods a second of one rollout cost one list. A list that fails (no RBAC for
+HPAs yet) is said in the log and read as no HPA: the webhook then sizes pods as it
+did before it knew of HPAs, rather than not at all.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ from tailor.telemetry import ServiceTelemetry
 
 LOG = logging.getLogger("tailor.admission")
 REPLICA_SET_TTL_SECONDS = 60.0
+HPA_TTL_SECONDS = 10.0
 RESYNC_SECONDS = 300.0
 _MAX_REPLICA_SETS = 10_000
 
@@ -47,9 +52,12 @@ class ClusterCache:
         api_client: kubernetes.client.ApiClient,
         refresh_seconds: float = RESYNC_SECONDS,
         telemetry: ServiceTelemetry | None = None,
+        read_hpas: bool = True,
     ):
         self.cluster = Cluster(api_client)
         self.telemetry = telemetry
+        self.read_hpas = read_hpas  # False: --allow-hpa-conflicts, no HPA is ever read
+        self._hpas: dict[str, tuple[float, list[Json]]] = {}
         self._vpas = Store(VerticalPodAutoscaler, "VerticalPodAutoscalers")
         self._limit_ranges = Store(LimitRange, "LimitRanges")
         self._vpa_crd_present = True
@@ -98,6 +106,25 @@ class ClusterCache:
             if len(self._replica_sets) >= _MAX_REPLICA_SETS:
                 self._replica_sets.clear()
             self._replica_sets[key] = (now, found)
+        return found
+
+    def hpas(self, namespace: str) -> list[Json]:
+        if not self.read_hpas:
+            return []
+        now = time.monotonic()
+        with self._lock:
+            cached = self._hpas.get(namespace)
+        if cached is not None and now - cached[0] < HPA_TTL_SECONDS:
+            return cached[1]
+        try:
+            found = self.cluster.hpas(namespace)
+        except ClusterError as error:
+            LOG.warning("%s; sizing as if no HPA scaled the pods of %s", error, namespace)
+            found = []
+        with self._lock:
+            if len(self._hpas) >= _MAX_REPLICA_SETS:
+                self._hpas.clear()
+            self._hpas[namespace] = (now, found)
         return found
 
     # -- refreshing --------------------------------------------------------------------

@@ -23,6 +23,7 @@ from tailor.api.limitrange import LimitRange, LimitType, merged_limit_range_item
 from tailor.api.meta import ResourceList
 from tailor.api.vpa import UpdateMode, VerticalPodAutoscaler
 from tailor.capping import cap_recommendations_for_pod
+from tailor.hpa import HpaConflict, conflict_message, contested
 from tailor.limits import LIMIT_SCALED_RESOURCES, ContainerResources, new_container_resources
 from tailor.quantity import Quantity, QuantityError
 
@@ -30,6 +31,8 @@ Json = Mapping[str, Any]
 
 UPDATES_ANNOTATION = "vpaUpdates"
 OBSERVED_CONTAINERS_ANNOTATION = "vpaObservedContainers"
+# ours, not upstream's: which HPA kept which resources as the pod asked
+HPA_ANNOTATION = "kube-tailor.io/hpa-conflicts"
 
 
 class PodUnreadable(ValueError):
@@ -139,12 +142,16 @@ def _said_of_limits(notes: Sequence[str]) -> list[str]:
 
 
 def pod_patch(
-    pod: Json, vpa: VerticalPodAutoscaler | None, limit_ranges: Sequence[LimitRange] = ()
+    pod: Json,
+    vpa: VerticalPodAutoscaler | None,
+    limit_ranges: Sequence[LimitRange] = (),
+    conflicts: Sequence[HpaConflict] = (),
 ) -> PodPatch:
     """The patch that sizes `pod` by `vpa` (its controlling VPA, or None).
 
-    `limit_ranges` are the LimitRanges of the pod's namespace. Raises PodUnreadable
-    when the pod's JSON cannot be read.
+    `limit_ranges` are the LimitRanges of the pod's namespace; `conflicts` the HPA
+    metrics fighting the VPA (`tailor.hpa`): their resources keep the pod's own
+    requests. Raises PodUnreadable when the pod's JSON cannot be read.
     """
     containers = pod_containers(pod)
     if vpa is None:
@@ -168,7 +175,8 @@ def pod_patch(
     operations: list[dict[str, Any]] = []
     updates: list[str] = []
     for index, (container, resources) in enumerate(zip(containers, current, strict=True)):
-        target = targets.get(resources.name)
+        kept = contested(conflicts, resources.name)
+        target = {k: v for k, v in (targets.get(resources.name) or {}).items() if k not in kept}
         if not target:
             continue
         update = new_container_resources(
@@ -184,5 +192,9 @@ def pod_patch(
         annotations[UPDATES_ANNOTATION] = f"Pod resources updated by {vpa.name}: " + "; ".join(
             updates
         )
+    if conflicts:
+        annotations[HPA_ANNOTATION] = conflict_message(conflicts)
     reason = annotations.get(UPDATES_ANNOTATION, f"VPA {vpa.name}: recommendation already in place")
+    if conflicts:
+        reason += f"; left to the HPA: {annotations[HPA_ANNOTATION]}"
     return PodPatch(tuple(operations + _annotation_operations(pod, annotations)), reason)

@@ -120,6 +120,13 @@ def admission_command(
     webhook_timeout: Annotated[
         str, typer.Option(help="How long the API server waits for a review (1s to 30s).")
     ] = "5s",
+    allow_hpa_conflicts: Annotated[
+        bool,
+        typer.Option(
+            "--allow-hpa-conflicts",
+            help="Also set what an HPA scales on (cpu or memory utilization); no HPA is read.",
+        ),
+    ] = False,
 ) -> None:
     """Serve the webhook: pods being created get their VPA's recommendation (POST /mutate)."""
     every = duration_flag(refresh, "--refresh", "100ms").total_seconds()
@@ -141,7 +148,7 @@ def admission_command(
     telemetry = service_telemetry("admission", metrics_port, period)
     try:
         client = api_client_from(kubeconfig)
-        cache = ClusterCache(client, every, telemetry)
+        cache = ClusterCache(client, every, telemetry, read_hpas=not allow_hpa_conflicts)
     except ClusterError as error:
         raise typer.BadParameter(str(error), param_hint="--kubeconfig") from error
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")

@@ -41,15 +41,22 @@ class View:
         vpas: list[VerticalPodAutoscaler],
         ranges: list[LimitRange] | None = None,
         broken: Exception | None = None,
+        hpas: list[dict[str, Any]] | None = None,
     ) -> None:
         self._vpas, self._ranges, self.broken = vpas, ranges or [], broken
+        self._hpas = hpas or []
         self.replica_set_reads: list[tuple[str, str]] = []
+        self.hpa_reads: list[str] = []
 
     def vpas(self, namespace: str) -> list[VerticalPodAutoscaler]:
         return [v for v in self._vpas if v.namespace == namespace]
 
     def limit_ranges(self, namespace: str) -> list[LimitRange]:
         return self._ranges
+
+    def hpas(self, namespace: str) -> list[dict[str, Any]]:
+        self.hpa_reads.append(namespace)
+        return self._hpas
 
     def replica_set(self, namespace: str, name: str) -> dict[str, Any] | None:
         self.replica_set_reads.append((namespace, name))
@@ -136,6 +143,42 @@ def test_a_deployment_pod_gets_its_vpa_recommendation_through_its_replica_set() 
         "limits": {"memory": "400Mi"},
     }
     assert verdict.reason.startswith("Pod resources updated by web")
+
+
+def hpa(resource: str, target: str = "web") -> dict[str, Any]:
+    metric = {"type": "Resource", "resource": {"name": resource, "target": {"type": "Utilization"}}}
+    return {
+        "metadata": {"name": f"{target}-{resource}", "namespace": "shop"},
+        "spec": {
+            "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": target},
+            "metrics": [metric],
+        },
+    }
+
+
+def test_what_an_hpa_scales_on_keeps_the_pods_own_request() -> None:
+    view = View([vpa("Auto", APP_TARGETS)], hpas=[hpa("cpu"), hpa("memory", target="other")])
+    verdict = admit(creating(new_pod()), view)
+    result = apply_patch(new_pod(), verdict.operations)
+    assert result["spec"]["containers"][0]["resources"] == {
+        "requests": {"cpu": "250m", "memory": "200Mi"},  # cpu as written: the HPA's
+        "limits": {"memory": "400Mi"},
+    }
+    said = "HPA web-cpu scales on cpu (Resource metric)"
+    assert result["metadata"]["annotations"]["kube-tailor.io/hpa-conflicts"] == said
+    assert verdict.reason.endswith(f"left to the HPA: {said}")
+    both = View([vpa("Auto", APP_TARGETS)], hpas=[hpa("cpu"), hpa("memory")])
+    untouched = apply_patch(new_pod(), admit(creating(new_pod()), both).operations)
+    assert untouched["spec"] == new_pod()["spec"]
+
+
+def test_hpas_are_read_only_for_a_pod_with_a_vpa() -> None:
+    view = View([], hpas=[hpa("cpu")])
+    assert admit(creating(new_pod()), view).operations == ()
+    assert view.hpa_reads == []
+    off = View([vpa("Off", APP_TARGETS)], hpas=[hpa("cpu")])
+    assert admit(creating(new_pod()), off).operations == ()  # Off: nothing to fight over
+    assert off.hpa_reads == []
 
 
 def test_a_pod_outside_the_namespace_scope_is_admitted_as_written() -> None:

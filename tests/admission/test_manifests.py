@@ -77,9 +77,27 @@ def test_the_webhook_reads_what_it_needs_on_the_shipped_role_and_nothing_more(
             cache.stop()
         assert "cannot watch" not in caplog.text  # not seen through relists after a 403
 
+        # An HPA with no metrics scales on CPU (autoscaling/v2's default): CPU is its own.
+        hpas = f"/apis/autoscaling/v2/namespaces/{namespace}/horizontalpodautoscalers"
+        target = {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"}
+        api.create(hpas, {"metadata": {"name": "web"}, "spec": {"scaleTargetRef": target,
+                                                                "maxReplicas": 3}})  # fmt: skip
+        fresh = ClusterCache(api_client_from(config))
+        fresh.refresh()
+        held = admit(parse_review(review(pod, namespace=namespace)), fresh)
+        assert held.reason == (
+            "VPA web: recommendation already in place; "
+            "left to the HPA: HPA web scales on cpu (Resource metric)"
+        ), held
+        assert not [op for op in held.operations if op["path"].startswith("/spec")]
+
         for resource, verb in (("pods", "list"), ("pods", "update"), ("replicasets", "list")):
             assert not allowed(api, "kube-tailor", ACCOUNT, resource, verb)
         assert not allowed(api, "kube-tailor", ACCOUNT, "replicasets", "watch", group="apps")
+        hpa = ("horizontalpodautoscalers", "autoscaling")
+        assert allowed(api, "kube-tailor", ACCOUNT, hpa[0], "list", group=hpa[1])
+        for verb in ("get", "watch", "update"):
+            assert not allowed(api, "kube-tailor", ACCOUNT, hpa[0], verb, group=hpa[1])
         for resource, group in (("verticalpodautoscalers", VPA_GROUP), ("limitranges", "")):
             for verb in ("list", "watch"):
                 assert allowed(api, "kube-tailor", ACCOUNT, resource, verb, group=group)
@@ -90,6 +108,9 @@ def test_the_webhook_reads_what_it_needs_on_the_shipped_role_and_nothing_more(
         )
         with pytest.raises(ClusterError, match="forbidden"):
             ClusterCache(api_client_from(nobody)).refresh()
+        # HPAs it may not list: sized as before it knew of HPAs, and said in the log
+        assert ClusterCache(api_client_from(nobody)).hpas(namespace) == []
+        assert "sizing as if no HPA scaled the pods of" in caplog.text
 
 
 def test_the_role_grants_exactly_the_lists_watches_and_gets_the_webhook_makes() -> None:
@@ -106,6 +127,11 @@ def test_the_role_grants_exactly_the_lists_watches_and_gets_the_webhook_makes() 
         },
         {"apiGroups": [""], "resources": ["limitranges"], "verbs": ["list", "watch"]},
         {"apiGroups": ["apps"], "resources": ["replicasets"], "verbs": ["get"]},
+        {
+            "apiGroups": ["autoscaling"],
+            "resources": ["horizontalpodautoscalers"],
+            "verbs": ["list"],
+        },
     ]
 
 
