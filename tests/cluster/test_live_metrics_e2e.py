@@ -84,24 +84,16 @@ def web_pod(node: str) -> Json:
     return manifest
 
 
-def leaky_pod(node: str) -> Json:
-    return pod_manifest(
-        "leaky",
-        node=node,
-        container="worker",
-        requests={"cpu": "100m", "memory": "128Mi"},
-        limits={"memory": "256Mi"},
-    )
+# one-container pods: name -> (container, requests, limits)
+SINGLE = {
+    "leaky": ("worker", {"cpu": "100m", "memory": "128Mi"}, {"memory": "256Mi"}),
+    "capped": ("busy", {"cpu": "200m", "memory": "64Mi"}, {"cpu": "200m", "memory": "128Mi"}),
+}
 
 
-def capped_pod(node: str) -> Json:
-    return pod_manifest(
-        "capped",
-        node=node,
-        container="busy",
-        requests={"cpu": "200m", "memory": "64Mi"},
-        limits={"cpu": "200m", "memory": "128Mi"},
-    )
+def single_pod(node: str, name: str) -> Json:
+    container, requests, limits = SINGLE[name]
+    return pod_manifest(name, node=node, container=container, requests=requests, limits=limits)
 
 
 @pytest.fixture
@@ -119,7 +111,7 @@ def scraped_cluster(
         sim.set_usage(kube_namespace, pod, container, series)
     with kube_cluster.api_client() as client:
         api = RawApi(client)
-        for manifest in (web_pod(node), leaky_pod(node), capped_pod(node)):
+        for manifest in (web_pod(node), *(single_pod(node, name) for name in SINGLE)):
             create_pod(api, kube_namespace, manifest)
             name = manifest["metadata"]["name"]
             wait_for_pod(

@@ -56,6 +56,16 @@ def run(*args: str) -> Any:
     return CliRunner().invoke(app, ["recommender", *args])
 
 
+def written_as(document: Any, expected: Any) -> VerticalPodAutoscaler:
+    """The VPA, once its one container's uncapped target is the library's `expected` row."""
+    found = VerticalPodAutoscaler.from_api(document)
+    assert found.status is not None and found.status.recommendation is not None
+    [written] = found.status.recommendation.container_recommendations or []
+    wanted = ResourceList.from_amounts(expected["cpu_target"], expected["memory_target"])
+    assert written.uncapped_target == wanted
+    return found
+
+
 def test_the_service_writes_the_libraries_recommendation_into_the_vpas_it_serves(
     full_namespace: FullNamespace,
     prometheus_server: PrometheusFactory,
@@ -124,12 +134,8 @@ def test_the_service_writes_the_libraries_recommendation_into_the_vpas_it_serves
     assert result.exit_code == 0, result.output
     [unseen] = recommend_vpa(history, count_throttling=False).to_dict(orient="records")
     assert unseen["cpu_target"] < expected["cpu_target"]
-    web = VerticalPodAutoscaler.from_api(api.get(f"{vpas}/web"))
-    assert web.status is not None and web.status.recommendation is not None
-    [written] = web.status.recommendation.container_recommendations or []
-    assert written.uncapped_target == ResourceList.from_amounts(
-        unseen["cpu_target"], unseen["memory_target"]
-    )
+    web = written_as(api.get(f"{vpas}/web"), unseen)
+    assert web.status is not None
     quiet = web.status.condition("RecommendationProvided")
     assert quiet is not None and not quiet.message
 
@@ -142,12 +148,7 @@ def test_the_service_writes_the_libraries_recommendation_into_the_vpas_it_serves
     assert result.exit_code == 0, result.output
     [lower] = recommend_vpa(history, settings=tuned).to_dict(orient="records")
     assert lower["cpu_target"] < expected["cpu_target"]
-    web = VerticalPodAutoscaler.from_api(api.get(f"{vpas}/web"))
-    assert web.status is not None and web.status.recommendation is not None
-    [written] = web.status.recommendation.container_recommendations or []
-    assert written.uncapped_target == ResourceList.from_amounts(
-        lower["cpu_target"], lower["memory_target"]
-    )
+    written_as(api.get(f"{vpas}/web"), lower)
 
     assert api.get(f"{vpas}/api").get("status") is None  # another recommender's VPA
     idle = VerticalPodAutoscaler.from_api(api.get(f"{vpas}/idle"))
