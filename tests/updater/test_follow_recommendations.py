@@ -117,7 +117,7 @@ def test_a_resize_the_kubelet_cannot_make_falls_back_to_eviction_within_the_rest
     wait_until_infeasible(api, namespace, pods)
     # the target (2 cores) is above what the containers run with (1): not evicted for a rise
     refused = json_outcomes(full_namespace, "--recommendations", "--evict")
-    assert [o["action"] for o in refused] == ["none", "none"]
+    assert [o["action"] for o in refused] == ["none", "none"], refused
     assert all("evictionRequirements are not met" in o["detail"] for o in refused)
     only_up = [{"resources": ["cpu"], "changeRequirement": "TargetHigherThanRequests"}]
     policy = {"spec": {"updatePolicy": {"evictionRequirements": only_up}}}

@@ -81,7 +81,8 @@ def test_one_pass_evicts_no_more_than_the_eviction_tolerance_of_a_deployment(
     api, namespace = full_namespace.api, full_namespace.name
     pods = pinned_deployment(full_namespace, "tolerance", 4)
     schedule = write_schedule(tmp_path / "s.json", [period(namespace, "web", 2.0, 128 * Mi)])
-    assert {o["action"] for o in follow(full_namespace.cluster, schedule)} == {"resize"}
+    first = follow(full_namespace.cluster, schedule)
+    assert {o["action"] for o in first} == {"resize"}, first
     wait_until_infeasible(api, namespace, pods)
     outcomes = follow(full_namespace.cluster, schedule, "--evict")
     evicted = [o for o in outcomes if o["action"] == "evict" and o["applied"]]
