@@ -111,6 +111,8 @@ def test_the_webhook_reads_what_it_needs_on_the_shipped_role_and_nothing_more(
         # HPAs it may not list: sized as before it knew of HPAs, and said in the log
         assert ClusterCache(api_client_from(nobody)).hpas(namespace) == []
         assert "sizing as if no HPA scaled the pods of" in caplog.text
+        # its Pending pod would otherwise run on the next test's node, in that test's pass
+        api.delete(f"/api/v1/namespaces/{namespace}")
 
 
 def test_the_role_grants_exactly_the_lists_watches_and_gets_the_webhook_makes() -> None:
