@@ -16,12 +16,12 @@ from typing import Any, Protocol
 
 from pydantic import ValidationError
 
-from admission.patch import PodPatch, PodUnreadable, pod_containers, pod_patch
+from admission.patch import PodPatch, PodUnreadable, pod_patch
 from admission.review import AdmissionRequest, Verdict
 from tailor.api.limitrange import LimitRange
 from tailor.api.meta import OwnerReference
 from tailor.api.vpa import VerticalPodAutoscaler
-from tailor.hpa import acts, hpa_conflicts
+from tailor.hpa import acts, container_names, hpa_conflicts
 from tailor.kube import ClusterError
 from tailor.matching import (
     OwnerReferenceError,
@@ -78,9 +78,8 @@ def _patch_for(pod: Json, namespace: str, view: ClusterView) -> PodPatch:
     vpa = controlling_vpa(reference, view.vpas(namespace))
     if vpa is None:
         return pod_patch(pod, None)
-    names = [str(container["name"]) for container in pod_containers(pod)]
     hpas = view.hpas(namespace) if acts(vpa) else []  # a VPA in mode Off fights nothing
-    conflicts = hpa_conflicts(vpa, hpas, names)
+    conflicts = hpa_conflicts(vpa, hpas, container_names(pod))
     return pod_patch(pod, vpa, view.limit_ranges(namespace), conflicts)
 
 

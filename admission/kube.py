@@ -18,6 +18,8 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Callable
+from typing import Generic, TypeVar
 
 import kubernetes.client
 
@@ -33,7 +35,32 @@ LOG = logging.getLogger("tailor.admission")
 REPLICA_SET_TTL_SECONDS = 60.0
 HPA_TTL_SECONDS = 10.0
 RESYNC_SECONDS = 300.0
-_MAX_REPLICA_SETS = 10_000
+_MAX_CACHED = 10_000
+K = TypeVar("K")
+V = TypeVar("V")
+
+
+class Expiring(Generic[K, V]):
+    """Answers read on demand and kept for `ttl` seconds; past `size` keys all are dropped
+    (a cluster-wide cache must not grow without bound)."""
+
+    def __init__(self, ttl: float, size: int = _MAX_CACHED) -> None:
+        self.ttl, self.size = ttl, size
+        self._items: dict[K, tuple[float, V]] = {}
+        self._lock = threading.Lock()
+
+    def get(self, key: K, load: Callable[[], V]) -> V:
+        now = time.monotonic()
+        with self._lock:
+            cached = self._items.get(key)
+        if cached is not None and now - cached[0] < self.ttl:
+            return cached[1]
+        found = load()
+        with self._lock:
+            if len(self._items) >= self.size:
+                self._items.clear()
+            self._items[key] = (now, found)
+        return found
 
 
 class ClusterCache:
@@ -57,12 +84,13 @@ class ClusterCache:
         self.cluster = Cluster(api_client)
         self.telemetry = telemetry
         self.read_hpas = read_hpas  # False: --allow-hpa-conflicts, no HPA is ever read
-        self._hpas: dict[str, tuple[float, list[Json]]] = {}
+        self._hpas: Expiring[str, list[Json]] = Expiring(HPA_TTL_SECONDS)
         self._vpas = Store(VerticalPodAutoscaler, "VerticalPodAutoscalers")
         self._limit_ranges = Store(LimitRange, "LimitRanges")
         self._vpa_crd_present = True
-        self._replica_sets: dict[tuple[str, str], tuple[float, Json | None]] = {}
-        self._lock = threading.Lock()
+        self._replica_sets: Expiring[tuple[str, str], Json | None] = Expiring(
+            REPLICA_SET_TTL_SECONDS
+        )
         record = telemetry.record_pass if telemetry is not None else None
         absent_retry = min(refresh_seconds, MAX_RETRY_SECONDS)  # the VPA CRD installed later
         self._watchers = (
@@ -96,36 +124,21 @@ class ClusterCache:
         return self._limit_ranges.namespace(namespace)
 
     def replica_set(self, namespace: str, name: str) -> Json | None:
-        key, now = (namespace, name), time.monotonic()
-        with self._lock:
-            cached = self._replica_sets.get(key)
-        if cached is not None and now - cached[0] < REPLICA_SET_TTL_SECONDS:
-            return cached[1]
-        found = self.cluster.replica_set(namespace, name)
-        with self._lock:
-            if len(self._replica_sets) >= _MAX_REPLICA_SETS:
-                self._replica_sets.clear()
-            self._replica_sets[key] = (now, found)
-        return found
+        return self._replica_sets.get(
+            (namespace, name), lambda: self.cluster.replica_set(namespace, name)
+        )
 
     def hpas(self, namespace: str) -> list[Json]:
         if not self.read_hpas:
             return []
-        now = time.monotonic()
-        with self._lock:
-            cached = self._hpas.get(namespace)
-        if cached is not None and now - cached[0] < HPA_TTL_SECONDS:
-            return cached[1]
+        return self._hpas.get(namespace, lambda: self._read_hpas(namespace))
+
+    def _read_hpas(self, namespace: str) -> list[Json]:
         try:
-            found = self.cluster.hpas(namespace)
+            return self.cluster.hpas(namespace)
         except ClusterError as error:
             LOG.warning("%s; sizing as if no HPA scaled the pods of %s", error, namespace)
-            found = []
-        with self._lock:
-            if len(self._hpas) >= _MAX_REPLICA_SETS:
-                self._hpas.clear()
-            self._hpas[namespace] = (now, found)
-        return found
+            return []
 
     # -- refreshing --------------------------------------------------------------------
 

@@ -143,17 +143,16 @@ def with_throttling_notes(rows: pd.DataFrame, usage: pd.DataFrame) -> pd.DataFra
         return rows
     keyed = rows.merge(notes, on=list(AGGREGATE_COLUMNS), how="left")
     said = keyed["explanation"] if "explanation" in keyed else pd.Series(np.nan, keyed.index)
-    note = keyed["throttling"]
-    joined = [
-        f"{text}; {extra}" if isinstance(text, str) and text else extra
-        for text, extra in zip(said, note, strict=True)
-    ]
     out = rows.copy()
     out["explanation"] = [
-        text if isinstance(extra, str) else previous
-        for text, extra, previous in zip(joined, note, said, strict=True)
+        previous if not isinstance(note, str) else _joined(previous, note)
+        for previous, note in zip(said, keyed["throttling"], strict=True)
     ]
     return out
+
+
+def _joined(previous: object, note: str) -> str:
+    return f"{previous}; {note}" if isinstance(previous, str) and previous else note
 
 
 def _checked(

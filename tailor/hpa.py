@@ -180,6 +180,12 @@ def hpa_conflicts(
     return conflicts
 
 
+def container_names(pod: Json) -> list[str]:
+    """The names of a pod's containers: what a ContainerResource metric names."""
+    containers = (pod.get("spec") or {}).get("containers") or []
+    return [str(c.get("name")) for c in containers if isinstance(c, Mapping)]
+
+
 def conflict_message(conflicts: Iterable[HpaConflict]) -> str:
     """The condition message: each conflict's reason, joined."""
     return "; ".join(c.reason for c in conflicts)

@@ -135,6 +135,11 @@ class Cluster:
         except UNREACHABLE as error:
             raise ClusterError(f"cannot reach the API server to read {what}: {error}") from None
 
+    def _all_if_served(self, plural: str) -> Json | None:
+        """One of our kinds listed in every namespace; None when its CRD is not installed."""
+        call = self.custom.list_cluster_custom_object
+        return self._read_if_served(call, plural, group=GROUP, version=VERSION, plural=plural)
+
     def pods(self) -> list[Json]:
         """Every pod of the cluster: node sums need the pods of all namespaces."""
         listed = self._read(self.core.list_pod_for_all_namespaces, "pods")
@@ -197,13 +202,7 @@ class Cluster:
 
     def vpa_listing(self) -> Listing | None:
         """`vpas_if_installed` with the resourceVersion to watch them from."""
-        listed = self._read_if_served(
-            self.custom.list_cluster_custom_object,
-            "verticalpodautoscalers",
-            group=GROUP,
-            version=VERSION,
-            plural=VPA_PLURAL,
-        )
+        listed = self._all_if_served(VPA_PLURAL)
         return None if listed is None else _listing(listed)
 
     def watch_vpas(
@@ -359,14 +358,7 @@ class Cluster:
 
     def checkpoints(self) -> list[Json]:
         """Every VerticalPodAutoscalerCheckpoint of the cluster (none without the CRD)."""
-        listed = self._read_if_served(
-            self.custom.list_cluster_custom_object,
-            "verticalpodautoscalercheckpoints",
-            group=GROUP,
-            version=VERSION,
-            plural=CHECKPOINT_PLURAL,
-        )
-        return list((listed or {}).get("items") or [])
+        return list((self._all_if_served(CHECKPOINT_PLURAL) or {}).get("items") or [])
 
     def delete_checkpoint(self, namespace: str, name: str) -> Answer:
         custom = self.custom

@@ -24,7 +24,7 @@ from tailor.api.vpa import (
     UpdateMode,
     VerticalPodAutoscaler,
 )
-from tailor.hpa import HpaConflict, contested, hpa_conflicts
+from tailor.hpa import HpaConflict, conflict_message, container_names, contested, hpa_conflicts
 from tailor.matching import OwnerReferenceError, PodRef, controlling_vpa, pod_controller
 from updater.plan import PodRules
 from updater.resources import Json
@@ -52,8 +52,8 @@ class Governance:
         """What the report says of the resources left to HPAs ("" when none)."""
         if not self.conflicts:
             return ""
-        reasons = "; ".join(c.reason for c in self.conflicts)
-        return f"left to the HPA (--allow-hpa-conflicts resizes them): {reasons}"
+        said = conflict_message(self.conflicts)
+        return f"left to the HPA (--allow-hpa-conflicts resizes them): {said}"
 
     @property
     def _update_policy(self) -> PodUpdatePolicy | None:
@@ -112,8 +112,8 @@ def vpa_governance(
         container_limit_range=limits.container_limit_range,
         pod_limit_range=limits.pod_limit_range,
     )
-    containers = [str(c.get("name")) for c in (pod.get("spec") or {}).get("containers") or []]
-    conflicts = tuple(hpa_conflicts(vpa, hpas, containers or None)) if hpas is not None else ()
+    names = container_names(pod) or None
+    conflicts = tuple(hpa_conflicts(vpa, hpas, names)) if hpas is not None else ()
     return Governance(
         rules,
         may_evict=mode is not UpdateMode.IN_PLACE,

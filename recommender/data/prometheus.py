@@ -288,11 +288,9 @@ def load_prometheus_history(
     queries = settings.queries()
     keys = _label_columns(settings)
     plan = {
-        "cpu": (queries.cpu_counter(), keys),
-        "cpu_at": (queries.cpu_counter_time(), keys),
-        "cpu_resets": (queries.cpu_resets(), keys),
-        "cpu_low": (queries.cpu_low(), keys),
-        **_throttling_plan(queries, settings.metrics.cpu_throttled, keys),
+        **_counter_plan(queries, settings.metrics.cpu_usage, "cpu", keys),
+        # cAdvisor exports throttling only under a CPU limit: elsewhere it stays NaN
+        **_counter_plan(queries, settings.metrics.cpu_throttled, THROTTLED_COLUMN, keys),
         "memory": (queries.memory_peak(), keys),
         "requests": (queries.requests(), _label_columns(settings, "resource")),
         "limits": (queries.limits(), _label_columns(settings, "resource")),
@@ -337,19 +335,10 @@ def load_prometheus_history(
 def _assemble(
     samples: dict[str, pd.DataFrame], start: int, end: int, step: int
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
-    cpu = frames.cpu_windows(
-        samples["cpu"], samples["cpu_at"], step, samples["cpu_resets"], samples["cpu_low"]
-    )
+    cpu = _counter_windows(samples, "cpu", step)
     memory = frames.memory_windows(samples["memory"], step)
     resources = frames.resource_columns(samples["requests"], samples["limits"])
-    throttled = frames.cpu_windows(
-        samples["throttled"],
-        samples["throttled_at"],
-        step,
-        samples["throttled_resets"],
-        samples["throttled_low"],
-        column=THROTTLED_COLUMN,
-    )
+    throttled = _counter_windows(samples, THROTTLED_COLUMN, step)
     usage = frames.usage_frame(
         cpu, memory, resources, samples["owners"], start, end, throttled=throttled
     )
@@ -362,17 +351,28 @@ def _assemble(
     return usage, events
 
 
-def _throttling_plan(
-    queries: HistoryQueries, metric: str, keys: dict[str, str]
+def _counter_plan(
+    queries: HistoryQueries, metric: str, column: str, keys: dict[str, str]
 ) -> dict[str, tuple[str, dict[str, str]]]:
-    """The CFS-throttling counter, read like the usage counter. cAdvisor exports it only
-    for containers with a CPU limit; without it every window's throttling is NaN."""
+    """The four queries a CPU-seconds counter is read with (`frames.cpu_windows`)."""
     return {
-        "throttled": (queries.cpu_counter(metric), keys),
-        "throttled_at": (queries.cpu_counter_time(metric), keys),
-        "throttled_resets": (queries.cpu_resets(metric), keys),
-        "throttled_low": (queries.cpu_low(metric), keys),
+        column: (queries.cpu_counter(metric), keys),
+        f"{column}_at": (queries.cpu_counter_time(metric), keys),
+        f"{column}_resets": (queries.cpu_resets(metric), keys),
+        f"{column}_low": (queries.cpu_low(metric), keys),
     }
+
+
+def _counter_windows(samples: dict[str, pd.DataFrame], column: str, step: int) -> pd.DataFrame:
+    """Cores per window of the counter `_counter_plan` read into `column`."""
+    return frames.cpu_windows(
+        samples[column],
+        samples[f"{column}_at"],
+        step,
+        samples[f"{column}_resets"],
+        samples[f"{column}_low"],
+        column=column,
+    )
 
 
 def _iso(seconds: int) -> str:

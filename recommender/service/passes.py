@@ -29,7 +29,7 @@ from recommender.service.status import ServedVpa, served_vpas, vpa_status
 from recommender.vpa.settings import VpaSettings
 from tailor.api.meta import object_key
 from tailor.api.vpa import VerticalPodAutoscaler
-from tailor.hpa import HpaConflict, hpa_conflicts, hpas_by_namespace
+from tailor.hpa import HpaConflict, conflict_message, hpa_conflicts, hpas_by_namespace
 from tailor.kube import Cluster, ClusterError, Json
 from tailor.schedule_file import SCHEDULE_KEY, schedule_records
 from tailor.scope import NamespaceScope
@@ -124,8 +124,7 @@ def _conflicts(
     vpa = entry.vpa
     found = hpa_conflicts(vpa, hpas.get(vpa.namespace, []), entry.containers or None)
     if found:
-        reasons = "; ".join(c.reason for c in found)
-        report.hpa_conflicts.append(f"{vpa.namespace}/{vpa.name}: {reasons}")
+        report.hpa_conflicts.append(f"{vpa.namespace}/{vpa.name}: {conflict_message(found)}")
     return found
 
 

@@ -29,7 +29,7 @@ from tailor.api.vpa import (
     VerticalPodAutoscalerStatus,
 )
 from tailor.capping import apply_resource_policy
-from tailor.hpa import HPA_CONFLICT_CONDITION, HpaConflict, conflict_message
+from tailor.hpa import HPA_CONFLICT_CONDITION, HpaConflict, conflict_message, container_names
 from tailor.matching import (
     OwnerReferenceError,
     PodRef,
@@ -78,8 +78,7 @@ def served_vpas(
         if entry is None:
             continue
         entry.workloads.add(pod_workload(pod))
-        containers = (pod.get("spec") or {}).get("containers") or []
-        entry.containers.update(str(c.get("name")) for c in containers)
+        entry.containers.update(container_names(pod))
     return list(served.values())
 
 
