@@ -2,14 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import pytest
 
-from tests.cluster.controlplane import ControlPlane
-from tests.cluster.fixtures import create_namespace, namespace_name
-from tests.cluster.kubelet_sim import KubeletSimulator
-from tests.cluster.rawapi import Json, RawApi, pod_path
+from tests.cluster.fixtures import FullNamespace
+from tests.cluster.rawapi import Json, pod_path
 from tests.cluster.waiting import wait_until
 from tests.cluster.workloads import deployment
 
@@ -17,41 +13,38 @@ pytestmark = pytest.mark.cluster
 
 
 def test_a_deployment_is_scheduled_onto_simulated_nodes_and_evictions_are_replaced(
-    kube_cluster_full: ControlPlane,
-    kubelet_sim_factory: Callable[..., KubeletSimulator],
-    request: pytest.FixtureRequest,
+    full_namespace: FullNamespace,
 ) -> None:
-    sim = kubelet_sim_factory(kube_cluster_full)
-    namespace = namespace_name(request.node.name)
-    with kube_cluster_full.api_client() as client:
-        api = RawApi(client)
-        create_namespace(api, namespace)
-        nodes = {f"full-a-{namespace}", f"full-b-{namespace}"}
-        for node in sorted(nodes):
-            sim.register_node(node, cpu="2", memory="4Gi")
-        api.create(
-            f"/apis/apps/v1/namespaces/{namespace}/deployments",
-            deployment("web", None, {"requests": {"cpu": "1", "memory": "256Mi"}}, 3),
-        )
+    # the fixture deletes the namespace while the simulator still runs: left behind, the
+    # Deployment's pods were evicted from the stopped nodes minutes later, and their
+    # replacements (no nodeSelector) ran on the nodes of later tests
+    api, namespace, sim = full_namespace.api, full_namespace.name, full_namespace.sim
+    nodes = {f"full-a-{namespace}", f"full-b-{namespace}"}
+    for node in sorted(nodes):
+        sim.register_node(node, cpu="2", memory="4Gi")
+    api.create(
+        f"/apis/apps/v1/namespaces/{namespace}/deployments",
+        deployment("web", None, {"requests": {"cpu": "1", "memory": "256Mi"}}, 3),
+    )
 
-        def running() -> list[Json]:
-            pods = api.get(f"/api/v1/namespaces/{namespace}/pods")["items"]
-            live = [p for p in pods if not p["metadata"].get("deletionTimestamp")]
-            ok = [p for p in live if p["status"].get("phase") == "Running"]
-            return ok if len(ok) == 3 else []
+    def running() -> list[Json]:
+        pods = api.get(f"/api/v1/namespaces/{namespace}/pods")["items"]
+        live = [p for p in pods if not p["metadata"].get("deletionTimestamp")]
+        ok = [p for p in live if p["status"].get("phase") == "Running"]
+        return ok if len(ok) == 3 else []
 
-        pods = wait_until(running, timeout=30, what="3 replicas Running")
-        assert {p["spec"]["nodeName"] for p in pods} == nodes  # 2 CPUs each: spread over both
-        victim = pods[0]["metadata"]["name"]
-        eviction = {
-            "apiVersion": "policy/v1",
-            "kind": "Eviction",
-            "metadata": {"name": victim, "namespace": namespace},
-        }
-        api.create(pod_path(namespace, victim, "eviction"), eviction)
-        replaced = wait_until(
-            lambda: (now := running()) and victim not in {p["metadata"]["name"] for p in now},
-            timeout=30,
-            what="evicted replica replaced",
-        )
-        assert replaced
+    pods = wait_until(running, timeout=30, what="3 replicas Running")
+    assert {p["spec"]["nodeName"] for p in pods} == nodes  # 2 CPUs each: spread over both
+    victim = pods[0]["metadata"]["name"]
+    eviction = {
+        "apiVersion": "policy/v1",
+        "kind": "Eviction",
+        "metadata": {"name": victim, "namespace": namespace},
+    }
+    api.create(pod_path(namespace, victim, "eviction"), eviction)
+    replaced = wait_until(
+        lambda: (now := running()) and victim not in {p["metadata"]["name"] for p in now},
+        timeout=30,
+        what="evicted replica replaced",
+    )
+    assert replaced
