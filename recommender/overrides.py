@@ -1,11 +1,12 @@
 """Strategy settings from NAME=VALUE text, as command lines and config files give them.
 
 Every knob of a settings dataclass (`ForecastSettings`, the baselines' settings)
-can be set by name (`target_cpu_shortfall=0.01`), and a knob of a group by its
-dotted name (`lulls.follow=false`). Values are read by the field's declared
-type, and the result goes through the same checks as settings built in code, so
-a typo or an out-of-range value is an error that names the setting, never a
-silently ignored flag.
+or frozen pydantic model (the Prometheus source's `QueryNames`) can be set by
+name (`target_cpu_shortfall=0.01`), and a knob of a group by its dotted name
+(`lulls.follow=false`). Values are read by the field's declared type, and the
+result goes through the same checks as settings built in code, so a typo or an
+out-of-range value is an error that names the setting, never a silently ignored
+flag.
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ import math
 import typing
 from collections.abc import Sequence
 from typing import Any, TypeVar
+
+from pydantic import BaseModel, ValidationError
 
 Settings = TypeVar("Settings")
 
@@ -39,6 +42,8 @@ def _convert(name: str, kind: Any, text: str) -> Any:
     """`text` as a value of the declared type `kind`."""
     origin = typing.get_origin(kind)
     try:
+        if kind is str:
+            return text
         if kind is bool:
             lowered = text.lower()
             if lowered not in TRUE + FALSE:
@@ -64,17 +69,41 @@ def _convert(name: str, kind: Any, text: str) -> Any:
     raise SettingsError(f"setting {name} cannot be set from text")
 
 
+def _is_group(kind: Any) -> bool:
+    """A field holding settings of its own (a dataclass or pydantic model)."""
+    return dataclasses.is_dataclass(kind) or (
+        isinstance(kind, type) and issubclass(kind, BaseModel)
+    )
+
+
 def _fields(cls: type) -> dict[str, Any]:
-    """Declared type of every field of the settings dataclass `cls`."""
+    """Declared type of every field of the settings dataclass or pydantic model `cls`."""
+    if issubclass(cls, BaseModel):
+        return {name: field.annotation for name, field in cls.model_fields.items()}
     hints = typing.get_type_hints(cls)
-    return {field.name: hints[field.name] for field in dataclasses.fields(cls)}
+    return {field.name: hints[field.name] for field in dataclasses.fields(typing.cast(Any, cls))}
+
+
+def _replace(base: Any, values: dict[str, Any], what: str, group: str = "") -> Any:
+    """`base` with `values`, through the same validation as settings built in code."""
+    if not isinstance(base, BaseModel):
+        return dataclasses.replace(base, **values)
+    try:
+        return type(base)(**{**dict(base), **values})
+    except ValidationError as error:
+        problems = "; ".join(
+            f"{what} setting {'.'.join(map(str, (*group.split('.'), *item['loc']))).lstrip('.')}: "
+            + str(item["msg"]).removeprefix("Value error, ")
+            for item in error.errors()
+        )
+        raise SettingsError(problems) from None
 
 
 def _setting_types(cls: type) -> dict[str, Any]:
     """Every settable name (dotted inside a group) and the type its value is read as."""
     types: dict[str, Any] = {}
     for name, kind in _fields(cls).items():
-        if dataclasses.is_dataclass(kind):
+        if _is_group(kind):
             group = _fields(typing.cast(type, kind))
             types.update({f"{name}.{field}": inner for field, inner in group.items()})
         else:
@@ -112,5 +141,5 @@ def settings_with(pairs: Sequence[str], base: Settings, what: str) -> Settings:
         else:
             flat[name] = value
     for group, values in grouped.items():
-        flat[group] = dataclasses.replace(getattr(base, group), **values)
-    return typing.cast(Settings, dataclasses.replace(typing.cast(Any, base), **flat))
+        flat[group] = _replace(getattr(base, group), values, what, group)
+    return typing.cast(Settings, _replace(base, flat, what))

@@ -27,20 +27,15 @@ import numpy as np
 import pandas as pd
 
 from recommender.data.arrays import infer_step
-from recommender.data.promql import validate_label_name
+from recommender.data.promql import LabelNames, QueryNames, validate_label_name
 from recommender.data.schema import THROTTLED_COLUMN
 
 # kube-controller-manager's safe-encoding alphabet for pod-template-hash suffixes.
 TEMPLATE_HASH_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
+# MetricNames field -> the usage columns it carries (column, resource, unit)
 RESOURCE_COLUMNS = {
-    "kube_pod_container_resource_requests": (
-        ("cpu_request", "cpu", "core"),
-        ("memory_request", "memory", "byte"),
-    ),
-    "kube_pod_container_resource_limits": (
-        ("cpu_limit", "cpu", "core"),
-        ("memory_limit", "memory", "byte"),
-    ),
+    "requests": (("cpu_request", "cpu", "core"), ("memory_request", "memory", "byte")),
+    "limits": (("cpu_limit", "cpu", "core"), ("memory_limit", "memory", "byte")),
 }
 SERIES_KEYS = ["namespace", "pod", "container"]
 
@@ -91,6 +86,15 @@ class _Family:
         self.help_text = help_text
         self.lines: list[str] = []
 
+    @classmethod
+    def counter(cls, sample_name: str, help_text: str) -> _Family:
+        """A counter family for samples named `sample_name`: OpenMetrics names a counter's
+        family without the `_total` its samples carry; a renamed counter without one is
+        written untyped."""
+        if sample_name.endswith("_total"):
+            return cls(sample_name.removesuffix("_total"), "counter", help_text)
+        return cls(sample_name, "unknown", help_text)
+
     def add(
         self, sample_name: str, labels: str, values: Iterable[float], times: Iterable[float]
     ) -> None:
@@ -135,15 +139,20 @@ def usage_to_openmetrics(
     *,
     step: int | None = None,
     extra_labels: Mapping[str, str] | None = None,
+    names: QueryNames | None = None,
 ) -> str:
     """OpenMetrics text (ending in `# EOF`) for a canonical usage frame and its events.
 
     `step` is the sample period in seconds (inferred from the timestamps if None).
     `extra_labels` (e.g. {"cluster": "prod"}) are added to every sample. Only
     OOMKilled and Evicted events are encoded, the way kube-state-metrics shows them.
+    `names` writes the history under renamed metrics and labels, as a relabelled
+    cluster would have recorded it (the readers' `QueryNames`).
     """
     if usage.empty:
         raise ValueError("usage history is empty: nothing to write")
+    names = names or QueryNames()
+    metric = names.metrics
     extra = dict(extra_labels or {})
     for name in extra:
         validate_label_name(name)
@@ -152,75 +161,82 @@ def usage_to_openmetrics(
     period = float(step if step is not None else infer_step(seconds_all.astype(np.int64)))
     events = events if events is not None else _empty_events()
 
-    cpu = _Family("container_cpu_usage_seconds", "counter", "Cumulative cpu time consumed")
-    throttled = _Family(
-        "container_cpu_cfs_throttled_seconds",
-        "counter",
-        "Total time duration the container has been throttled",
+    cpu = _Family.counter(metric.cpu_usage, "Cumulative cpu time consumed")
+    throttled = _Family.counter(
+        metric.cpu_throttled, "Total time duration the container has been throttled"
     )
-    memory = _Family("container_memory_working_set_bytes", "gauge", "Current working set")
+    memory = _Family(metric.memory_working_set, "gauge", "Current working set")
     resources = {
-        name: _Family(name, "gauge", "Resources of a container (kube-state-metrics)")
-        for name in RESOURCE_COLUMNS
+        field: _Family(
+            getattr(metric, field), "gauge", "Resources of a container (kube-state-metrics)"
+        )
+        for field in RESOURCE_COLUMNS
     }
-    restarts = _Family("kube_pod_container_status_restarts", "counter", "Container restarts")
-    reasons = _Family(
-        "kube_pod_container_status_last_terminated_reason", "gauge", "Last termination reason"
-    )
+    restarts = _Family.counter(metric.restarts, "Container restarts")
+    reasons = _Family(metric.last_terminated_reason, "gauge", "Last termination reason")
     oom_times = _events_by_container(events, "OOMKilled")
 
     for (namespace, pod, container), rows in usage.groupby(SERIES_KEYS, sort=False):
-        ids = {"namespace": str(namespace), "pod": str(pod), "container": str(container)}
+        key = (str(namespace), str(pod), str(container))
+        ids = _ids(names.labels, *key)
+        state_ids = _ids(names.state_labels, *key)
         times = _seconds(rows["timestamp"])
         cadvisor = format_labels(
             {
                 **extra,
-                **ids,
                 "image": f"registry.local/{container}:history",
                 "name": f"k8s_{container}_{pod}_{namespace}_0",
+                **ids,  # last: a setup may name its container label "name"
             }
         )
         counter_values, counter_times = _counter_samples(
             times, rows["cpu"].to_numpy(dtype=np.float64), period
         )
-        cpu.add("container_cpu_usage_seconds_total", cadvisor, counter_values, counter_times)
+        cpu.add(metric.cpu_usage, cadvisor, counter_values, counter_times)
         if THROTTLED_COLUMN in rows and rows[THROTTLED_COLUMN].notna().any():
             # cAdvisor exports it for containers with a CPU limit: 0 where not throttled
             held_back = np.nan_to_num(rows[THROTTLED_COLUMN].to_numpy(dtype=np.float64))
             held_back[np.isnan(rows["cpu"].to_numpy(dtype=np.float64))] = np.nan
             held, stamps = _counter_samples(times, held_back, period)
-            throttled.add("container_cpu_cfs_throttled_seconds_total", cadvisor, held, stamps)
+            throttled.add(metric.cpu_throttled, cadvisor, held, stamps)
         mem = rows["memory"].to_numpy(dtype=np.float64)
         has_memory = ~np.isnan(mem)
-        memory.add(
-            "container_memory_working_set_bytes", cadvisor, mem[has_memory], times[has_memory]
-        )
+        memory.add(memory.name, cadvisor, mem[has_memory], times[has_memory])
 
-        for metric, columns in RESOURCE_COLUMNS.items():
+        for field, columns in RESOURCE_COLUMNS.items():
             for column, resource, unit in columns:
                 if column not in rows:
                     continue
                 values = rows[column].to_numpy(dtype=np.float64)
                 known = ~np.isnan(values)
-                labels = format_labels({**extra, **ids, "resource": resource, "unit": unit})
-                resources[metric].add(metric, labels, values[known], times[known])
+                labels = format_labels({**extra, **state_ids, "resource": resource, "unit": unit})
+                family = resources[field]
+                family.add(family.name, labels, values[known], times[known])
 
-        ksm = format_labels({**extra, **ids})
-        kills = np.sort(oom_times.get((str(namespace), str(pod), str(container)), np.array([])))
+        ksm = format_labels({**extra, **state_ids})
+        kills = np.sort(oom_times.get(key, np.array([])))
         counts = np.searchsorted(kills, times, side="right")
-        restarts.add("kube_pod_container_status_restarts_total", ksm, counts, times)
+        restarts.add(metric.restarts, ksm, counts, times)
         if kills.size:
             after = times >= kills[0]
-            oom = format_labels({**extra, **ids, "reason": "OOMKilled"})
+            oom = format_labels({**extra, **state_ids, "reason": "OOMKilled"})
             reasons.add(reasons.name, oom, np.ones(int(after.sum())), times[after])
 
     families = [cpu, throttled, memory, *resources.values(), restarts, reasons]
-    families.append(_pod_status_reasons(usage, events, extra))
+    families.append(_pod_status_reasons(usage, events, extra, names))
     if "workload" in usage:
-        families.append(_pod_owners(usage, extra))
+        families.append(_pod_owners(usage, extra, names))
     lines = [line for family in families for line in family.render()]
     lines.append("# EOF")
     return "\n".join(lines) + "\n"
+
+
+def _ids(labels: LabelNames, namespace: str, pod: str, container: str | None = None) -> dict:
+    """A series' identifying labels under the names a scrape gave them."""
+    ids = {labels.namespace: namespace, labels.pod: pod}
+    if container is not None:
+        ids[labels.container] = container
+    return ids
 
 
 def _empty_events() -> pd.DataFrame:
@@ -246,9 +262,12 @@ def _pod_times(usage: pd.DataFrame) -> Iterator[tuple[tuple[str, str], pd.DataFr
         yield (str(namespace), str(pod)), rows, np.unique(_seconds(rows["timestamp"]))
 
 
-def _pod_status_reasons(usage: pd.DataFrame, events: pd.DataFrame, extra: dict) -> _Family:
+def _pod_status_reasons(
+    usage: pd.DataFrame, events: pd.DataFrame, extra: dict, names: QueryNames
+) -> _Family:
     """`kube_pod_status_reason{reason="Evicted"}` = 1 from a pod's eviction on."""
-    family = _Family("kube_pod_status_reason", "gauge", "Reason the pod is in its current state")
+    name = names.metrics.pod_status_reason
+    family = _Family(name, "gauge", "Reason the pod is in its current state")
     evicted = events[events["reason"] == "Evicted"]
     if evicted.empty:
         return family
@@ -263,19 +282,19 @@ def _pod_status_reasons(usage: pd.DataFrame, events: pd.DataFrame, extra: dict) 
             continue
         # The pod's last scrapes happen at its eviction and one step later.
         stamps = np.unique(np.concatenate([times[times >= at], [at]]))
-        labels = format_labels({**extra, "namespace": namespace, "pod": pod, "reason": "Evicted"})
+        ids = _ids(names.state_labels, namespace, pod)
+        labels = format_labels({**extra, **ids, "reason": "Evicted"})
         family.add(family.name, labels, np.ones(stamps.size), stamps)
     return family
 
 
-def _pod_owners(usage: pd.DataFrame, extra: dict) -> _Family:
+def _pod_owners(usage: pd.DataFrame, extra: dict, names: QueryNames) -> _Family:
     """`kube_pod_owner` naming a ReplicaSet `<workload>-<hash>`, as a Deployment's pods have."""
-    family = _Family("kube_pod_owner", "gauge", "Information about the pod's owner")
+    family = _Family(names.metrics.pod_owner, "gauge", "Information about the pod's owner")
     for (namespace, pod), rows, times in _pod_times(usage):
         labels = {
             **extra,
-            "namespace": namespace,
-            "pod": pod,
+            **_ids(names.state_labels, namespace, pod),
             "owner_kind": "ReplicaSet",
             "owner_name": replicaset_name(str(rows["workload"].iloc[0])),
             "owner_is_controller": "true",

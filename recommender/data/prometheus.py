@@ -42,7 +42,7 @@ from recommender.data.promql import (
     MAX_POINTS_PER_SERIES,
     HistoryQueries,
     LabelNames,
-    MetricNames,
+    QueryNames,
     check_extra_matcher,
     plan_chunks,
 )
@@ -92,8 +92,7 @@ class PrometheusSettings(BaseModel):
     step: timedelta = timedelta(minutes=5)
     chunk: timedelta = DEFAULT_CHUNK
     namespaces: tuple[str, ...] = ()
-    labels: LabelNames = LabelNames()
-    metrics: MetricNames = MetricNames()
+    names: QueryNames = QueryNames()
     extra_matchers: dict[str, str] = Field(default_factory=dict)
     bearer_token: SecretStr | None = None
     headers: dict[str, str] = Field(default_factory=dict)
@@ -121,7 +120,7 @@ class PrometheusSettings(BaseModel):
     @model_validator(mode="after")
     def _matcher_names(self) -> PrometheusSettings:
         for name in self.extra_matchers:
-            check_extra_matcher(name, self.labels)
+            check_extra_matcher(name, self.names)
         return self
 
     @field_validator("start", "end")
@@ -169,7 +168,7 @@ class PrometheusSettings(BaseModel):
 
     def queries(self) -> HistoryQueries:
         return HistoryQueries.build(
-            self.metrics, self.labels, self.step_seconds, self.namespaces, self.extra_matchers
+            self.names, self.step_seconds, self.namespaces, self.extra_matchers
         )
 
 
@@ -195,11 +194,8 @@ def connect(settings: PrometheusSettings) -> PrometheusConnect:
     )
 
 
-def _label_columns(
-    settings: PrometheusSettings, *names: str, per_container: bool = True
-) -> dict[str, str]:
+def _label_columns(labels: LabelNames, *names: str, per_container: bool = True) -> dict[str, str]:
     """Output column -> Prometheus label: the key columns, then `names` as they are."""
-    labels = settings.labels
     mapping = {"namespace": labels.namespace, "pod": labels.pod}
     if per_container:
         mapping["container"] = labels.container
@@ -286,20 +282,22 @@ def load_prometheus_history(
     start, end = settings.resolve_range(now)
     step = settings.step_seconds
     queries = settings.queries()
-    keys = _label_columns(settings)
+    names = settings.names
+    keys = _label_columns(names.labels)
+    state_keys = _label_columns(names.state_labels)
     plan = {
-        **_counter_plan(queries, settings.metrics.cpu_usage, "cpu", keys),
+        **_counter_plan(queries, names.metrics.cpu_usage, "cpu", keys),
         # cAdvisor exports throttling only under a CPU limit: elsewhere it stays NaN
-        **_counter_plan(queries, settings.metrics.cpu_throttled, THROTTLED_COLUMN, keys),
+        **_counter_plan(queries, names.metrics.cpu_throttled, THROTTLED_COLUMN, keys),
         "memory": (queries.memory_peak(), keys),
-        "requests": (queries.requests(), _label_columns(settings, "resource")),
-        "limits": (queries.limits(), _label_columns(settings, "resource")),
-        "restarts": (queries.restarts(), keys),
-        "oom": (queries.oom_killed(), keys),
-        "evicted": (queries.evicted(), _label_columns(settings, per_container=False)),
+        "requests": (queries.requests(), _label_columns(names.state_labels, "resource")),
+        "limits": (queries.limits(), _label_columns(names.state_labels, "resource")),
+        "restarts": (queries.restarts(), state_keys),
+        "oom": (queries.oom_killed(), state_keys),
+        "evicted": (queries.evicted(), _label_columns(names.state_labels, per_container=False)),
         "owners": (
             queries.owners(),
-            _label_columns(settings, "owner_kind", "owner_name", per_container=False),
+            _label_columns(names.state_labels, "owner_kind", "owner_name", per_container=False),
         ),
     }
     chunks = plan_chunks(start, end, step, int(settings.chunk.total_seconds()))
@@ -325,6 +323,16 @@ def load_prometheus_history(
             f"{queries.memory_peak()} between {_iso(start)} and {_iso(end)}; check the metric "
             "and label names, the namespaces, the extra matchers and the range"
         )
+    if not usage.empty and not _state_matches(usage, samples):
+        LOG.warning(
+            "Prometheus at %s has no kube-state-metrics series (%s, %s, ...) for the "
+            "namespaces and pods of these containers: workloads are named after their pods, "
+            "requests and OOM kills are unknown; if kube-state-metrics is scraped, check its "
+            "metric and label names (state_labels.* and metrics.* of --prometheus-set)",
+            settings.url,
+            names.metrics.pod_owner,
+            names.metrics.requests,
+        )
     source = f"prometheus {settings.url}"
     try:
         return validate_usage(usage, source), validate_events(events, source)
@@ -349,6 +357,17 @@ def _assemble(
     events = frames.with_workloads(events, samples["owners"])
     LOG.info("loaded %d usage rows and %d events from Prometheus", len(usage), len(events))
     return usage, events
+
+
+def _state_matches(usage: pd.DataFrame, samples: dict[str, pd.DataFrame]) -> bool:
+    """Whether any kube-state-metrics series names a pod the usage has. A scrape without
+    honor_labels still yields series, keyed by the scrape target's own namespace and pod."""
+    pods = set(zip(usage["namespace"], usage["pod"], strict=True))
+    for name in ("owners", "requests", "restarts"):
+        frame = samples[name]
+        if not pods.isdisjoint(zip(frame["namespace"], frame["pod"], strict=True)):
+            return True
+    return False
 
 
 def _counter_plan(

@@ -46,7 +46,7 @@ def validate_metric_name(name: str) -> str:
 QUERY_LABELS = ("image", "resource", "reason", "owner_kind", "owner_name")
 
 
-def check_extra_matcher(name: str, labels: LabelNames) -> str:
+def check_extra_matcher(name: str, names: QueryNames) -> str:
     """Return `name` if an extra matcher may use it, else raise ValueError.
 
     A name Prometheus reserves (`__name__`, ...) fights the metric each query names,
@@ -61,10 +61,11 @@ def check_extra_matcher(name: str, labels: LabelNames) -> str:
             f"label {name!r} is reserved by Prometheus (names starting with __); "
             "the queries choose the metrics themselves"
         )
-    if name == labels.container or name in QUERY_LABELS:
+    reserved = dict.fromkeys((names.labels.container, names.state_labels.container, *QUERY_LABELS))
+    if name in reserved:
         raise ValueError(
             f"label {name!r} is set by the history queries themselves and cannot be matched "
-            f"on (reserved: {', '.join((labels.container, *QUERY_LABELS))})"
+            f"on (reserved: {', '.join(reserved)})"
         )
     return name
 
@@ -152,6 +153,22 @@ class LabelNames(BaseModel):
         return validate_label_name(value)
 
 
+class QueryNames(BaseModel):
+    """Every name the history queries use, for setups that renamed some.
+
+    cAdvisor's and kube-state-metrics' labels are separate: a scrape without
+    `honor_labels` turns kube-state-metrics' `namespace` and `pod` into
+    `exported_namespace` and `exported_pod` while cAdvisor's stay, and clusters
+    before Kubernetes 1.16 label cAdvisor's series `pod_name` / `container_name`.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    metrics: MetricNames = MetricNames()
+    labels: LabelNames = LabelNames()  # cAdvisor: usage, throttling, memory
+    state_labels: LabelNames = LabelNames()  # kube-state-metrics: resources, restarts, owners
+
+
 @dataclass(frozen=True)
 class HistoryQueries:
     """The PromQL of every history query, for one configuration.
@@ -159,60 +176,67 @@ class HistoryQueries:
     Every query is evaluated by query_range on the grid start, start+step, ...;
     window j is [T_j, T_j + step). Aggregating with `max by` collapses duplicate
     scrapes of one container (two jobs exporting it) without changing single series.
+    cAdvisor's series are matched and grouped by `names.labels`, kube-state-metrics'
+    by `names.state_labels`; both come back keyed by the same (namespace, pod,
+    container) columns.
     """
 
-    metrics: MetricNames
-    labels: LabelNames
+    names: QueryNames
     step: int
     namespaces: tuple[str, ...] = ()
     extra: tuple[tuple[str, str], ...] = ()
 
     @staticmethod
     def build(
-        metrics: MetricNames,
-        labels: LabelNames,
+        names: QueryNames,
         step: int,
         namespaces: Sequence[str] = (),
         extra_matchers: Mapping[str, str] | None = None,
     ) -> HistoryQueries:
         extra = tuple(sorted((extra_matchers or {}).items()))
         for name, _ in extra:
-            check_extra_matcher(name, labels)
-        return HistoryQueries(metrics, labels, int(step), tuple(namespaces), extra)
+            check_extra_matcher(name, names)
+        return HistoryQueries(names, int(step), tuple(namespaces), extra)
 
-    def _base(self) -> list[Matcher]:
+    @property
+    def metrics(self) -> MetricNames:
+        return self.names.metrics
+
+    def _base(self, labels: LabelNames) -> list[Matcher]:
         # A series without namespace or pod (a node-level cgroup, a relabelling slip)
         # belongs to no workload; kept, it grouped under "" and failed the whole load.
         matchers = [Matcher(name, "=", value) for name, value in self.extra]
         if self.namespaces:
-            matchers.append(one_of(self.labels.namespace, self.namespaces))
-        matchers.append(Matcher(self.labels.namespace, "!=", ""))
-        matchers.append(Matcher(self.labels.pod, "!=", ""))
+            matchers.append(one_of(labels.namespace, self.namespaces))
+        matchers.append(Matcher(labels.namespace, "!=", ""))
+        matchers.append(Matcher(labels.pod, "!=", ""))
         return matchers
 
     def _cadvisor(self) -> list[Matcher]:
         # cAdvisor also exports pod-level cgroups (container="") and pause containers.
+        labels = self.names.labels
         return [
-            *self._base(),
-            Matcher(self.labels.container, "!=", ""),
-            Matcher(self.labels.container, "!=", "POD"),
+            *self._base(labels),
+            Matcher(labels.container, "!=", ""),
+            Matcher(labels.container, "!=", "POD"),
             Matcher("image", "!=", ""),
         ]
 
-    def _by(self, *more: str) -> str:
-        names = [self.labels.namespace, self.labels.pod, self.labels.container, *more]
-        return "max by (" + ", ".join(validate_label_name(name) for name in names) + ")"
+    @staticmethod
+    def _by(labels: LabelNames, *more: str, per_container: bool = True) -> str:
+        keys = [labels.namespace, labels.pod] + ([labels.container] if per_container else [])
+        return "max by (" + ", ".join(validate_label_name(name) for name in [*keys, *more]) + ")"
 
     def cpu_counter(self, metric: str | None = None) -> str:
         """Raw counter value of the last sample at or before each grid point (of
         `metric`, a CPU-seconds counter; the usage counter by default)."""
         inner = selector(metric or self.metrics.cpu_usage, self._cadvisor())
-        return f"{self._by()} ({inner})"
+        return f"{self._by(self.names.labels)} ({inner})"
 
     def cpu_counter_time(self, metric: str | None = None) -> str:
         """When that sample was taken, so the rate divides by the true interval."""
         inner = selector(metric or self.metrics.cpu_usage, self._cadvisor())
-        return f"{self._by()} (timestamp({inner}))"
+        return f"{self._by(self.names.labels)} (timestamp({inner}))"
 
     def cpu_resets(self, metric: str | None = None) -> str:
         """Counter resets among the samples up to each grid point since the one before.
@@ -221,13 +245,13 @@ class HistoryQueries:
         alone misses a reset whenever the new instance overtakes the old value.
         """
         inner = selector(metric or self.metrics.cpu_usage, self._cadvisor())
-        return f"{self._by()} (resets({inner}[{duration(self.step)}]))"
+        return f"{self._by(self.names.labels)} (resets({inner}[{duration(self.step)}]))"
 
     def cpu_low(self, metric: str | None = None) -> str:
         """Lowest counter sample in the same range, over all series of the container
         (after a restart cAdvisor may export the new instance as a new series)."""
         inner = selector(metric or self.metrics.cpu_usage, self._cadvisor())
-        by = self._by().replace("max by", "min by", 1)
+        by = self._by(self.names.labels).replace("max by", "min by", 1)
         return f"{by} (min_over_time({inner}[{duration(self.step)}]))"
 
     def memory_peak(self) -> str:
@@ -238,11 +262,17 @@ class HistoryQueries:
         samples at whole seconds, so a sample on a window boundary counts once.
         """
         inner = selector(self.metrics.memory_working_set, self._cadvisor())
-        return f"{self._by()} (max_over_time({inner}[{duration(self.step)}] offset 1ms))"
+        window = f"[{duration(self.step)}] offset 1ms"
+        return f"{self._by(self.names.labels)} (max_over_time({inner}{window}))"
+
+    def _state(self, metric: str, *more: Matcher, by: str | None = None) -> str:
+        """A kube-state-metrics series, matched and grouped by its own labels."""
+        matchers = [*self._base(self.names.state_labels), *more]
+        return f"{by or self._by(self.names.state_labels)} ({selector(metric, matchers)})"
 
     def _resources(self, metric: str) -> str:
-        matchers = [*self._base(), Matcher("resource", "=~", "cpu|memory")]
-        return f"{self._by('resource')} ({selector(metric, matchers)})"
+        by = self._by(self.names.state_labels, "resource")
+        return self._state(metric, Matcher("resource", "=~", "cpu|memory"), by=by)
 
     def requests(self) -> str:
         return self._resources(self.metrics.requests)
@@ -251,20 +281,19 @@ class HistoryQueries:
         return self._resources(self.metrics.limits)
 
     def restarts(self) -> str:
-        return f"{self._by()} ({selector(self.metrics.restarts, self._base())})"
+        return self._state(self.metrics.restarts)
 
     def oom_killed(self) -> str:
-        matchers = [*self._base(), Matcher("reason", "=", "OOMKilled")]
-        return f"{self._by()} ({selector(self.metrics.last_terminated_reason, matchers)})"
+        return self._state(self.metrics.last_terminated_reason, Matcher("reason", "=", "OOMKilled"))
 
     def evicted(self) -> str:
-        matchers = [*self._base(), Matcher("reason", "=", "Evicted")]
-        by = f"max by ({self.labels.namespace}, {self.labels.pod})"
-        return f"{by} ({selector(self.metrics.pod_status_reason, matchers)})"
+        by = self._by(self.names.state_labels, per_container=False)
+        return self._state(self.metrics.pod_status_reason, Matcher("reason", "=", "Evicted"), by=by)
 
     def owners(self) -> str:
-        by = f"max by ({self.labels.namespace}, {self.labels.pod}, owner_kind, owner_name)"
-        return f"{by} ({selector(self.metrics.pod_owner, self._base())})"
+        labels = self.names.state_labels
+        by = self._by(labels, "owner_kind", "owner_name", per_container=False)
+        return self._state(self.metrics.pod_owner, by=by)
 
 
 def plan_chunks(start: int, end: int, step: int, chunk: int) -> list[tuple[int, int]]:

@@ -17,14 +17,16 @@ from rich.console import Console
 
 from recommender.data.files import read_events, read_usage
 from recommender.data.prometheus import (
+    EmptyHistoryError,
     PrometheusSettings,
     PrometheusSourceError,
     load_prometheus_history,
 )
-from recommender.data.promql import LabelNames, check_extra_matcher
+from recommender.data.promql import QueryNames, check_extra_matcher
 from recommender.data.schema import DataFormatError, empty_events
 from recommender.data.synthetic import demo_fleet
 from recommender.data.traces import load_dataset
+from recommender.overrides import SettingsError, settings_with
 from tailor.cli.progress import progress_bar
 from tailor.durations import DurationError, parse_duration
 
@@ -109,10 +111,20 @@ class PrometheusOptions:
     matchers: tuple[str, ...] = ()
     token_file: Path | None = None
     insecure: bool = False
+    names: tuple[str, ...] = ()  # --prometheus-set NAME=VALUE: renamed metrics and labels
+
+
+def query_names(pairs: tuple[str, ...]) -> QueryNames:
+    """The metric and label names `--prometheus-set` gives (`labels.pod=pod_name`, ...)."""
+    try:
+        return settings_with(pairs, QueryNames(), "prometheus")
+    except SettingsError as err:
+        raise typer.BadParameter(str(err), param_hint="--prometheus-set") from err
 
 
 def prometheus_settings(options: PrometheusOptions) -> PrometheusSettings:
     """Validate the flags into source settings; every problem is a BadParameter."""
+    names = query_names(options.names)
     extra: dict[str, str] = {}
     for item in options.matchers:
         name, sep, value = item.partition("=")
@@ -120,7 +132,7 @@ def prometheus_settings(options: PrometheusOptions) -> PrometheusSettings:
             raise typer.BadParameter(f"--match wants NAME=VALUE, got {item!r}")
         name = name.strip()
         try:  # before the settings: the answer names the flag, not a field
-            check_extra_matcher(name, LabelNames())
+            check_extra_matcher(name, names)
         except ValueError as err:
             raise typer.BadParameter(str(err), param_hint="--match") from err
         if name in extra:  # a dict kept only the last, so the query ignored the first
@@ -148,6 +160,7 @@ def prometheus_settings(options: PrometheusOptions) -> PrometheusSettings:
             step=parse_duration(options.step),
             **chunk,
             namespaces=options.namespaces,
+            names=names,
             extra_matchers=extra,
             bearer_token=token,
             verify_tls=not options.insecure,
@@ -176,5 +189,8 @@ def load_from_prometheus(
                 settings,
                 progress=lambda done, total: progress.update(task, completed=done, total=total),
             )
+        except EmptyHistoryError as err:
+            hint = " (a renamed one is set with --prometheus-set, e.g. labels.pod=pod_name)"
+            raise typer.BadParameter(str(err) + hint, param_hint="--prometheus") from err
         except PrometheusSourceError as err:
             raise typer.BadParameter(str(err), param_hint="--prometheus") from err

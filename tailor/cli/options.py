@@ -57,6 +57,15 @@ TokenFile = Annotated[
     Path | None, typer.Option("--bearer-token-file", help="Bearer token for Prometheus.")
 ]
 Insecure = Annotated[bool, typer.Option("--insecure", help="Skip TLS verification of Prometheus.")]
+PrometheusSet = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--prometheus-set",
+        help="With --prometheus: a renamed metric or label, NAME=VALUE "
+        "(labels.pod=pod_name, state_labels.namespace=exported_namespace, "
+        "metrics.memory_working_set=container_memory_rss; repeatable).",
+    ),
+]
 
 
 def writable_path(value: Path | None) -> Path | None:
@@ -223,6 +232,7 @@ def prometheus_options(
     match: list[str] | None,
     token_file: Path | None,
     insecure: bool,
+    names: list[str] | None = None,
 ) -> PrometheusOptions | None:
     """The --prometheus flag family as one value (None without --prometheus).
 
@@ -237,6 +247,7 @@ def prometheus_options(
             "--match": bool(match),
             "--bearer-token-file": token_file is not None,
             "--insecure": insecure,
+            "--prometheus-set": bool(names),
         }
         stray = [flag for flag, on in given.items() if on]
         if stray:
@@ -252,4 +263,5 @@ def prometheus_options(
         matchers=tuple(match or ()),
         token_file=token_file,
         insecure=insecure,
+        names=tuple(names or ()),
     )

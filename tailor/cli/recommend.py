@@ -31,6 +31,7 @@ def recommend_command(
     match: options.Match = None,
     token_file: options.TokenFile = None,
     insecure: options.Insecure = False,
+    prometheus_set: options.PrometheusSet = None,
     strategy: Annotated[str, typer.Option(help="Recommendation model: vpa or forecast.")] = "vpa",
     fmt: Annotated[OutputFormat, typer.Option("--format", help="Output format.")] = (
         OutputFormat.table
@@ -54,7 +55,7 @@ def recommend_command(
         raise typer.BadParameter("needs --strategy vpa", param_hint="--vpa-set")
     err_console = Console(stderr=True)
     source = options.prometheus_options(
-        prometheus, history, step, chunk, namespace, match, token_file, insecure
+        prometheus, history, step, chunk, namespace, match, token_file, insecure, prometheus_set
     )
     usage, event_frame = options.read_history(err_console, demo, input, events, source, namespace)
     if strategy == "forecast":

@@ -123,6 +123,7 @@ def recommender_command(
     match: options.Match = None,
     token_file: options.TokenFile = None,
     insecure: options.Insecure = False,
+    prometheus_set: options.PrometheusSet = None,
     kubeconfig: Kubeconfig = None,
     strategy: Annotated[Model, typer.Option(help="The model: upstream's or ours.")] = Model.vpa,
     forecast_set: options.ForecastSet = None,
@@ -170,6 +171,7 @@ def recommender_command(
         matchers=tuple(match or ()),
         token_file=token_file,
         insecure=insecure,
+        names=tuple(prometheus_set or ()),
     )
     service = ServiceOptions(
         prometheus=prometheus_settings(source),

@@ -60,6 +60,7 @@ def schedule_command(
     match: options.Match = None,
     token_file: options.TokenFile = None,
     insecure: options.Insecure = False,
+    prometheus_set: options.PrometheusSet = None,
     fmt: Annotated[ScheduleFormat, typer.Option("--format", help="Output format.")] = (
         ScheduleFormat.table
     ),
@@ -71,7 +72,7 @@ def schedule_command(
     settings = options.forecast_settings(forecast_set)
     err_console = Console(stderr=True)
     source = options.prometheus_options(
-        prometheus, history, step, chunk, namespace, match, token_file, insecure
+        prometheus, history, step, chunk, namespace, match, token_file, insecure, prometheus_set
     )
     usage, event_frame = options.read_history(err_console, demo, input, events, source, namespace)
     _, schedule = options.forecast_workloads(

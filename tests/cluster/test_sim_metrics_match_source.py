@@ -13,7 +13,7 @@ import re
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
-from recommender.data.promql import HistoryQueries, LabelNames, Matcher, MetricNames
+from recommender.data.promql import HistoryQueries, LabelNames, Matcher, MetricNames, QueryNames
 from tests.cluster.kubelet_sim.metrics import ContainerSample, SimulatorCollector
 from tests.cluster.kubelet_sim.quantities import Resources
 
@@ -80,7 +80,7 @@ def test_every_metric_the_source_queries_is_exposed() -> None:
 
 def test_cadvisor_series_pass_the_source_filters_with_the_key_labels() -> None:
     samples = scraped()
-    queries = HistoryQueries.build(MetricNames(), LabelNames(), step=5)
+    queries = HistoryQueries.build(QueryNames(), step=5)
     cadvisor = queries._cadvisor()
     keys = LabelNames()
     for metric in (MetricNames().cpu_usage, MetricNames().memory_working_set):

@@ -13,6 +13,7 @@ from recommender.data.openmetrics import (
     format_value,
     usage_to_openmetrics,
 )
+from recommender.data.promql import LabelNames, MetricNames, QueryNames
 
 T0 = 1_700_000_100  # a multiple of 300
 
@@ -76,7 +77,8 @@ def test_a_gap_restarts_the_counter_from_zero() -> None:
 def test_cadvisor_series_carry_image_and_name_and_extra_labels() -> None:
     text = usage_to_openmetrics(usage([0.5], [1.0]), step=300, extra_labels={"cluster": "prod"})
     line = next(x for x in text.splitlines() if x.startswith("container_memory_working_set"))
-    assert line.startswith('container_memory_working_set_bytes{cluster="prod",namespace="ns"')
+    assert line.startswith('container_memory_working_set_bytes{cluster="prod",')
+    assert 'namespace="ns",pod="p",container="c"' in line
     assert 'image="registry.local/c:history"' in line
     assert 'name="k8s_c_p_ns_0"' in line
     with pytest.raises(ValueError, match="label name"):
@@ -151,3 +153,20 @@ def test_empty_usage_is_refused() -> None:
 def test_nan_memory_writes_no_gauge_sample() -> None:
     text = usage_to_openmetrics(usage([0.5, 0.5], [np.nan, 3.0]))
     assert samples_of(text, "container_memory_working_set_bytes") == [("3", str(T0 + 300))]
+
+
+def test_a_relabelled_cluster_is_written_under_its_own_names() -> None:
+    """cAdvisor's and kube-state-metrics' series each carry the label names they were given."""
+    names = QueryNames(
+        metrics=MetricNames(memory_working_set="container_memory_rss", cpu_usage="cpu_seconds"),
+        labels=LabelNames(pod="pod_name", container="name"),
+        state_labels=LabelNames(namespace="exported_namespace"),
+    )
+    text = usage_to_openmetrics(usage([0.5], [1.0]), step=300, names=names)
+    memory = next(x for x in text.splitlines() if x.startswith("container_memory_rss{"))
+    assert 'pod_name="p"' in memory and 'name="c"' in memory  # the id wins over cAdvisor's name
+    assert "# TYPE cpu_seconds unknown" in text  # a counter without _total is written untyped
+    assert samples_of(text, "cpu_seconds") == [("0", str(T0)), ("150", str(T0 + 300))]
+    restarts = next(x for x in text.splitlines() if x.startswith("kube_pod_container_status_"))
+    assert '{exported_namespace="ns",pod="p",container="c"}' in restarts
+    assert "container_memory_working_set_bytes" not in text

@@ -23,6 +23,7 @@ from recommender.data.promql import (
     LabelNames,
     Matcher,
     MetricNames,
+    QueryNames,
     check_extra_matcher,
     one_of,
     plan_chunks,
@@ -79,9 +80,11 @@ def test_matchers_render_escaped_values() -> None:
 
 
 def test_queries_use_configured_labels_namespaces_and_extra_matchers() -> None:
+    relabelled = LabelNames(
+        namespace="exported_namespace", pod="pod_name", container="container_name"
+    )
     queries = HistoryQueries.build(
-        MetricNames(),
-        LabelNames(namespace="exported_namespace", pod="pod_name", container="container_name"),
+        QueryNames(labels=relabelled, state_labels=relabelled),
         step=300,
         namespaces=["prod"],
         extra_matchers={"cluster": 'eu"1'},
@@ -102,7 +105,7 @@ def test_queries_use_configured_labels_namespaces_and_extra_matchers() -> None:
 
 def test_extra_matcher_names_are_validated_when_building_queries() -> None:
     with pytest.raises(ValueError, match="label name"):
-        HistoryQueries.build(MetricNames(), LabelNames(), 300, extra_matchers={"a-b": "x"})
+        HistoryQueries.build(QueryNames(), 300, extra_matchers={"a-b": "x"})
 
 
 @pytest.mark.parametrize(
@@ -112,20 +115,46 @@ def test_extra_matchers_may_not_name_reserved_or_query_labels(name: str) -> None
     """`__name__` fought the metric each query names; `reason`, `container`, ... emptied or
     skewed the queries that set or lack them. All three entry points refuse them."""
     with pytest.raises(ValueError, match=f"label '{name}' is (reserved|set by)"):
-        check_extra_matcher(name, LabelNames())
+        check_extra_matcher(name, QueryNames())
     with pytest.raises(ValueError, match=f"'{name}'"):
-        HistoryQueries.build(MetricNames(), LabelNames(), 300, extra_matchers={name: "x"})
+        HistoryQueries.build(QueryNames(), 300, extra_matchers={name: "x"})
     with pytest.raises(ValidationError, match=f"'{name}'"):
         PrometheusSettings(url="http://127.0.0.1:9", extra_matchers={name: "x"})
 
 
 def test_the_reserved_container_label_follows_the_configured_name() -> None:
-    relabelled = LabelNames(container="container_name")
+    relabelled = QueryNames(labels=LabelNames(container="container_name"))
     with pytest.raises(ValueError, match="container_name"):
         check_extra_matcher("container_name", relabelled)
+    with pytest.raises(ValueError, match="container"):  # kube-state-metrics' still is
+        check_extra_matcher("container", relabelled)
+    both = QueryNames(
+        labels=LabelNames(container="container_name"),
+        state_labels=LabelNames(container="exported_container"),
+    )
     for name in ("container", "namespace", "pod", "cluster", "_private"):
-        assert check_extra_matcher(name, relabelled) == name
-    assert check_extra_matcher("pod", LabelNames()) == "pod"  # every series carries it
+        assert check_extra_matcher(name, both) == name
+    for name in ("container_name", "exported_container"):
+        with pytest.raises(ValueError, match=name):
+            check_extra_matcher(name, both)
+    assert check_extra_matcher("pod", QueryNames()) == "pod"  # every series carries it
+
+
+def test_cadvisor_and_kube_state_metrics_series_keep_their_own_label_names() -> None:
+    """A scrape without honor_labels renames kube-state-metrics' namespace and pod only."""
+    exported = LabelNames(namespace="exported_namespace", pod="exported_pod")
+    queries = HistoryQueries.build(QueryNames(state_labels=exported), 300, namespaces=["shop"])
+    for cadvisor in (queries.cpu_counter(), queries.memory_peak()):
+        assert cadvisor.startswith("max by (namespace, pod, container) (")
+        assert 'namespace=~"shop",namespace!="",pod!=""' in cadvisor
+        assert "exported" not in cadvisor
+    for state in (queries.requests(), queries.restarts(), queries.oom_killed()):
+        assert state.startswith("max by (exported_namespace, exported_pod, container")
+        assert 'exported_namespace=~"shop",exported_namespace!="",exported_pod!=""' in state
+    assert queries.evicted().startswith("max by (exported_namespace, exported_pod) (")
+    assert queries.owners().startswith(
+        "max by (exported_namespace, exported_pod, owner_kind, owner_name) ("
+    )
 
 
 @pytest.mark.parametrize(

@@ -279,3 +279,39 @@ def test_kills_of_no_container_are_noted(tmp_path: Path, command: list[str]) -> 
     json.loads(result.stdout)
     events.write_text(events.read_text().replace("dmeo", "demo"))
     assert "note" not in runner.invoke(app, args).stderr
+
+
+@pytest.mark.parametrize("command", ["recommend", "schedule", "recommender"])
+@pytest.mark.parametrize(
+    ("setting", "message"),
+    [
+        ("labels.pods=pod_name", "did you mean labels.pod"),
+        ("labels.pod=pod-name", "labels.pod: invalid Prometheus label name"),
+        ("metrics.memory_working_set=rss bytes", "invalid Prometheus metric name"),
+        ("pod_name", "expected NAME=VALUE"),
+    ],
+)
+def test_a_bad_prometheus_name_is_refused_before_any_query(
+    command: str, setting: str, message: str
+) -> None:
+    """Nothing listens on port 9: the error must name the setting, before any connection."""
+    args = [command, "--prometheus", "http://127.0.0.1:9", "--prometheus-set", setting]
+    result = runner.invoke(app, [*args, "--once"] if command == "recommender" else args)
+    text = plain(result.output)
+    assert result.exit_code == 2
+    assert "--prometheus-set" in text and message in text, text
+    assert "cannot reach" not in text
+
+
+def test_a_match_on_a_renamed_container_label_is_refused() -> None:
+    args = ["--prometheus-set", "labels.container=container_name", "--match", "container_name=x"]
+    result = runner.invoke(app, ["recommend", "--prometheus", "http://127.0.0.1:9", *args])
+    assert result.exit_code == 2
+    assert "'container_name' is set by the history queries" in plain(result.output)
+
+
+@pytest.mark.parametrize("command", ["recommend", "schedule"])
+def test_prometheus_names_without_prometheus_are_refused(command: str) -> None:
+    result = runner.invoke(app, [command, "--demo", "--prometheus-set", "labels.pod=pod_name"])
+    assert result.exit_code == 2
+    assert "--prometheus-set goes with --prometheus URL" in plain(result.output)
