@@ -12,17 +12,23 @@ from collections.abc import Callable
 import numpy as np
 import pandas as pd
 
-from recommender.data.arrays import KEY_COLUMNS, UsageArrays, factorize_rows, from_long
+from recommender.data.arrays import (
+    AGGREGATE_COLUMNS,
+    KEY_COLUMNS,
+    UsageArrays,
+    factorize_rows,
+    from_long,
+)
 from recommender.data.ooms import history_start, oom_kills
 from recommender.data.schema import validate_events, validate_usage
 from recommender.data.throttling import throttling_notes, with_cpu_demand
 from recommender.forecast.api import BOUND_COLUMNS, recommend_forecast
 from recommender.forecast.settings import ForecastSettings
+from recommender.oom_bumps import series_oom_bumps
 from recommender.vpa.model import VpaModel
 from recommender.vpa.settings import VpaSettings
 from tailor.durations import DAY
 
-AGGREGATE_COLUMNS = ("namespace", "workload", "container")
 RECOMMENDATION_COLUMNS = (*AGGREGATE_COLUMNS, *BOUND_COLUMNS)
 INGEST_CHUNK = 2_000_000
 
@@ -48,13 +54,16 @@ def fit_vpa_model(
     *,
     checked: bool = False,
     count_throttling: bool = True,
+    oom_bumps: pd.DataFrame | None = None,
 ) -> tuple[VpaModel, pd.DataFrame]:
     """The upstream-VPA model fed with a canonical usage frame, and its aggregates' keys.
 
     Row i of the returned frame (namespace, workload, container) is the model's
     aggregate i: what `recommend_vpa` recommends for, and what a checkpoint saves.
     CPU samples count what throttling held back (`throttling`) unless not
-    `count_throttling`: upstream's exact numbers, which see usage only.
+    `count_throttling`: upstream's exact numbers, which see usage only. `oom_bumps`
+    (namespace, workload, container, oom_bump_ratio, oom_min_bump; NaN: the settings')
+    are a VPA's own `oomBumpUpRatio` / `oomMinBumpUp` (`recommender.oom_bumps`).
     """
     if not checked:
         usage, events = _checked(usage, events)
@@ -64,6 +73,8 @@ def fit_vpa_model(
     codes, series = factorize_rows(usage, KEY_COLUMNS)
     to_aggregate, aggregates = aggregate_index(series)
     model = VpaModel(to_aggregate, len(aggregates), settings)
+    if oom_bumps is not None:
+        model.use_oom_bumps(*series_oom_bumps(series, oom_bumps))
     seconds = usage["timestamp"].astype("datetime64[s, UTC]").astype("int64").to_numpy()
     order = np.argsort(seconds, kind="stable")
     seconds = seconds[order]
@@ -102,6 +113,7 @@ def recommend_vpa(
     *,
     checked: bool = False,
     count_throttling: bool = True,
+    oom_bumps: pd.DataFrame | None = None,
 ) -> pd.DataFrame:
     """Upstream-VPA recommendations for a canonical usage frame.
 
@@ -111,10 +123,16 @@ def recommend_vpa(
     Prometheus source, `demo_fleet`), which validated them already: a second pass
     costs about 0.3 s per million samples. Throttled CPU counts as demand unless not
     `count_throttling` (see `fit_vpa_model`); rows of throttled containers then
-    carry an `explanation` saying so.
+    carry an `explanation` saying so. `oom_bumps`: see `fit_vpa_model`.
     """
     model, aggregates = fit_vpa_model(
-        usage, events, settings, progress, checked=checked, count_throttling=count_throttling
+        usage,
+        events,
+        settings,
+        progress,
+        checked=checked,
+        count_throttling=count_throttling,
+        oom_bumps=oom_bumps,
     )
     return vpa_rows(model, aggregates, noted=usage if count_throttling else None)
 
@@ -173,6 +191,7 @@ def recommend_forecast_workloads(
     *,
     checked: bool = False,
     count_throttling: bool = True,
+    oom_bumps: pd.DataFrame | None = None,
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Forecast recommendations and the 24 h schedule per (namespace, workload, container).
 
@@ -183,7 +202,8 @@ def recommend_forecast_workloads(
     `checked`, as for `recommend_vpa`. Only the last `settings.history_days` before
     the history's end are planned on; a workload with no sample in them gets NaN
     figures and an explanation saying when it was last seen. Throttled CPU counts as
-    demand, and the explanation says so, unless not `count_throttling`.
+    demand, and the explanation says so, unless not `count_throttling`. `oom_bumps`
+    (see `fit_vpa_model`) scale the forecaster's bump after a kill (`OomHistory`).
     """
     if not checked:
         usage, events = _checked(usage, events)
@@ -192,7 +212,8 @@ def recommend_forecast_workloads(
     if count_throttling:
         kept = with_cpu_demand(kept)
     arrays = from_long(kept, step)
-    result = recommend_forecast(arrays, events, settings)
+    bumps = series_oom_bumps(arrays.keys, oom_bumps) if oom_bumps is not None else None
+    result = recommend_forecast(arrays, events, settings, oom_bumps=bumps)
     active = _active(arrays, settings.residual_days)
     per_series = result.recommendations.loc[active]
     value_columns = list(BOUND_COLUMNS)

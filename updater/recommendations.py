@@ -3,8 +3,10 @@
 `tailor follow --recommendations` applies each pod's VPA status (whichever recommender
 wrote it, upstream's included) instead of a schedule. A pod is updated only when
 upstream's updater would update it: a request outside [lowerBound, upperBound]; a
-container OOM-killed after running under 10 minutes; or a pod up for over 12 hours
-whose requests are, summed over cpu and memory, at least 10 % off the target.
+container OOM-killed after running under 10 minutes (the VPA's
+`updatePolicy.evictAfterOOMSeconds`, upstream's AEP-8026, when it sets one); or a pod up
+for over 12 hours whose requests are, summed over cpu and memory, at least 10 % off the
+target.
 """
 
 from __future__ import annotations
@@ -66,7 +68,14 @@ def _outside_bounds(pod: Json, vpa: VerticalPodAutoscaler, contested: Contested)
     return None
 
 
-def _quick_oom(pod: Json, contested: Contested) -> str | None:
+def quick_oom_threshold(vpa: VerticalPodAutoscaler) -> timedelta:
+    """How short a run ended by an OOM kill makes the pod worth updating at once."""
+    policy = vpa.spec.update_policy
+    seconds = policy.evict_after_oom_seconds if policy is not None else None
+    return QUICK_OOM if seconds is None else timedelta(seconds=seconds)
+
+
+def _quick_oom(pod: Json, contested: Contested, threshold: timedelta) -> str | None:
     for status in (pod.get("status") or {}).get("containerStatuses") or []:
         if "memory" in contested(str(status.get("name"))):
             continue  # its memory is the HPA's
@@ -77,7 +86,7 @@ def _quick_oom(pod: Json, contested: Contested) -> str | None:
             ran = aware_time(str(ended["finishedAt"])) - aware_time(str(ended["startedAt"]))
         except (KeyError, ValueError):
             continue
-        if ran < QUICK_OOM:
+        if ran < threshold:
             return f"{status.get('name')} OOM-killed after running {ran}"
     return None
 
@@ -109,7 +118,8 @@ def update_reason(
 
     `targets` are `recommended_targets(vpa)`, when the caller has them already (less what
     an HPA scales on); `contested` resources (an HPA's) are no reason either."""
-    reason = _outside_bounds(pod, vpa, contested) or _quick_oom(pod, contested)
+    quick = quick_oom_threshold(vpa)
+    reason = _outside_bounds(pod, vpa, contested) or _quick_oom(pod, contested, quick)
     if reason is not None:
         return reason
     started = (pod.get("status") or {}).get("startTime")

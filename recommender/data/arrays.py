@@ -14,6 +14,8 @@ import numpy as np
 import pandas as pd
 
 KEY_COLUMNS = ("namespace", "workload", "pod", "container")
+# What a VPA recommends for: the pods of a workload merge into one container aggregate.
+AGGREGATE_COLUMNS = ("namespace", "workload", "container")
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,7 @@ import pandas as pd
 from recommender.data.arrays import KEY_COLUMNS, UsageArrays
 from recommender.data.ooms import history_start, oom_kills
 from recommender.forecast.explain import explain, explanation_columns
-from recommender.forecast.memory import OomHistory
+from recommender.forecast.memory import OomHistory, SeriesBumps
 from recommender.forecast.planner import Plan, make_plan
 from recommender.forecast.schedule import build_schedule
 from recommender.forecast.settings import DAY, ForecastSettings
@@ -61,7 +61,10 @@ class ForecastResult:
 
 
 def oom_history(
-    usage: UsageArrays, events: pd.DataFrame | None, settings: ForecastSettings
+    usage: UsageArrays,
+    events: pd.DataFrame | None,
+    settings: ForecastSettings,
+    oom_bumps: SeriesBumps | None = None,
 ) -> OomHistory:
     """OOM kills from an events table (reason "OOMKilled") as the planner's OOM history.
 
@@ -69,6 +72,8 @@ def oom_history(
     as there, a kill after the history's last sample counts: it is the latest news
     (the live recommender would act on it). Kills of unknown series are ignored, and
     so are kills from before the `history_days` the forecaster remembers.
+    `oom_bumps` (ratio, minimum bytes per series; NaN = the settings') are a VPA's
+    own `oomBumpUpRatio` / `oomMinBumpUp` (`bump_after_oom`).
     """
     ooms = OomHistory.empty(usage.n_series)
     last = usage.start + (usage.n_windows - 1) * usage.step
@@ -78,7 +83,9 @@ def oom_history(
         return ooms
     rows, seconds, memory = kills.series, kills.seconds, kills.memory
     peaks = np.max(np.where(np.isnan(usage.memory), -np.inf, usage.memory), axis=1)
-    ooms.record(rows, seconds.astype(np.float64), memory, settings, np.maximum(peaks[rows], 0.0))
+    bumps = None if oom_bumps is None else (oom_bumps[0][rows], oom_bumps[1][rows])
+    at = seconds.astype(np.float64)
+    ooms.record(rows, at, memory, settings, np.maximum(peaks[rows], 0.0), bumps=bumps)
     return ooms
 
 
@@ -153,6 +160,7 @@ def recommend_forecast(
     events: pd.DataFrame | None = None,
     settings: ForecastSettings | None = None,
     workers: int = 1,
+    oom_bumps: SeriesBumps | None = None,
 ) -> ForecastResult:
     """Stable recommendations and the next horizon's schedule for every series of `usage`.
 
@@ -161,10 +169,11 @@ def recommend_forecast(
     data (memory all NaN) gets NaN memory figures. Series are planned in fixed
     chunks of `settings.chunk_series` (each chunk is one fleet for the shortfall
     allocation), so results do not depend on `workers`, the number of threads
-    the chunks run on (numpy releases the GIL in the heavy loops).
+    the chunks run on (numpy releases the GIL in the heavy loops). `oom_bumps`: see
+    `oom_history`.
     """
     settings = settings or ForecastSettings()
-    ooms = oom_history(usage, events, settings)
+    ooms = oom_history(usage, events, settings, oom_bumps)
     size = settings.chunk_series
     chunks = [np.arange(b, min(b + size, usage.n_series)) for b in range(0, usage.n_series, size)]
     if workers > 1 and len(chunks) > 1:

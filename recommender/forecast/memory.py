@@ -15,6 +15,10 @@ import numpy as np
 from recommender.forecast.quantiles import error_quantiles
 from recommender.forecast.settings import DAY, HOUR, ForecastSettings
 
+# Per series (or per kill): a VPA's own OOM bump ratio and minimum bytes, NaN = the settings'.
+SeriesBumps = tuple[np.ndarray, np.ndarray]
+UPSTREAM_OOM_BUMP_RATIO = 1.2  # upstream's --oom-bump-up-ratio default
+
 
 @dataclass
 class OomHistory:
@@ -43,6 +47,7 @@ class OomHistory:
         memory: np.ndarray,
         settings: ForecastSettings,
         history_peak: np.ndarray | None = None,
+        bumps: SeriesBumps | None = None,
     ) -> None:
         """OOM kills of `rows` at `seconds` with `memory` in use (bytes): bump and hold.
 
@@ -51,17 +56,16 @@ class OomHistory:
         the margin: a job that comes back needs what it needed before. A kill
         soon after another (the demand is new and larger than anything seen)
         doubles the limit instead of adding 20 %, so finding a new peak costs a
-        few kills, not one per 20 % of the climb.
+        few kills, not one per 20 % of the climb. `bumps` (ratio, minimum bytes per kill,
+        NaN = the settings') are its VPA's own, see `bump_after_oom`.
         """
         peaks = np.zeros(rows.shape) if history_peak is None else np.nan_to_num(history_peak)
         peak_list: list[float] = np.asarray(peaks, dtype=np.float64).ravel().tolist()
-        for row, when, used, peak in zip(
-            rows.tolist(), seconds.tolist(), memory.tolist(), peak_list, strict=True
+        firsts = bump_after_oom(np.asarray(memory, dtype=np.float64), settings, bumps).tolist()
+        for row, when, used, peak, first in zip(
+            rows.tolist(), seconds.tolist(), memory.tolist(), peak_list, firsts, strict=True
         ):
-            bumped = max(
-                bump_after_oom(np.array([used]), settings)[0],
-                peak * (1.0 + settings.memory_margin),
-            )
+            bumped = max(first, peak * (1.0 + settings.memory_margin))
             again = not np.isnan(self.last[row]) and when - self.last[row] <= REPEAT_SECONDS
             if again:
                 bumped = max(bumped, used * REPEAT_FACTOR)
@@ -86,14 +90,27 @@ class OomHistory:
         return np.where(self.hold_until > seconds, self.floor, 0.0)
 
 
-def bump_after_oom(memory: np.ndarray, settings: ForecastSettings) -> np.ndarray:
+def bump_after_oom(
+    memory: np.ndarray, settings: ForecastSettings, bumps: SeriesBumps | None = None
+) -> np.ndarray:
     """The limit after a kill at `memory`: max(memory x factor, (memory + step) x (1 + margin)).
 
     The minimum step takes the margin too, as the upstream VPA's 100 MiB OOM
     sample does: without it a small container's bump barely clears the kill.
+    A VPA's own `oomBumpUpRatio` r (`bumps`, per kill; NaN = none) scales the factor
+    by r / 1.2, upstream's default ratio, so that 1.2 gives the default factor; its
+    `oomMinBumpUp` is the step.
     """
-    stepped = (memory + settings.oom_bump_min_bytes) * (1.0 + settings.memory_margin)
-    return np.maximum(memory * settings.oom_bump_factor, stepped)
+    factor = np.full(memory.shape, settings.oom_bump_factor)
+    step = np.full(memory.shape, settings.oom_bump_min_bytes)
+    if bumps is not None:
+        ratio, min_bump = bumps
+        factor = np.where(
+            np.isnan(ratio), factor, settings.oom_bump_factor * ratio / UPSTREAM_OOM_BUMP_RATIO
+        )
+        step = np.where(np.isnan(min_bump), step, min_bump)
+    stepped = (memory + step) * (1.0 + settings.memory_margin)
+    return np.maximum(memory * factor, stepped)
 
 
 def recent_peak(memory: np.ndarray, windows: int) -> np.ndarray:

@@ -25,6 +25,7 @@ from recommender.data.prometheus import (
 from recommender.forecast.settings import ForecastSettings
 from recommender.recommend import fit_vpa_model, recommend_forecast_workloads, vpa_rows
 from recommender.service.checkpoints import checkpoint_objects, orphaned_checkpoints
+from recommender.service.policies import oom_bumps
 from recommender.service.status import ServedVpa, served_vpas, vpa_status
 from recommender.vpa.settings import VpaSettings
 from tailor.api.meta import object_key
@@ -90,16 +91,23 @@ def _fit(entries: list[ServedVpa], options: ServiceOptions, now: datetime) -> _F
     except EmptyHistoryError:
         return empty
     counted = options.count_throttling
+    bumps = oom_bumps(entries)
     if options.model is Model.vpa:
         model, aggregates = fit_vpa_model(
-            usage, events, options.vpa, checked=True, count_throttling=counted
+            usage, events, options.vpa, checked=True, count_throttling=counted, oom_bumps=bumps
         )
         checkpoints = checkpoint_objects(entries, model, aggregates, int(now.timestamp()))
         rows = vpa_rows(model, aggregates, noted=usage if counted else None)
         return _Fitted(rows, checkpoints=checkpoints)
     step = int(settings.step_seconds)
     rows, schedule = recommend_forecast_workloads(
-        usage, events, options.forecast, step, checked=True, count_throttling=counted
+        usage,
+        events,
+        options.forecast,
+        step,
+        checked=True,
+        count_throttling=counted,
+        oom_bumps=bumps,
     )
     return _Fitted(rows, schedule)
 

@@ -99,6 +99,20 @@ class VpaModel:
     def n_series(self) -> int:
         return int(self.series_to_aggregate.shape[0])
 
+    def use_oom_bumps(self, ratio: np.ndarray, min_bump: np.ndarray) -> None:
+        """Per-series OOM bumps (NaN keeps the settings'): a VPA's containerPolicies may
+        set `oomBumpUpRatio` and `oomMinBumpUp` for its containers (upstream's AEP-8026)."""
+        ratio = np.asarray(ratio, dtype=np.float64)
+        min_bump = np.asarray(min_bump, dtype=np.float64)
+        if ratio.shape != (self.n_series,) or min_bump.shape != (self.n_series,):
+            raise VpaInputError("OOM bumps need one ratio and one minimum per series")
+        if np.any(ratio < 1) or np.any(min_bump < 0) or np.isinf(ratio).any():
+            raise VpaInputError("an OOM bump ratio is at least 1 and a minimum bump at least 0")
+        known = ~np.isnan(ratio)
+        self.peaks.oom_bump_ratio[known] = ratio[known]
+        known = ~np.isnan(min_bump)
+        self.peaks.oom_min_bump[known] = min_bump[known]
+
     # --- ingest ---------------------------------------------------------------------
 
     def add_samples(

@@ -93,8 +93,9 @@ class MemoryPeaks:
         self, n_series: int, interval: int, oom_min_bump: float, oom_bump_ratio: float
     ) -> None:
         self.interval = interval
-        self.oom_min_bump = oom_min_bump
-        self.oom_bump_ratio = oom_bump_ratio
+        # per series: a VPA's containerPolicies may set its own (upstream's AEP-8026)
+        self.oom_min_bump = np.full(n_series, float(oom_min_bump))
+        self.oom_bump_ratio = np.full(n_series, float(oom_bump_ratio))
         self.last_time = np.full(n_series, ZERO_TIME, dtype=np.int64)
         self.window_end = np.full(n_series, ZERO_TIME, dtype=np.int64)
         self.usage_peak = np.zeros(n_series)
@@ -142,8 +143,8 @@ class MemoryPeaks:
         request = to_amount(np.ceil(np.nan_to_num(request, nan=0.0)))
         used = np.maximum(request, self.usage_peak[series])
         needed = np.maximum(
-            used + to_amount(np.asarray(self.oom_min_bump)),
-            to_amount(used * self.oom_bump_ratio),
+            used + to_amount(self.oom_min_bump[series]),
+            to_amount(used * self.oom_bump_ratio[series]),
         )
         self.last_time[series] = t
         end = self.window_end[series]

@@ -6,7 +6,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from tailor.api.vpa import VerticalPodAutoscaler
-from updater.recommendations import recommended_targets, update_reason
+from updater.recommendations import quick_oom_threshold, recommended_targets, update_reason
 from updater.resources import Json
 from updater.targets import Target, without_contested
 
@@ -81,6 +81,20 @@ def test_a_container_oom_killed_soon_after_starting_is_updated() -> None:
         "app OOM-killed after running 0:03:00"
     )
     assert update_reason(pod("450m", **killed(timedelta(minutes=30))), vpa(), NOW) is None
+    # the VPA's own threshold (upstream's AEP-8026 updatePolicy.evictAfterOOMSeconds)
+    patient = vpa().to_api()
+    patient["spec"]["updatePolicy"] = {
+        "updateMode": "InPlaceOrRecreate",
+        "evictAfterOOMSeconds": 3600,
+    }
+    late = VerticalPodAutoscaler.from_api(patient)
+    assert quick_oom_threshold(late) == timedelta(hours=1)
+    assert update_reason(pod("450m", **killed(timedelta(minutes=30))), late, NOW) == (
+        "app OOM-killed after running 0:30:00"
+    )
+    patient["spec"]["updatePolicy"]["evictAfterOOMSeconds"] = 60
+    eager = VerticalPodAutoscaler.from_api(patient)
+    assert update_reason(pod("450m", **killed(timedelta(minutes=3))), eager, NOW) is None
 
 
 def test_without_a_recommendation_there_is_nothing_to_follow() -> None:

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import math
 from datetime import UTC, datetime
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from recommender.service.policies import oom_bumps
 from recommender.service.status import container_recommendations, served_vpas, vpa_status
 from tailor.api.meta import ResourceList
 from tailor.api.vpa import VerticalPodAutoscaler
@@ -178,3 +180,28 @@ def test_unread_hpas_leave_the_condition_out() -> None:
     [served] = served_vpas([vpa("web")], [pod()], DEPLOYMENT_RS, "default", True)
     conditions = vpa_status(served, rows(cpu_target=0.25), NOW, None)["conditions"]
     assert [c["type"] for c in conditions] == ["RecommendationProvided", "NoPodsMatched"]
+
+
+def test_a_vpas_own_oom_bumps_reach_the_model_per_container() -> None:
+    """The container's own policy wins over "*"; unset fields stay NaN (the flags')."""
+    policies = [
+        {"containerName": "*", "oomBumpUpRatio": "1.5", "oomMinBumpUp": "200Mi"},
+        {"containerName": "envoy", "oomMinBumpUp": "0"},
+        {"containerName": "plain"},
+    ]
+    served = served_vpas(
+        [vpa("web", recommenders=[{"name": "kube-tailor"}],
+             resourcePolicy={"containerPolicies": policies})],
+        [pod("web-5d8f7c9b6d-abcde", "Running", "app", "envoy", "plain")],
+        DEPLOYMENT_RS, "kube-tailor", False,
+    )  # fmt: skip
+    table = oom_bumps(served)
+    assert table is not None
+    got = {str(row["container"]): row for row in table.to_dict(orient="records")}
+    assert got["app"]["oom_bump_ratio"] == 1.5 and got["app"]["oom_min_bump"] == 200 * 2**20
+    assert math.isnan(got["envoy"]["oom_bump_ratio"]) and got["envoy"]["oom_min_bump"] == 0
+    assert "plain" not in got  # its own policy sets neither: the flags apply
+    assert set(table["workload"]) == {"web"}
+    bare = served_vpas([vpa("web", recommenders=[{"name": "kube-tailor"}])],
+                       [pod()], DEPLOYMENT_RS, "kube-tailor", False)  # fmt: skip
+    assert oom_bumps(bare) is None
