@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from tailor.api.limitrange import LimitRange
 from tailor.api.meta import by_namespace, object_key
@@ -27,7 +27,8 @@ from updater.governance import Governance, limit_rules, vpa_governance
 from updater.plan import PodRules, ResizePlan, Skipped, plan_resize
 from updater.priority import priority
 from updater.progress import ResizeState, resize_status
-from updater.recommendations import recommended_targets, update_reason
+from updater.rate import EvictionRate
+from updater.recommendations import QUICK_OOM, recommended_targets, update_reason
 from updater.resources import Json
 from updater.restriction import (
     DisruptionLimits,
@@ -63,6 +64,11 @@ class PassOptions:
     recommendations: bool = False  # each pod's VPA recommendation instead of a schedule
     scope: NamespaceScope = field(default_factory=NamespaceScope)
     allow_hpa_conflicts: bool = False  # resize even what an HPA scales on (--allow-hpa-conflicts)
+    # why the webhook may be down (None: up), asked before the first eviction of a pass;
+    # None: not asked (--no-use-admission-controller-status)
+    webhook_down: Callable[[datetime], str | None] | None = None
+    evict_after_oom: timedelta = QUICK_OOM  # a VPA's updatePolicy.evictAfterOOMSeconds wins
+    eviction_rate: EvictionRate = field(default_factory=lambda: EvictionRate(0))  # shared by passes
 
     def acts_in(self, namespace: str) -> bool:
         """In `-n`'s namespaces (all without it) and within the scope flags."""
@@ -169,6 +175,28 @@ def _pod_policy(policy: Policy, governance: Governance) -> Policy:
     )
 
 
+class _WebhookStatus:
+    """Whether evictions may go ahead, asked once a pass and only if one is due: an evicted
+    pod comes back with its template's requests unless the webhook sizes the replacement."""
+
+    def __init__(self, check: Callable[[datetime], str | None] | None) -> None:
+        self.check = check
+        self.answer: tuple[str | None] | None = None
+
+    def refusal(self, now: datetime) -> str | None:
+        if self.check is None:
+            return None
+        if self.answer is None:
+            self.answer = (self.check(now),)
+        down = self.answer[0]
+        if down is None:
+            return None
+        return (
+            f"{down}: the replacement would come back unsized "
+            "(--no-use-admission-controller-status evicts anyway)"
+        )
+
+
 def _refused(answer: Answer, verb: str) -> str:
     return f"{verb} refused ({answer.status}): {answer.message}"
 
@@ -205,6 +233,7 @@ def _targets(
     scheduled: Mapping[str, Target] | None,
     governance: Governance,
     now: datetime,
+    quick_oom: timedelta = QUICK_OOM,
 ) -> tuple[Mapping[str, Target], str | None, str]:
     """(targets, why the pod is left alone, why it is updated): the schedule's targets, or
     (with `recommendations`) its VPA's when upstream's updater would update it."""
@@ -223,7 +252,7 @@ def _targets(
             return {}, f"nothing to change: all of it is {governance.hpa_note}", ""
     if vpa is None or scheduled is not None:
         return targets, None, ""
-    reason = update_reason(pod, vpa, now, targets, governance.contested)
+    reason = update_reason(pod, vpa, now, targets, governance.contested, quick_oom)
     resizing = resize_status(pod).state is not ResizeState.NONE  # an answer to await or act on
     if reason is None and (governance.recreate or not resizing):
         return {}, "within its VPA's recommendation (upstream's update rules)", ""
@@ -251,6 +280,7 @@ def follow_once(
         pods, configured_replicas(governor.replica_sets), options.limits
     )
     usage = NodeUsage(pods)
+    webhook = _WebhookStatus(options.webhook_down)
     outcomes: list[Outcome] = []
     candidates: list[_Candidate] = []
     due = (
@@ -261,7 +291,9 @@ def follow_once(
     for pod, namespace, workload, scheduled in due:
         name = object_key(pod)[1]
         governance = governor.of(pod, namespace)
-        targets, why_not, reason = _targets(pod, scheduled, governance, now)
+        targets, why_not, reason = _targets(
+            pod, scheduled, governance, now, options.evict_after_oom
+        )
         if why_not is not None:
             outcomes.append(Outcome(namespace, name, workload, Action.NONE, why_not))
             continue
@@ -285,9 +317,12 @@ def follow_once(
             elif not answer.accepted:
                 detail = _refused(answer, "resize")
         elif decision.action is Action.EVICT:
-            refusal = unmet_eviction_requirements(
-                pod, item.targets, governance.eviction_requirements
-            ) or restriction.refusal(pod, governance.min_replicas)
+            refusal = (
+                unmet_eviction_requirements(pod, item.targets, governance.eviction_requirements)
+                or restriction.refusal(pod, governance.min_replicas)
+                or webhook.refusal(now)
+                or options.eviction_rate.refusal()
+            )
             if refusal is not None:
                 decision = Decision(Action.NONE, f"{detail}; not evicted: {refusal}")
                 detail = decision.reason

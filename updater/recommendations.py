@@ -68,11 +68,12 @@ def _outside_bounds(pod: Json, vpa: VerticalPodAutoscaler, contested: Contested)
     return None
 
 
-def quick_oom_threshold(vpa: VerticalPodAutoscaler) -> timedelta:
-    """How short a run ended by an OOM kill makes the pod worth updating at once."""
+def quick_oom_threshold(vpa: VerticalPodAutoscaler, default: timedelta = QUICK_OOM) -> timedelta:
+    """How short a run ended by an OOM kill makes the pod worth updating at once: the VPA's
+    own, else `default` (upstream's `--evict-after-oom-threshold`, 10 min)."""
     policy = vpa.spec.update_policy
     seconds = policy.evict_after_oom_seconds if policy is not None else None
-    return QUICK_OOM if seconds is None else timedelta(seconds=seconds)
+    return default if seconds is None else timedelta(seconds=seconds)
 
 
 def _quick_oom(pod: Json, contested: Contested, threshold: timedelta) -> str | None:
@@ -113,12 +114,13 @@ def update_reason(
     now: datetime,
     targets: Mapping[str, Target] | None = None,
     contested: Contested = _none,
+    quick_oom: timedelta = QUICK_OOM,
 ) -> str | None:
     """Why upstream's updater would update the pod now; None leaves it as it is.
 
     `targets` are `recommended_targets(vpa)`, when the caller has them already (less what
     an HPA scales on); `contested` resources (an HPA's) are no reason either."""
-    quick = quick_oom_threshold(vpa)
+    quick = quick_oom_threshold(vpa, quick_oom)
     reason = _outside_bounds(pod, vpa, contested) or _quick_oom(pod, contested, quick)
     if reason is not None:
         return reason

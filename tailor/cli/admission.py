@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import signal
+import socket
 import ssl
 import threading
 from datetime import timedelta
@@ -25,6 +26,7 @@ from admission.periodic import Periodic
 from admission.registration import Endpoint, Registrar, read_ca
 from admission.server import ReviewMetrics, WebhookServer, make_app
 from admission.watch import WATCH_SECONDS
+from tailor.cli.election import status_lease_flag
 from tailor.cli.service import (
     IgnoredNamespaces,
     MetricsPort,
@@ -36,6 +38,8 @@ from tailor.cli.service import (
     service_telemetry,
 )
 from tailor.kube import ClusterError, api_client_from
+from tailor.lease import ApiLease
+from tailor.status_lease import RENEW_INTERVAL, STATUS_LEASE, StatusHeartbeat
 from tailor.telemetry import DEFAULT_PORTS
 
 LOG = logging.getLogger("tailor.admission")
@@ -127,9 +131,17 @@ def admission_command(
             help="Also set what an HPA scales on (cpu or memory utilization); no HPA is read.",
         ),
     ] = False,
+    status_lease: Annotated[
+        str | None,
+        typer.Option(
+            help="The Lease NS/NAME renewed every 10 s while serving; `tailor follow` evicts only "
+            f"while it is fresh [default: the pod's namespace, else kube-tailor, /{STATUS_LEASE}]."
+        ),
+    ] = None,
 ) -> None:
     """Serve the webhook: pods being created get their VPA's recommendation (POST /mutate)."""
     every = duration_flag(refresh, "--refresh", "100ms").total_seconds()
+    heartbeat_lease = status_lease_flag(status_lease, "--status-lease")
     scope = namespace_scope(vpa_object_namespace, ignored_vpa_object_namespaces)
     cert_every = duration_flag(cert_check, "--cert-check", "1s").total_seconds()
     try:
@@ -185,9 +197,18 @@ def admission_command(
             name="tailor-registration",
             failure="webhook registration failed",
         )
+    heartbeat = StatusHeartbeat(ApiLease(client, *heartbeat_lease), socket.gethostname())
+    beating = Periodic(
+        heartbeat.beat,
+        RENEW_INTERVAL.total_seconds(),
+        name="tailor-status-lease",
+        failure="status Lease renewal failed",
+    )
     cache.start()
     server.start()
     checker.start()
+    heartbeat.beat()  # serving now: the updater may evict from here on
+    beating.start()
     if registering is not None:
         _register(registrar)  # once it listens: the API server calls it from now on
         registering.start()
@@ -195,6 +216,7 @@ def admission_command(
     while not stopping.wait(1.0):
         pass
     LOG.info("stopping")
+    beating.stop()
     checker.stop()
     if registering is not None:
         registering.stop()

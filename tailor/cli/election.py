@@ -18,11 +18,12 @@ from typing import Annotated
 
 import typer
 
-from tailor.cli.service import duration_flag
+from tailor.cli.service import duration_flag, namespaced_name_flag
 from tailor.kube import Cluster, ClusterError
 from tailor.leader import LeaderElectionError, LeaderElector, LeaseTiming
 from tailor.lease import ApiLease
 from tailor.names import InvalidName, namespace_name, object_name
+from tailor.status_lease import STATUS_LEASE
 
 _IN_CLUSTER_NAMESPACE = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
 FALLBACK_NAMESPACE = "kube-tailor"
@@ -81,7 +82,7 @@ class Election:
         return LeaderElector(lease, self.identity, self.timing, lambda: datetime.now(UTC))
 
 
-def _own_namespace() -> str:
+def own_namespace() -> str:
     try:
         return _IN_CLUSTER_NAMESPACE.read_text().strip() or FALLBACK_NAMESPACE
     except OSError:
@@ -110,7 +111,7 @@ def election(
         raise typer.BadParameter(str(error), param_hint="--leader-elect-*") from None
     name = _checked(object_name, name or f"tailor-{component}", "--leader-elect-resource-name")
     namespace = _checked(
-        namespace_name, namespace or _own_namespace(), "--leader-elect-resource-namespace"
+        namespace_name, namespace or own_namespace(), "--leader-elect-resource-namespace"
     )
     # the pod's name is its hostname; the suffix tells a restarted container from its past
     identity = f"{socket.gethostname()}_{uuid.uuid4()}"
@@ -148,3 +149,9 @@ def held_once(chosen: Election | None, cluster: Cluster) -> Iterator[str | None]
         yield None
     finally:
         elector.release()
+
+
+def status_lease_flag(text: str | None, option: str) -> tuple[str, str]:
+    """The webhook's status Lease (`tailor.status_lease`) as NAMESPACE/NAME: where the webhook
+    renews it and the updater reads it; by default in the pod's own namespace."""
+    return namespaced_name_flag(text or f"{own_namespace()}/{STATUS_LEASE}", option)

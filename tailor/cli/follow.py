@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import sys
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
@@ -40,6 +41,7 @@ from tailor.cli.service import (
     service_telemetry,
 )
 from tailor.kube import Cluster, ClusterError
+from tailor.lease import ApiLease
 from tailor.schedule_file import (
     SCHEDULE_KEY,
     ScheduleError,
@@ -48,9 +50,11 @@ from tailor.schedule_file import (
     parse_schedule,
     read_schedule,
 )
+from tailor.status_lease import STATUS_LEASE, StatusCheck
 from tailor.telemetry import DEFAULT_PORTS, ServiceTelemetry
 from updater.decide import Policy
 from updater.follow import Outcome, PassOptions, follow_once
+from updater.rate import EvictionRate
 from updater.restriction import DisruptionLimits
 
 LOG = logging.getLogger("tailor.follow")
@@ -190,7 +194,21 @@ def follow_command(
         float,
         typer.Option(min=0.0, max=1.0, help="Share of a controller's replicas one pass may evict."),
     ] = 0.5,
+    eviction_rate_limit: Annotated[
+        float,
+        typer.Option(help="Evictions per second at most, over all passes (<= 0: no limit)."),
+    ] = -1.0,
+    eviction_rate_burst: Annotated[
+        int, typer.Option(min=1, help="Evictions at once under --eviction-rate-limit.")
+    ] = 1,
     deferred_timeout: Annotated[str, typer.Option(help="Evict after Deferred this long.")] = "5m",
+    evict_after_oom_threshold: Annotated[
+        str,
+        typer.Option(
+            help="With --recommendations: update at once a pod OOM-killed within this long of "
+            "starting (a VPA's updatePolicy.evictAfterOOMSeconds wins)."
+        ),
+    ] = "10m",
     in_progress_timeout: Annotated[
         str, typer.Option(help="Evict after in progress this long.")
     ] = "1h",
@@ -216,6 +234,21 @@ def follow_command(
             help="With --vpa: also resize what an HPA scales on (cpu or memory utilization).",
         ),
     ] = False,
+    use_admission_controller_status: Annotated[
+        bool,
+        typer.Option(
+            "--use-admission-controller-status/--no-use-admission-controller-status",
+            help="Evict only while the webhook renews its status Lease (it sizes the "
+            "replacement); upstream's flag.",
+        ),
+    ] = True,
+    admission_status_lease: Annotated[
+        str | None,
+        typer.Option(
+            help="The webhook's status Lease NS/NAME (`tailor admission --status-lease`) "
+            f"[default: the pod's namespace, else kube-tailor, /{STATUS_LEASE}]."
+        ),
+    ] = None,
     dry_run: Annotated[
         bool, typer.Option("--dry-run", help="Send writes with dryRun=All: validated, not applied.")
     ] = False,
@@ -239,6 +272,8 @@ def follow_command(
         deferred_timeout=duration_flag(deferred_timeout, "--deferred-timeout"),
         in_progress_timeout=duration_flag(in_progress_timeout, "--in-progress-timeout"),
     )
+    if not math.isfinite(eviction_rate_limit):
+        raise typer.BadParameter("must be a finite number", param_hint="--eviction-rate-limit")
     period = interval_flag(interval, once)
     moment = _moment(at)
     if moment is not None and not once:
@@ -253,6 +288,9 @@ def follow_command(
         retry_period,
         lease_name,
         lease_namespace,
+    )
+    status_lease = election_flags.status_lease_flag(
+        admission_status_lease, "--admission-status-lease"
     )
     hint = "--schedule" if schedule is not None else "--schedule-configmap"
     try:
@@ -271,6 +309,13 @@ def follow_command(
         recommendations=recommendations,
         scope=scope,
         allow_hpa_conflicts=allow_hpa_conflicts,
+        eviction_rate=EvictionRate(eviction_rate_limit, eviction_rate_burst),
+        evict_after_oom=duration_flag(evict_after_oom_threshold, "--evict-after-oom-threshold"),
+        webhook_down=(
+            StatusCheck(ApiLease(cluster.core.api_client, *status_lease))
+            if evict and use_admission_controller_status
+            else None
+        ),
     )
     if once:
         try:

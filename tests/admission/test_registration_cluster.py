@@ -1,25 +1,41 @@
 """`tailor admission --register-webhook` on the real API server: it registers itself on the
 shipped RBAC (retrying until it is granted), the API server then calls it for new pods, and a
-rotated CA is registered again."""
+rotated CA is registered again. Serving, it renews its status Lease, which the updater reads."""
 
 from __future__ import annotations
 
 import base64
 import contextlib
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from kubernetes.client.exceptions import ApiException
 
 from admission.registration import REGISTRATION_NAME
+from tailor.kube import api_client_from
+from tailor.lease import ApiLease
+from tailor.schedule_file import aware_time
+from tailor.status_lease import STATUS_LEASE, StatusCheck
 from tests.admission.cluster import WEBHOOKS
 from tests.admission.https import serving_pair
 from tests.admission.test_webhook_cluster import container, create_vpa, deployment, pod_of
 from tests.cluster.crds import install_crds
 from tests.cluster.fixtures import FullNamespace
 from tests.cluster.processes import free_port, tailor_process
-from tests.cluster.rawapi import Json
+from tests.cluster.rawapi import Json, RawApi
 from tests.cluster.rbac import apply_manifest, kubeconfig_for
 from tests.cluster.waiting import wait_until
+
+
+def _renewed(api: RawApi, path: str) -> datetime | None:
+    """When the Lease at `path` was last renewed (None: there is none yet)."""
+    try:
+        spec = api.get(path)["spec"]
+    except ApiException as error:
+        if error.status == 404:
+            return None
+        raise
+    return aware_time(spec["renewTime"]) if spec.get("renewTime") else None
 
 
 def test_the_webhook_registers_itself_and_is_then_called_for_new_pods(
@@ -71,6 +87,24 @@ def test_the_webhook_registers_itself_and_is_then_called_for_new_pods(
             api.create(f"/apis/apps/v1/namespaces/{namespace}/deployments", deployment("web", app))
             pod = pod_of(api, namespace, "web")
             assert pod["spec"]["containers"][0]["resources"]["requests"]["cpu"] == "750m"
+
+            # serving, it renews its status Lease on the shipped role, every 10 s; the
+            # updater, on its own shipped role, reads it fresh and may evict
+            lease_path = (
+                f"/apis/coordination.k8s.io/v1/namespaces/kube-tailor/leases/{STATUS_LEASE}"
+            )
+            first = wait_until(lambda: _renewed(api, lease_path), timeout=30, what="status Lease")
+            wait_until(
+                lambda: (_renewed(api, lease_path) or first) - first >= timedelta(seconds=5),
+                timeout=30,
+                what="the status Lease renewed",
+            )
+            apply_manifest(api, "updater/rbac.yaml")
+            updater = kubeconfig_for(
+                api, full_namespace.cluster, "kube-tailor", "tailor-updater", tmp_path / "upd"
+            )
+            lease = ApiLease(api_client_from(updater), "kube-tailor", STATUS_LEASE)
+            assert StatusCheck(lease)(datetime.now(UTC)) is None
 
             rotated, _ = serving_pair(tmp_path / "rotated")
             ca_file.write_bytes(rotated.cert_pem)

@@ -16,6 +16,7 @@ import pytest
 import typer
 
 from tailor.cli.main import app
+from tailor.status_lease import STATUS_LEASE
 from tailor.telemetry import DEFAULT_PORTS
 from tests.deploy.manifests import (
     COMPONENTS,
@@ -106,6 +107,34 @@ def test_each_electing_service_may_take_its_own_lease_and_no_other(component: st
     assert by_verbs[("get", "update")]["resourceNames"] == [f"tailor-{component}"]
     assert "resourceNames" not in by_verbs[("create",)]  # create cannot be limited by name
     assert all(r["resources"] == ["leases"] for r in role["rules"])
+
+
+def test_the_webhook_renews_the_status_lease_the_updater_reads_where_both_may() -> None:
+    """Each in its pod's namespace (the default of `--status-lease` and
+    `--admission-status-lease`), and only that one Lease by name."""
+    expected = {"admission": [["create"], ["get", "update"]], "updater": [["get"]]}
+    for component, verbs in expected.items():
+        deployment = shipped(component)
+        namespace = deployment["metadata"]["namespace"]
+        account = deployment["spec"]["template"]["spec"]["serviceAccountName"]
+        name = f"kube-tailor-{'admission' if component == 'admission' else 'updater-admission'}"
+        rbac = documents(f"{component}/rbac.yaml")
+        [role] = [
+            d for d in rbac if d["kind"] == "Role" and d["metadata"]["name"] == f"{name}-status"
+        ]
+        [binding] = [
+            d
+            for d in rbac
+            if d["kind"] == "RoleBinding" and d["roleRef"]["name"] == f"{name}-status"
+        ]
+        assert role["metadata"]["namespace"] == binding["metadata"]["namespace"] == namespace
+        assert binding["subjects"] == [
+            {"kind": "ServiceAccount", "name": account, "namespace": namespace}
+        ]
+        assert [r["verbs"] for r in role["rules"]] == verbs
+        assert all(r["resources"] == ["leases"] for r in role["rules"])
+        named = [r["resourceNames"] for r in role["rules"] if r["verbs"] != ["create"]]
+        assert named == [[STATUS_LEASE]], component
 
 
 def test_every_shipped_namespace_enforces_the_restricted_pod_security_standard() -> None:

@@ -10,12 +10,26 @@ from typing import Any
 from typer.testing import CliRunner
 
 from tailor.cli.main import app
+from tailor.kube import api_client_from
+from tailor.lease import ApiLease
+from tailor.status_lease import STATUS_LEASE, StatusHeartbeat
 from tests.cluster.controlplane import ControlPlane
 from tests.cluster.fixtures import FullNamespace
 from tests.cluster.podtools import create_pod, get_pod, wait_for_pod
 from tests.cluster.rawapi import Json, RawApi
 from tests.cluster.waiting import wait_until
 from tests.cluster.workloads import create_deployment, deployment, wait_for_running
+
+# These tests run no webhook: where eviction is not what a test is about, it evicts anyway.
+NO_WEBHOOK = "--no-use-admission-controller-status"
+
+
+def webhook_renewed(cluster: ControlPlane, namespace: str) -> str:
+    """Renew the webhook's status Lease in `namespace`, as a serving `tailor admission` does
+    every 10 s; returns the flag that points `tailor follow` at it."""
+    lease = ApiLease(api_client_from(cluster.kubeconfig), namespace, STATUS_LEASE)
+    assert StatusHeartbeat(lease, "test-webhook").beat()
+    return f"--admission-status-lease={namespace}/{STATUS_LEASE}"
 
 
 def period(namespace: str, workload: str, cpu: float, memory: float, **extra: Any) -> Json:

@@ -244,6 +244,10 @@ def test_a_broken_schedule_or_kubeconfig_is_refused_before_anything_changes(
         (["--schedule-configmap", f"{kube_namespace}/absent"], "absent does not exist"),
         (["--schedule", str(fine), "--at", "noon"], "not an RFC 3339 time: 'noon'"),
         (["--schedule", str(fine), "--at", "2026-11-23T12:00"], "must carry a timezone"),
+        (["--schedule", str(fine), "--eviction-rate-limit", "nan"], "must be a finite number"),
+        (["--schedule", str(fine), "--eviction-rate-burst", "0"], "--eviction-rate-burst"),
+        (["--schedule", str(fine), "--evict-after-oom-threshold", "soon"], "invalid duration"),
+        (["--schedule", str(fine), "--admission-status-lease", "one"], "want NAMESPACE/NAME"),
     ):
         result = CliRunner().invoke(app, ["follow", "--once", *flags, *kubeconfig])
         assert result.exit_code == 2, flags

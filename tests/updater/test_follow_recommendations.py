@@ -5,12 +5,17 @@ through the status subresource as any recommender writes them)."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from typer.testing import CliRunner
 
 from tailor.cli.main import app
+from tailor.kube import api_client_from
+from tailor.lease import ApiLease
 from tailor.quantity import Quantity
+from tailor.status_lease import STATUS_LEASE
 from tests.cluster.crds import install_crds
 from tests.cluster.fixtures import FullNamespace
 from tests.cluster.rawapi import MERGE_PATCH, Json
@@ -22,7 +27,12 @@ from tests.cluster.workloads import (
     vpa_collection,
     wait_for_running,
 )
-from tests.updater.following import pinned_deployment, wait_until_infeasible
+from tests.updater.following import (
+    NO_WEBHOOK,
+    pinned_deployment,
+    wait_until_infeasible,
+    webhook_renewed,
+)
 
 
 def recommend(api: Any, namespace: str, name: str, cpu: tuple[str, str, str]) -> None:
@@ -116,7 +126,7 @@ def test_a_resize_the_kubelet_cannot_make_falls_back_to_eviction_within_the_rest
     assert first["web"]["action"] == "resize"
     wait_until_infeasible(api, namespace, pods)
     # the target (2 cores) is above what the containers run with (1): not evicted for a rise
-    refused = json_outcomes(full_namespace, "--recommendations", "--evict")
+    refused = json_outcomes(full_namespace, "--recommendations", "--evict", NO_WEBHOOK)
     assert [o["action"] for o in refused] == ["none", "none"], refused
     assert all("evictionRequirements are not met" in o["detail"] for o in refused)
     only_up = [{"resources": ["cpu"], "changeRequirement": "TargetHigherThanRequests"}]
@@ -124,7 +134,7 @@ def test_a_resize_the_kubelet_cannot_make_falls_back_to_eviction_within_the_rest
     api.patch(f"{vpa_collection(namespace)}/web", policy, MERGE_PATCH)
 
     # the specs now ask for the target, but the kubelet refused: one replica is evicted
-    outcomes = json_outcomes(full_namespace, "--recommendations", "--evict")
+    outcomes = json_outcomes(full_namespace, "--recommendations", "--evict", NO_WEBHOOK)
     assert sorted((o["action"], o["applied"]) for o in outcomes) == [
         ("evict", True),
         ("none", True),
@@ -145,7 +155,19 @@ def test_recreate_pods_off_their_recommendation_are_evicted_within_the_restricti
     pods = wait_for_running(api, namespace, 2)
     recommend(api, namespace, "web", ("400m", "600m", "900m"))  # 250m: below lowerBound
 
-    outcomes = json_outcomes(full_namespace, "--recommendations", "--evict")
+    # the webhook sizes the replacement: while its status Lease is stale, nothing is evicted
+    lease = webhook_renewed(full_namespace.cluster, namespace)
+    aged = ApiLease(api_client_from(full_namespace.cluster.kubeconfig), namespace, STATUS_LEASE)
+    found = aged.read()
+    assert found is not None
+    two_minutes_ago = datetime.now(UTC) - timedelta(minutes=2)
+    assert aged.replace(replace(found[0], renew_time=two_minutes_ago), found[1])
+    waiting = json_outcomes(full_namespace, "--recommendations", "--evict", lease)
+    assert [o["action"] for o in waiting] == ["none", "none"], waiting
+    assert all("status Lease" in o["detail"] and "was last renewed 0:02:" in o["detail"]
+               for o in waiting)  # fmt: skip
+    webhook_renewed(full_namespace.cluster, namespace)
+    outcomes = json_outcomes(full_namespace, "--recommendations", "--evict", lease)
     assert sorted((o["action"], o["applied"]) for o in outcomes) == [
         ("evict", True),
         ("none", True),

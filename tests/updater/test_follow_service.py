@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from tailor.status_lease import STATUS_LEASE
 from tests.cluster.controlplane import ControlPlane
 from tests.cluster.fixtures import FullNamespace
 from tests.cluster.kubelet_sim import KubeletSimulator
@@ -20,11 +21,13 @@ from tests.cluster.workloads import (
     running_pods,
 )
 from tests.updater.following import (
+    NO_WEBHOOK,
     follow,
     period,
     pinned_deployment,
     start,
     wait_until_infeasible,
+    webhook_renewed,
     write_schedule,
 )
 
@@ -57,13 +60,25 @@ def test_a_stuck_pod_is_evicted_only_where_its_disruption_budget_allows(
     assert kept["action"] == "none"
     assert kept["detail"].endswith("has 1 live replica(s), fewer than min replicas 2")
 
-    [refused] = follow(full_namespace.cluster, schedule, "--evict", "--min-replicas", "1")
+    refusing = ["--evict", "--min-replicas", "1", NO_WEBHOOK]
+    [refused] = follow(full_namespace.cluster, schedule, *refusing)
     assert (refused["action"], refused["applied"]) == ("evict", False)
     assert refused["detail"].startswith("eviction refused (429)")
     assert get_pod(api, namespace, name)["metadata"].get("deletionTimestamp") is None
 
     api.delete(f"/apis/policy/v1/namespaces/{namespace}/poddisruptionbudgets/web")
-    [evicted] = follow(full_namespace.cluster, schedule, "--evict", "--min-replicas", "1")
+    # upstream's --use-admission-controller-status: no eviction while the webhook is down
+    lease = f"--admission-status-lease={namespace}/{STATUS_LEASE}"
+    [waiting] = follow(full_namespace.cluster, schedule, "--evict", "--min-replicas", "1", lease)
+    assert waiting["action"] == "none"
+    assert waiting["detail"].endswith(
+        f"not evicted: the webhook's status Lease {namespace}/{STATUS_LEASE} does not exist: "
+        "the replacement would come back unsized "
+        "(--no-use-admission-controller-status evicts anyway)"
+    )
+    assert get_pod(api, namespace, name)["metadata"].get("deletionTimestamp") is None
+    lease = webhook_renewed(full_namespace.cluster, namespace)
+    [evicted] = follow(full_namespace.cluster, schedule, "--evict", "--min-replicas", "1", lease)
     assert (evicted["action"], evicted["applied"]) == ("evict", True)
     assert evicted["detail"].startswith("evicted: resize Infeasible")
     replaced = wait_until(
@@ -84,11 +99,36 @@ def test_one_pass_evicts_no_more_than_the_eviction_tolerance_of_a_deployment(
     first = follow(full_namespace.cluster, schedule)
     assert {o["action"] for o in first} == {"resize"}, first
     wait_until_infeasible(api, namespace, pods)
-    outcomes = follow(full_namespace.cluster, schedule, "--evict")
+    outcomes = follow(full_namespace.cluster, schedule, "--evict", NO_WEBHOOK)
     evicted = [o for o in outcomes if o["action"] == "evict" and o["applied"]]
     kept = [o for o in outcomes if o["action"] == "none"]
     assert (len(evicted), len(kept)) == (2, 2)  # int(4 x 0.5): upstream's default tolerance
     assert all("2 of 4 replicas already evicted this pass" in o["detail"] for o in kept)
+
+
+def test_the_eviction_rate_limit_leaves_the_rest_for_a_later_pass(
+    full_namespace: FullNamespace,
+    tmp_path: Path,
+) -> None:
+    """Upstream's --eviction-rate-limit / --eviction-rate-burst: 3 pods may go under the
+    tolerance (1.0), one token is there."""
+    api, namespace = full_namespace.api, full_namespace.name
+    pods = pinned_deployment(full_namespace, "rate", 3)
+    schedule = write_schedule(tmp_path / "s.json", [period(namespace, "web", 2.0, 128 * Mi)])
+    assert {o["action"] for o in follow(full_namespace.cluster, schedule)} == {"resize"}
+    wait_until_infeasible(api, namespace, pods)
+    limits = ["--eviction-tolerance", "1", "--eviction-rate-limit", "0.001"]
+    outcomes = follow(full_namespace.cluster, schedule, "--evict", NO_WEBHOOK, *limits)
+    evicted = [o for o in outcomes if o["action"] == "evict" and o["applied"]]
+    waiting = [o for o in outcomes if o["action"] == "none"]
+    assert (len(evicted), len(waiting)) == (1, 2), outcomes
+    assert all(
+        o["detail"].endswith(
+            "not evicted: eviction rate limit reached (0.001 per second, burst 1); "
+            "left for a later pass"
+        )
+        for o in waiting
+    )
 
 
 @pytest.mark.prometheus

@@ -95,6 +95,13 @@ def test_a_container_oom_killed_soon_after_starting_is_updated() -> None:
     patient["spec"]["updatePolicy"]["evictAfterOOMSeconds"] = 60
     eager = VerticalPodAutoscaler.from_api(patient)
     assert update_reason(pod("450m", **killed(timedelta(minutes=3))), eager, NOW) is None
+    # --evict-after-oom-threshold sets the default; a VPA's own still wins
+    hour = timedelta(hours=1)
+    assert update_reason(pod("450m", **killed(timedelta(minutes=30))), vpa(), NOW, quick_oom=hour)
+    assert (
+        update_reason(pod("450m", **killed(timedelta(minutes=3))), eager, NOW, quick_oom=hour)
+        is None
+    )
 
 
 def test_without_a_recommendation_there_is_nothing_to_follow() -> None:
