@@ -25,8 +25,13 @@ from recommender.data.prometheus import (
 from recommender.forecast.settings import ForecastSettings
 from recommender.recommend import fit_vpa_model, recommend_forecast_workloads, vpa_rows
 from recommender.service.checkpoints import checkpoint_objects, orphaned_checkpoints
-from recommender.service.policies import oom_bumps
-from recommender.service.status import ServedVpa, served_vpas, vpa_status
+from recommender.service.policies import (
+    FORECAST_SET_ANNOTATION,
+    VPA_SET_ANNOTATION,
+    oom_bumps,
+    settings_groups,
+)
+from recommender.service.status import OwnSettings, ServedVpa, served_vpas, vpa_status
 from recommender.vpa.settings import VpaSettings
 from tailor.api.meta import object_key
 from tailor.api.vpa import VerticalPodAutoscaler
@@ -68,6 +73,9 @@ class PassReport:
     checkpoints_deleted: int = 0
     hpa_conflicts: list[str] = field(default_factory=list)  # "ns/vpa: reasons"
     hpas_unread: str | None = None  # why conflicts were not checked (e.g. 403: no RBAC)
+    unsupported: list[str] = field(
+        default_factory=list
+    )  # "ns/vpa: its settings annotation's error"
 
 
 @dataclass
@@ -79,31 +87,93 @@ class _Fitted:
     checkpoints: list[dict[str, Any]] = field(default_factory=list)
 
 
-def _fit(entries: list[ServedVpa], options: ServiceOptions, now: datetime) -> _Fitted:
-    """The model run on the namespaces our VPAs' pods run in (no rows when none has history)."""
-    namespaces = sorted({e.vpa.namespace for e in entries if e.workloads})
+def _fit(
+    entries: list[ServedVpa], options: ServiceOptions, now: datetime
+) -> tuple[_Fitted, dict[tuple[str, str], OwnSettings]]:
+    """The model run on the namespaces our VPAs' pods run in (no rows when none has history),
+    once per group of VPAs that share settings (`settings_groups`); and what became of each
+    VPA's own settings."""
+    vpa_model = options.model is Model.vpa
+    base: VpaSettings | ForecastSettings = (
+        (options.vpa or VpaSettings()) if vpa_model else (options.forecast or ForecastSettings())
+    )
+    annotation = VPA_SET_ANNOTATION if vpa_model else FORECAST_SET_ANNOTATION
+    groups, own = settings_groups(entries, base, annotation, options.model.value)
+    namespaces = sorted(
+        {e.vpa.namespace for group in groups.values() for e in group if e.workloads}
+    )
     empty = _Fitted(pd.DataFrame(columns=["namespace", "workload", "container"]))
     if not namespaces:
-        return empty
+        return empty, own
     settings = options.prometheus.model_copy(update={"namespaces": tuple(namespaces)})
     try:
         usage, events = load_prometheus_history(settings, now=now)
     except EmptyHistoryError:
-        return empty
+        return empty, own
+    step = int(settings.step_seconds)
+    parts = [
+        _fit_group(
+            group, chosen, _usage_of(usage, chosen, base, groups), events, options, now, step
+        )
+        for chosen, group in groups.items()
+    ]
+    schedules = [part.schedule for part in parts if part.schedule is not None]
+    return (
+        _Fitted(
+            pd.concat([part.rows for part in parts], ignore_index=True),
+            pd.concat(schedules, ignore_index=True) if schedules else None,
+            [checkpoint for part in parts for checkpoint in part.checkpoints],
+        ),
+        own,
+    )
+
+
+def _usage_of(usage: pd.DataFrame, chosen: object, base: object, groups: dict) -> pd.DataFrame:
+    """The history the VPAs with settings `chosen` are fitted on: all of it while every VPA
+    shares the settings (the forecaster's fleet is then what it always was); else a group's
+    own workloads, and for the flags' settings (`base`) whatever no other group claims."""
+    if len(groups) == 1:
+        return usage
+    keys = pd.MultiIndex.from_frame(usage[["namespace", "workload"]])
+
+    def workloads(group: list[ServedVpa]) -> list[tuple[str, str]]:
+        return [(entry.vpa.namespace, name) for entry in group for name in entry.workloads]
+
+    if chosen == base:
+        others = [
+            key for other, group in groups.items() if other != base for key in workloads(group)
+        ]
+        wanted = ~keys.isin(others)
+    else:
+        wanted = keys.isin(workloads(groups[chosen]))
+    return usage[wanted].reset_index(drop=True)
+
+
+def _fit_group(
+    entries: list[ServedVpa],
+    settings: VpaSettings | ForecastSettings,
+    usage: pd.DataFrame,
+    events: pd.DataFrame,
+    options: ServiceOptions,
+    now: datetime,
+    step: int,
+) -> _Fitted:
+    """One model run, for VPAs that share `settings`."""
+    if usage.empty:
+        return _Fitted(pd.DataFrame(columns=["namespace", "workload", "container"]))
     counted = options.count_throttling
     bumps = oom_bumps(entries)
-    if options.model is Model.vpa:
+    if isinstance(settings, VpaSettings):
         model, aggregates = fit_vpa_model(
-            usage, events, options.vpa, checked=True, count_throttling=counted, oom_bumps=bumps
+            usage, events, settings, checked=True, count_throttling=counted, oom_bumps=bumps
         )
         checkpoints = checkpoint_objects(entries, model, aggregates, int(now.timestamp()))
         rows = vpa_rows(model, aggregates, noted=usage if counted else None)
         return _Fitted(rows, checkpoints=checkpoints)
-    step = int(settings.step_seconds)
     rows, schedule = recommend_forecast_workloads(
         usage,
         events,
-        options.forecast,
+        settings,
         step,
         checked=True,
         count_throttling=counted,
@@ -154,17 +224,20 @@ def recommend_once(
     entries = served_vpas(
         vpas, cluster.pods(), cluster.replica_sets(), options.recommender_name, options.is_default
     )
-    fitted = _fit(entries, options, now)
+    fitted, own = _fit(entries, options, now)
     rows, schedule = fitted.rows, fitted.schedule
     report = PassReport()
     hpas = _hpas(cluster, options, report) if entries else {}
     for entry in entries:
-        status = vpa_status(entry, rows, now, _conflicts(entry, hpas, report))
+        settings = own.get((entry.vpa.namespace, entry.vpa.name))
+        status = vpa_status(entry, rows, now, _conflicts(entry, hpas, report), settings)
         reference = {"metadata": {"namespace": entry.vpa.namespace, "name": entry.vpa.name}}
         answer = cluster.write_vpa_status(reference, status)
         label = f"{entry.vpa.namespace}/{entry.vpa.name}"
         if not answer.accepted:
             report.refused.append(f"{label}: {answer.message}")
+        elif settings is not None and settings.problem is not None:
+            report.unsupported.append(f"{label}: {settings.problem}")
         elif status.get("recommendation"):
             report.recommended.append(label)
         else:

@@ -3,18 +3,25 @@
 Upstream's AEP-8026 lets a VPA's containerPolicies set `oomBumpUpRatio` and
 `oomMinBumpUp` for its containers, over the recommender's flags: the container's
 own policy, else the "*" one, and a field left unset keeps the flag's value.
+Beyond upstream, an annotation sets any of the model's settings for one VPA.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
+from typing import TypeVar
 
 import numpy as np
 import pandas as pd
 
 from recommender.data.arrays import AGGREGATE_COLUMNS
 from recommender.oom_bumps import OOM_BUMP_COLUMNS
-from recommender.service.status import ServedVpa
+from recommender.overrides import SettingsError, settings_with
+from recommender.service.status import OwnSettings, ServedVpa
+from tailor.api.vpa import VerticalPodAutoscaler
+
+Settings = TypeVar("Settings")
 
 
 def oom_bumps(entries: Iterable[ServedVpa]) -> pd.DataFrame | None:
@@ -37,3 +44,41 @@ def oom_bumps(entries: Iterable[ServedVpa]) -> pd.DataFrame | None:
         return None
     frame = pd.DataFrame(rows, columns=[*AGGREGATE_COLUMNS, *OOM_BUMP_COLUMNS])
     return frame.drop_duplicates(list(AGGREGATE_COLUMNS), keep="first")
+
+
+# A VPA's own model settings, over the service's flags: the SLO knobs upstream lacks
+# (its issues 4293, 9970), e.g. `kube-tailor.io/forecast-set: target_cpu_shortfall=0.005`.
+VPA_SET_ANNOTATION = "kube-tailor.io/vpa-set"
+FORECAST_SET_ANNOTATION = "kube-tailor.io/forecast-set"
+
+
+def annotated_pairs(vpa: VerticalPodAutoscaler, annotation: str) -> list[str] | None:
+    """NAME=VALUE pairs of the annotation, split on ";" and newlines (a value may hold
+    commas: tuples); None when the VPA has no such annotation."""
+    text = (vpa.metadata.annotations or {}).get(annotation)
+    if text is None:
+        return None
+    return [part.strip() for part in re.split(r"[;\n]", text) if part.strip()]
+
+
+def settings_groups(
+    entries: Iterable[ServedVpa], base: Settings, annotation: str, what: str
+) -> tuple[dict[Settings, list[ServedVpa]], dict[tuple[str, str], OwnSettings]]:
+    """The served VPAs grouped by the settings their model runs with (`base` unless the
+    annotation sets some), and for each annotated VPA whether its settings were taken;
+    a VPA whose annotation cannot be read joins no group."""
+    groups: dict[Settings, list[ServedVpa]] = {}
+    own: dict[tuple[str, str], OwnSettings] = {}
+    for entry in entries:
+        pairs = annotated_pairs(entry.vpa, annotation)
+        key = (entry.vpa.namespace, entry.vpa.name)
+        settings = base
+        if pairs is not None:
+            try:
+                settings = settings_with(pairs, base, what)
+            except SettingsError as error:
+                own[key] = OwnSettings(annotation, f"{annotation}: {error}")
+                continue
+            own[key] = OwnSettings(annotation)
+        groups.setdefault(settings, []).append(entry)
+    return groups, own

@@ -40,7 +40,16 @@ from tailor.matching import (
 from tailor.workloads import pod_workload
 
 Json = Mapping[str, Any]
+Condition = tuple[str, bool, str]  # type, status, message
 BOUNDS = (("target", "target"), ("lower_bound", "lower"), ("upper_bound", "upper"))
+
+
+@dataclass(frozen=True)
+class OwnSettings:
+    """What a VPA's settings annotation came to: `problem` None when it was applied."""
+
+    annotation: str
+    problem: str | None = None
 
 
 @dataclass
@@ -143,7 +152,7 @@ def _limited(message: str) -> str:
 
 
 def _conditions(
-    entry: ServedVpa, now: datetime, *wanted: tuple[str, bool, str]
+    entry: ServedVpa, now: datetime, *wanted: Condition
 ) -> list[VerticalPodAutoscalerCondition]:
     """(type, status, message) as conditions. As upstream's recommender does, a condition
     whose status is what the VPA already says keeps its lastTransitionTime: the time says
@@ -165,11 +174,21 @@ def _conditions(
     return conditions
 
 
-def _conflict(conflicts: list[HpaConflict] | None) -> tuple[tuple[str, bool, str], ...]:
+def _conflict(conflicts: list[HpaConflict] | None) -> tuple[Condition, ...]:
     """The HorizontalAutoscalerConflict condition; none when the HPAs could not be read."""
     if conflicts is None:
         return ()
     return ((HPA_CONFLICT_CONDITION, bool(conflicts), _limited(conflict_message(conflicts))),)
+
+
+def _unsupported(entry: ServedVpa, problem: str, now: datetime, *more: Condition) -> dict[str, Any]:
+    """A VPA whose own settings cannot be read: ConfigUnsupported says why, and its last
+    recommendation and its other conditions stay as they were."""
+    fresh = _conditions(entry, now, ("ConfigUnsupported", True, _limited(problem)), *more)
+    renewed = {condition.type for condition in fresh}
+    before = entry.vpa.status.conditions if entry.vpa.status is not None else None
+    kept = [condition for condition in before or [] if condition.type not in renewed]
+    return VerticalPodAutoscalerStatus(conditions=[*kept, *fresh]).to_api()
 
 
 def vpa_status(
@@ -177,11 +196,17 @@ def vpa_status(
     rows: pd.DataFrame,
     now: datetime,
     conflicts: list[HpaConflict] | None = None,
+    own: OwnSettings | None = None,
 ) -> dict[str, Any]:
     """The status JSON to merge into the VPA: recommendation and conditions.
 
     `conflicts` are the HPA conflicts of its VPA (`tailor.hpa.hpa_conflicts`), None when
-    the HPAs could not be read: the condition is then left out rather than guessed."""
+    the HPAs could not be read: the condition is then left out rather than guessed. `own`:
+    what became of the VPA's settings annotation (None: it has none), said by the
+    condition ConfigUnsupported, as upstream's recommender says an unsupported config."""
+    if own is not None and own.problem is not None:
+        return _unsupported(entry, own.problem, now, *_conflict(conflicts))
+    config = (("ConfigUnsupported", False, ""),) if own is not None else ()
     if not entry.workloads:
         conditions = _conditions(
             entry,
@@ -189,6 +214,7 @@ def vpa_status(
             ("RecommendationProvided", False, ""),
             ("NoPodsMatched", True, "No pods match this VPA object"),
             *_conflict(conflicts),
+            *config,
         )
         status = VerticalPodAutoscalerStatus(conditions=conditions)
         return {"recommendation": None, **status.to_api()}
@@ -201,6 +227,7 @@ def vpa_status(
         ("RecommendationProvided", provided, explanation(entry, rows, named)),
         ("NoPodsMatched", False, ""),
         *_conflict(conflicts),
+        *config,
     )
     status = VerticalPodAutoscalerStatus(
         recommendation=RecommendedPodResources(container_recommendations=recommendations)

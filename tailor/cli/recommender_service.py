@@ -57,6 +57,7 @@ def _report_lines(report: PassReport) -> list[str]:
     lines = [f"recommended: {label}" for label in report.recommended]
     lines += [f"no recommendation yet: {label}" for label in report.without]
     lines += [f"refused: {label}" for label in report.refused]
+    lines += [f"unsupported config (recommendation kept): {label}" for label in report.unsupported]
     lines += [f"HPA conflict: {label}" for label in report.hpa_conflicts]
     if report.checkpoints:
         lines.append(f"checkpoints: {report.checkpoints} written")
@@ -83,7 +84,8 @@ class _PassMetrics:
     def __init__(self, telemetry: ServiceTelemetry) -> None:
         self.vpas = Gauge(
             "tailor_recommender_vpas",
-            "VPAs served in the last pass, by state (recommended, no_recommendation, refused).",
+            "VPAs served in the last pass, by state "
+            "(recommended, no_recommendation, refused, unsupported).",
             ["state"],
             registry=telemetry.registry,
         )
@@ -108,6 +110,7 @@ class _PassMetrics:
         self.vpas.labels("recommended").set(len(report.recommended))
         self.vpas.labels("no_recommendation").set(len(report.without))
         self.vpas.labels("refused").set(len(report.refused))
+        self.vpas.labels("unsupported").set(len(report.unsupported))
         if report.hpas_unread is None:  # unknown, not none, when the HPAs were unreadable
             self.hpa_conflicts.set(len(report.hpa_conflicts))
         self.checkpoints.inc(report.checkpoints)

@@ -3,14 +3,27 @@
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from recommender.service.policies import oom_bumps
-from recommender.service.status import container_recommendations, served_vpas, vpa_status
+from recommender.forecast.settings import ForecastSettings
+from recommender.service.policies import (
+    FORECAST_SET_ANNOTATION,
+    annotated_pairs,
+    oom_bumps,
+    settings_groups,
+)
+from recommender.service.status import (
+    OwnSettings,
+    ServedVpa,
+    container_recommendations,
+    served_vpas,
+    vpa_status,
+)
 from tailor.api.meta import ResourceList
 from tailor.api.vpa import VerticalPodAutoscaler
 from tailor.hpa import HpaConflict
@@ -205,3 +218,62 @@ def test_a_vpas_own_oom_bumps_reach_the_model_per_container() -> None:
     bare = served_vpas([vpa("web", recommenders=[{"name": "kube-tailor"}])],
                        [pod()], DEPLOYMENT_RS, "kube-tailor", False)  # fmt: skip
     assert oom_bumps(bare) is None
+
+
+def _annotated(name: str, target: str, text: str | None) -> Any:
+    found = vpa(name, target, recommenders=[{"name": "kube-tailor"}])
+    document = found.to_api()
+    if text is not None:
+        document["metadata"]["annotations"] = {FORECAST_SET_ANNOTATION: text}
+    return VerticalPodAutoscaler.from_api(document)
+
+
+def test_vpas_are_grouped_by_the_settings_their_annotation_asks_for() -> None:
+    base = ForecastSettings()
+    entries = [
+        ServedVpa(_annotated("web", "web", None)),
+        ServedVpa(_annotated("api", "api", "cpu_shortfall_mode=fixed; target_cpu_shortfall=0.02")),
+        ServedVpa(_annotated("db", "db", "target_cpu_shortfall=0.02\ncpu_shortfall_mode=fixed")),
+        ServedVpa(_annotated("same", "same", "target_cpu_shortfall=0.005")),  # the default
+        ServedVpa(_annotated("typo", "typo", "target_cpu_shortfal=0.02")),
+    ]
+    groups, own = settings_groups(entries, base, FORECAST_SET_ANNOTATION, "forecast")
+    named = {settings: sorted(e.vpa.name for e in group) for settings, group in groups.items()}
+    strict = replace(base, cpu_shortfall_mode="fixed", target_cpu_shortfall=0.02)
+    assert named == {base: ["same", "web"], strict: ["api", "db"]}
+    assert ("shop", "web") not in own and own[("shop", "api")].problem is None
+    problem = own[("shop", "typo")].problem or ""
+    assert problem.startswith(f"{FORECAST_SET_ANNOTATION}: unknown forecast setting")
+    assert "did you mean target_cpu_shortfall" in problem
+    # a tuple's commas stay inside its value
+    pairs = annotated_pairs(_annotated("t", "t", "a=1,2; b=3\n c=4"), FORECAST_SET_ANNOTATION)
+    assert pairs == ["a=1,2", "b=3", "c=4"]
+
+
+def test_an_unreadable_annotation_keeps_the_recommendation_and_says_why() -> None:
+    before = vpa("web", recommenders=[{"name": "kube-tailor"}]).to_api()
+    before["status"] = {
+        "recommendation": {"containerRecommendations": [{"containerName": "app",
+                                                         "target": {"cpu": "1"}}]},
+        "conditions": [
+            {"type": "RecommendationProvided", "status": "True",
+             "lastTransitionTime": "2026-11-01T00:00:00Z"},
+            {"type": "LowConfidence", "status": "False",
+             "lastTransitionTime": "2026-11-01T00:00:00Z"},
+        ],
+    }  # fmt: skip
+    entry = ServedVpa(VerticalPodAutoscaler.from_api(before), {"web"}, {"app"})
+    problem = OwnSettings(FORECAST_SET_ANNOTATION, "kube-tailor.io/forecast-set: unknown ...")
+    status = vpa_status(entry, rows(cpu_target=0.5), NOW, None, problem)
+    assert "recommendation" not in status  # a merge patch leaves the last one in place
+    by_type = {c["type"]: c for c in status["conditions"]}
+    assert by_type["ConfigUnsupported"]["status"] == "True"
+    assert by_type["ConfigUnsupported"]["message"] == problem.problem
+    assert by_type["RecommendationProvided"]["lastTransitionTime"] == "2026-11-01T00:00:00Z"
+    assert set(by_type) == {"ConfigUnsupported", "RecommendationProvided", "LowConfidence"}
+    fine = vpa_status(entry, rows(cpu_target=0.5), NOW, None, OwnSettings(FORECAST_SET_ANNOTATION))
+    by_type = {c["type"]: c for c in fine["conditions"]}
+    assert by_type["ConfigUnsupported"]["status"] == "False"
+    assert fine["recommendation"]["containerRecommendations"][0]["target"]["cpu"] == "500m"
+    plain = vpa_status(entry, rows(cpu_target=0.5), NOW)
+    assert "ConfigUnsupported" not in {c["type"] for c in plain["conditions"]}
