@@ -14,6 +14,7 @@ hours before the end, backfilled into a real Prometheus.
 from __future__ import annotations
 
 from datetime import timedelta
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -66,14 +67,7 @@ def _as_written(memory: object) -> float | None:
 
 
 def _memory_targets(api: RawApi, namespace: str) -> dict[str, float | None]:
-    found = {}
-    for name in ("web", "api"):
-        document = VerticalPodAutoscaler.from_api(api.get(f"{vpa_collection(namespace)}/{name}"))
-        assert document.status is not None and document.status.recommendation is not None
-        [item] = document.status.recommendation.container_recommendations or []
-        assert item.uncapped_target is not None
-        found[name] = item.uncapped_target.memory_bytes()
-    return found
+    return {name: target.memory_bytes() for name, target in _targets(api, namespace).items()}
 
 
 def _serve_two(
@@ -160,12 +154,7 @@ def test_a_vpas_own_settings_tune_the_model_for_it_alone(
     settings = VpaSettings(target_percentile=0.5, safety_margin=0.0)
     [mine] = recommend_vpa(web, kills, settings).to_dict(orient="records")
     [theirs] = recommend_vpa(other, kills).to_dict(orient="records")
-    written = _targets(api, namespace)
-    assert written["web"] == ResourceList.from_amounts(mine["cpu_target"], mine["memory_target"])
-    assert written["api"] == ResourceList.from_amounts(
-        theirs["cpu_target"], theirs["memory_target"]
-    )
-    assert (written["web"].cpu_cores() or 0) < (written["api"].cpu_cores() or 0)
+    written = _written_as(api, namespace, {"web": mine, "api": theirs})
     assert _condition(api, namespace, "web", "ConfigUnsupported")["status"] == "False"
 
     # a typo: the last recommendation stays, and the VPA says why
@@ -187,14 +176,18 @@ def test_a_vpas_own_settings_tune_the_model_for_it_alone(
     loose = ForecastSettings(cpu_shortfall_mode="fixed", target_cpu_shortfall=0.05)
     [mine] = recommend_forecast_workloads(web, kills, loose, step=300)[0].to_dict("records")
     [theirs] = recommend_forecast_workloads(other, kills, step=300)[0].to_dict("records")
-    written = _targets(api, namespace)
-    assert written["web"] == ResourceList.from_amounts(mine["cpu_target"], mine["memory_target"])
-    assert written["api"] == ResourceList.from_amounts(
-        theirs["cpu_target"], theirs["memory_target"]
-    )
-    assert (written["web"].cpu_cores() or 0) < (written["api"].cpu_cores() or 0)
+    written = _written_as(api, namespace, {"web": mine, "api": theirs})
     # the vpa-set typo is not the forecaster's: nothing unsupported under --strategy forecast
     assert _condition(api, namespace, "web", "ConfigUnsupported")["status"] == "False"
+
+
+def _written_as(api: RawApi, namespace: str, rows: dict[str, Any]) -> dict[str, ResourceList]:
+    """The uncapped targets written, each the library's row; web's CPU the lower."""
+    written = _targets(api, namespace)
+    for name, row in rows.items():
+        assert written[name] == ResourceList.from_amounts(row["cpu_target"], row["memory_target"])
+    assert (written["web"].cpu_cores() or 0) < (written["api"].cpu_cores() or 0)
+    return written
 
 
 def _targets(api: RawApi, namespace: str) -> dict[str, ResourceList]:
