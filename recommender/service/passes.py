@@ -23,6 +23,7 @@ from recommender.data.prometheus import (
     load_prometheus_history,
 )
 from recommender.forecast.settings import ForecastSettings
+from recommender.overrides import SettingsError
 from recommender.recommend import fit_vpa_model, recommend_forecast_workloads, vpa_rows
 from recommender.service.checkpoints import checkpoint_objects, orphaned_checkpoints
 from recommender.service.policies import (
@@ -111,12 +112,17 @@ def _fit(
     except EmptyHistoryError:
         return empty, own
     step = int(settings.step_seconds)
-    parts = [
-        _fit_group(
-            group, chosen, _usage_of(usage, chosen, base, groups), events, options, now, step
-        )
-        for chosen, group in groups.items()
-    ]
+    parts = []
+    for chosen, group in groups.items():
+        history = _usage_of(usage, chosen, base, groups)
+        try:
+            parts.append(_fit_group(group, chosen, history, events, options, now, step))
+        except SettingsError as error:  # settings valid alone, not on this history's grid
+            if chosen == base:
+                raise  # the flags': every VPA would fail alike
+            for entry in group:
+                problem = f"{annotation}: {error}"
+                own[(entry.vpa.namespace, entry.vpa.name)] = OwnSettings(annotation, problem)
     schedules = [part.schedule for part in parts if part.schedule is not None]
     return (
         _Fitted(

@@ -180,6 +180,15 @@ def test_a_vpas_own_settings_tune_the_model_for_it_alone(
     # the vpa-set typo is not the forecaster's: nothing unsupported under --strategy forecast
     assert _condition(api, namespace, "web", "ConfigUnsupported")["status"] == "False"
 
+    # valid alone, not on this history's 5-minute grid: web's alone is unsupported
+    _annotate(api, namespace, "web", FORECAST_SET_ANNOTATION, "update_period_seconds=90")
+    out = _pass(full_namespace, url, "--strategy", "forecast")
+    assert f"recommended: {namespace}/api" in out
+    assert f"unsupported config (recommendation kept): {namespace}/web" in out
+    assert _targets(api, namespace) == written
+    unsupported = _condition(api, namespace, "web", "ConfigUnsupported")
+    assert "must be a whole number of the data's 300 s sample period" in unsupported["message"]
+
 
 def _written_as(api: RawApi, namespace: str, rows: dict[str, Any]) -> dict[str, ResourceList]:
     """The uncapped targets written, each the library's row; web's CPU the lower."""
