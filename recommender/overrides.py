@@ -14,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import math
+import types
 import typing
 from collections.abc import Sequence
 from typing import Any, TypeVar
@@ -41,6 +42,12 @@ FALSE = ("false", "no", "off", "0")
 def _convert(name: str, kind: Any, text: str) -> Any:
     """`text` as a value of the declared type `kind`."""
     origin = typing.get_origin(kind)
+    args = typing.get_args(kind)
+    if origin in (typing.Union, types.UnionType) and type(None) in args:
+        if text.lower() in ("", "none", "null"):
+            return None  # an optional setting back to its default
+        [inner] = [arg for arg in args if arg is not type(None)]
+        return _convert(name, inner, text)
     try:
         if kind is str:
             return text

@@ -277,9 +277,10 @@ class VpaModel:
             containers = np.asarray(containers_per_pod, dtype=np.float64)
             if containers.shape != (self.n_aggregates,) or not np.all(containers >= 1):
                 raise ValueError("containers_per_pod needs one count >= 1 per aggregate")
-        percentiles = [s.target_percentile, s.lower_percentile, s.upper_percentile]
-        cpu_cores = percentile_values(self.cpu, self.cpu_buckets.starts, percentiles)
-        memory_bytes = percentile_values(self.memory, self.memory_buckets.starts, percentiles)
+        cpu_cores = percentile_values(self.cpu, self.cpu_buckets.starts, s.percentiles("cpu"))
+        memory_bytes = percentile_values(
+            self.memory, self.memory_buckets.starts, s.percentiles("memory")
+        )
         confidence = self.confidence()
         cpu = estimate_bounds(
             to_amount(cpu_cores * 1000.0),

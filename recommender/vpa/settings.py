@@ -37,6 +37,14 @@ class VpaSettings:
     target_percentile: float = 0.9
     lower_percentile: float = 0.5
     upper_percentile: float = 0.95
+    # Upstream's per-resource flags (--target-cpu-percentile, --target-memory-percentile,
+    # --recommendation-lower-bound-cpu-percentile, ...); None: the one above.
+    cpu_target_percentile: float | None = None
+    cpu_lower_percentile: float | None = None
+    cpu_upper_percentile: float | None = None
+    memory_target_percentile: float | None = None
+    memory_lower_percentile: float | None = None
+    memory_upper_percentile: float | None = None
     safety_margin: float = 0.15
     upper_confidence_multiplier: float = 1.0
     upper_confidence_exponent: float = 1.0
@@ -78,6 +86,7 @@ class VpaSettings:
         """Refuse values that make no model (SettingsError): a half-life under half a second
         divided by zero, NaN or a negative margin gave silent nonsense."""
         values = [(f.name, getattr(self, f.name)) for f in fields(self)]
+        values = [(name, value) for name, value in values if value is not None]
         checks = [
             (isinstance(value, numbers.Real), f"{name} must be a number") for name, value in values
         ]
@@ -92,9 +101,11 @@ class VpaSettings:
             for name in _WHOLE
         ]
         checks += [
-            (0.0 < self.lower_percentile <= 1.0, "lower_percentile must lie in (0, 1]"),
-            (0.0 < self.target_percentile <= 1.0, "target_percentile must lie in (0, 1]"),
-            (0.0 < self.upper_percentile <= 1.0, "upper_percentile must lie in (0, 1]"),
+            *(
+                (0.0 < value <= 1.0, f"{name} must lie in (0, 1]")
+                for name, value in values
+                if name.endswith("_percentile")
+            ),
             (self.safety_margin >= 0, "safety_margin cannot be negative"),
             (
                 min(self.cpu_half_life, self.memory_half_life) >= 1,
@@ -126,6 +137,15 @@ class VpaSettings:
             (self.checkpoint_max_weight >= 1, "checkpoint_max_weight must be at least 1"),
         ]
         require(checks)
+
+    def percentiles(self, resource: str) -> list[float]:
+        """[target, lower, upper] percentiles of `resource` ("cpu" or "memory")."""
+        own = (
+            getattr(self, f"{resource}_{bound}_percentile")
+            for bound in ("target", "lower", "upper")
+        )
+        shared = (self.target_percentile, self.lower_percentile, self.upper_percentile)
+        return [both if mine is None else mine for mine, both in zip(own, shared, strict=True)]
 
     @property
     def cpu_half_life_seconds(self) -> int:

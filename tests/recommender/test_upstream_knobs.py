@@ -1,4 +1,4 @@
-"""A VPA's own OOM bump (upstream's AEP-8026 `oomBumpUpRatio`, `oomMinBumpUp`) in both models."""
+"""Upstream's newer knobs in our models: a VPA's own OOM bump, per-resource percentiles."""
 
 from __future__ import annotations
 
@@ -120,3 +120,25 @@ def test_bumps_are_spread_over_the_series_of_their_workload() -> None:
     ratio, least = series_oom_bumps(keys, _bumps(2.0, 5.0))
     np.testing.assert_array_equal(ratio, [2.0, 2.0, np.nan, np.nan])
     np.testing.assert_array_equal(least, [5.0, 5.0, np.nan, np.nan])
+
+
+def test_upstreams_per_resource_percentiles_move_only_their_resource() -> None:
+    """--target-cpu-percentile and its kin: cpu_target_percentile=0.5 is target_percentile=0.5
+    for CPU alone; memory keeps the shared 0.9."""
+    usage, _ = _two_workloads()
+    day = (usage["timestamp"] - usage["timestamp"].min()).dt.days
+    usage = usage.assign(
+        cpu=np.where(usage["timestamp"].dt.minute < 40, 0.1, 1.0),  # P50 0.1, P90 1.0
+        memory=(200.0 + 400.0 * (day == 0)) * MIB,  # one tall day among low ones
+    )
+    split = recommend_vpa(usage, None, VpaSettings(cpu_target_percentile=0.5))
+    both = recommend_vpa(usage, None, VpaSettings(target_percentile=0.5))
+    shared = recommend_vpa(usage)
+    cpu = ["cpu_target", "cpu_lower", "cpu_upper"]
+    memory = ["memory_target", "memory_lower", "memory_upper"]
+    pd.testing.assert_frame_equal(split[cpu], both[cpu])
+    pd.testing.assert_frame_equal(split[memory], shared[memory])
+    assert (split["cpu_target"] < shared["cpu_target"] / 2).all()
+    memory_only = recommend_vpa(usage, None, VpaSettings(memory_upper_percentile=0.5))
+    pd.testing.assert_frame_equal(memory_only[cpu], shared[cpu])
+    assert (memory_only["memory_upper"] < shared["memory_upper"]).all()
