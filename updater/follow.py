@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
-from datetime import datetime, timedelta
+from datetime import datetime
 
 from tailor.api.limitrange import LimitRange
 from tailor.api.meta import by_namespace, object_key
@@ -28,7 +28,7 @@ from updater.plan import PodRules, ResizePlan, Skipped, plan_resize
 from updater.priority import priority
 from updater.progress import ResizeState, resize_status
 from updater.rate import EvictionRate
-from updater.recommendations import QUICK_OOM, recommended_targets, update_reason
+from updater.recommendations import UpdateRules, recommended_targets, update_reason
 from updater.resources import Json
 from updater.restriction import (
     DisruptionLimits,
@@ -67,7 +67,7 @@ class PassOptions:
     # why the webhook may be down (None: up), asked before the first eviction of a pass;
     # None: not asked (--no-use-admission-controller-status)
     webhook_down: Callable[[datetime], str | None] | None = None
-    evict_after_oom: timedelta = QUICK_OOM  # a VPA's updatePolicy.evictAfterOOMSeconds wins
+    update_rules: UpdateRules = field(default_factory=UpdateRules)  # upstream's thresholds
     eviction_rate: EvictionRate = field(default_factory=lambda: EvictionRate(0))  # shared by passes
 
     def acts_in(self, namespace: str) -> bool:
@@ -233,7 +233,7 @@ def _targets(
     scheduled: Mapping[str, Target] | None,
     governance: Governance,
     now: datetime,
-    quick_oom: timedelta = QUICK_OOM,
+    rules: UpdateRules | None = None,
 ) -> tuple[Mapping[str, Target], str | None, str]:
     """(targets, why the pod is left alone, why it is updated): the schedule's targets, or
     (with `recommendations`) its VPA's when upstream's updater would update it."""
@@ -252,7 +252,7 @@ def _targets(
             return {}, f"nothing to change: all of it is {governance.hpa_note}", ""
     if vpa is None or scheduled is not None:
         return targets, None, ""
-    reason = update_reason(pod, vpa, now, targets, governance.contested, quick_oom)
+    reason = update_reason(pod, vpa, now, targets, governance.contested, rules or UpdateRules())
     resizing = resize_status(pod).state is not ResizeState.NONE  # an answer to await or act on
     if reason is None and (governance.recreate or not resizing):
         return {}, "within its VPA's recommendation (upstream's update rules)", ""
@@ -291,9 +291,7 @@ def follow_once(
     for pod, namespace, workload, scheduled in due:
         name = object_key(pod)[1]
         governance = governor.of(pod, namespace)
-        targets, why_not, reason = _targets(
-            pod, scheduled, governance, now, options.evict_after_oom
-        )
+        targets, why_not, reason = _targets(pod, scheduled, governance, now, options.update_rules)
         if why_not is not None:
             outcomes.append(Outcome(namespace, name, workload, Action.NONE, why_not))
             continue

@@ -12,6 +12,7 @@ target.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from tailor.api.vpa import RecommendedContainerResources, VerticalPodAutoscaler
@@ -22,6 +23,19 @@ from updater.targets import Target
 QUICK_OOM = timedelta(minutes=10)
 LONG_LIVED = timedelta(hours=12)
 MIN_CHANGE = 0.1
+
+
+@dataclass(frozen=True)
+class UpdateRules:
+    """Upstream's updater thresholds, by its flags: --evict-after-oom-threshold (a VPA's
+    updatePolicy.evictAfterOOMSeconds wins), --in-recommendation-bounds-eviction-lifetime-
+    threshold and --pod-update-threshold."""
+
+    quick_oom: timedelta = QUICK_OOM
+    long_lived: timedelta = LONG_LIVED
+    min_change: float = MIN_CHANGE
+
+
 Contested = Callable[[str], frozenset[str]]  # a container's resources an HPA scales on
 
 
@@ -114,13 +128,13 @@ def update_reason(
     now: datetime,
     targets: Mapping[str, Target] | None = None,
     contested: Contested = _none,
-    quick_oom: timedelta = QUICK_OOM,
+    rules: UpdateRules = UpdateRules(),
 ) -> str | None:
     """Why upstream's updater would update the pod now; None leaves it as it is.
 
     `targets` are `recommended_targets(vpa)`, when the caller has them already (less what
     an HPA scales on); `contested` resources (an HPA's) are no reason either."""
-    quick = quick_oom_threshold(vpa, quick_oom)
+    quick = quick_oom_threshold(vpa, rules.quick_oom)
     reason = _outside_bounds(pod, vpa, contested) or _quick_oom(pod, contested, quick)
     if reason is not None:
         return reason
@@ -130,6 +144,6 @@ def update_reason(
     except ValueError:
         age = timedelta(0)
     change = _relative_change(pod, recommended_targets(vpa) if targets is None else targets)
-    if age > LONG_LIVED and change >= MIN_CHANGE:
+    if age > rules.long_lived and change >= rules.min_change:
         return f"up {age} and {change:.0%} off its recommendation"
     return None

@@ -55,6 +55,7 @@ from tailor.telemetry import DEFAULT_PORTS, ServiceTelemetry
 from updater.decide import Policy
 from updater.follow import Outcome, PassOptions, follow_once
 from updater.rate import EvictionRate
+from updater.recommendations import UpdateRules
 from updater.restriction import DisruptionLimits
 
 LOG = logging.getLogger("tailor.follow")
@@ -209,6 +210,20 @@ def follow_command(
             "starting (a VPA's updatePolicy.evictAfterOOMSeconds wins)."
         ),
     ] = "10m",
+    in_recommendation_bounds_eviction_lifetime_threshold: Annotated[
+        str,
+        typer.Option(
+            help="With --recommendations: a pod up this long is updated within its bounds too."
+        ),
+    ] = "12h",
+    pod_update_threshold: Annotated[
+        float,
+        typer.Option(
+            min=0.0,
+            help="With --recommendations: the least relative change that updates a "
+            "long-lived pod within its bounds.",
+        ),
+    ] = 0.1,
     in_progress_timeout: Annotated[
         str, typer.Option(help="Evict after in progress this long.")
     ] = "1h",
@@ -310,7 +325,14 @@ def follow_command(
         scope=scope,
         allow_hpa_conflicts=allow_hpa_conflicts,
         eviction_rate=EvictionRate(eviction_rate_limit, eviction_rate_burst),
-        evict_after_oom=duration_flag(evict_after_oom_threshold, "--evict-after-oom-threshold"),
+        update_rules=UpdateRules(
+            duration_flag(evict_after_oom_threshold, "--evict-after-oom-threshold"),
+            duration_flag(
+                in_recommendation_bounds_eviction_lifetime_threshold,
+                "--in-recommendation-bounds-eviction-lifetime-threshold",
+            ),
+            pod_update_threshold,
+        ),
         webhook_down=(
             StatusCheck(ApiLease(cluster.core.api_client, *status_lease))
             if evict and use_admission_controller_status

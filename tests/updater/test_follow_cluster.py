@@ -248,6 +248,7 @@ def test_a_broken_schedule_or_kubeconfig_is_refused_before_anything_changes(
         (["--schedule", str(fine), "--eviction-rate-burst", "0"], "--eviction-rate-burst"),
         (["--schedule", str(fine), "--evict-after-oom-threshold", "soon"], "invalid duration"),
         (["--schedule", str(fine), "--admission-status-lease", "one"], "want NAMESPACE/NAME"),
+        (["--schedule", str(fine), "--pod-update-threshold", "-0.1"], "--pod-update-threshold"),
     ):
         result = CliRunner().invoke(app, ["follow", "--once", *flags, *kubeconfig])
         assert result.exit_code == 2, flags

@@ -6,7 +6,12 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from tailor.api.vpa import VerticalPodAutoscaler
-from updater.recommendations import quick_oom_threshold, recommended_targets, update_reason
+from updater.recommendations import (
+    UpdateRules,
+    quick_oom_threshold,
+    recommended_targets,
+    update_reason,
+)
 from updater.resources import Json
 from updater.targets import Target, without_contested
 
@@ -65,6 +70,12 @@ def test_a_long_lived_pod_is_updated_once_ten_percent_off() -> None:
     )
     assert update_reason(pod("460m", old), vpa(), NOW) is None  # 9 % off
     assert update_reason(pod("450m", timedelta(hours=11)), vpa(), NOW) is None
+    # upstream's --in-recommendation-bounds-eviction-lifetime-threshold, --pod-update-threshold
+    sooner = UpdateRules(long_lived=timedelta(hours=10), min_change=0.05)
+    assert update_reason(pod("460m", timedelta(hours=11)), vpa(), NOW, rules=sooner) == (
+        "up 11:00:00 and 9% off its recommendation"
+    )
+    assert update_reason(pod("480m", timedelta(hours=11)), vpa(), NOW, rules=sooner) is None
 
 
 def test_a_container_oom_killed_soon_after_starting_is_updated() -> None:
@@ -96,11 +107,10 @@ def test_a_container_oom_killed_soon_after_starting_is_updated() -> None:
     eager = VerticalPodAutoscaler.from_api(patient)
     assert update_reason(pod("450m", **killed(timedelta(minutes=3))), eager, NOW) is None
     # --evict-after-oom-threshold sets the default; a VPA's own still wins
-    hour = timedelta(hours=1)
-    assert update_reason(pod("450m", **killed(timedelta(minutes=30))), vpa(), NOW, quick_oom=hour)
+    hour = UpdateRules(quick_oom=timedelta(hours=1))
+    assert update_reason(pod("450m", **killed(timedelta(minutes=30))), vpa(), NOW, rules=hour)
     assert (
-        update_reason(pod("450m", **killed(timedelta(minutes=3))), eager, NOW, quick_oom=hour)
-        is None
+        update_reason(pod("450m", **killed(timedelta(minutes=3))), eager, NOW, rules=hour) is None
     )
 
 
