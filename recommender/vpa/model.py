@@ -255,13 +255,14 @@ class VpaModel:
 
     # --- recommendation ---------------------------------------------------------------
 
-    def confidence(self) -> np.ndarray:
-        """Days of history per aggregate: min(span of CPU samples, CPU samples / 1440)."""
+    def confidence(self, resource: str = "cpu") -> np.ndarray:
+        """Days of history per aggregate: min(span of CPU samples, CPU samples / 1440), a
+        day being `resource`'s confidence interval (upstream's per-resource flags)."""
         return confidence_days(
             self.first_sample,
             self.last_sample,
             self.sample_count,
-            self.settings.confidence_interval,
+            self.settings.confidence_interval_of(resource),
         )
 
     def recommend(self, containers_per_pod: np.ndarray | None = None) -> VpaRecommendation:
@@ -291,7 +292,7 @@ class VpaModel:
         )
         memory = estimate_bounds(
             to_amount(memory_bytes),
-            confidence,
+            self.confidence("memory"),
             pod_minimum_share(s.pod_min_memory, containers),
             s,
             s.memory_round_bytes,

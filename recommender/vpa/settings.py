@@ -51,6 +51,9 @@ class VpaSettings:
     lower_confidence_multiplier: float = 0.001
     lower_confidence_exponent: float = -2.0
     confidence_interval: float = 86400.0  # seconds per "day" of confidence
+    # upstream's --confidence-interval-cpu / --confidence-interval-memory; None: the one above
+    cpu_confidence_interval: float | None = None
+    memory_confidence_interval: float | None = None
     pod_min_cpu: float = 0.025  # cores per pod
     pod_min_memory: float = 250 * 2**20  # bytes per pod
     cpu_round_millicores: int = 1  # --round-cpu-millicores: round final values up
@@ -111,7 +114,11 @@ class VpaSettings:
                 min(self.cpu_half_life, self.memory_half_life) >= 1,
                 "half-lives must be at least 1 second",
             ),
-            (self.confidence_interval > 0, "confidence_interval must be positive"),
+            *(
+                (value > 0, f"{name} must be positive")
+                for name, value in values
+                if name.endswith("confidence_interval")
+            ),
             (self.pod_min_cpu >= 0 and self.pod_min_memory >= 0, "pod minimums cannot be negative"),
             (self.cpu_round_millicores >= 1, "cpu_round_millicores must be at least 1"),
             (self.memory_round_bytes >= 1, "memory_round_bytes must be at least 1"),
@@ -137,6 +144,11 @@ class VpaSettings:
             (self.checkpoint_max_weight >= 1, "checkpoint_max_weight must be at least 1"),
         ]
         require(checks)
+
+    def confidence_interval_of(self, resource: str) -> float:
+        """Seconds per "day" of confidence for `resource` ("cpu" or "memory")."""
+        own: float | None = getattr(self, f"{resource}_confidence_interval")
+        return self.confidence_interval if own is None else own
 
     def percentiles(self, resource: str) -> list[float]:
         """[target, lower, upper] percentiles of `resource` ("cpu" or "memory")."""

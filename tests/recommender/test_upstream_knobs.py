@@ -11,6 +11,7 @@ import pytest
 from recommender.forecast.memory import bump_after_oom
 from recommender.forecast.settings import ForecastSettings
 from recommender.oom_bumps import OomBumpError, checked_oom_bumps, series_oom_bumps
+from recommender.overrides import SettingsError
 from recommender.recommend import recommend_forecast_workloads, recommend_vpa
 from recommender.vpa.settings import VpaSettings
 from tests.recommender.test_recommend import MIB, _kill_after_history, _usage
@@ -142,3 +143,18 @@ def test_upstreams_per_resource_percentiles_move_only_their_resource() -> None:
     memory_only = recommend_vpa(usage, None, VpaSettings(memory_upper_percentile=0.5))
     pd.testing.assert_frame_equal(memory_only[cpu], shared[cpu])
     assert (memory_only["memory_upper"] < shared["memory_upper"]).all()
+
+
+def test_upstreams_per_resource_confidence_intervals_move_only_their_bounds() -> None:
+    """--confidence-interval-cpu / --confidence-interval-memory: a longer "day" of confidence
+    widens that resource's bounds alone; the targets carry no confidence."""
+    usage, _ = _two_workloads()
+    shared = recommend_vpa(usage)
+    wide = recommend_vpa(usage, None, VpaSettings(memory_confidence_interval=7 * 86400.0))
+    cpu = ["cpu_target", "cpu_lower", "cpu_upper"]
+    pd.testing.assert_frame_equal(wide[cpu], shared[cpu])
+    assert (wide["memory_target"] == shared["memory_target"]).all()
+    assert (wide["memory_upper"] > shared["memory_upper"]).all()
+    assert (wide["memory_lower"] < shared["memory_lower"]).all()
+    with pytest.raises(SettingsError, match="cpu_confidence_interval must be positive"):
+        VpaSettings(cpu_confidence_interval=0.0)
