@@ -19,13 +19,15 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from admission.boost import boost_container
 from tailor.api.limitrange import LimitRange, LimitType, merged_limit_range_item
-from tailor.api.meta import ResourceList
+from tailor.api.meta import RESOURCE_CPU, ResourceList
 from tailor.api.vpa import UpdateMode, VerticalPodAutoscaler
 from tailor.capping import cap_recommendations_for_pod
 from tailor.hpa import HpaConflict, conflict_message, contested
 from tailor.limits import LIMIT_SCALED_RESOURCES, ContainerResources, new_container_resources
 from tailor.quantity import Quantity, QuantityError
+from tailor.startup_boost import BOOST_ANNOTATION, BoostedCpu, BoostRecord
 
 Json = Mapping[str, Any]
 
@@ -151,18 +153,77 @@ def pod_patch(
 
     `limit_ranges` are the LimitRanges of the pod's namespace; `conflicts` the HPA
     metrics fighting the VPA (`tailor.hpa`): their resources keep the pod's own
-    requests. Raises PodUnreadable when the pod's JSON cannot be read.
+    requests. A CPU startup boost applies on top, in every mode (`admission.boost`).
+    Raises PodUnreadable when the pod's JSON cannot be read.
     """
     containers = pod_containers(pod)
     if vpa is None:
         return PodPatch(reason="no VerticalPodAutoscaler controls it")
-    mode = vpa.effective_update_mode()
-    if mode is UpdateMode.OFF:
-        return PodPatch(reason=f"VPA {vpa.name} has updateMode Off")
+    current = [_current(container, index) for index, container in enumerate(containers)]
+    sizing = _sizing(vpa, current, limit_ranges, conflicts)
+    boosts = {c.name: b for c in current if (b := vpa.cpu_startup_boost(c.name)) is not None}
+    if isinstance(sizing, str) and not boosts:
+        return PodPatch(reason=sizing)
+    sized = sizing if not isinstance(sizing, str) else _Sized({}, {}, {})
+    operations: list[dict[str, Any]] = []
+    updates: list[str] = []
+    boosted: dict[str, BoostedCpu] = {}
+    hold = 0.0
+    for index, (container, resources) in enumerate(zip(containers, current, strict=True)):
+        update = sized.updates.get(resources.name, resources)
+        written = list(sized.written.get(resources.name, ()))
+        notes = list(sized.notes.get(resources.name, ()))
+        boost = boosts.get(resources.name)
+        raised = boost_container(update, boost) if boost is not None else None
+        if raised is not None and boost is not None:
+            update, boosted[resources.name] = raised
+            written = sorted({*written, RESOURCE_CPU})
+            hold = max(hold, boost.hold().total_seconds())
+            notes.append(f"cpu startup boost to {raised[1].request.canonical()}")
+        if not written:
+            continue
+        changed, described = _container_operations(index, container, update, written)
+        if changed:
+            operations += changed
+            updates.append(f"container {index}: " + ", ".join([*notes, *described]))
+    annotations = {OBSERVED_CONTAINERS_ANNOTATION: ", ".join(c.name for c in current)}
+    if updates:
+        annotations[UPDATES_ANNOTATION] = f"Pod resources updated by {vpa.name}: " + "; ".join(
+            updates
+        )
+    if boosted:
+        annotations[BOOST_ANNOTATION] = BoostRecord(hold, boosted).to_annotation()
+    if conflicts:
+        annotations[HPA_ANNOTATION] = conflict_message(conflicts)
+    reason = annotations.get(UPDATES_ANNOTATION, f"VPA {vpa.name}: recommendation already in place")
+    if isinstance(sizing, str) and not updates:
+        reason = sizing
+    if conflicts:
+        reason += f"; left to the HPA: {annotations[HPA_ANNOTATION]}"
+    return PodPatch(tuple(operations + _annotation_operations(pod, annotations)), reason)
+
+
+@dataclass(frozen=True)
+class _Sized:
+    """Per container: the resources the VPA sets, which of them to write, and why."""
+
+    updates: dict[str, ContainerResources]
+    written: dict[str, list[str]]
+    notes: dict[str, list[str]]
+
+
+def _sizing(
+    vpa: VerticalPodAutoscaler,
+    current: Sequence[ContainerResources],
+    limit_ranges: Sequence[LimitRange],
+    conflicts: Sequence[HpaConflict],
+) -> _Sized | str:
+    """What the VPA's recommendation sets, capped; or why it sets nothing."""
+    if vpa.effective_update_mode() is UpdateMode.OFF:
+        return f"VPA {vpa.name} has updateMode Off"
     recommendation = vpa.recommendation()
     if recommendation is None or not recommendation.container_recommendations:
-        return PodPatch(reason=f"VPA {vpa.name} has no recommendation yet")
-    current = [_current(container, index) for index, container in enumerate(containers)]
+        return f"VPA {vpa.name} has no recommendation yet"
     container_range = merged_limit_range_item(limit_ranges, LimitType.CONTAINER)
     capped = cap_recommendations_for_pod(
         recommendation.container_recommendations,
@@ -172,9 +233,8 @@ def pod_patch(
         merged_limit_range_item(limit_ranges, LimitType.POD),
     )
     targets = {r.container_name: r.target for r in capped.recommendations}
-    operations: list[dict[str, Any]] = []
-    updates: list[str] = []
-    for index, (container, resources) in enumerate(zip(containers, current, strict=True)):
+    sized = _Sized({}, {}, {})
+    for resources in current:
         kept = contested(conflicts, resources.name)
         target = {k: v for k, v in (targets.get(resources.name) or {}).items() if k not in kept}
         if not target:
@@ -182,19 +242,9 @@ def pod_patch(
         update = new_container_resources(
             resources, ResourceList(target), vpa.container_policy(resources.name), container_range
         )
-        changed, described = _container_operations(index, container, update.resources, list(target))
-        if changed:
-            operations += changed
-            notes = capped.notes.get(resources.name, []) + _said_of_limits(update.notes)
-            updates.append(f"container {index}: " + ", ".join([*notes, *described]))
-    annotations = {OBSERVED_CONTAINERS_ANNOTATION: ", ".join(c.name for c in current)}
-    if updates:
-        annotations[UPDATES_ANNOTATION] = f"Pod resources updated by {vpa.name}: " + "; ".join(
-            updates
+        sized.updates[resources.name] = update.resources
+        sized.written[resources.name] = list(target)
+        sized.notes[resources.name] = capped.notes.get(resources.name, []) + _said_of_limits(
+            update.notes
         )
-    if conflicts:
-        annotations[HPA_ANNOTATION] = conflict_message(conflicts)
-    reason = annotations.get(UPDATES_ANNOTATION, f"VPA {vpa.name}: recommendation already in place")
-    if conflicts:
-        reason += f"; left to the HPA: {annotations[HPA_ANNOTATION]}"
-    return PodPatch(tuple(operations + _annotation_operations(pod, annotations)), reason)
+    return sized

@@ -11,6 +11,7 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime
+from typing import Any
 
 from tailor.api.limitrange import LimitRange
 from tailor.api.meta import by_namespace, object_key
@@ -21,6 +22,7 @@ from tailor.quantity import QuantityError
 from tailor.schedule_file import ScheduleRow
 from tailor.scope import NamespaceScope
 from tailor.workloads import pod_workload
+from updater.boost import StartupBoost, startup_boost
 from updater.decide import Action, Decision, Policy, decide
 from updater.fit import NodeUsage, fits_beside
 from updater.governance import Governance, limit_rules, vpa_governance
@@ -135,6 +137,7 @@ class _Candidate:
     targets: Mapping[str, Target]
     planned: Planned
     reason: str = ""  # why upstream's rules update it (VPA recommendations)
+    no_eviction: str | None = None  # why it is never evicted, whatever the policy
 
     def order(self) -> tuple[int, float]:
         """Upstream's priority for pods that change, then the rest in listing order."""
@@ -218,6 +221,48 @@ def _scheduled(
             yield pod, namespace, workload, targets
 
 
+UNBOOST = "startup CPU boost over"
+UNBOOST_NOT_EVICTED = "not evicted: it would come back boosted"
+
+
+def _unboost(
+    pod: Json,
+    namespace: str,
+    workload: str,
+    scheduled: Mapping[str, Target] | None,
+    boost: StartupBoost,
+    limits: PodRules,
+    now: datetime,
+) -> _Candidate | Outcome:
+    """A boosted pod: left as it is until its boost is over, then resized back, never
+    evicted (it would come back boosted)."""
+    name = object_key(pod)[1]
+    waiting = boost.waiting(pod, now)
+    if waiting is not None:
+        return Outcome(namespace, name, workload, Action.NONE, waiting)
+    governance = Governance(limits)
+    targets = boost.targets(pod, scheduled)
+    planned = _planned(pod, targets, governance.rules)
+    return _Candidate(
+        pod, namespace, name, workload, governance, targets, planned, UNBOOST, UNBOOST_NOT_EVICTED
+    )
+
+
+def _boosted_elsewhere(
+    pods: Iterable[Json], due: list[tuple[Json, str, str, Any]], acts_in: Callable[[str], bool]
+) -> list[tuple[Json, str, str, None]]:
+    """Boosted pods nothing else plans for this pass (no schedule row): their boost ends too."""
+    listed = {id(pod) for pod, *_ in due}
+    return [
+        (pod, namespace, pod_workload(pod), None)
+        for pod in pods
+        if id(pod) not in listed
+        and _live(pod)
+        and acts_in(namespace := object_key(pod)[0])
+        and startup_boost(pod) is not None
+    ]
+
+
 def _recommended(
     pods: Iterable[Json], acts_in: Callable[[str], bool]
 ) -> Iterator[tuple[Json, str, str, None]]:
@@ -283,13 +328,23 @@ def follow_once(
     webhook = _WebhookStatus(options.webhook_down)
     outcomes: list[Outcome] = []
     candidates: list[_Candidate] = []
-    due = (
+    due = list(
         _recommended(pods, options.acts_in)
         if options.recommendations
         else _scheduled(pods, rows, now, options.acts_in)
     )
+    due += _boosted_elsewhere(pods, due, options.acts_in)
     for pod, namespace, workload, scheduled in due:
         name = object_key(pod)[1]
+        boost = startup_boost(pod)
+        if boost is not None:  # nothing but the end of the boost resizes it
+            limits = governor.limits.get(namespace, PodRules())
+            ending = _unboost(pod, namespace, workload, scheduled, boost, limits, now)
+            if isinstance(ending, _Candidate):
+                candidates.append(ending)
+            else:
+                outcomes.append(ending)
+            continue
         governance = governor.of(pod, namespace)
         targets, why_not, reason = _targets(pod, scheduled, governance, now, options.update_rules)
         if why_not is not None:
@@ -302,11 +357,15 @@ def follow_once(
     for item in sorted(candidates, key=_Candidate.order):  # stable: ties keep listing order
         pod, governance = item.pod, item.governance
         policy = _pod_policy(options.policy, governance)
+        if item.no_eviction is not None:
+            policy = replace(policy, evict=False, no_eviction_reason=item.no_eviction)
         if governance.recreate:  # never resized: evicted, and the webhook sizes the new pod
             decision = _recreate_decision(item.reason, policy)
         else:
             decision = _decision(pod, item.planned, nodes, usage, now, policy)
         detail, applied = decision.reason, True
+        if item.reason == UNBOOST:
+            detail = f"{UNBOOST}; {detail}"
         if decision.action is Action.RESIZE and isinstance(item.planned, ResizePlan):
             answer = cluster.resize(pod, item.planned.patch(), options.dry_run)
             applied = answer.accepted

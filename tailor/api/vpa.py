@@ -1,11 +1,12 @@
 """The VerticalPodAutoscaler object (autoscaling.k8s.io/v1), field for field.
 
-Only what our components read or write is modelled; newer upstream fields
-(startupBoost, per-VPA percentiles, ...) ride along as preserved extras.
+Only what our components read or write is modelled; newer upstream fields we do
+not act on ride along as preserved extras.
 """
 
 from __future__ import annotations
 
+from datetime import timedelta
 from enum import StrEnum
 from typing import Self
 
@@ -22,6 +23,7 @@ from tailor.api.meta import (
     granule,
     require_ordered,
 )
+from tailor.durations import DurationError, parse_duration
 from tailor.quantity import Quantity
 
 
@@ -91,6 +93,53 @@ class PodUpdatePolicy(APIModel):
     evict_after_oom_seconds: int | None = Field(default=None, ge=1, alias="evictAfterOOMSeconds")
 
 
+class CPUBoostType(StrEnum):
+    FACTOR = "Factor"
+    QUANTITY = "Quantity"
+
+
+class CPUStartupBoost(APIModel):
+    """startupBoost.cpu (upstream's AEP-7862): more CPU from creation until the pod has been
+    Ready for `duration`; then the updater resizes it back in place."""
+
+    type: CPUBoostType
+    factor: int | None = None
+    quantity: Quantity | None = None
+    duration: str | None = None  # a Go duration ("10s", "1m0s"); none: unboost once Ready
+
+    @model_validator(mode="after")
+    def _one_kind(self) -> Self:
+        """The union upstream declares: a factor >= 1 or a positive quantity, not both."""
+        if self.type is CPUBoostType.FACTOR:
+            if self.factor is None or self.factor < 1 or self.quantity is not None:
+                raise ValueError("startupBoost.cpu type Factor needs a factor >= 1 and no quantity")
+        elif self.quantity is None or self.quantity.nanos <= 0 or self.factor is not None:
+            raise ValueError("startupBoost.cpu type Quantity needs a quantity > 0 and no factor")
+        self.hold()  # a duration that does not parse is refused here, not at unboost time
+        return self
+
+    def hold(self) -> timedelta:
+        """How long the boost stays after the pod is Ready."""
+        if self.duration is None:
+            return timedelta(0)
+        try:
+            return parse_duration(self.duration)
+        except DurationError as error:
+            raise ValueError(f"startupBoost.cpu duration: {error}") from None
+
+    def boosted(self, cpu: Quantity) -> Quantity:
+        """`cpu` during the boost, in whole millicores: times the factor, or the quantity
+        added."""
+        if self.type is CPUBoostType.FACTOR:
+            return Quantity.from_milli(cpu.milli_value() * (self.factor or 1))
+        added = self.quantity.milli_value() if self.quantity is not None else 0
+        return Quantity.from_milli(cpu.milli_value() + added)
+
+
+class StartupBoost(APIModel):
+    cpu: CPUStartupBoost | None = None
+
+
 class ContainerResourcePolicy(APIModel):
     """One entry of spec.resourcePolicy.containerPolicies ("*" is the default entry)."""
 
@@ -102,6 +151,7 @@ class ContainerResourcePolicy(APIModel):
     controlled_values: ControlledValues | None = None
     oom_bump_up_ratio: Quantity | None = None
     oom_min_bump_up: Quantity | None = None
+    startup_boost: StartupBoost | None = None  # overrides the VPA's for this container
 
     @property
     def is_off(self) -> bool:
@@ -170,6 +220,7 @@ class VerticalPodAutoscalerSpec(APIModel):
     update_policy: PodUpdatePolicy | None = None
     resource_policy: PodResourcePolicy | None = None
     recommenders: list[RecommenderSelector] | None = Field(default=None, max_length=1)
+    startup_boost: StartupBoost | None = None
 
 
 class RecommendedContainerResources(APIModel):
@@ -241,6 +292,14 @@ class VerticalPodAutoscaler(APIModel):
         if self.spec.resource_policy is None:
             return None
         return self.spec.resource_policy.policy_for(container_name)
+
+    def cpu_startup_boost(self, container_name: str) -> CPUStartupBoost | None:
+        """The CPU startup boost of a container: its policy's, else the VPA's (AEP-7862)."""
+        policy = self.container_policy(container_name)
+        own = policy.startup_boost if policy is not None else None
+        if own is not None and own.cpu is not None:
+            return own.cpu
+        return self.spec.startup_boost.cpu if self.spec.startup_boost is not None else None
 
     def recommender_names(self) -> list[str]:
         return [selector.name for selector in self.spec.recommenders or []]

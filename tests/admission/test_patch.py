@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+from typing import Any
+
 import pytest
 
 from admission.patch import (
@@ -11,6 +14,8 @@ from admission.patch import (
     json_pointer,
     pod_patch,
 )
+from tailor.api.vpa import VerticalPodAutoscaler
+from tailor.startup_boost import BOOST_ANNOTATION
 from tests.admission.objects import apply_patch, container, limit_range, pod, vpa
 
 APP = container("app", {"cpu": "250m", "memory": "128Mi"}, {"cpu": "500m", "memory": "256Mi"})
@@ -192,3 +197,50 @@ def test_a_recommendation_already_in_place_only_records_the_observed_containers(
 def test_a_pod_that_cannot_be_read_raises_pod_unreadable(spec: dict, message: str) -> None:
     with pytest.raises(PodUnreadable, match=message):
         pod_patch({"metadata": {}, "spec": spec}, vpa("Auto", TARGET))
+
+
+def boosting(found: VerticalPodAutoscaler, boost: dict, container: str | None = None) -> Any:
+    """`found` with a CPU startup boost for the pod, or for one container's policy."""
+    document = found.to_api()
+    if container is None:
+        document["spec"]["startupBoost"] = {"cpu": boost}
+    else:
+        policy = {"containerName": container, "startupBoost": {"cpu": boost}}
+        document["spec"]["resourcePolicy"] = {"containerPolicies": [policy]}
+    return VerticalPodAutoscaler.from_api(document)
+
+
+def test_a_startup_boost_multiplies_the_recommended_cpu_and_records_the_base() -> None:
+    factor = {"type": "Factor", "factor": 3, "duration": "30s"}
+    result = patched(pod(APP, SIDECAR), boosting(vpa("Auto", TARGET), factor))
+    assert resources(result) == {
+        "requests": {"cpu": "3", "memory": "200Mi"},  # 3 x the target of 1 core
+        "limits": {"cpu": "6", "memory": "400Mi"},  # its limit, 2 cores, x 3
+    }
+    assert resources(result, 1)["requests"]["cpu"] == "150m"  # no recommendation: 3 x 50m
+    assert "cpu" not in resources(result, 1)["limits"]  # no limit stays no limit
+    annotations = result["metadata"]["annotations"]
+    assert json.loads(annotations[BOOST_ANNOTATION]) == {
+        "holdSeconds": 30.0,
+        "containers": {
+            "app": {"request": "3", "limit": "6", "baseRequest": "1", "baseLimit": "2"},
+            "sidecar": {"request": "150m", "limit": None, "baseRequest": "50m", "baseLimit": None},
+        },
+    }
+    assert "cpu startup boost to 3" in annotations[UPDATES_ANNOTATION]
+
+
+def test_a_startup_boost_applies_in_mode_off_and_a_containers_own_wins() -> None:
+    quantity = {"type": "Quantity", "quantity": "500m"}
+    result = patched(pod(APP, SIDECAR), boosting(vpa("Off", TARGET), quantity, "sidecar"))
+    assert resources(result, 0) == resources(pod(APP), 0)  # no boost of its own, mode Off
+    assert resources(result, 1)["requests"] == {"cpu": "550m", "memory": "32Mi"}
+    boost = json.loads(result["metadata"]["annotations"][BOOST_ANNOTATION])
+    assert boost == {
+        "holdSeconds": 0.0,
+        "containers": {
+            "sidecar": {"request": "550m", "limit": None, "baseRequest": "50m", "baseLimit": None}
+        },
+    }
+    without = pod_patch(pod(APP), vpa("Off", TARGET))
+    assert BOOST_ANNOTATION not in str(without.operations)

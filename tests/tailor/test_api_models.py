@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import copy
 import json
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
 import yaml
+from pydantic import ValidationError
 
 from tailor.api import (
     API_VERSION,
@@ -27,7 +28,7 @@ from tailor.api import (
     VerticalPodAutoscalerList,
     checkpoint_name,
 )
-from tailor.quantity import parse_quantity
+from tailor.quantity import Quantity, parse_quantity
 from tests.tailor.api_objects import REAL_CHECKPOINT, REAL_VPA
 
 
@@ -106,11 +107,11 @@ def test_effective_update_mode(mode: str | None, effective: UpdateMode) -> None:
 
 def test_unknown_fields_are_kept_through_a_round_trip() -> None:
     data = copy.deepcopy(REAL_VPA)
-    data["spec"]["startupBoost"] = {"cpu": {"type": "Factor", "factor": 2}}
+    data["spec"]["pausedBy"] = {"name": "mpa"}
     data["spec"]["resourcePolicy"]["containerPolicies"][0]["targetCPUPercentile"] = "0.95"
     data["status"]["observedGeneration"] = 3
     vpa = VerticalPodAutoscaler.from_api(data)
-    assert vpa.spec.model_extra == {"startupBoost": {"cpu": {"type": "Factor", "factor": 2}}}
+    assert vpa.spec.model_extra == {"pausedBy": {"name": "mpa"}}
     assert vpa.to_api() == data
 
 
@@ -192,3 +193,38 @@ def test_quantity_equality_inside_models() -> None:
     second = RecommendedContainerResources.model_validate({"target": {"memory": 2**30}})
     assert first == second
     assert second.target["memory"] == parse_quantity("1024Mi")
+
+
+@pytest.mark.parametrize(
+    ("boost", "message"),
+    [
+        ({"type": "Factor"}, "needs a factor >= 1"),
+        ({"type": "Factor", "factor": 0}, "needs a factor >= 1"),
+        ({"type": "Factor", "factor": 2, "quantity": "1"}, "no quantity"),
+        ({"type": "Quantity", "quantity": "0"}, "needs a quantity > 0"),
+        ({"type": "Quantity", "quantity": "500m", "factor": 2}, "no factor"),
+        ({"type": "Factor", "factor": 2, "duration": "soon"}, "duration: invalid duration"),
+        ({"type": "Double", "factor": 2}, "Factor"),
+    ],
+)
+def test_a_startup_boost_is_one_kind_with_its_amount(boost: dict, message: str) -> None:
+    data = copy.deepcopy(REAL_VPA)
+    data["spec"]["startupBoost"] = {"cpu": boost}
+    with pytest.raises(ValidationError, match=message):
+        VerticalPodAutoscaler.from_api(data)
+
+
+def test_a_containers_own_startup_boost_wins_over_the_vpas() -> None:
+    data = copy.deepcopy(REAL_VPA)
+    data["spec"]["startupBoost"] = {"cpu": {"type": "Factor", "factor": 3, "duration": "10s"}}
+    policy = data["spec"]["resourcePolicy"]["containerPolicies"][2]  # worker
+    name = policy["containerName"]
+    policy["startupBoost"] = {"cpu": {"type": "Quantity", "quantity": "500m"}}
+    vpa = VerticalPodAutoscaler.from_api(data)
+    own, shared = vpa.cpu_startup_boost(name), vpa.cpu_startup_boost("not-in-any-policy")
+    quarter = Quantity.parse("250m")
+    assert own is not None and own.boosted(quarter) == Quantity.parse("750m")
+    assert own.hold() == timedelta(0)
+    assert shared is not None and shared.boosted(quarter) == Quantity.parse("750m")
+    assert shared.hold() == timedelta(seconds=10)
+    assert vpa.to_api() == data

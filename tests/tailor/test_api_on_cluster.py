@@ -128,6 +128,24 @@ def test_server_rejects_what_our_schema_forbids(api: RawApi, kube_namespace: str
     with pytest.raises(ApiException) as caught:
         api.patch(_vpa_path(kube_namespace, "web"), patch, content_type=JSON_PATCH)
     assert caught.value.status == 422
+    # a startup boost is one kind with its amount (the CRD's CEL rule), its duration a duration
+    refused: list[tuple[dict[str, object], str]] = [
+        ({"type": "Factor"}, "type Factor takes a factor"),
+        ({"type": "Quantity", "quantity": "1", "factor": 2}, "type Quantity a quantity"),
+        ({"type": "Factor", "factor": 2, "duration": "soon"}, "should match"),
+    ]
+    for wrong, words in refused:
+        adding: list[dict[str, object]] = [
+            {"op": "add", "path": "/spec/startupBoost", "value": {"cpu": wrong}}
+        ]
+        with pytest.raises(ApiException) as caught:
+            api.patch(_vpa_path(kube_namespace, "web"), adding, content_type=JSON_PATCH)
+        assert caught.value.status == 422 and words in str(caught.value.body), wrong
+    good = {"cpu": {"type": "Quantity", "quantity": "500m", "duration": "1m30s"}}
+    added: list[dict[str, object]] = [{"op": "add", "path": "/spec/startupBoost", "value": good}]
+    stored = api.patch(_vpa_path(kube_namespace, "web"), added, content_type=JSON_PATCH)
+    boost = VerticalPodAutoscaler.from_api(stored).cpu_startup_boost("app")
+    assert boost is not None and boost.hold().total_seconds() == 90
 
 
 def test_checkpoint_round_trip(api: RawApi, kube_namespace: str) -> None:
