@@ -30,6 +30,7 @@ from tailor.matching import (
     controlling_vpa,
     pod_controller,
 )
+from tailor.quantity import Quantity
 from tailor.scope import EVERYWHERE, NamespaceScope
 
 LOG = logging.getLogger("tailor.admission")
@@ -57,7 +58,9 @@ def _with_namespace(pod: Json, namespace: str) -> dict[str, Any]:
     return {**pod, "metadata": metadata}
 
 
-def _patch_for(pod: Json, namespace: str, view: ClusterView) -> PodPatch:
+def _patch_for(
+    pod: Json, namespace: str, view: ClusterView, max_cpu_boost: Quantity | None = None
+) -> PodPatch:
     metadata = pod.get("metadata") or {}
     try:
         owners = [OwnerReference.model_validate(o) for o in metadata.get("ownerReferences") or []]
@@ -80,11 +83,14 @@ def _patch_for(pod: Json, namespace: str, view: ClusterView) -> PodPatch:
         return pod_patch(pod, None)
     hpas = view.hpas(namespace) if acts(vpa) else []  # a VPA in mode Off fights nothing
     conflicts = hpa_conflicts(vpa, hpas, container_names(pod))
-    return pod_patch(pod, vpa, view.limit_ranges(namespace), conflicts)
+    return pod_patch(pod, vpa, view.limit_ranges(namespace), conflicts, max_cpu_boost)
 
 
 def admit(
-    request: AdmissionRequest, view: ClusterView, scope: NamespaceScope = EVERYWHERE
+    request: AdmissionRequest,
+    view: ClusterView,
+    scope: NamespaceScope = EVERYWHERE,
+    max_cpu_boost: Quantity | None = None,
 ) -> Verdict:
     """The verdict on one admission request: always allowed, patched where a VPA says so."""
     if not request.is_pod_create():
@@ -98,7 +104,7 @@ def admit(
         )
     pod = _with_namespace(request.obj, request.namespace)
     try:
-        patch = _patch_for(pod, request.namespace, view)
+        patch = _patch_for(pod, request.namespace, view, max_cpu_boost)
     except PodUnreadable as error:
         return Verdict(
             warnings=(f"{WARNING_PREFIX}: cannot read the pod, admitted as written: {error}",),

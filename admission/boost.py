@@ -11,22 +11,35 @@ past maxAllowed, as upstream's does.
 
 from __future__ import annotations
 
+import math
+from fractions import Fraction
+
 from tailor.api.meta import RESOURCE_CPU, ResourceList
 from tailor.api.vpa import CPUStartupBoost
 from tailor.limits import ContainerResources
+from tailor.quantity import Quantity
 from tailor.startup_boost import BoostedCpu
 
 
 def boost_container(
-    resources: ContainerResources, boost: CPUStartupBoost
+    resources: ContainerResources, boost: CPUStartupBoost, most: Quantity | None = None
 ) -> tuple[ContainerResources, BoostedCpu] | None:
-    """The container's resources during the boost; None when it requests no CPU to boost."""
+    """The container's resources during the boost; None when it requests no CPU to boost or
+    `most` (upstream's --max-allowed-cpu-boost) leaves no room above its request. A capped
+    request takes its limit down in proportion."""
     request = resources.requests.get(RESOURCE_CPU)
     if request is None or request.is_zero():
         return None
     limit = resources.limits.get(RESOURCE_CPU)
     boosted_request = boost.boosted(request)
     boosted_limit = boost.boosted(limit) if limit is not None else None
+    if most is not None and boosted_request > most:
+        if most <= request:
+            return None
+        if boosted_limit is not None:
+            share = Fraction(most.milli_value(), boosted_request.milli_value())
+            boosted_limit = Quantity.from_milli(math.ceil(boosted_limit.milli_value() * share))
+        boosted_request = most
     requests = ResourceList({**resources.requests, RESOURCE_CPU: boosted_request})
     limits = ResourceList(dict(resources.limits))
     if boosted_limit is not None:

@@ -148,12 +148,14 @@ def pod_patch(
     vpa: VerticalPodAutoscaler | None,
     limit_ranges: Sequence[LimitRange] = (),
     conflicts: Sequence[HpaConflict] = (),
+    max_cpu_boost: Quantity | None = None,
 ) -> PodPatch:
     """The patch that sizes `pod` by `vpa` (its controlling VPA, or None).
 
     `limit_ranges` are the LimitRanges of the pod's namespace; `conflicts` the HPA
     metrics fighting the VPA (`tailor.hpa`): their resources keep the pod's own
-    requests. A CPU startup boost applies on top, in every mode (`admission.boost`).
+    requests. A CPU startup boost applies on top, in every mode, up to `max_cpu_boost`
+    (`admission.boost`).
     Raises PodUnreadable when the pod's JSON cannot be read.
     """
     containers = pod_containers(pod)
@@ -174,7 +176,7 @@ def pod_patch(
         written = list(sized.written.get(resources.name, ()))
         notes = list(sized.notes.get(resources.name, ()))
         boost = boosts.get(resources.name)
-        raised = boost_container(update, boost) if boost is not None else None
+        raised = boost_container(update, boost, max_cpu_boost) if boost is not None else None
         if raised is not None and boost is not None:
             update, boosted[resources.name] = raised
             written = sorted({*written, RESOURCE_CPU})

@@ -22,6 +22,7 @@ from prometheus_client import Counter, Histogram
 
 from admission.admit import ClusterView, admit
 from admission.review import AdmissionRequest, ReviewError, Verdict, parse_review, review_response
+from tailor.quantity import Quantity
 from tailor.scope import EVERYWHERE, NamespaceScope
 from tailor.telemetry import ServiceTelemetry
 
@@ -63,6 +64,7 @@ def make_app(
     listener: Listener | None = None,
     metrics: ReviewMetrics | None = None,
     scope: NamespaceScope = EVERYWHERE,
+    max_cpu_boost: Quantity | None = None,
 ) -> web.Application:
     """The aiohttp application; `listener` sees every verdict (logging, tests)."""
 
@@ -75,7 +77,7 @@ def make_app(
             if metrics is not None:
                 metrics.record("bad_request", begun)
             return web.Response(status=400, text=f"{error}\n")
-        verdict = await asyncio.to_thread(admit, review, view, scope)
+        verdict = await asyncio.to_thread(admit, review, view, scope, max_cpu_boost)
         if metrics is not None:
             metrics.record("patched" if verdict.operations else "unchanged", begun)
         if listener is not None:

@@ -39,6 +39,7 @@ from tailor.cli.service import (
 )
 from tailor.kube import ClusterError, api_client_from
 from tailor.lease import ApiLease
+from tailor.quantity import Quantity, QuantityError
 from tailor.status_lease import RENEW_INTERVAL, STATUS_LEASE, StatusHeartbeat
 from tailor.telemetry import DEFAULT_PORTS
 
@@ -131,6 +132,10 @@ def admission_command(
             help="Also set what an HPA scales on (cpu or memory utilization); no HPA is read.",
         ),
     ] = False,
+    max_allowed_cpu_boost: Annotated[
+        str | None,
+        typer.Option(help="The most CPU a startup boost gives a container (e.g. 4 or 1500m)."),
+    ] = None,
     status_lease: Annotated[
         str | None,
         typer.Option(
@@ -142,6 +147,7 @@ def admission_command(
     """Serve the webhook: pods being created get their VPA's recommendation (POST /mutate)."""
     every = duration_flag(refresh, "--refresh", "100ms").total_seconds()
     heartbeat_lease = status_lease_flag(status_lease, "--status-lease")
+    most_boost = _cpu_flag(max_allowed_cpu_boost, "--max-allowed-cpu-boost")
     scope = namespace_scope(vpa_object_namespace, ignored_vpa_object_namespaces)
     cert_every = duration_flag(cert_check, "--cert-check", "1s").total_seconds()
     try:
@@ -170,7 +176,9 @@ def admission_command(
         LOG.error("%s; listing again in the background", error)
     try:
         metrics = ReviewMetrics(telemetry) if telemetry is not None else None
-        app = make_app(cache, lambda: cache.loaded, metrics=metrics, scope=scope)
+        app = make_app(
+            cache, lambda: cache.loaded, metrics=metrics, scope=scope, max_cpu_boost=most_boost
+        )
         server = WebhookServer(app, certificates.context, address, port)
     except OSError as error:
         raise typer.BadParameter(f"cannot listen on {address}:{port}: {error}") from error
@@ -224,3 +232,16 @@ def admission_command(
     cache.stop()
     if metrics_server is not None:
         metrics_server.stop()
+
+
+def _cpu_flag(text: str | None, option: str) -> Quantity | None:
+    """A positive CPU quantity flag (exit 2 otherwise)."""
+    if text is None:
+        return None
+    try:
+        amount = Quantity.parse(text)
+    except QuantityError as error:
+        raise typer.BadParameter(str(error), param_hint=option) from None
+    if amount.milli_value() <= 0:
+        raise typer.BadParameter(f"must be above 0, got {text!r}", param_hint=option)
+    return amount

@@ -79,6 +79,9 @@ def test_a_key_that_does_not_belong_to_the_certificate_is_exit_2(tmp_path: Path)
         (["--cert-check", "0s"], "at least 1s"),
         (["--cert-check", "500ms"], "at least 1s"),
         (["--kubeconfig", "/nonexistent/kubeconfig"], "does not exist"),
+        (["--max-allowed-cpu-boost", "lots"], "--max-allowed-cpu-boost"),
+        (["--max-allowed-cpu-boost", "0"], "must be above 0"),
+        (["--status-lease", "no-slash"], "want NAMESPACE/NAME"),
     ],
 )
 def test_bad_flags_are_exit_2_before_serving(

@@ -15,6 +15,7 @@ from admission.patch import (
     pod_patch,
 )
 from tailor.api.vpa import VerticalPodAutoscaler
+from tailor.quantity import Quantity
 from tailor.startup_boost import BOOST_ANNOTATION
 from tests.admission.objects import apply_patch, container, limit_range, pod, vpa
 
@@ -244,3 +245,17 @@ def test_a_startup_boost_applies_in_mode_off_and_a_containers_own_wins() -> None
     }
     without = pod_patch(pod(APP), vpa("Off", TARGET))
     assert BOOST_ANNOTATION not in str(without.operations)
+
+
+def test_upstreams_max_allowed_cpu_boost_caps_the_boosted_request_and_its_limit() -> None:
+    factor = {"type": "Factor", "factor": 3}
+    two = Quantity.parse("2")
+    result = patched(pod(APP, SIDECAR), boosting(vpa("Auto", TARGET), factor), max_cpu_boost=two)
+    assert resources(result)["requests"]["cpu"] == "2"  # not 3
+    assert resources(result)["limits"]["cpu"] == "4"  # 6 x 2 / 3: the ratio kept
+    assert resources(result, 1)["requests"]["cpu"] == "150m"  # under the cap
+    half = Quantity.parse("500m")  # below app's 1 core: no boost for it at all
+    result = patched(pod(APP, SIDECAR), boosting(vpa("Auto", TARGET), factor), max_cpu_boost=half)
+    assert resources(result)["requests"]["cpu"] == "1"
+    boost = json.loads(result["metadata"]["annotations"][BOOST_ANNOTATION])
+    assert list(boost["containers"]) == ["sidecar"]
