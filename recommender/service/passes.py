@@ -123,6 +123,8 @@ def _fit(
             for entry in group:
                 problem = f"{annotation}: {error}"
                 own[(entry.vpa.namespace, entry.vpa.name)] = OwnSettings(annotation, problem)
+    if not parts:  # every group's settings failed on this history
+        return empty, own
     schedules = [part.schedule for part in parts if part.schedule is not None]
     return (
         _Fitted(

@@ -188,6 +188,11 @@ def test_a_vpas_own_settings_tune_the_model_for_it_alone(
     assert _targets(api, namespace) == written
     unsupported = _condition(api, namespace, "web", "ConfigUnsupported")
     assert "must be a whole number of the data's 300 s sample period" in unsupported["message"]
+    # every VPA so: the pass still ends well, each one says why, nothing is lost
+    _annotate(api, namespace, "api", FORECAST_SET_ANNOTATION, "update_period_seconds=90")
+    out = _pass(full_namespace, url, "--strategy", "forecast")
+    assert out.count("unsupported config (recommendation kept)") == 2, out
+    assert _targets(api, namespace) == written
 
 
 def _written_as(api: RawApi, namespace: str, rows: dict[str, Any]) -> dict[str, ResourceList]:
