@@ -6,6 +6,7 @@ them into the canonical (usage, events) pair or a clear `typer.BadParameter`.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -112,6 +113,8 @@ class PrometheusOptions:
     token_file: Path | None = None
     insecure: bool = False
     names: tuple[str, ...] = ()  # --prometheus-set NAME=VALUE: renamed metrics and labels
+    username: str | None = None  # basic auth; the password from a file or PROMETHEUS_PASSWORD
+    password_file: Path | None = None
 
 
 def query_names(pairs: tuple[str, ...]) -> QueryNames:
@@ -152,6 +155,7 @@ def prometheus_settings(options: PrometheusOptions) -> PrometheusSettings:
                 f"--bearer-token-file {options.token_file}: "
                 + ("is empty" if not token else "holds more than one word; want the token alone")
             )
+    password = _password(options)
     try:
         chunk = {} if options.chunk is None else {"chunk": parse_duration(options.chunk)}
         return PrometheusSettings(
@@ -163,12 +167,42 @@ def prometheus_settings(options: PrometheusOptions) -> PrometheusSettings:
             names=names,
             extra_matchers=extra,
             bearer_token=token,
+            username=options.username,
+            password=password,
             verify_tls=not options.insecure,
         )
     except DurationError as err:
         raise typer.BadParameter(str(err)) from err
     except ValidationError as err:
         raise typer.BadParameter(validation_text(err)) from err
+
+
+def _password(options: PrometheusOptions) -> str | None:
+    """Basic auth's password: `--prometheus-password-file`, else PROMETHEUS_PASSWORD (as
+    upstream's recommender reads it), never a flag (a command line is seen by `ps`)."""
+    if options.password_file is not None:
+        if options.username is None:
+            raise typer.BadParameter(
+                "goes with --prometheus-username", param_hint="--prometheus-password-file"
+            )
+        try:
+            text = options.password_file.read_text().rstrip("\n")
+        except OSError as err:
+            raise typer.BadParameter(str(err), param_hint="--prometheus-password-file") from err
+        if not text:
+            raise typer.BadParameter(
+                f"{options.password_file} is empty", param_hint="--prometheus-password-file"
+            )
+        return text
+    if options.username is None:
+        return None
+    from_env = os.environ.get("PROMETHEUS_PASSWORD")
+    if not from_env:
+        raise typer.BadParameter(
+            "needs a password: --prometheus-password-file FILE or PROMETHEUS_PASSWORD",
+            param_hint="--prometheus-username",
+        )
+    return from_env
 
 
 def validation_text(err: ValidationError) -> str:

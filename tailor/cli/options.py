@@ -57,6 +57,19 @@ TokenFile = Annotated[
     Path | None, typer.Option("--bearer-token-file", help="Bearer token for Prometheus.")
 ]
 Insecure = Annotated[bool, typer.Option("--insecure", help="Skip TLS verification of Prometheus.")]
+PrometheusUsername = Annotated[
+    str | None,
+    typer.Option(
+        "--prometheus-username",
+        envvar="PROMETHEUS_USERNAME",
+        help="With --prometheus: basic auth as this user (password: --prometheus-password-file "
+        "or PROMETHEUS_PASSWORD).",
+    ),
+]
+PrometheusPasswordFile = Annotated[
+    Path | None,
+    typer.Option("--prometheus-password-file", help="Basic auth's password, read from a file."),
+]
 PrometheusSet = Annotated[
     list[str] | None,
     typer.Option(
@@ -233,6 +246,8 @@ def prometheus_options(
     token_file: Path | None,
     insecure: bool,
     names: list[str] | None = None,
+    username: str | None = None,
+    password_file: Path | None = None,
 ) -> PrometheusOptions | None:
     """The --prometheus flag family as one value (None without --prometheus).
 
@@ -248,6 +263,8 @@ def prometheus_options(
             "--bearer-token-file": token_file is not None,
             "--insecure": insecure,
             "--prometheus-set": bool(names),
+            "--prometheus-username": username is not None,
+            "--prometheus-password-file": password_file is not None,
         }
         stray = [flag for flag, on in given.items() if on]
         if stray:
@@ -264,4 +281,6 @@ def prometheus_options(
         token_file=token_file,
         insecure=insecure,
         names=tuple(names or ()),
+        username=username,
+        password_file=password_file,
     )

@@ -32,6 +32,8 @@ def recommend_command(
     token_file: options.TokenFile = None,
     insecure: options.Insecure = False,
     prometheus_set: options.PrometheusSet = None,
+    prometheus_username: options.PrometheusUsername = None,
+    prometheus_password_file: options.PrometheusPasswordFile = None,
     strategy: Annotated[str, typer.Option(help="Recommendation model: vpa or forecast.")] = "vpa",
     fmt: Annotated[OutputFormat, typer.Option("--format", help="Output format.")] = (
         OutputFormat.table
@@ -55,7 +57,17 @@ def recommend_command(
         raise typer.BadParameter("needs --strategy vpa", param_hint="--vpa-set")
     err_console = Console(stderr=True)
     source = options.prometheus_options(
-        prometheus, history, step, chunk, namespace, match, token_file, insecure, prometheus_set
+        prometheus,
+        history,
+        step,
+        chunk,
+        namespace,
+        match,
+        token_file,
+        insecure,
+        prometheus_set,
+        prometheus_username,
+        prometheus_password_file,
     )
     usage, event_frame = options.read_history(err_console, demo, input, events, source, namespace)
     if strategy == "forecast":

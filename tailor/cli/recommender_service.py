@@ -127,6 +127,8 @@ def recommender_command(
     token_file: options.TokenFile = None,
     insecure: options.Insecure = False,
     prometheus_set: options.PrometheusSet = None,
+    prometheus_username: options.PrometheusUsername = None,
+    prometheus_password_file: options.PrometheusPasswordFile = None,
     kubeconfig: Kubeconfig = None,
     strategy: Annotated[Model, typer.Option(help="The model: upstream's or ours.")] = Model.vpa,
     forecast_set: options.ForecastSet = None,
@@ -175,6 +177,8 @@ def recommender_command(
         token_file=token_file,
         insecure=insecure,
         names=tuple(prometheus_set or ()),
+        username=prometheus_username,
+        password_file=prometheus_password_file,
     )
     service = ServiceOptions(
         prometheus=prometheus_settings(source),

@@ -61,6 +61,8 @@ def schedule_command(
     token_file: options.TokenFile = None,
     insecure: options.Insecure = False,
     prometheus_set: options.PrometheusSet = None,
+    prometheus_username: options.PrometheusUsername = None,
+    prometheus_password_file: options.PrometheusPasswordFile = None,
     fmt: Annotated[ScheduleFormat, typer.Option("--format", help="Output format.")] = (
         ScheduleFormat.table
     ),
@@ -72,7 +74,17 @@ def schedule_command(
     settings = options.forecast_settings(forecast_set)
     err_console = Console(stderr=True)
     source = options.prometheus_options(
-        prometheus, history, step, chunk, namespace, match, token_file, insecure, prometheus_set
+        prometheus,
+        history,
+        step,
+        chunk,
+        namespace,
+        match,
+        token_file,
+        insecure,
+        prometheus_set,
+        prometheus_username,
+        prometheus_password_file,
     )
     usage, event_frame = options.read_history(err_console, demo, input, events, source, namespace)
     _, schedule = options.forecast_workloads(

@@ -16,6 +16,7 @@ when they are missing (CI may run on a fresh machine).
 
 from __future__ import annotations
 
+import base64
 import ipaddress
 import json
 import os
@@ -31,6 +32,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import bcrypt
 import pytest
 
 READY_TIMEOUT_SECONDS = 60.0
@@ -86,9 +88,11 @@ class PrometheusFactory:
         openmetrics_text: str | None = None,
         scrape_targets: Sequence[str] = (),
         scrape_interval: str = "1s",
+        basic_auth: tuple[str, str] | None = None,
     ) -> PrometheusInstance:
         """Backfill `openmetrics_text` (must end with `# EOF`), if any, and serve it,
-        scraping `scrape_targets` (loopback host:port) every `scrape_interval`."""
+        scraping `scrape_targets` (loopback host:port) every `scrape_interval`; with
+        `basic_auth` (user, password) every endpoint asks for it (a web config file)."""
         config_text = scrape_config(scrape_targets, scrape_interval)
         workdir = self.base_dir / f"instance-{len(self.instances)}"
         data_dir = workdir / "data"
@@ -100,7 +104,13 @@ class PrometheusFactory:
         backfilled = time.monotonic()
         config = workdir / "prometheus.yml"
         config.write_text(config_text)
-        url = self._serve(config, data_dir, log_file)
+        web = None
+        if basic_auth is not None:
+            user, password = basic_auth
+            hashed = bcrypt.hashpw(password.encode(), bcrypt.gensalt(rounds=4)).decode()
+            web = workdir / "web.yml"
+            web.write_text(f"basic_auth_users:\n  {user}: '{hashed}'\n")
+        url = self._serve(config, data_dir, log_file, web, basic_auth)
         instance = PrometheusInstance(
             url=url,
             data_dir=data_dir,
@@ -135,7 +145,14 @@ class PrometheusFactory:
                 f"log in {workdir}/promtool.log:\n" + backfill.stderr[-2000:]
             )
 
-    def _serve(self, config: Path, data_dir: Path, log_file: Path) -> str:
+    def _serve(
+        self,
+        config: Path,
+        data_dir: Path,
+        log_file: Path,
+        web: Path | None = None,
+        basic_auth: tuple[str, str] | None = None,
+    ) -> str:
         # A port picked free can be taken before prometheus binds it: retry a few times.
         for _ in range(3):
             port = _free_port()
@@ -147,6 +164,7 @@ class PrometheusFactory:
                         f"--storage.tsdb.path={data_dir}",
                         "--storage.tsdb.retention.time=3650d",
                         f"--web.listen-address=127.0.0.1:{port}",
+                        *([f"--web.config.file={web}"] if web is not None else []),
                     ],
                     stdout=log,
                     stderr=subprocess.STDOUT,
@@ -154,7 +172,7 @@ class PrometheusFactory:
                 )
             self.processes.append(process)
             url = f"http://127.0.0.1:{port}"
-            if _wait_ready(url, process):
+            if _wait_ready(url, process, basic_auth):
                 self.serving[url] = process
                 return url
             _stop(process)
@@ -225,13 +243,19 @@ def _free_port() -> int:
         return int(probe.getsockname()[1])
 
 
-def _wait_ready(url: str, process: subprocess.Popen[bytes]) -> bool:
+def _wait_ready(
+    url: str, process: subprocess.Popen[bytes], basic_auth: tuple[str, str] | None = None
+) -> bool:
     deadline = time.monotonic() + READY_TIMEOUT_SECONDS
+    request = urllib.request.Request(f"{url}/-/ready")
+    if basic_auth is not None:
+        token = base64.b64encode(":".join(basic_auth).encode()).decode()
+        request.add_header("Authorization", f"Basic {token}")
     while time.monotonic() < deadline:
         if process.poll() is not None:
             return False
         try:
-            with urllib.request.urlopen(f"{url}/-/ready", timeout=2) as response:
+            with urllib.request.urlopen(request, timeout=2) as response:
                 if response.status == 200:
                     return True
         except (urllib.error.URLError, ConnectionError, TimeoutError):

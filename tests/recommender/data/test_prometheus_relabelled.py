@@ -1,4 +1,4 @@
-"""The Prometheus source on a relabelled cluster, through `--prometheus-set`.
+"""The Prometheus source on a relabelled cluster (`--prometheus-set`) and behind basic auth.
 
 The history of `test_prometheus_server` is backfilled as an older or differently
 scraped cluster records it: cAdvisor's series labelled `pod_name` / `container_name`
@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import logging
 import re
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -25,6 +26,7 @@ from recommender.data.openmetrics import usage_to_openmetrics
 from recommender.data.prometheus import (
     EmptyHistoryError,
     PrometheusSettings,
+    PrometheusSourceError,
     load_prometheus_history,
 )
 from recommender.data.promql import LabelNames, MetricNames, QueryNames
@@ -135,3 +137,55 @@ def test_the_cli_reads_a_relabelled_cluster_with_prometheus_set(
     assert "container_memory_working_set_bytes" in unnamed.output
     text = plain(unnamed.output)
     assert "check the metric and label names" in text and "--prometheus-set" in text
+
+
+USER, PASSWORD = "tailor", "s3cret:with colon"
+
+
+@pytest.fixture(scope="module")
+def guarded_url(prometheus_server, history: History) -> str:
+    """The default-named history behind basic auth (upstream's --username / --password)."""
+    text = usage_to_openmetrics(history.usage, history.events)
+    return prometheus_server.start(text, basic_auth=(USER, PASSWORD)).url
+
+
+def test_basic_auth_reads_the_history_and_a_wrong_password_is_a_clear_error(
+    guarded_url: str, history: History
+) -> None:
+    def settings(**auth: str) -> PrometheusSettings:
+        return PrometheusSettings(
+            url=guarded_url, start=history.start, end=history.end, retries=0, **auth
+        )
+
+    usage, _ = load_prometheus_history(settings(username=USER, password=PASSWORD))
+    assert_usage_equal(usage, history.usage)
+    for auth in ({}, {"username": USER, "password": "wrong"}):
+        with pytest.raises(PrometheusSourceError, match=r"refused the credentials .*401"):
+            load_prometheus_history(settings(**auth))
+
+
+def test_the_cli_takes_the_password_from_a_file_or_prometheus_password(
+    guarded_url: str, history: History, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    runner = CliRunner()
+    base = ["recommend", "--prometheus", guarded_url, "--history", "3d", "--format", "json"]
+    secret = tmp_path / "password"
+    secret.write_text(PASSWORD + "\n")
+    expected = recommend_vpa(history.usage, history.events)
+    with_file = runner.invoke(
+        app, [*base, "--prometheus-username", USER, "--prometheus-password-file", str(secret)]
+    )
+    assert with_file.exit_code == 0, with_file.output
+    assert len(json.loads(with_file.stdout)) == len(expected)
+    monkeypatch.setenv("PROMETHEUS_USERNAME", USER)
+    monkeypatch.setenv("PROMETHEUS_PASSWORD", PASSWORD)
+    from_env = runner.invoke(app, base)
+    assert from_env.exit_code == 0, from_env.output
+    assert json.loads(from_env.stdout) == json.loads(with_file.stdout)
+    monkeypatch.delenv("PROMETHEUS_PASSWORD")
+    missing = runner.invoke(app, base)
+    assert missing.exit_code == 2
+    assert "needs a password" in plain(missing.output)
+    monkeypatch.delenv("PROMETHEUS_USERNAME")
+    refused = runner.invoke(app, base)
+    assert refused.exit_code == 2 and "refused the credentials" in plain(refused.output)

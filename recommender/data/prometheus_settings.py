@@ -1,0 +1,158 @@
+"""Where and what the Prometheus source reads, and the errors it raises.
+
+Kept apart from the loading code so a command can check its flags (durations, grid,
+names, auth) into settings before any connection is made.
+"""
+
+from __future__ import annotations
+
+import math
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SecretStr,
+    TypeAdapter,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+
+from recommender.data.promql import (
+    MAX_POINTS_PER_SERIES,
+    HistoryQueries,
+    QueryNames,
+    check_extra_matcher,
+)
+
+DEFAULT_CHUNK = timedelta(days=1)
+_DURATION = TypeAdapter(timedelta)
+
+
+class PrometheusSourceError(RuntimeError):
+    """The history could not be loaded (server unreachable, query refused, no data)."""
+
+
+class EmptyHistoryError(PrometheusSourceError):
+    """The server answered, but holds no usage for the selection and range."""
+
+
+class PrometheusSettings(BaseModel):
+    """Where and what to read. Frozen: pass a new instance to change anything.
+
+    The range is [start, end) when both are given; otherwise `end` defaults to now
+    and `start` to end - `history`. Both are rounded down to multiples of `step`.
+    `step` is the sample period of the result: cpu is the average over each step,
+    memory the peak within it; it should not be shorter than the scrape (or
+    backfill) interval. `chunk` bounds the range of one query; left unset it is
+    one day, or the whole steps that fit Prometheus's 11,000 points when `step`
+    is shorter than 8 s (so `step=5s` works without naming a chunk). `extra_matchers`
+    (e.g. {"cluster": "prod"}) apply to every metric, cAdvisor and kube-state-metrics
+    alike. There is no rate window: cpu comes from the raw counter (see
+    `prometheus_frames`). The token, headers, TLS options, timeout and retries go
+    to prometheus-api-client's session.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    url: str
+    start: datetime | None = None
+    end: datetime | None = None
+    history: timedelta = timedelta(days=8)
+    step: timedelta = timedelta(minutes=5)
+    chunk: timedelta = DEFAULT_CHUNK
+    namespaces: tuple[str, ...] = ()
+    names: QueryNames = QueryNames()
+    extra_matchers: dict[str, str] = Field(default_factory=dict)
+    bearer_token: SecretStr | None = None
+    username: str | None = None  # basic auth (upstream's --username / --password)
+    password: SecretStr | None = None
+    headers: dict[str, str] = Field(default_factory=dict)
+    verify_tls: bool = True
+    ca_file: Path | None = None
+    timeout_seconds: float = 60.0
+    retries: int = Field(default=3, ge=0)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _default_chunk(cls, data: Any) -> Any:
+        """An unset chunk that the step allows; an explicit one is validated as given."""
+        if not isinstance(data, dict) or data.get("chunk") is not None:
+            return data
+        try:
+            step = _DURATION.validate_python(data.get("step", cls.model_fields["step"].default))
+        except ValidationError:
+            return data  # the field's own validation reports it
+        seconds = step.total_seconds()
+        if seconds < 1 or not seconds.is_integer():
+            return data
+        points = min(DEFAULT_CHUNK.total_seconds() // seconds, MAX_POINTS_PER_SERIES)
+        return {**data, "chunk": timedelta(seconds=points * seconds)}
+
+    @model_validator(mode="after")
+    def _one_way_in(self) -> PrometheusSettings:
+        """Basic auth needs both halves, and it and a bearer token would fight over the
+        one Authorization header."""
+        if (self.username is None) != (self.password is None):
+            raise ValueError("basic auth needs both a username and a password")
+        if self.username is not None and self.bearer_token is not None:
+            raise ValueError("use basic auth or a bearer token, not both")
+        return self
+
+    @model_validator(mode="after")
+    def _matcher_names(self) -> PrometheusSettings:
+        for name in self.extra_matchers:
+            check_extra_matcher(name, self.names)
+        return self
+
+    @field_validator("start", "end")
+    @classmethod
+    def _aware(cls, value: datetime | None) -> datetime | None:
+        if value is not None and value.tzinfo is None:
+            raise ValueError("start/end must be timezone-aware (e.g. UTC)")
+        return value
+
+    @model_validator(mode="after")
+    def _grid(self) -> PrometheusSettings:
+        step = self.step.total_seconds()
+        chunk = self.chunk.total_seconds()
+        if step < 1 or not step.is_integer():
+            raise ValueError(f"step must be a whole number of seconds >= 1, got {self.step}")
+        if self.start is None and self.history.total_seconds() < step:
+            raise ValueError(f"history ({self.history}) must span at least one step ({self.step})")
+        if self.start is not None and self.end is not None and self.end <= self.start:
+            raise ValueError(f"end ({self.end}) must come after start ({self.start})")
+        if chunk % step:
+            raise ValueError(f"chunk ({self.chunk}) must be a multiple of step ({self.step})")
+        if chunk / step > MAX_POINTS_PER_SERIES:
+            raise ValueError(
+                f"chunk/step = {chunk / step:.0f} points exceeds Prometheus's "
+                f"{MAX_POINTS_PER_SERIES} points per series; use a shorter chunk"
+            )
+        return self
+
+    @property
+    def step_seconds(self) -> int:
+        return int(self.step.total_seconds())
+
+    def resolve_range(self, now: datetime | None = None) -> tuple[int, int]:
+        """[start, end) as UNIX seconds on the step grid."""
+        step = self.step_seconds
+        end_time = self.end or now or datetime.now(UTC)
+        start_time = self.start or end_time - self.history
+        end = math.floor(end_time.timestamp() / step) * step
+        start = math.floor(start_time.timestamp() / step) * step
+        if end <= start:
+            raise ValueError(
+                f"empty history range: start {start_time} is not before end {end_time}"
+            )
+        return start, end
+
+    def queries(self) -> HistoryQueries:
+        return HistoryQueries.build(
+            self.names, self.step_seconds, self.namespaces, self.extra_matchers
+        )
