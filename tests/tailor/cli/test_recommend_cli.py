@@ -315,3 +315,29 @@ def test_prometheus_names_without_prometheus_are_refused(command: str) -> None:
     result = runner.invoke(app, [command, "--demo", "--prometheus-set", "labels.pod=pod_name"])
     assert result.exit_code == 2
     assert "--prometheus-set goes with --prometheus URL" in plain(result.output)
+
+
+def test_basic_auth_flags_are_checked_before_any_query(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("PROMETHEUS_USERNAME", raising=False)
+    monkeypatch.delenv("PROMETHEUS_PASSWORD", raising=False)
+    secret, token = tmp_path / "password", tmp_path / "token"
+    secret.write_text("pw\n")
+    token.write_text("abc\n")
+    base = ["recommend", "--prometheus", "http://127.0.0.1:9"]
+    for flags, words in (
+        (["--prometheus-password-file", str(secret)], "goes with --prometheus-username"),
+        (["--prometheus-username", "u"], "needs a password"),
+        (["--prometheus-username", "u", "--prometheus-password-file", str(tmp_path / "no")],
+         "No such file"),
+        (["--prometheus-username", "u", "--prometheus-password-file", str(secret),
+          "--bearer-token-file", str(token)], "basic auth or a bearer token, not both"),
+    ):  # fmt: skip
+        result = runner.invoke(app, [*base, *flags])
+        text = plain(result.output)
+        assert result.exit_code == 2, flags
+        assert words in text and "cannot reach" not in text, text
+    stray = runner.invoke(app, ["recommend", "--demo", "--prometheus-username", "u"])
+    assert stray.exit_code == 2
+    assert "--prometheus-username goes with --prometheus URL" in plain(stray.output)
