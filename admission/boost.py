@@ -22,24 +22,34 @@ from tailor.startup_boost import BoostedCpu
 
 
 def boost_container(
-    resources: ContainerResources, boost: CPUStartupBoost, most: Quantity | None = None
+    resources: ContainerResources,
+    boost: CPUStartupBoost,
+    most: Quantity | None = None,
+    ceiling: Quantity | None = None,
 ) -> tuple[ContainerResources, BoostedCpu] | None:
     """The container's resources during the boost; None when it requests no CPU to boost or
-    `most` (upstream's --max-allowed-cpu-boost) leaves no room above its request. A capped
-    request takes its limit down in proportion."""
+    the caps leave no room above its request. `most` (upstream's --max-allowed-cpu-boost)
+    caps the request, `ceiling` (a LimitRange's container max, which the API server would
+    enforce by refusing the pod) the request and the limit; a capped one takes the other
+    down in proportion."""
     request = resources.requests.get(RESOURCE_CPU)
     if request is None or request.is_zero():
         return None
     limit = resources.limits.get(RESOURCE_CPU)
     boosted_request = boost.boosted(request)
     boosted_limit = boost.boosted(limit) if limit is not None else None
+    share = Fraction(1)
     if most is not None and boosted_request > most:
-        if most <= request:
-            return None
+        share = Fraction(most.milli_value(), boosted_request.milli_value())
+    highest = boosted_limit if boosted_limit is not None else boosted_request
+    if ceiling is not None and highest.milli_value() * share > ceiling.milli_value():
+        share = Fraction(ceiling.milli_value(), highest.milli_value())
+    if share < 1:
+        boosted_request = Quantity.from_milli(math.floor(boosted_request.milli_value() * share))
         if boosted_limit is not None:
-            share = Fraction(most.milli_value(), boosted_request.milli_value())
-            boosted_limit = Quantity.from_milli(math.ceil(boosted_limit.milli_value() * share))
-        boosted_request = most
+            boosted_limit = Quantity.from_milli(math.floor(boosted_limit.milli_value() * share))
+    if boosted_request <= request:
+        return None
     requests = ResourceList({**resources.requests, RESOURCE_CPU: boosted_request})
     limits = ResourceList(dict(resources.limits))
     if boosted_limit is not None:

@@ -22,7 +22,7 @@ from typing import Any
 from admission.boost import boost_container
 from tailor.api.limitrange import LimitRange, LimitType, merged_limit_range_item
 from tailor.api.meta import RESOURCE_CPU, ResourceList
-from tailor.api.vpa import UpdateMode, VerticalPodAutoscaler
+from tailor.api.vpa import CPUStartupBoost, UpdateMode, VerticalPodAutoscaler
 from tailor.capping import cap_recommendations_for_pod
 from tailor.hpa import HpaConflict, conflict_message, contested
 from tailor.limits import LIMIT_SCALED_RESOURCES, ContainerResources, new_container_resources
@@ -167,16 +167,18 @@ def pod_patch(
     if isinstance(sizing, str) and not boosts:
         return PodPatch(reason=sizing)
     sized = sizing if not isinstance(sizing, str) else _Sized({}, {}, {})
+    sized_resources = [sized.updates.get(c.name, c) for c in current]
+    raises = _boosts(sized_resources, boosts, limit_ranges, max_cpu_boost)
     operations: list[dict[str, Any]] = []
     updates: list[str] = []
     boosted: dict[str, BoostedCpu] = {}
     hold = 0.0
     for index, (container, resources) in enumerate(zip(containers, current, strict=True)):
-        update = sized.updates.get(resources.name, resources)
+        update = sized_resources[index]
         written = list(sized.written.get(resources.name, ()))
         notes = list(sized.notes.get(resources.name, ()))
         boost = boosts.get(resources.name)
-        raised = boost_container(update, boost, max_cpu_boost) if boost is not None else None
+        raised = raises.get(resources.name)
         if raised is not None and boost is not None:
             update, boosted[resources.name] = raised
             written = sorted({*written, RESOURCE_CPU})
@@ -203,6 +205,36 @@ def pod_patch(
     if conflicts:
         reason += f"; left to the HPA: {annotations[HPA_ANNOTATION]}"
     return PodPatch(tuple(operations + _annotation_operations(pod, annotations)), reason)
+
+
+def _boosts(
+    sized: Sequence[ContainerResources],
+    boosts: Mapping[str, CPUStartupBoost],
+    limit_ranges: Sequence[LimitRange],
+    max_cpu_boost: Quantity | None,
+) -> dict[str, tuple[ContainerResources, BoostedCpu]]:
+    """Each boosted container's resources, within its LimitRange's max; none at all when the
+    boosted pod would pass the Pod LimitRange's cpu max (the API server would refuse it)."""
+    bounds = merged_limit_range_item(limit_ranges, LimitType.CONTAINER)
+    ceiling = bounds.max.get(RESOURCE_CPU) if bounds is not None and bounds.max else None
+    raised = {
+        c.name: found
+        for c in sized
+        if c.name in boosts
+        and (found := boost_container(c, boosts[c.name], max_cpu_boost, ceiling)) is not None
+    }
+    pod_bounds = merged_limit_range_item(limit_ranges, LimitType.POD)
+    pod_max = (
+        pod_bounds.max.get(RESOURCE_CPU) if pod_bounds is not None and pod_bounds.max else None
+    )
+    if pod_max is not None and raised:
+        final = [raised[c.name][0] if c.name in raised else c for c in sized]
+        for field in ("requests", "limits"):
+            total = sum(getattr(c, field).get(RESOURCE_CPU, Quantity.parse("0")).milli_value()
+                        for c in final)  # fmt: skip
+            if total > pod_max.milli_value():
+                return {}
+    return raised
 
 
 @dataclass(frozen=True)

@@ -259,3 +259,26 @@ def test_upstreams_max_allowed_cpu_boost_caps_the_boosted_request_and_its_limit(
     assert resources(result)["requests"]["cpu"] == "1"
     boost = json.loads(result["metadata"]["annotations"][BOOST_ANNOTATION])
     assert list(boost["containers"]) == ["sidecar"]
+
+
+def test_a_startup_boost_stays_within_the_container_limitrange_max() -> None:
+    """The API server would refuse a pod past its LimitRange's max: the boost stops there."""
+    factor = {"type": "Factor", "factor": 3}
+    ceiling = limit_range({"type": "Container", "max": {"cpu": "3"}})
+    result = patched(pod(APP), boosting(vpa("Auto", TARGET), factor), [ceiling])
+    # 3 x (1 request, 2 limit) would be 3 / 6: the limit meets the max, the request in step
+    assert resources(result)["limits"]["cpu"] == "3"
+    assert resources(result)["requests"]["cpu"] == "1500m"
+    low = limit_range({"type": "Container", "max": {"cpu": "2"}})  # no room above 1 core
+    unboosted = patched(pod(APP), boosting(vpa("Auto", TARGET), factor), [low])
+    assert resources(unboosted)["requests"]["cpu"] == "1"
+    assert BOOST_ANNOTATION not in unboosted["metadata"]["annotations"]
+
+    # a Pod LimitRange max: 3 + 150m requests fit 5 cores, 6 of limits do not: no boost
+    tight = limit_range({"type": "Pod", "max": {"cpu": "5"}})
+    unboosted = patched(pod(APP, SIDECAR), boosting(vpa("Auto", TARGET), factor), [tight])
+    assert resources(unboosted)["requests"]["cpu"] == "1"
+    assert resources(unboosted)["limits"]["cpu"] == "2"
+    roomy = limit_range({"type": "Pod", "max": {"cpu": "7"}})
+    boosted = patched(pod(APP, SIDECAR), boosting(vpa("Auto", TARGET), factor), [roomy])
+    assert resources(boosted)["limits"]["cpu"] == "6"
