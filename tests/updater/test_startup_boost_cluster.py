@@ -21,6 +21,7 @@ from tests.admission.cluster import registered, webhook
 from tests.admission.test_webhook_cluster import create_vpa, pod_of
 from tests.cluster.crds import install_crds
 from tests.cluster.fixtures import FullNamespace
+from tests.cluster.podtools import applied_requests, wait_for_pod
 from tests.cluster.rawapi import MERGE_PATCH
 from tests.cluster.waiting import wait_until
 from tests.cluster.workloads import create_deployment, deployment, vpa_collection
@@ -65,10 +66,16 @@ def test_the_pod_starts_boosted_and_is_resized_back_once_ready_for_the_hold(
         "app": {"request": "600m", "limit": "1200m", "baseRequest": "200m", "baseLimit": "400m"}
     }
     pods = f"/api/v1/namespaces/{namespace}/pods"
-    wait_until(
-        lambda: api.get(f"{pods}/{name}")["status"].get("phase") == "Running", what="Running"
+    wait_for_pod(
+        api,
+        namespace,
+        name,
+        lambda p: any(
+            c["type"] == "Ready" and c["status"] == "True"
+            for c in p["status"].get("conditions") or []
+        ),
+        what="Ready",
     )
-
     [held] = follow(full_namespace)
     assert held["action"] == "none" and held["detail"].startswith("startup CPU boost until ")
     assert f"(Ready + 0:00:0{HOLD_SECONDS})" in held["detail"]
@@ -81,5 +88,17 @@ def test_the_pod_starts_boosted_and_is_resized_back_once_ready_for_the_hold(
     assert resized["requests"]["cpu"] == "200m" and resized["limits"]["cpu"] == "400m"
     assert api.get(f"{pods}/{name}")["metadata"]["uid"] == created["metadata"]["uid"]
 
+    wait_for_pod(
+        api,
+        namespace,
+        name,
+        lambda p: (
+            (applied_requests(p) or {}).get("cpu") == "200m"
+            and not any(
+                c["type"] == "PodResizeInProgress" for c in p["status"].get("conditions") or []
+            )
+        ),
+        what="the unboost applied by the kubelet",
+    )
     [after] = follow(full_namespace)  # no longer boosted: upstream's rules, and it is on target
     assert after["action"] == "none" and "startup" not in after["detail"], after
