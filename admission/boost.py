@@ -11,12 +11,11 @@ past maxAllowed, as upstream's does.
 
 from __future__ import annotations
 
-import math
-from fractions import Fraction
-
+from tailor.api.limitrange import LimitRangeItem
 from tailor.api.meta import RESOURCE_CPU, ResourceList
-from tailor.api.vpa import CPUStartupBoost
-from tailor.limits import ContainerResources
+from tailor.api.vpa import ContainerResourcePolicy, CPUStartupBoost
+from tailor.capping import cap_to_container_limit_range
+from tailor.limits import ContainerResources, new_container_resources
 from tailor.quantity import Quantity
 from tailor.startup_boost import BoostedCpu
 
@@ -24,35 +23,33 @@ from tailor.startup_boost import BoostedCpu
 def boost_container(
     resources: ContainerResources,
     boost: CPUStartupBoost,
+    policy: ContainerResourcePolicy | None = None,
+    limit_range: LimitRangeItem | None = None,
     most: Quantity | None = None,
-    ceiling: Quantity | None = None,
 ) -> tuple[ContainerResources, BoostedCpu] | None:
     """The container's resources during the boost; None when it requests no CPU to boost or
-    the caps leave no room above its request. `most` (upstream's --max-allowed-cpu-boost)
-    caps the request, `ceiling` (a LimitRange's container max, which the API server would
-    enforce by refusing the pod) the request and the limit; a capped one takes the other
-    down in proportion."""
+    the caps leave no room above its request. The boosted request is capped by `most`
+    (upstream's --max-allowed-cpu-boost) and by the Container LimitRange's max, which the
+    API server would enforce by refusing the pod; its limit follows as every write's does
+    (`tailor.limits`: the ratio kept, RequestsOnly left alone)."""
     request = resources.requests.get(RESOURCE_CPU)
     if request is None or request.is_zero():
         return None
-    limit = resources.limits.get(RESOURCE_CPU)
-    boosted_request = boost.boosted(request)
-    boosted_limit = boost.boosted(limit) if limit is not None else None
-    share = Fraction(1)
-    if most is not None and boosted_request > most:
-        share = Fraction(most.milli_value(), boosted_request.milli_value())
-    highest = boosted_limit if boosted_limit is not None else boosted_request
-    if ceiling is not None and highest.milli_value() * share > ceiling.milli_value():
-        share = Fraction(ceiling.milli_value(), highest.milli_value())
-    if share < 1:
-        boosted_request = Quantity.from_milli(math.floor(boosted_request.milli_value() * share))
-        if boosted_limit is not None:
-            boosted_limit = Quantity.from_milli(math.floor(boosted_limit.milli_value() * share))
-    if boosted_request <= request:
+    wanted = boost.boosted(request)
+    if most is not None and wanted > most:
+        wanted = most
+    capped, _ = cap_to_container_limit_range(
+        ResourceList({RESOURCE_CPU: wanted}), resources, limit_range
+    )
+    wanted = capped.get(RESOURCE_CPU, wanted)
+    if wanted <= request:
         return None
-    requests = ResourceList({**resources.requests, RESOURCE_CPU: boosted_request})
-    limits = ResourceList(dict(resources.limits))
-    if boosted_limit is not None:
-        limits[RESOURCE_CPU] = boosted_limit
-    record = BoostedCpu(boosted_request, boosted_limit, request, limit)
-    return ContainerResources(resources.name, requests, limits), record
+    update = new_container_resources(resources, {RESOURCE_CPU: wanted}, policy, limit_range)
+    boosted = update.resources
+    record = BoostedCpu(
+        boosted.requests[RESOURCE_CPU],
+        boosted.limits.get(RESOURCE_CPU),
+        request,
+        resources.limits.get(RESOURCE_CPU),
+    )
+    return boosted, record

@@ -20,9 +20,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from admission.boost import boost_container
-from tailor.api.limitrange import LimitRange, LimitType, merged_limit_range_item
+from tailor.api.limitrange import LimitRange, LimitRangeItem, LimitType, merged_limit_range_item
 from tailor.api.meta import RESOURCE_CPU, ResourceList
-from tailor.api.vpa import CPUStartupBoost, UpdateMode, VerticalPodAutoscaler
+from tailor.api.vpa import UpdateMode, VerticalPodAutoscaler
 from tailor.capping import cap_recommendations_for_pod
 from tailor.hpa import HpaConflict, conflict_message, contested
 from tailor.limits import LIMIT_SCALED_RESOURCES, ContainerResources, new_container_resources
@@ -162,13 +162,14 @@ def pod_patch(
     if vpa is None:
         return PodPatch(reason="no VerticalPodAutoscaler controls it")
     current = [_current(container, index) for index, container in enumerate(containers)]
-    sizing = _sizing(vpa, current, limit_ranges, conflicts)
+    ranges = _Ranges.of(limit_ranges)
+    sizing = _sizing(vpa, current, ranges, conflicts)
     boosts = {c.name: b for c in current if (b := vpa.cpu_startup_boost(c.name)) is not None}
     if isinstance(sizing, str) and not boosts:
         return PodPatch(reason=sizing)
     sized = sizing if not isinstance(sizing, str) else _Sized({}, {}, {})
     sized_resources = [sized.updates.get(c.name, c) for c in current]
-    raises = _boosts(sized_resources, boosts, limit_ranges, max_cpu_boost)
+    raises = _boosts(sized_resources, vpa, ranges, max_cpu_boost)
     operations: list[dict[str, Any]] = []
     updates: list[str] = []
     boosted: dict[str, BoostedCpu] = {}
@@ -209,32 +210,46 @@ def pod_patch(
 
 def _boosts(
     sized: Sequence[ContainerResources],
-    boosts: Mapping[str, CPUStartupBoost],
-    limit_ranges: Sequence[LimitRange],
+    vpa: VerticalPodAutoscaler,
+    ranges: _Ranges,
     max_cpu_boost: Quantity | None,
 ) -> dict[str, tuple[ContainerResources, BoostedCpu]]:
-    """Each boosted container's resources, within its LimitRange's max; none at all when the
-    boosted pod would pass the Pod LimitRange's cpu max (the API server would refuse it)."""
-    bounds = merged_limit_range_item(limit_ranges, LimitType.CONTAINER)
-    ceiling = bounds.max.get(RESOURCE_CPU) if bounds is not None and bounds.max else None
-    raised = {
-        c.name: found
-        for c in sized
-        if c.name in boosts
-        and (found := boost_container(c, boosts[c.name], max_cpu_boost, ceiling)) is not None
-    }
-    pod_bounds = merged_limit_range_item(limit_ranges, LimitType.POD)
-    pod_max = (
-        pod_bounds.max.get(RESOURCE_CPU) if pod_bounds is not None and pod_bounds.max else None
-    )
+    """Each boosted container's resources (`admission.boost`); none at all when the boosted
+    pod would pass the Pod LimitRange's cpu max (the API server would refuse it)."""
+    raised = {}
+    for container in sized:
+        boost = vpa.cpu_startup_boost(container.name)
+        policy = vpa.container_policy(container.name)
+        found = (
+            boost_container(container, boost, policy, ranges.container, max_cpu_boost)
+            if boost is not None
+            else None
+        )
+        if found is not None:
+            raised[container.name] = found
+    pod_max = ranges.pod.max.get(RESOURCE_CPU) if ranges.pod and ranges.pod.max else None
     if pod_max is not None and raised:
         final = [raised[c.name][0] if c.name in raised else c for c in sized]
         for field in ("requests", "limits"):
-            total = sum(getattr(c, field).get(RESOURCE_CPU, Quantity.parse("0")).milli_value()
-                        for c in final)  # fmt: skip
-            if total > pod_max.milli_value():
+            amounts = (getattr(c, field).get(RESOURCE_CPU) for c in final)
+            if sum(a.milli_value() for a in amounts if a is not None) > pod_max.milli_value():
                 return {}
     return raised
+
+
+@dataclass(frozen=True)
+class _Ranges:
+    """The namespace's LimitRanges merged, per type: read once per pod."""
+
+    container: LimitRangeItem | None
+    pod: LimitRangeItem | None
+
+    @classmethod
+    def of(cls, limit_ranges: Sequence[LimitRange]) -> _Ranges:
+        return cls(
+            merged_limit_range_item(limit_ranges, LimitType.CONTAINER),
+            merged_limit_range_item(limit_ranges, LimitType.POD),
+        )
 
 
 @dataclass(frozen=True)
@@ -249,7 +264,7 @@ class _Sized:
 def _sizing(
     vpa: VerticalPodAutoscaler,
     current: Sequence[ContainerResources],
-    limit_ranges: Sequence[LimitRange],
+    ranges: _Ranges,
     conflicts: Sequence[HpaConflict],
 ) -> _Sized | str:
     """What the VPA's recommendation sets, capped; or why it sets nothing."""
@@ -258,13 +273,13 @@ def _sizing(
     recommendation = vpa.recommendation()
     if recommendation is None or not recommendation.container_recommendations:
         return f"VPA {vpa.name} has no recommendation yet"
-    container_range = merged_limit_range_item(limit_ranges, LimitType.CONTAINER)
+    container_range = ranges.container
     capped = cap_recommendations_for_pod(
         recommendation.container_recommendations,
         current,
         vpa.spec.resource_policy,
         container_range,
-        merged_limit_range_item(limit_ranges, LimitType.POD),
+        ranges.pod,
     )
     targets = {r.container_name: r.target for r in capped.recommendations}
     sized = _Sized({}, {}, {})

@@ -98,12 +98,21 @@ def _replace(base: Any, values: dict[str, Any], what: str, group: str = "") -> A
     try:
         return type(base)(**{**dict(base), **values})
     except ValidationError as error:
-        problems = "; ".join(
-            f"{what} setting {'.'.join(map(str, (*group.split('.'), *item['loc']))).lstrip('.')}: "
-            + str(item["msg"]).removeprefix("Value error, ")
-            for item in error.errors()
-        )
-        raise SettingsError(problems) from None
+        raise SettingsError(validation_text(error, f"{what} setting", group)) from None
+
+
+def validation_text(error: ValidationError, prefix: str = "", group: str = "") -> str:
+    """Pydantic's complaints without its banner, input dump and documentation links; with a
+    `prefix`, each names its field (dotted under `group`)."""
+
+    def said(item: Any) -> str:
+        message = str(item["msg"]).removeprefix("Value error, ")
+        if not prefix:
+            return message
+        field = ".".join(str(part) for part in (*group.split("."), *item["loc"]) if part != "")
+        return f"{prefix} {field}: {message}"
+
+    return "; ".join(said(item) for item in error.errors())
 
 
 def _setting_types(cls: type) -> dict[str, Any]:

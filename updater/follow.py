@@ -249,17 +249,20 @@ def _unboost(
 
 
 def _boosted_elsewhere(
-    pods: Iterable[Json], due: list[tuple[Json, str, str, Any]], acts_in: Callable[[str], bool]
+    pods: Iterable[Json],
+    due: list[tuple[Json, str, str, Any]],
+    boosted: Mapping[int, StartupBoost],
+    acts_in: Callable[[str], bool],
 ) -> list[tuple[Json, str, str, None]]:
     """Boosted pods nothing else plans for this pass (no schedule row): their boost ends too."""
     listed = {id(pod) for pod, *_ in due}
     return [
         (pod, namespace, pod_workload(pod), None)
         for pod in pods
-        if id(pod) not in listed
+        if id(pod) in boosted
+        and id(pod) not in listed
         and _live(pod)
         and acts_in(namespace := object_key(pod)[0])
-        and startup_boost(pod) is not None
     ]
 
 
@@ -333,10 +336,11 @@ def follow_once(
         if options.recommendations
         else _scheduled(pods, rows, now, options.acts_in)
     )
-    due += _boosted_elsewhere(pods, due, options.acts_in)
+    boosted = {id(pod): boost for pod in pods if (boost := startup_boost(pod)) is not None}
+    due += _boosted_elsewhere(pods, due, boosted, options.acts_in)
     for pod, namespace, workload, scheduled in due:
         name = object_key(pod)[1]
-        boost = startup_boost(pod)
+        boost = boosted.get(id(pod))
         if boost is not None:  # nothing but the end of the boost resizes it
             limits = governor.limits.get(namespace, PodRules())
             ending = _unboost(pod, namespace, workload, scheduled, boost, limits, now)

@@ -14,10 +14,11 @@ import numpy as np
 
 from recommender.forecast.quantiles import error_quantiles
 from recommender.forecast.settings import DAY, HOUR, ForecastSettings
+from recommender.vpa.settings import VpaSettings
 
 # Per series (or per kill): a VPA's own OOM bump ratio and minimum bytes, NaN = the settings'.
 SeriesBumps = tuple[np.ndarray, np.ndarray]
-UPSTREAM_OOM_BUMP_RATIO = 1.2  # upstream's --oom-bump-up-ratio default
+UPSTREAM_OOM_BUMP_RATIO = VpaSettings().oom_bump_ratio  # upstream's --oom-bump-up-ratio
 
 
 @dataclass

@@ -27,7 +27,7 @@ from recommender.data.promql import QueryNames, check_extra_matcher
 from recommender.data.schema import DataFormatError, empty_events
 from recommender.data.synthetic import demo_fleet
 from recommender.data.traces import load_dataset
-from recommender.overrides import SettingsError, settings_with
+from recommender.overrides import SettingsError, settings_with, validation_text
 from tailor.cli.progress import progress_bar
 from tailor.durations import DurationError, parse_duration
 
@@ -203,11 +203,6 @@ def _password(options: PrometheusOptions) -> str | None:
             param_hint="--prometheus-username",
         )
     return from_env
-
-
-def validation_text(err: ValidationError) -> str:
-    """Pydantic's complaints without its banner, input dump and documentation links."""
-    return "; ".join(str(item["msg"]).removeprefix("Value error, ") for item in err.errors())
 
 
 def load_from_prometheus(
