@@ -29,13 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from recommender.backtest.settings import (
-    DAY,
-    HOUR,
-    BacktestInputError,
-    ReplaySettings,
-    format_duration,
-)
+from recommender.backtest.settings import BacktestInputError, ReplaySettings, format_duration
 from recommender.data.arrays import UsageArrays, from_long, infer_step
 from recommender.data.schema import (
     SERIES_COLUMNS,
@@ -45,6 +39,7 @@ from recommender.data.schema import (
 )
 from recommender.data.throttling import with_cpu_demand
 from recommender.strategy import Requests
+from tailor.durations import DAY, HOUR
 
 MAX_GRID_CELLS = 400_000_000  # containers x windows: beyond this the history is too sparse
 EVENT_MATCH = SERIES_COLUMNS  # events and usage meet on the series key

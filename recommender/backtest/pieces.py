@@ -1,10 +1,10 @@
 """Replaying long series as many short ones: cold starts drawn from any trace.
 
-The Google 2011 series last a day each, so a strategy is judged there mostly on
-how it starts with a few hours of history. Cutting a long trace (the Bitbrains
-tuning months, say) into pieces of a day that all start together gives a
-cold-start set made of the same workloads, so young-container behaviour can be
-tuned without touching a reported set. Each piece becomes its own container
+A strategy's first hours with a container are judged apart from its steady
+state by cutting a long trace (the Bitbrains tuning months, say) into pieces of
+a day that all start together: a cold-start set made of the same workloads, so
+young-container behaviour can be tuned without touching a reported set. Cut
+into days, Google 2011 gives back its one-day files. Each piece becomes its own container
 (`<pod>-p<k>`, `<workload>-p<k>`); OOM / eviction events move with the piece
 they fall in.
 """

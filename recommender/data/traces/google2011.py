@@ -18,6 +18,7 @@ GOOGLE2011_ARCHIVE = "GCD_VMs.tar.gz"
 GOOGLE2011_EPOCH = pd.Timestamp("2011-05-01T00:00:00Z")  # line 1 of every series
 GOOGLE2011_CORES_PER_100PCT = 1.0
 GOOGLE2011_BYTES_PER_100PCT = 4.0 * GIB
+LINES_PER_DAY = 288  # a file is one day of a job at 300 s
 _GOOGLE_MEMBER = re.compile(r"(?:.*/)?vm_(\d+)_(\d+)")
 
 
@@ -76,33 +77,48 @@ def load_google2011(
     cores_per_100pct: float = GOOGLE2011_CORES_PER_100PCT,
     bytes_per_100pct: float = GOOGLE2011_BYTES_PER_100PCT,
 ) -> pd.DataFrame:
-    """Google 2011 job series: pod f"job-{job}-{n}", workload f"job-{job}".
+    """Google 2011 job series: one series per job, pod and workload f"job-{job}".
 
+    A file `vm_<job>_<n>` is day n (1 to 10) of job `job`, not a series of its
+    own: its last line runs on into the first line of day n + 1 as any two
+    neighbouring lines do (median step 3.7 % of the job's mean CPU, against 3.6 %
+    inside a day, and 9.4 % from day n + 1's end back to day n's start). So a
+    job's days are laid end to end, day n from GOOGLE2011_EPOCH + (n - 1) days,
+    and a missing day is a gap. (`--split 1d` in a backtest cuts them apart
+    again: one-day pieces, each a young container.)
     The archive's percentages are of one normalised machine for both resources.
     We map 100 % to 1 core and 4 GiB: the 1 vCPU : 4 GiB shape of general-purpose
-    cloud machines, so equal percentages stay equal shares of one machine. Line
-    k of a series (from 0) is stamped GOOGLE2011_EPOCH + k * 300 s. `limit` keeps
-    the first series in (job, n) order.
+    cloud machines, so equal percentages stay equal shares of one machine.
+    `limit` keeps the first jobs in job order.
     """
     check_limit(limit)
     path = Path(root) / GOOGLE2011_DIR / GOOGLE2011_ARCHIVE
     members = _google_members(path)
-    chosen = sorted(members)[:limit]
-    if not chosen:
+    jobs = sorted({job for job, _ in members})[:limit]
+    if not jobs:
         raise DataFormatError(str(path), "no series selected")
-    pods, workloads, parts = [], [], []
-    for job, n in chosen:
-        name, content = members[(job, n)]
-        parts.append(_parse_google_series(content, f"{path}:{name}"))
-        pods.append(f"job-{job}-{n}")
-        workloads.append(f"job-{job}")
-    lengths = np.array([len(part) for part in parts])
+    kept = set(jobs)
+    chosen = [key for key in sorted(members) if key[0] in kept]
+    parts, lines = [], []
+    for job, day in chosen:
+        name, content = members[(job, day)]
+        part = _parse_google_series(content, f"{path}:{name}")
+        if day < 1 or len(part) > LINES_PER_DAY:
+            raise DataFormatError(
+                f"{path}:{name}", f"expected day 1 or later of at most {LINES_PER_DAY} lines"
+            )
+        parts.append(part)
+        lines.append((day - 1) * LINES_PER_DAY + np.arange(len(part)))
+    index = {job: k for k, job in enumerate(jobs)}
+    owner = [index[job] for job, _ in chosen]
+    per_job = np.bincount(owner, weights=[len(p) for p in parts], minlength=len(jobs))
+    lengths = per_job.astype(np.int64)
     values = np.concatenate(parts)
-    line = np.concatenate([np.arange(length) for length in lengths])
     columns = {
-        "seconds": GOOGLE2011_EPOCH.timestamp() + line * TRACE_STEP,
+        "seconds": GOOGLE2011_EPOCH.timestamp() + np.concatenate(lines) * TRACE_STEP,
         "cpu": values[:, 0] / 100.0 * cores_per_100pct,
         "memory": values[:, 1] / 100.0 * bytes_per_100pct,
     }
-    cleaning = {"files": len(chosen), "rows_read": int(lengths.sum())}
-    return series_frame("google2011", pods, workloads, lengths, columns, cleaning, str(path))
+    names = [f"job-{job}" for job in jobs]
+    cleaning = {"files": len(chosen), "rows_read": len(values)}
+    return series_frame("google2011", names, names, lengths, columns, cleaning, str(path))

@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from recommender.backtest.pieces import split_series
 from recommender.data.arrays import from_long
 from recommender.data.schema import DataFormatError
 from recommender.data.traces import DATA_ENV, REPO_ROOT, default_data_root, load_dataset
@@ -224,15 +225,33 @@ def test_azure_max_is_at_least_avg(azure: pd.DataFrame, shared_data: Path) -> No
 # --- Google 2011 ----------------------------------------------------------------------------
 
 
-def test_google_full_archive(shared_data: Path) -> None:
+def test_google_full_archive_is_one_series_per_job(shared_data: Path) -> None:
     frame = load_google2011(shared_data)
     assert len(frame) == 1600 * 288
-    assert frame["pod"].nunique() == 1600
-    assert frame["workload"].nunique() == 251
+    assert frame["pod"].nunique() == 251
+    assert (frame["pod"] == frame["workload"]).all()
     assert frame["timestamp"].min() == GOOGLE2011_EPOCH
-    assert frame["timestamp"].max() == GOOGLE2011_EPOCH + pd.Timedelta(hours=24) - pd.Timedelta(
+    assert frame["timestamp"].max() == GOOGLE2011_EPOCH + pd.Timedelta(days=10) - pd.Timedelta(
         minutes=5
     )
+    assert frame.attrs["cleaning"] == {"files": 1600, "rows_read": 1600 * 288}
+
+
+def test_google_days_of_a_job_run_on_into_each_other(shared_data: Path) -> None:
+    """Why the days are joined: day n's last line continues into day n + 1's first
+    as neighbouring lines do, and not the other way round."""
+    frame = load_google2011(shared_data)
+    cpu = frame.pivot(index="timestamp", columns="pod", values="cpu")
+    mean = cpu.mean()
+    step = (cpu.diff().abs() / mean).to_numpy()
+    midnight = (cpu.index.hour == 0) & (cpu.index.minute == 0)
+    inside = np.nanmedian(step[~midnight])
+    across = np.nanmedian(step[midnight])
+    day = pd.Timedelta(days=1)
+    starts = cpu[midnight]
+    next_end = cpu.shift(freq=-(2 * day - pd.Timedelta(minutes=5))).reindex(starts.index)
+    backwards = np.nanmedian((starts - next_end).abs().to_numpy() / mean.to_numpy())
+    assert across < 1.2 * inside < backwards / 2, (inside, across, backwards)
 
 
 def test_google_units_match_a_raw_line(shared_data: Path) -> None:
@@ -242,22 +261,46 @@ def test_google_units_match_a_raw_line(shared_data: Path) -> None:
         lines = member.read().decode().splitlines()
     cpu_pct, memory_pct = (float(value) for value in lines[10].split())
     frame = load_google2011(shared_data)
-    row = at(frame, "job-6127640366-9", GOOGLE2011_EPOCH + pd.Timedelta(seconds=10 * 300))
+    day_9 = GOOGLE2011_EPOCH + pd.Timedelta(days=8)
+    row = at(frame, "job-6127640366", day_9 + pd.Timedelta(seconds=10 * 300))
     assert row["workload"] == "job-6127640366"
     assert row["cpu"] == pytest.approx(cpu_pct / 100.0)  # 100 % = 1 core
     assert row["memory"] == pytest.approx(memory_pct / 100.0 * 4 * GIB)  # 100 % = 4 GiB
 
 
-def test_google_limit_takes_the_first_series_in_job_order(shared_data: Path) -> None:
+def test_google_limit_takes_the_first_jobs(shared_data: Path) -> None:
     with tarfile.open(shared_data / "google-2011-jobs" / "GCD_VMs.tar.gz") as archive:
         names = [name.split("/")[-1] for name in archive.getnames() if "vm_" in name]
-    keys = sorted((int(name.split("_")[1]), int(name.split("_")[2])) for name in names)
-    expected = {f"job-{job}-{n}" for job, n in keys[:12]}
-    frame = load_google2011(shared_data, limit=12, cores_per_100pct=2.0, bytes_per_100pct=GIB)
-    assert set(frame["pod"]) == expected and len(frame) == 12 * 288
-    default_scale = load_google2011(shared_data, limit=12)
+    jobs = sorted({int(name.split("_")[1]) for name in names})[:4]
+    days = sum(int(name.split("_")[1]) in jobs for name in names)
+    frame = load_google2011(shared_data, limit=4, cores_per_100pct=2.0, bytes_per_100pct=GIB)
+    assert set(frame["pod"]) == {f"job-{job}" for job in jobs} and len(frame) == days * 288
+    default_scale = load_google2011(shared_data, limit=4)
     assert np.allclose(frame["cpu"], 2 * default_scale["cpu"])
     assert np.allclose(frame["memory"], default_scale["memory"] / 4)
+
+
+def test_google_cut_into_days_gives_back_its_files(shared_data: Path) -> None:
+    """`--split 1d` recovers the one-day-per-file view: young containers."""
+    frame = load_google2011(shared_data, limit=3)
+    pieces, _ = split_series(frame, frame.iloc[:0], 86400)
+    with tarfile.open(shared_data / "google-2011-jobs" / "GCD_VMs.tar.gz") as archive:
+        names = [name for name in archive.getnames() if "vm_" in name]
+        jobs = sorted({int(name.split("_")[-2]) for name in names})[:3]
+        files = sorted(
+            (job, int(n.split("_")[-1])) for n in names for job in jobs if f"_{job}_" in n
+        )
+        assert pieces["pod"].nunique() == len(files)
+        job, day = files[-1]
+        member = archive.extractfile(f"GCD_VMs/vm_{job}_{day}")
+        assert member is not None
+        raw = np.loadtxt(io.BytesIO(member.read()))
+    days_of_job = [d for j, d in files if j == job]
+    piece = pieces[pieces["pod"] == f"job-{job}-p{day - days_of_job[0]}"]
+    assert piece["timestamp"].min() == GOOGLE2011_EPOCH + pd.Timedelta(
+        days=min(d for _, d in files) - 1
+    )
+    assert np.allclose(piece["cpu"], raw[:, 0] / 100.0)
 
 
 def fake_google(root: Path, files: dict[str, bytes]) -> Path:
@@ -293,12 +336,30 @@ def test_an_unreadable_google_archive_is_named(tmp_path: Path) -> None:
         load_google2011(tmp_path)
 
 
-def test_google_small_archive_loads(tmp_path: Path) -> None:
-    fake_google(tmp_path, {"vm_7_2": b"50 25\n100 50\n", "vm_7_10": b"1 1\n"})
+def test_google_small_archive_lays_days_end_to_end(tmp_path: Path) -> None:
+    fake_google(tmp_path, {"vm_7_2": b"50 25\n100 50\n", "vm_7_4": b"1 1\n", "vm_8_1": b"2 2\n"})
     frame = load_google2011(tmp_path)
-    assert frame["pod"].tolist() == ["job-7-10", "job-7-2", "job-7-2"]
-    assert frame["cpu"].tolist() == [0.01, 0.5, 1.0]
-    assert frame["memory"].tolist() == [0.01 * 4 * GIB, GIB, 2 * GIB]
+    assert frame["pod"].tolist() == ["job-7", "job-7", "job-7", "job-8"]
+    assert frame["cpu"].tolist() == [0.5, 1.0, 0.01, 0.02]
+    assert frame["memory"].tolist() == [GIB, 2 * GIB, 0.01 * 4 * GIB, 0.02 * 4 * GIB]
+    day = pd.Timedelta(days=1)
+    five = pd.Timedelta(minutes=5)
+    assert frame["timestamp"].tolist() == [
+        GOOGLE2011_EPOCH + day,  # day 2 of job 7
+        GOOGLE2011_EPOCH + day + five,
+        GOOGLE2011_EPOCH + 3 * day,  # day 4: day 3 is missing, a gap
+        GOOGLE2011_EPOCH,  # day 1 of job 8
+    ]
+
+
+def test_a_google_day_longer_than_a_day_or_numbered_0_is_refused(tmp_path: Path) -> None:
+    fake_google(tmp_path, {"vm_7_1": b"1 1\n" * 289})
+    with pytest.raises(DataFormatError, match=r"vm_7_1: expected day 1 or later of at most 288"):
+        load_google2011(tmp_path)
+    other = tmp_path / "other"
+    fake_google(other, {"vm_7_0": b"1 1\n"})
+    with pytest.raises(DataFormatError, match=r"vm_7_0: expected day 1 or later"):
+        load_google2011(other)
 
 
 # --- dispatcher -----------------------------------------------------------------------------
@@ -322,7 +383,7 @@ def test_data_root_defaults_beside_the_repo_and_obeys_the_env(
     monkeypatch.setenv(DATA_ENV, str(tmp_path))
     assert default_data_root() == tmp_path
     fake_google(tmp_path, {"vm_3_1": b"10 10\n"})
-    assert load_dataset("google2011")["pod"].tolist() == ["job-3-1"]
+    assert load_dataset("google2011")["pod"].tolist() == ["job-3"]
 
 
 def test_limits_must_select_something(shared_data: Path) -> None:
