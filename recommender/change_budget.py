@@ -50,3 +50,22 @@ class ChangeBudget:
             return
         oldest = np.argmin(self.times[rows], axis=1)
         self.times[rows, oldest] = now
+
+    def free_again(self, now: float, wanted: int = 1) -> np.ndarray:
+        """When a change made at `now` could next be followed by `wanted` more: (n,)
+        UNIX seconds, `now` itself while that much budget is left after it, else the
+        first moment enough earlier changes, or this one, have left every trailing
+        span. A change that spends the last of the budget holds until then."""
+        times = np.concatenate([self.times, np.full((self.times.shape[0], 1), now)], axis=1)
+        moments = [np.full((times.shape[0], 1), now)] + [times + span * DAY for span in self.spans]
+        exits = np.concatenate(moments, axis=1)
+        exits = np.where(exits >= now, exits, np.inf)
+        free = np.full(exits.shape, True)
+        for span in self.spans:
+            allowed = int(self.cap * span + 1e-9)
+            # changes still inside the span ending at each exit (those exiting then are out)
+            inside = (times[:, None, :] > exits[:, :, None] - span * DAY) & (
+                times[:, None, :] <= exits[:, :, None]
+            )
+            free &= inside.sum(axis=2) <= allowed - wanted
+        return np.min(np.where(free, exits, np.inf), axis=1)

@@ -37,7 +37,7 @@ from recommender.forecast.memory import MemoryPlan, OomHistory, plan_memory
 from recommender.forecast.parity import parity_target, vpa_rate
 from recommender.forecast.quantiles import error_quantiles
 from recommender.forecast.settings import DAY, HOUR, ForecastSettings
-from recommender.forecast.shape import ShapeReport, detect_shape
+from recommender.forecast.shape import MIN_SEASON_CYCLES, ShapeReport, detect_shape
 
 
 @dataclass(frozen=True)
@@ -82,6 +82,25 @@ def _fallback_cpu(cpu: np.ndarray, settings: ForecastSettings) -> np.ndarray:
     """Without enough past errors: a high quantile of what was seen, plus headroom."""
     seen, _ = error_quantiles(cpu, (1.0 - settings.target_cpu_shortfall,))
     return seen[:, 0] * (1.0 + settings.react_margin)
+
+
+def _held_while_young(
+    required: np.ndarray, cpu: np.ndarray, shape: ShapeReport, step: int, settings: ForecastSettings
+) -> np.ndarray:
+    """On its second day, before a daily cycle can be detected (two days of history), a
+    serving series is not planned below what it used over the last day (`_fallback_cpu`
+    of that day): a fall may be the trough of a cycle seen only once, and the forecast
+    of a smooth series chases it with a margin of a few percent. (A batch series follows
+    its lulls instead; on its first day a series has not seen a whole cycle.)"""
+    young = (shape.history_days >= 1.0) & (shape.history_days < MIN_SEASON_CYCLES)
+    young &= ~shape.batch & settings.hold_second_day
+    if not young.any():
+        return required
+    day = max(1, round(DAY / step))
+    held = _fallback_cpu(cpu[young, -day:], settings)
+    required = required.copy()
+    required[young] = np.fmax(required[young], held[:, None])
+    return required
 
 
 def persistence_one_step(windows: np.ndarray, recent: int) -> np.ndarray:
@@ -252,6 +271,7 @@ def make_plan(
         if quiet.any():
             fallback[quiet] = _fallback_cpu(usage.cpu[quiet], settings)
         required = np.where(np.isnan(margin), fallback[:, None], required)
+    required = _held_while_young(required, usage.cpu, shape, step, settings)
     # an on/off job runs at its own ceiling: a batch request never needs to exceed it
     ceiling = np.where(shape.batch, scale * (1.0 + settings.batch_peak_margin), np.nan)
     required = np.fmin(required, ceiling[:, None])

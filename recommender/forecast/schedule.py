@@ -19,10 +19,13 @@ LAST_CHANGE_CUT = 0.7  # the budget's last change may go to a cut to this share 
 QUIET_HOURS = 2.0  # ... when usage stayed under the new level for this long
 
 
-def cover(required: np.ndarray, blocks: int) -> np.ndarray:
-    """Highest requirement of the first `blocks` columns (NaN-aware): (series,)."""
-    head = required[:, :blocks]
-    peak = np.max(np.where(np.isnan(head), -np.inf, head), axis=1)
+def cover(required: np.ndarray, blocks: int | np.ndarray) -> np.ndarray:
+    """Highest requirement of the first `blocks` columns (NaN-aware; one count for
+    all series, or one per series): (series,)."""
+    reach = np.asarray(blocks)
+    head = required[:, : max(1, int(reach.max(initial=1)))]
+    beyond = np.arange(head.shape[1])[None, :] >= np.reshape(reach, (-1, 1))
+    peak = np.max(np.where(np.isnan(head) | beyond, -np.inf, head), axis=1)
     return np.where(np.isneginf(peak), np.nan, peak)
 
 
@@ -32,19 +35,35 @@ def cpu_step(
     settings: ForecastSettings,
     may_increase: np.ndarray,
     may_decrease: np.ndarray,
+    reach: np.ndarray | None = None,
+    floor: np.ndarray | None = None,
 ) -> np.ndarray:
     """The CPU request for the coming block given the requirement of the blocks ahead.
 
     current: (series,) request in force (NaN = none yet); required: (series,
     blocks ahead) starting with the coming block; may_increase, may_decrease:
-    (series,) bool, what the change budget still allows.
+    (series,) bool, what the change budget still allows; reach: (series,) blocks
+    a new level covers (default `cover_blocks`; longer for a change that spends
+    the last of the budget, see `ForecastStrategy`); floor: (series,) a request
+    under this rises whatever `increase_threshold` says (see `rise_floor`).
     """
     now = required[:, 0]
-    level = cover(required, settings.cover_blocks)
+    level = cover(required, settings.cover_blocks if reach is None else reach)
     unset = np.isnan(current) & ~np.isnan(level)
-    up = may_increase & (now > current * (1.0 + settings.increase_threshold))
+    wanted = now > current * (1.0 + settings.increase_threshold)
+    if floor is not None:
+        wanted |= current < floor
+    up = may_increase & wanted
     down = may_decrease & (level < current * (1.0 - settings.decrease_threshold))
     return np.where(unset | up | down, level, current)
+
+
+def rise_floor(forecast: np.ndarray, margin: np.ndarray, settings: ForecastSettings) -> np.ndarray:
+    """The request under which a block boundary raises CPU whatever `increase_threshold`
+    says: the forecast plus `rise_margin_share` of its margin. The threshold saves
+    changes where margins are wide, but a smooth series' margin is a few percent: held
+    up to 10 % under its need, it was short most of every window of a ramp."""
+    return forecast + settings.rise_margin_share * np.nan_to_num(margin, nan=0.0)
 
 
 def kept_above_usage(
@@ -206,6 +225,8 @@ def plan_cpu(
     settings: ForecastSettings,
     planned_changes: np.ndarray,
     may_increase: np.ndarray,
+    reach: np.ndarray | None = None,
+    floor: np.ndarray | None = None,
 ) -> np.ndarray:
     """CPU levels for the blocks ahead: the cheapest step function within the budget.
 
@@ -214,7 +235,9 @@ def plan_cpu(
     reaction reserve allows.
     """
     if settings.scheduler == "greedy":
-        step = cpu_step(current, required, settings, may_increase, planned_changes > 0)
+        step = cpu_step(
+            current, required, settings, may_increase, planned_changes > 0, reach, floor
+        )
         return np.repeat(step[:, None], required.shape[1], axis=1)
     penalty = change_penalty(required, settings)
     levels = optimal_levels(

@@ -187,7 +187,13 @@ class ForecastSettings:
           scarce: a small cut is not worth one).
       increase_threshold: a planned increase waits until the need exceeds the
           request by this much (a shortfall still triggers a reaction).
+      rise_margin_share: ... but a request under the forecast plus this share of
+          its margin rises anyway (see `schedule.rise_floor`).
       cover_blocks: a new level covers the requirement of this many blocks ahead.
+      cover_until_free: ... or, when the change spends the last of the budget,
+          of every block until the budget frees another change.
+      hold_second_day: on its second day a serving series is not planned below
+          what it used over the first (see `planner._held_while_young`).
       react_after_windows: consecutive windows above the request before a
           mid-block increase.
       react_margin: headroom over the recent usage in such an increase.
@@ -253,7 +259,10 @@ class ForecastSettings:
     decrease_threshold: float = 0.15
     min_decrease_share: float = 0.05
     increase_threshold: float = 0.1
+    rise_margin_share: float = 0.5
     cover_blocks: int = 3
+    cover_until_free: bool = True
+    hold_second_day: bool = True
     react_after_windows: int = 2
     react_margin: float = 0.1
     react_min_fraction: float = 0.1

@@ -30,6 +30,7 @@ from recommender.forecast.schedule import (
     last_change_cut,
     plan_cpu,
     ride_with_memory,
+    rise_floor,
 )
 from recommender.forecast.settings import DAY, HOUR, ForecastSettings
 from recommender.forecast.spikes import SpikeTracker
@@ -132,9 +133,11 @@ class ForecastStrategy:
         required = plan.cpu_required[:, offset:]
         following = plan.shape.batch & s.lulls.follow  # series that follow their lulls
         cpu = current.cpu.copy()
+        reach = self._reach(left, now, plan.horizon - offset)
         if at_boundary:
-            planned = np.where(may_plan, s.max_changes_per_day - s.reserved_changes, 0)
-            planned_cpu = plan_cpu(cpu, required, s, planned, may_react)[:, 0]
+            planned = np.maximum(left - s.reserved_changes, 0)
+            floor = rise_floor(plan.cpu_forecast[:, offset], plan.cpu_margin[:, offset], s)
+            planned_cpu = plan_cpu(cpu, required, s, planned, may_react, reach, floor)[:, 0]
             last = ~may_plan & (left >= 1) & ~following
             if last.any():
                 cpu_seen, _ = self.buffer.recent(round(QUIET_HOURS * HOUR / self.fleet.step))
@@ -164,7 +167,7 @@ class ForecastStrategy:
         cpu = np.where(np.isnan(cpu), cover(required, s.cover_blocks), cpu)
         states = plan.cpu_states[:, offset].copy()
         before_reaction = cpu
-        cpu, reacted = self._react_cpu(cpu, required, may_react, left, following)
+        cpu, reacted = self._react_cpu(cpu, required, may_react, left, following, reach)
         serving = ~following & np.isnan(self.lulls.dropped_from)
         self.spikes.record_raises(reacted & serving, before_reaction)
         usage_state = level_bins(self.last_cpu[:, None], plan.calibration.scale)[:, 0]
@@ -191,6 +194,22 @@ class ForecastStrategy:
         changed = cpu_moves | resized
         self.changes.record(changed, current.cpu, now)
         return Requests(cpu, memory, memory.copy())
+
+    def _reach(self, left: np.ndarray, now: float, ahead: int) -> np.ndarray:
+        """Blocks a new CPU level covers: `cover_blocks`, or, for a change that spends
+        the last planned change, every block until the budget frees another one.
+        Such a change cannot be followed by a rise: with a ramp's 3-block cover, a
+        smooth daily cycle spent its 4 changes in 16 h on the way up and was short for
+        hours at the top until the cap let the next rise through."""
+        s = self.settings
+        reach = np.full(left.shape, s.cover_blocks, dtype=np.int64)
+        last = left <= s.reserved_changes + 1
+        if s.cover_until_free and last.any():
+            free = self.changes.free_again(now, s.reserved_changes + 1)
+            wait = (free[last] - now) / self.period
+            blocks = np.ceil(np.minimum(wait, ahead) - 1e-9).astype(np.int64)
+            reach[last] = np.clip(blocks, s.cover_blocks, max(ahead, s.cover_blocks))
+        return reach
 
     def _memory(
         self,
@@ -318,6 +337,7 @@ class ForecastStrategy:
         may_react: np.ndarray,
         left: np.ndarray,
         following: np.ndarray,
+        reach: np.ndarray,
     ) -> tuple[np.ndarray, np.ndarray]:
         """Raise CPU after `react_after_windows` windows in a row clearly above the request.
 
@@ -339,9 +359,7 @@ class ForecastStrategy:
         seen = np.max(np.where(np.isnan(recent), -np.inf, recent), axis=1)
         assert self.plan is not None
         usage_based = seen * (1.0 + s.react_margin)
-        wanted = np.where(
-            following, usage_based, np.fmax(usage_based, cover(required, s.cover_blocks))
-        )
+        wanted = np.where(following, usage_based, np.fmax(usage_based, cover(required, reach)))
         wanted = self.lulls.restore_level(
             wanted, seen, self.plan.calibration.scale, self.plan.cpu_ceiling
         )

@@ -9,10 +9,12 @@ import pytest
 
 from recommender.forecast.schedule import (
     build_schedule,
+    cover,
     cpu_step,
     last_change_cut,
     optimal_levels,
     ride_with_memory,
+    rise_floor,
 )
 from recommender.forecast.settings import ForecastSettings, Scheduler
 
@@ -52,6 +54,31 @@ def test_small_moves_are_ignored_and_large_ones_cover_the_blocks_ahead() -> None
     assert cpu_step(current, down, SETTINGS, YES, YES)[0] == 0.6
     assert cpu_step(current, down, SETTINGS, YES, ~YES)[0] == 1.0  # no budget left
     assert cpu_step(current, ramp, SETTINGS, ~YES, YES)[0] == 1.0
+
+
+def test_a_change_that_spends_the_budget_covers_until_it_frees() -> None:
+    required = np.array([[1.0, 1.2, 1.4, 1.8, 2.0, 1.5]] * 2)
+    np.testing.assert_allclose(cover(required, 3), [1.4, 1.4])
+    np.testing.assert_allclose(cover(required, np.array([3, 5])), [1.4, 2.0])
+    current = np.array([0.8, 0.8])
+    both = np.array([True, True])
+    # the second series' rise is its last planned change: it covers the next 5 blocks
+    step = cpu_step(current, required, SETTINGS, both, both, np.array([3, 5]))
+    np.testing.assert_allclose(step, [1.4, 2.0])
+
+
+def test_a_request_under_its_forecast_and_half_its_margin_rises_despite_the_threshold() -> None:
+    forecast = np.array([1.0, 1.0, 1.0])
+    margin = np.array([0.06, 0.06, np.nan])  # a smooth series: a margin of a few percent
+    floor = rise_floor(forecast, margin, SETTINGS)
+    np.testing.assert_allclose(floor, [1.03, 1.03, 1.0])  # no margin yet: the forecast
+    current = np.array([1.0, 1.04, 0.99])
+    required = np.repeat((forecast + np.nan_to_num(margin))[:, None], 3, axis=1)
+    everyone = np.ones(3, dtype=bool)
+    # 6 % under the need is inside the 10 % threshold, but under forecast + margin / 2
+    assert cpu_step(current, required, SETTINGS, everyone, everyone)[0] == 1.0
+    stepped = cpu_step(current, required, SETTINGS, everyone, everyone, None, floor)
+    np.testing.assert_allclose(stepped, [1.06, 1.04, 1.0])
 
 
 @pytest.mark.parametrize("scheduler", ["greedy", "optimal"])
