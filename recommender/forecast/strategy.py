@@ -133,8 +133,9 @@ class ForecastStrategy:
         required = plan.cpu_required[:, offset:]
         following = plan.shape.batch & s.lulls.follow  # series that follow their lulls
         cpu = current.cpu.copy()
-        reach = self._reach(left, now, plan.horizon - offset)
+        ahead = plan.horizon - offset
         if at_boundary:
+            reach = self._reach(left, now, ahead)
             planned = np.maximum(left - s.reserved_changes, 0)
             floor = rise_floor(plan.cpu_forecast[:, offset], plan.cpu_margin[:, offset], s)
             planned_cpu = plan_cpu(cpu, required, s, planned, may_react, reach, floor)[:, 0]
@@ -167,7 +168,7 @@ class ForecastStrategy:
         cpu = np.where(np.isnan(cpu), cover(required, s.cover_blocks), cpu)
         states = plan.cpu_states[:, offset].copy()
         before_reaction = cpu
-        cpu, reacted = self._react_cpu(cpu, required, may_react, left, following, reach)
+        cpu, reacted = self._react_cpu(cpu, required, may_react, left, following, now, ahead)
         serving = ~following & np.isnan(self.lulls.dropped_from)
         self.spikes.record_raises(reacted & serving, before_reaction)
         usage_state = level_bins(self.last_cpu[:, None], plan.calibration.scale)[:, 0]
@@ -337,7 +338,8 @@ class ForecastStrategy:
         may_react: np.ndarray,
         left: np.ndarray,
         following: np.ndarray,
-        reach: np.ndarray,
+        now: float,
+        ahead: int,
     ) -> tuple[np.ndarray, np.ndarray]:
         """Raise CPU after `react_after_windows` windows in a row clearly above the request.
 
@@ -359,6 +361,7 @@ class ForecastStrategy:
         seen = np.max(np.where(np.isnan(recent), -np.inf, recent), axis=1)
         assert self.plan is not None
         usage_based = seen * (1.0 + s.react_margin)
+        reach = self._reach(left, now, ahead)
         wanted = np.where(following, usage_based, np.fmax(usage_based, cover(required, reach)))
         wanted = self.lulls.restore_level(
             wanted, seen, self.plan.calibration.scale, self.plan.cpu_ceiling
