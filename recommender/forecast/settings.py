@@ -325,6 +325,7 @@ class ForecastSettings:
             (0.0 <= self.decrease_threshold < 1.0, "decrease_threshold must be in [0, 1)"),
             (0.0 <= self.min_decrease_share < 1.0, "min_decrease_share must be in [0, 1)"),
             (self.increase_threshold >= 0.0, "increase_threshold cannot be negative"),
+            (0.0 <= self.rise_margin_share <= 1.0, "rise_margin_share must be in [0, 1]"),
             (self.cover_blocks >= 1, "cover_blocks must be at least 1"),
             (self.react_after_windows >= 1, "react_after_windows must be at least 1"),
             (self.react_margin >= 0.0, "react_margin cannot be negative"),

@@ -89,3 +89,14 @@ def test_an_update_period_must_hold_whole_sample_windows() -> None:
     for step in (420, 7200):  # 420 s does not divide an hour; 2 h samples are coarser
         with pytest.raises(ForecastSettingsError, match="whole number"):
             ForecastSettings().windows_per_block(step)
+
+
+def test_the_smooth_cycle_rules_are_settings_by_name() -> None:
+    settings = forecast_with(
+        ["cover_until_free=false", "hold_second_day=false", "rise_margin_share=0.25"]
+    )
+    assert not settings.cover_until_free and not settings.hold_second_day
+    assert settings.rise_margin_share == 0.25
+    for bad in ("rise_margin_share=1.5", "rise_margin_share=-0.1"):
+        with pytest.raises(ForecastSettingsError, match=r"rise_margin_share must be in \[0, 1\]"):
+            forecast_with([bad])
