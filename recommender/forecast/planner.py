@@ -60,6 +60,7 @@ class Plan:
     cpu_margin: np.ndarray  # (series, horizon) cores added to the forecast (NaN = fallback)
     cpu_idle: np.ndarray  # (series,) request while idle in a lull (NaN = never idle)
     cpu_ceiling: np.ndarray  # (series,) most a batch series' request needs (NaN = no cap)
+    cpu_held: np.ndarray  # (series,) bool: on its second day, held at its first day's usage
     memory_lull: np.ndarray  # (series,) memory limit in a lull (NaN = keep the limit)
     calibration: Calibration
     model: np.ndarray  # (series,) "holt-winters", "persistence" or "known levels"
@@ -86,21 +87,24 @@ def _fallback_cpu(cpu: np.ndarray, settings: ForecastSettings) -> np.ndarray:
 
 def _held_while_young(
     required: np.ndarray, cpu: np.ndarray, shape: ShapeReport, step: int, settings: ForecastSettings
-) -> np.ndarray:
+) -> tuple[np.ndarray, np.ndarray]:
     """On its second day, before a daily cycle can be detected (two days of history), a
     serving series is not planned below what it used over the last day (`_fallback_cpu`
     of that day): a fall may be the trough of a cycle seen only once, and the forecast
     of a smooth series chases it with a margin of a few percent. (A batch series follows
-    its lulls instead; on its first day a series has not seen a whole cycle.)"""
+    its lulls instead; on its first day a series has not seen a whole cycle.) Returns
+    the requirement and which series the hold raised."""
     young = (shape.history_days >= 1.0) & (shape.history_days < MIN_SEASON_CYCLES)
     young &= ~shape.batch & settings.hold_second_day
+    raised = np.zeros(len(young), dtype=bool)
     if not young.any():
-        return required
+        return required, raised
     day = max(1, round(DAY / step))
     held = _fallback_cpu(cpu[young, -day:], settings)
     required = required.copy()
+    raised[young] = np.any(required[young] < held[:, None], axis=1)
     required[young] = np.fmax(required[young], held[:, None])
-    return required
+    return required, raised
 
 
 def persistence_one_step(windows: np.ndarray, recent: int) -> np.ndarray:
@@ -271,7 +275,7 @@ def make_plan(
         if quiet.any():
             fallback[quiet] = _fallback_cpu(usage.cpu[quiet], settings)
         required = np.where(np.isnan(margin), fallback[:, None], required)
-    required = _held_while_young(required, usage.cpu, shape, step, settings)
+    required, held = _held_while_young(required, usage.cpu, shape, step, settings)
     # an on/off job runs at its own ceiling: a batch request never needs to exceed it
     ceiling = np.where(shape.batch, scale * (1.0 + settings.batch_peak_margin), np.nan)
     required = np.fmin(required, ceiling[:, None])
@@ -310,6 +314,7 @@ def make_plan(
             settings.min_cpu_cores,
         ),
         cpu_ceiling=ceiling,
+        cpu_held=held,
         memory_lull=lull_memory(
             recent_cpu,
             usage.memory[:, -residual_windows:],

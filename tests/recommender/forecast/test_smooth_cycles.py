@@ -8,6 +8,7 @@ from dataclasses import replace
 import numpy as np
 
 from recommender.data.arrays import UsageArrays
+from recommender.forecast.explain import explain, explanation_columns
 from recommender.forecast.memory import OomHistory
 from recommender.forecast.planner import make_plan
 from recommender.forecast.settings import ForecastSettings
@@ -60,11 +61,18 @@ def test_a_second_day_is_not_planned_below_the_first_day() -> None:
     seen = np.quantile(cpu[:, -syn.PER_DAY :], 1 - settings.target_cpu_shortfall, axis=1)
     held = seen * (1 + settings.react_margin)
     assert (plan.cpu_required >= held[:, None] - 1e-12).all()
+    assert plan.cpu_held.all()
+    reasons = explanation_columns(plan, OomHistory.empty(3), settings)
+    assert reasons["cpu_held_second_day"].all()
+    assert all(
+        "until a daily cycle can be detected" in line
+        for line in explain(plan, OomHistory.empty(3), settings)
+    )
     free = make_plan(usage, OomHistory.empty(3), replace(settings, hold_second_day=False))
     assert (free.cpu_required.min(axis=1) < held).all()  # the forecast alone goes lower
     # with two whole days a cycle can be detected, and the forecast plans its trough
     older = smooth_fleet(3)[:, : int(2.5 * syn.PER_DAY)]
     usage = UsageArrays(syn.keys(3), syn.START, syn.STEP, older, np.full(older.shape, syn.GIB))
     grown = make_plan(usage, OomHistory.empty(3), settings)
-    assert (grown.shape.period > 1).all()
+    assert (grown.shape.period > 1).all() and not grown.cpu_held.any()
     assert (grown.cpu_required.min(axis=1) < held).all()
