@@ -40,6 +40,7 @@ class ServiceTelemetry:
         component: str,
         stale_after_seconds: float,
         clock: Callable[[], float] = time.time,
+        elected: bool = False,
     ) -> None:
         self.component, self.stale_after, self.clock = component, stale_after_seconds, clock
         self.registry = CollectorRegistry()
@@ -67,7 +68,9 @@ class ServiceTelemetry:
             "1 while this replica works, 0 while it stands by (--leader-elect).",
             registry=self.registry,
         )
-        self.leader.set(1)
+        # a replica that must win a lease first stands by until it has: its /metrics is up
+        # while its first attempt runs, and must not say it works
+        self.leader.set(0 if elected else 1)
         self._alive_since = clock()
         self._slowest_pass = 0.0
         for outcome in ("ok", "failed", "standby"):  # every series exists from the start

@@ -351,7 +351,7 @@ def follow_command(
             raise typer.Exit(1) from None
         _print(outcomes, fmt)
         return
-    telemetry = service_telemetry("updater", metrics_port, period)
+    telemetry = service_telemetry("updater", metrics_port, period, elected=chosen is not None)
     serve_telemetry(telemetry, metrics_port)
     follower = _Follower(cluster, source, rows, pass_options, telemetry)
     leader = chosen.elector(cluster) if chosen is not None else None

@@ -219,7 +219,7 @@ def recommender_command(
             Console(stderr=True).print(f"HPA conflicts not checked: {report.hpas_unread}")
         return
 
-    telemetry = service_telemetry("recommender", metrics_port, period)
+    telemetry = service_telemetry("recommender", metrics_port, period, elected=chosen is not None)
     serve_telemetry(telemetry, metrics_port)
     metrics = _PassMetrics(telemetry) if telemetry is not None else None
 

@@ -78,11 +78,15 @@ def connect(kubeconfig: Path | None) -> Cluster:
         raise typer.BadParameter(str(error), param_hint="--kubeconfig") from error
 
 
-def service_telemetry(component: str, port: int, period: timedelta) -> ServiceTelemetry | None:
-    """The service's counters (None with port 0); healthy while a pass ends every 5 periods."""
+def service_telemetry(
+    component: str, port: int, period: timedelta, elected: bool = False
+) -> ServiceTelemetry | None:
+    """The service's counters (None with port 0); healthy while a pass ends every 5 periods.
+    `elected`: the replica works only once it holds the leader lease."""
     if port == 0:
         return None
-    return ServiceTelemetry(component, stale_after_seconds=STALE_INTERVALS * period.total_seconds())
+    stale = STALE_INTERVALS * period.total_seconds()
+    return ServiceTelemetry(component, stale_after_seconds=stale, elected=elected)
 
 
 def serve_telemetry(telemetry: ServiceTelemetry | None, port: int) -> TelemetryServer | None:

@@ -87,6 +87,15 @@ def test_metrics_count_passes_by_outcome_and_time_them() -> None:
     assert after[("tailor_recommender_last_success_timestamp_seconds", ())] == 1_010.0
 
 
+def test_an_elected_replica_says_it_stands_by_until_it_wins_the_lease() -> None:
+    alone = samples(ServiceTelemetry("updater", 60))
+    assert alone[("tailor_updater_leader", ())] == 1  # without election a replica works
+    # with election, /metrics is up while the first lease attempt runs: it must not say
+    # 1 then (a test saw two replicas "leading" at once in that window)
+    elected = ServiceTelemetry("updater", 60, elected=True)
+    assert samples(elected)[("tailor_updater_leader", ())] == 0
+
+
 def test_each_service_has_its_own_registry() -> None:
     first = ServiceTelemetry("updater", 60)
     second = ServiceTelemetry("updater", 60)  # the global registry would refuse a duplicate
