@@ -27,7 +27,6 @@ from benchmarks.report import emit
 from recommender.backtest import (
     ExecutionSettings,
     ReplaySettings,
-    default_warm_up,
     run_backtest,
 )
 from recommender.data.traces import load_dataset
@@ -42,7 +41,7 @@ def bench_dataset(
     started = time.perf_counter()
     usage = load_dataset(name)
     load_seconds = time.perf_counter() - started
-    settings = ReplaySettings(warm_up_seconds=default_warm_up(name))
+    settings = ReplaySettings()
     times = []
     for _ in range(repeat):
         began = time.perf_counter()

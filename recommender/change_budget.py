@@ -31,16 +31,21 @@ class ChangeBudget:
         self.spans = tuple(spans)
         self.times = np.full((containers, cap), -np.inf)
 
-    def left(self, now: float) -> np.ndarray:
-        """Changes still allowed at `now` per container (int, may be negative after
-        changes that had to happen anyway, such as the bump after an OOM kill): at most
-        cap x span changes in every trailing span."""
-        left = np.full(self.times.shape[0], self.cap, dtype=np.int64)
+    def _room(self, times: np.ndarray, ends: np.ndarray) -> np.ndarray:
+        """Changes still allowed at each of `ends` (n, k) given the change `times` (n, c):
+        at most cap x span changes in every trailing span (n, k)."""
+        room = np.full(ends.shape, self.cap, dtype=np.int64)
         for span in self.spans:
             allowed = int(self.cap * span + 1e-9)
-            used = np.sum(self.times > now - span * DAY, axis=1)
-            left = np.minimum(left, allowed - used)
-        return left
+            start = ends[:, :, None] - span * DAY
+            inside = (times[:, None, :] > start) & (times[:, None, :] <= ends[:, :, None])
+            room = np.minimum(room, allowed - inside.sum(axis=2))
+        return room
+
+    def left(self, now: float) -> np.ndarray:
+        """Changes still allowed at `now` per container (int, may be negative after
+        changes that had to happen anyway, such as the bump after an OOM kill)."""
+        return self._room(self.times, np.full((self.times.shape[0], 1), now))[:, 0]
 
     def record(self, changed: np.ndarray, before: np.ndarray, now: float) -> None:
         """Containers `changed` (bool) resized at `now`; `before` is the CPU request they
@@ -56,16 +61,10 @@ class ChangeBudget:
         UNIX seconds, `now` itself while that much budget is left after it, else the
         first moment enough earlier changes, or this one, have left every trailing
         span. A change that spends the last of the budget holds until then."""
-        times = np.concatenate([self.times, np.full((self.times.shape[0], 1), now)], axis=1)
-        moments = [np.full((times.shape[0], 1), now)] + [times + span * DAY for span in self.spans]
-        exits = np.concatenate(moments, axis=1)
+        now_column = np.full((self.times.shape[0], 1), now)
+        times = np.concatenate([self.times, now_column], axis=1)
+        # the moments room can grow: now, and whenever a change leaves a span
+        exits = np.concatenate([now_column] + [times + span * DAY for span in self.spans], axis=1)
         exits = np.where(exits >= now, exits, np.inf)
-        free = np.full(exits.shape, True)
-        for span in self.spans:
-            allowed = int(self.cap * span + 1e-9)
-            # changes still inside the span ending at each exit (those exiting then are out)
-            inside = (times[:, None, :] > exits[:, :, None] - span * DAY) & (
-                times[:, None, :] <= exits[:, :, None]
-            )
-            free &= inside.sum(axis=2) <= allowed - wanted
+        free = self._room(times, exits) >= wanted
         return np.min(np.where(free, exits, np.inf), axis=1)

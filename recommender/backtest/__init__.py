@@ -23,7 +23,6 @@ from recommender.backtest.settings import (
     BacktestInputError,
     ExecutionSettings,
     ReplaySettings,
-    default_warm_up,
     parse_duration,
 )
 
@@ -37,7 +36,6 @@ __all__ = [
     "ReplaySettings",
     "StrategySpec",
     "builtin_strategies",
-    "default_warm_up",
     "parse_duration",
     "prepare_history",
     "resolve_strategies",

@@ -39,7 +39,8 @@ import numpy as np
 from recommender.backtest.history import ReplayHistory
 from recommender.backtest.metrics import counted_days, day_spans
 from recommender.backtest.ratio_search import Minimum, RatioSearch
-from recommender.backtest.settings import DAY, BacktestInputError
+from recommender.backtest.settings import BacktestInputError
+from tailor.durations import DAY
 
 Resource = Literal["cpu", "memory"]
 CHUNK_DAYS = 256  # days per DP pass: keeps the (changes, days, levels) state in cache

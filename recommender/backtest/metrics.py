@@ -29,7 +29,7 @@ import pandas as pd
 
 from recommender.backtest.blocks import ReplayBlock
 from recommender.backtest.engine import Trajectory
-from recommender.backtest.settings import DAY, HOUR
+from tailor.durations import DAY, HOUR
 
 GIB = 2.0**30
 METRIC_NAMES = (

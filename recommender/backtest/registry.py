@@ -19,13 +19,14 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from recommender.backtest.settings import HOUR, BacktestInputError
+from recommender.backtest.settings import BacktestInputError
 from recommender.backtest.strategies.autopilot import AutopilotSettings, AutopilotStrategy
 from recommender.backtest.strategies.krr import KrrSettings, KrrStrategy
 from recommender.backtest.strategies.oracle import OracleSettings, OracleStrategy
 from recommender.data.arrays import UsageArrays
 from recommender.overrides import SettingsError, settings_with
 from recommender.strategy import Strategy
+from tailor.durations import HOUR
 
 if TYPE_CHECKING:
     from recommender.forecast.settings import ForecastSettings

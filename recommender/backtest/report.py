@@ -24,7 +24,8 @@ from recommender.backtest.metrics import GIB, METRIC_NAMES
 from recommender.backtest.registry import StrategySpec
 from recommender.backtest.result import BASELINE, BacktestResult, representative_rows
 from recommender.backtest.runner import replay_rows
-from recommender.backtest.settings import HOUR, format_duration
+from recommender.backtest.settings import format_duration
+from tailor.durations import HOUR
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure

@@ -13,11 +13,6 @@ from typing import Literal
 
 from tailor import durations
 from tailor.durations import DAY
-from tailor.durations import HOUR as HOUR  # the backtest modules take it from here
-
-# Every dataset's series span days (Google 2011's jobs 1 to 10 of them), so each warms up
-# for one day; a job seen for a single day is then not evaluated.
-DATASET_WARM_UP = {"bitbrains": DAY, "azure": DAY, "google2011": DAY}
 
 
 class BacktestInputError(ValueError):
@@ -35,11 +30,6 @@ def parse_duration(text: str) -> int:
 def format_duration(seconds: int) -> str:
     """The shortest exact form: 86400 -> '1d', 21600 -> '6h'."""
     return durations.format_duration(timedelta(seconds=seconds))
-
-
-def default_warm_up(dataset: str | None) -> int:
-    """The warm-up a dataset needs by default (one day unless its series are short)."""
-    return DATASET_WARM_UP.get(dataset or "", DAY)
 
 
 @dataclass(frozen=True)

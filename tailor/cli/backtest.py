@@ -21,7 +21,6 @@ from recommender.backtest import (
     BacktestInputError,
     ExecutionSettings,
     ReplaySettings,
-    default_warm_up,
     parse_duration,
     prepare_history,
     resolve_strategies,
@@ -147,7 +146,8 @@ def backtest_history(
     """The replay history a backtest-like command reads (flags checked, warm-up applied)."""
     span = positive_duration(split, "--split") if split else None
     try:
-        default = default_warm_up(dataset) if span is None else span // 4
+        # every dataset's series span days (Google 2011's jobs 1 to 10): one day of warm-up
+        default = ReplaySettings().warm_up_seconds if span is None else span // 4
         warm_up_seconds = parse_duration(warm_up) if warm_up else default
         replay = ReplaySettings(warm_up_seconds=warm_up_seconds)
     except BacktestInputError as error:

@@ -19,7 +19,6 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from recommender.backtest.settings import HOUR
 from recommender.backtest.strategies.common import (
     DecayingHistograms,
     Floor,
@@ -30,6 +29,7 @@ from recommender.backtest.strategies.common import (
 )
 from recommender.overrides import require
 from recommender.strategy import Fleet, Requests
+from tailor.durations import HOUR
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,6 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from recommender.backtest.settings import DAY, HOUR
 from recommender.backtest.strategies.common import (
     Floor,
     HysteresisPolicy,
@@ -26,6 +25,7 @@ from recommender.backtest.strategies.common import (
 )
 from recommender.overrides import require
 from recommender.strategy import Fleet, Requests
+from tailor.durations import DAY, HOUR
 
 
 @dataclass(frozen=True)

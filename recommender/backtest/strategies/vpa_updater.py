@@ -20,9 +20,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from recommender.backtest.settings import HOUR
 from recommender.strategy import Requests
 from recommender.vpa.estimators import VpaRecommendation
+from tailor.durations import HOUR
 
 
 @dataclass(frozen=True)

@@ -81,8 +81,8 @@ def load_google2011(
 
     A file `vm_<job>_<n>` is day n (1 to 10) of job `job`, not a series of its
     own: its last line runs on into the first line of day n + 1 as any two
-    neighbouring lines do (median step 3.7 % of the job's mean CPU, against 3.6 %
-    inside a day, and 9.4 % from day n + 1's end back to day n's start). So a
+    neighbouring lines do (median step 3.6 % of the job's mean CPU, against 3.4 %
+    inside a day, and 9.5 % from day n + 1's end back to day n's start). So a
     job's days are laid end to end, day n from GOOGLE2011_EPOCH + (n - 1) days,
     and a missing day is a gap. (`--split 1d` in a backtest cuts them apart
     again: one-day pieces, each a young container.)
@@ -111,8 +111,8 @@ def load_google2011(
         lines.append((day - 1) * LINES_PER_DAY + np.arange(len(part)))
     index = {job: k for k, job in enumerate(jobs)}
     owner = [index[job] for job, _ in chosen]
-    per_job = np.bincount(owner, weights=[len(p) for p in parts], minlength=len(jobs))
-    lengths = per_job.astype(np.int64)
+    sizes = [len(part) for part in parts]
+    lengths = np.bincount(owner, weights=sizes, minlength=len(jobs)).astype(np.int64)
     values = np.concatenate(parts)
     columns = {
         "seconds": GOOGLE2011_EPOCH.timestamp() + np.concatenate(lines) * TRACE_STEP,
