@@ -84,6 +84,7 @@ def ride_with_memory(
     usage: np.ndarray,
     clearly: np.ndarray,
     follows_plan: np.ndarray,
+    reach: np.ndarray | None = None,
 ) -> np.ndarray:
     """CPU for series whose memory is `resized` anyway (an OOM kill's bump, a rise).
 
@@ -92,13 +93,14 @@ def ride_with_memory(
     resize instead of a reaction later), else, where it `follows_plan`, to the plan's
     level with the block boundary's thresholds: kills had spent a young container's
     budget, and its CPU then waited up to a day at a level the plan no longer wanted.
+    `reach`: blocks the new level covers, as for `cpu_step`.
     """
     if not resized.any():
         return cpu
     short = resized & (usage > cpu + clearly)
     raised = np.where(short, np.fmax(cpu, usage * (1.0 + settings.react_margin)), cpu)
     alone = resized & ~short & follows_plan
-    planned = cpu_step(raised, required, settings, alone, alone)
+    planned = cpu_step(raised, required, settings, alone, alone, reach)
     return kept_above_usage(planned, raised, usage, settings)
 
 
@@ -108,6 +110,7 @@ def last_change_cut(
     settings: ForecastSettings,
     last: np.ndarray,
     quiet_peak: np.ndarray,
+    reach: np.ndarray | None = None,
 ) -> np.ndarray:
     """The level for series with only their `last` change left: a deep cut may take it.
 
@@ -115,8 +118,12 @@ def last_change_cut(
     ahead need waits for the budget to free up, up to a day. A cut to at most
     `LAST_CHANGE_CUT` of the request is taken when the usage of the last
     `QUIET_HOURS` (`quiet_peak`) stayed under the new level with the reaction margin.
+    `reach`: blocks the cut must cover, as for `cpu_step`; spending the reserve, it
+    should cover until the budget frees a change (a cut sized for 3 blocks left a
+    smooth cycle's morning ramp short for hours with nothing left to raise it).
     """
-    level = cpu_step(current, required, settings, np.zeros(current.shape, dtype=bool), last)
+    no_rise = np.zeros(current.shape, dtype=bool)
+    level = cpu_step(current, required, settings, no_rise, last, reach)
     deep = last & (level <= LAST_CHANGE_CUT * current)
     deep &= quiet_peak * (1.0 + settings.react_margin) <= level
     return np.where(deep, level, current)

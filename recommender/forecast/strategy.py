@@ -143,7 +143,7 @@ class ForecastStrategy:
             if last.any():
                 cpu_seen, _ = self.buffer.recent(round(QUIET_HOURS * HOUR / self.fleet.step))
                 quiet_peak = recent_peak(cpu_seen, cpu_seen.shape[1])
-                cut = last_change_cut(cpu, required, s, last, quiet_peak)
+                cut = last_change_cut(cpu, required, s, last, quiet_peak, reach)
                 planned_cpu = np.where(cut < cpu, cut, planned_cpu)
             planned_cpu = kept_above_usage(planned_cpu, cpu, self.last_cpu, s)
             # a decrease too small against the recent peak is not worth a change
@@ -190,7 +190,8 @@ class ForecastStrategy:
         resized = differs(memory, current.memory)
         still = resized & ~cpu_moves
         clearly = s.react_min_fraction * plan.calibration.scale
-        cpu = ride_with_memory(cpu, required, s, still, self.last_cpu, clearly, ~following)
+        reach = self._reach(left, now, ahead)
+        cpu = ride_with_memory(cpu, required, s, still, self.last_cpu, clearly, ~following, reach)
         self.oom_now[:] = False
         changed = cpu_moves | resized
         self.changes.record(changed, current.cpu, now)

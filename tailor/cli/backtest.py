@@ -69,8 +69,7 @@ WarmUp = Annotated[
     str | None,
     typer.Option(
         "--warm-up",
-        help="Per-container warm-up left out of the metrics, e.g. 1d, 6h "
-        "(default 1d; 6h for google2011, whose series last one day).",
+        help="Per-container warm-up left out of the metrics, e.g. 1d, 6h (default 1d).",
     ),
 ]
 

@@ -32,6 +32,26 @@ def test_the_last_change_goes_only_to_a_deep_cut_after_quiet_hours() -> None:
     np.testing.assert_array_equal(cut, [0.5, 2.0, 2.0, 2.0])
 
 
+def test_a_cut_with_the_last_change_covers_until_the_budget_frees_one() -> None:
+    current = np.full(2, 2.0)
+    ramp = np.array([[0.4, 0.5, 0.3, 0.9, 1.9]] * 2)  # quiet now, a ramp in 4 blocks
+    last, quiet = np.ones(2, dtype=bool), np.full(2, 0.3)
+    # sized for 3 blocks the cut spends the reserve and leaves the ramp short; sized for
+    # the 5 blocks until a change frees it would be no deep cut, so none is made
+    cut = last_change_cut(current, ramp, SETTINGS, last, quiet, np.array([3, 5]))
+    np.testing.assert_array_equal(cut, [0.5, 2.0])
+
+
+def test_cpu_riding_a_memory_resize_covers_the_reach_it_is_given() -> None:
+    cpu, usage = np.full(2, 2.0), np.full(2, 0.2)
+    required = np.array([[0.4, 0.5, 0.3, 1.2]] * 2)
+    alone = np.ones(2, dtype=bool)
+    moved = ride_with_memory(
+        cpu, required, SETTINGS, alone, usage, np.zeros(2), alone, np.array([3, 4])
+    )
+    np.testing.assert_allclose(moved, [0.5, 1.2])
+
+
 def test_cpu_follows_a_memory_resize_to_the_plan_but_not_below_usage() -> None:
     cpu = np.array([2.0, 2.0, 2.0, 0.5])
     required = np.array([[0.4, 0.5, 0.3]] * 3 + [[1.0, 1.0, 1.0]])
