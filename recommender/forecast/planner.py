@@ -61,6 +61,7 @@ class Plan:
     cpu_idle: np.ndarray  # (series,) request while idle in a lull (NaN = never idle)
     cpu_ceiling: np.ndarray  # (series,) most a batch series' request needs (NaN = no cap)
     cpu_held: np.ndarray  # (series,) bool: on its second day, held at its first day's usage
+    cpu_committed: np.ndarray  # (series, horizon) what a level held past the budget covers
     memory_lull: np.ndarray  # (series,) memory limit in a lull (NaN = keep the limit)
     calibration: Calibration
     model: np.ndarray  # (series,) "holt-winters", "persistence" or "known levels"
@@ -105,6 +106,38 @@ def _held_while_young(
     raised[young] = np.any(required[young] < held[:, None], axis=1)
     required[young] = np.fmax(required[young], held[:, None])
     return required, raised
+
+
+def _committed(
+    required: np.ndarray,
+    blocks: np.ndarray,
+    block_ids: np.ndarray,
+    first_block: int,
+    margin: np.ndarray,
+    shape: ShapeReport,
+    period: int,
+    settings: ForecastSettings,
+) -> np.ndarray:
+    """What a level must cover in the blocks past `cover_blocks`, which only a change
+    that spends the last of the budget reaches (`ForecastStrategy._reach`): the
+    requirement, and for a serving series also the same block's mean a day earlier
+    plus its margin. No change can correct that level for hours, and a forecast that
+    has not (yet) caught a daily cycle, or a level that drifts from day to day, saw a
+    flat afternoon where a ramp came (synthetic cycles whose level drifts: shortfall
+    0.073 -> 0.025). `blocks`: past block means (series, len(block_ids)) of `period`
+    seconds each."""
+    if not settings.cover_yesterday:
+        return required
+    n, horizon = required.shape
+    per_day = max(1, round(DAY / period))
+    index = first_block + np.arange(horizon, dtype=np.int64) - per_day - block_ids[0]
+    known = (index >= 0) & (index < blocks.shape[1])
+    yesterday = np.full((n, horizon), np.nan)
+    yesterday[:, known] = blocks[:, index[known]]
+    guard = yesterday + np.nan_to_num(margin)
+    guard[:, : settings.cover_blocks] = np.nan
+    guard[shape.batch] = np.nan
+    return np.fmax(required, guard)
 
 
 def persistence_one_step(windows: np.ndarray, recent: int) -> np.ndarray:
@@ -282,6 +315,9 @@ def make_plan(
     required = np.maximum(required, settings.min_cpu_cores)
     no_cpu = np.all(np.isnan(usage.cpu), axis=1)
     required[no_cpu] = np.nan
+    committed = _committed(
+        required, blocks, layout.block_ids, first_block, use_margin, shape, period, settings
+    )
     grid_cpu = cpu_blocks.reshape(usage.n_series, -1)
     cpu_states = np.where(np.isnan(grid_cpu), -1, level_bins(grid_cpu, calibration.scale))
     memory = plan_memory(
@@ -315,6 +351,7 @@ def make_plan(
         ),
         cpu_ceiling=ceiling,
         cpu_held=held,
+        cpu_committed=committed,
         memory_lull=lull_memory(
             recent_cpu,
             usage.memory[:, -residual_windows:],

@@ -192,6 +192,9 @@ class ForecastSettings:
       cover_blocks: a new level covers the requirement of this many blocks ahead.
       cover_until_free: ... or, when the change spends the last of the budget,
           of every block until the budget frees another change.
+      cover_yesterday: ... and past `cover_blocks`, a serving series' level also
+          covers what the same blocks used a day earlier, plus margin (see
+          `planner._committed`).
       hold_second_day: on its second day a serving series is not planned below
           what it used over the first (see `planner._held_while_young`).
       react_after_windows: consecutive windows above the request before a
@@ -262,6 +265,7 @@ class ForecastSettings:
     rise_margin_share: float = 0.5
     cover_blocks: int = 3
     cover_until_free: bool = True
+    cover_yesterday: bool = True
     hold_second_day: bool = True
     react_after_windows: int = 2
     react_margin: float = 0.1

@@ -138,12 +138,13 @@ class ForecastStrategy:
             reach = self._reach(left, now, ahead)
             planned = np.maximum(left - s.reserved_changes, 0)
             floor = rise_floor(plan.cpu_forecast[:, offset], plan.cpu_margin[:, offset], s)
-            planned_cpu = plan_cpu(cpu, required, s, planned, may_react, reach, floor)[:, 0]
+            committed = plan.cpu_committed[:, offset:]
+            planned_cpu = plan_cpu(cpu, committed, s, planned, may_react, reach, floor)[:, 0]
             last = ~may_plan & (left >= 1) & ~following
             if last.any():
                 cpu_seen, _ = self.buffer.recent(round(QUIET_HOURS * HOUR / self.fleet.step))
                 quiet_peak = recent_peak(cpu_seen, cpu_seen.shape[1])
-                cut = last_change_cut(cpu, required, s, last, quiet_peak, reach)
+                cut = last_change_cut(cpu, committed, s, last, quiet_peak, reach)
                 planned_cpu = np.where(cut < cpu, cut, planned_cpu)
             planned_cpu = kept_above_usage(planned_cpu, cpu, self.last_cpu, s)
             # a decrease too small against the recent peak is not worth a change
