@@ -22,6 +22,7 @@ import numpy as np
 from recommender.data.arrays import UsageArrays
 from recommender.forecast.blocks import as_blocks, layout_for
 from recommender.forecast.classes import shape_classes
+from recommender.forecast.commitment import committed_requirement
 from recommender.forecast.holtwinters import SmoothingParams, fit
 from recommender.forecast.levels import KnownLevels
 from recommender.forecast.lulls import idle_requests, lull_memory, lull_shortfall_rate
@@ -106,38 +107,6 @@ def _held_while_young(
     raised[young] = np.any(required[young] < held[:, None], axis=1)
     required[young] = np.fmax(required[young], held[:, None])
     return required, raised
-
-
-def _committed(
-    required: np.ndarray,
-    blocks: np.ndarray,
-    block_ids: np.ndarray,
-    first_block: int,
-    margin: np.ndarray,
-    shape: ShapeReport,
-    period: int,
-    settings: ForecastSettings,
-) -> np.ndarray:
-    """What a level must cover in the blocks past `cover_blocks`, which only a change
-    that spends the last of the budget reaches (`ForecastStrategy._reach`): the
-    requirement, and for a serving series also the same block's mean a day earlier
-    plus its margin. No change can correct that level for hours, and a forecast that
-    has not (yet) caught a daily cycle, or a level that drifts from day to day, saw a
-    flat afternoon where a ramp came (synthetic cycles whose level drifts: shortfall
-    0.073 -> 0.025). `blocks`: past block means (series, len(block_ids)) of `period`
-    seconds each."""
-    if not settings.cover_yesterday:
-        return required
-    n, horizon = required.shape
-    per_day = max(1, round(DAY / period))
-    index = first_block + np.arange(horizon, dtype=np.int64) - per_day - block_ids[0]
-    known = (index >= 0) & (index < blocks.shape[1])
-    yesterday = np.full((n, horizon), np.nan)
-    yesterday[:, known] = blocks[:, index[known]]
-    guard = yesterday + np.nan_to_num(margin)
-    guard[:, : settings.cover_blocks] = np.nan
-    guard[shape.batch] = np.nan
-    return np.fmax(required, guard)
 
 
 def persistence_one_step(windows: np.ndarray, recent: int) -> np.ndarray:
@@ -315,7 +284,7 @@ def make_plan(
     required = np.maximum(required, settings.min_cpu_cores)
     no_cpu = np.all(np.isnan(usage.cpu), axis=1)
     required[no_cpu] = np.nan
-    committed = _committed(
+    committed = committed_requirement(
         required, blocks, layout.block_ids, first_block, use_margin, shape, period, settings
     )
     grid_cpu = cpu_blocks.reshape(usage.n_series, -1)

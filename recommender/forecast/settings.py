@@ -194,7 +194,9 @@ class ForecastSettings:
           of every block until the budget frees another change.
       cover_yesterday: ... and past `cover_blocks`, a serving series' level also
           covers what the same blocks used a day earlier, plus margin (see
-          `planner._committed`).
+          `commitment.committed_requirement`).
+      cover_yesterday_growth: ... scaled up by the last hours' growth over the same
+          hours a day earlier, by at most this share.
       hold_second_day: on its second day a serving series is not planned below
           what it used over the first (see `planner._held_while_young`).
       react_after_windows: consecutive windows above the request before a
@@ -266,6 +268,7 @@ class ForecastSettings:
     cover_blocks: int = 3
     cover_until_free: bool = True
     cover_yesterday: bool = True
+    cover_yesterday_growth: float = 0.2
     hold_second_day: bool = True
     react_after_windows: int = 2
     react_margin: float = 0.1
@@ -331,6 +334,7 @@ class ForecastSettings:
             (self.increase_threshold >= 0.0, "increase_threshold cannot be negative"),
             (0.0 <= self.rise_margin_share <= 1.0, "rise_margin_share must be in [0, 1]"),
             (self.cover_blocks >= 1, "cover_blocks must be at least 1"),
+            (self.cover_yesterday_growth >= 0.0, "cover_yesterday_growth cannot be negative"),
             (self.react_after_windows >= 1, "react_after_windows must be at least 1"),
             (self.react_margin >= 0.0, "react_margin cannot be negative"),
             (self.react_min_fraction >= 0.0, "react_min_fraction cannot be negative"),
