@@ -21,7 +21,7 @@ from recommender.data.ooms import history_start, oom_kills
 from recommender.forecast.explain import explain, explanation_columns
 from recommender.forecast.memory import OomHistory, SeriesBumps
 from recommender.forecast.planner import Plan, make_plan
-from recommender.forecast.schedule import build_schedule
+from recommender.forecast.schedule import build_schedule, rise_floor
 from recommender.forecast.settings import DAY, ForecastSettings
 
 BOUND_COLUMNS = (
@@ -143,7 +143,14 @@ def _chunk(
     blocks_per_day = max(1, round(DAY / plan.period))
     unset = np.full(part.n_series, np.nan)
     cpu, memory = build_schedule(
-        unset, unset, plan.cpu_required, plan.memory.required, settings, blocks_per_day
+        unset,
+        unset,
+        plan.cpu_required,
+        plan.memory.required,
+        settings,
+        blocks_per_day,
+        rise_floor(plan.cpu_forecast, plan.cpu_margin, settings),
+        plan.cpu_committed,
     )
     keys = part.keys.reset_index(drop=True)
     stable = _stable(plan, cpu, memory, part, settings)

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from recommender.forecast.settings import ForecastSettings
+from recommender.change_budget import ChangeBudget
+from recommender.forecast.settings import DAY, ForecastSettings
 
 FREE_RIDE_DECREASE = 0.02  # a resize happening anyway also lowers memory by this much
 LAST_CHANGE_CUT = 0.7  # the budget's last change may go to a cut to this share or lower ...
@@ -27,6 +28,30 @@ def cover(required: np.ndarray, blocks: int | np.ndarray) -> np.ndarray:
     beyond = np.arange(head.shape[1])[None, :] >= np.reshape(reach, (-1, 1))
     peak = np.max(np.where(np.isnan(head) | beyond, -np.inf, head), axis=1)
     return np.where(np.isneginf(peak), np.nan, peak)
+
+
+def budget_reach(
+    budget: ChangeBudget,
+    left: np.ndarray,
+    now: float,
+    ahead: int,
+    period: float,
+    settings: ForecastSettings,
+) -> np.ndarray:
+    """Blocks a new CPU level covers: `cover_blocks`, or, for a change that spends the
+    last planned change (`left` at most the reserve + 1), every block until `budget`
+    frees another one, within the `ahead` blocks planned. Such a change cannot be
+    followed by a rise: with a ramp's 3-block cover, a smooth daily cycle spent its 4
+    changes in 16 h on the way up and was short for hours at the top until the cap let
+    the next rise through."""
+    reach = np.full(left.shape, settings.cover_blocks, dtype=np.int64)
+    last = left <= settings.reserved_changes + 1
+    if settings.cover_until_free and last.any():
+        free = budget.free_again(now, settings.reserved_changes + 1)
+        wait = (free[last] - now) / period
+        blocks = np.ceil(np.minimum(wait, ahead) - 1e-9).astype(np.int64)
+        reach[last] = np.clip(blocks, settings.cover_blocks, max(ahead, settings.cover_blocks))
+    return reach
 
 
 def cpu_step(
@@ -258,6 +283,17 @@ def plan_cpu(
     return levels
 
 
+def _covered_from(
+    required: np.ndarray, committed: np.ndarray | None, k: int, cover_blocks: int
+) -> np.ndarray:
+    """What a level set at block `k` covers: the requirement of the next `cover_blocks`
+    blocks, `committed` beyond (as the live strategy sees it, replanning each block)."""
+    if committed is None:
+        return required[:, k:]
+    near = required[:, k : k + cover_blocks]
+    return np.concatenate([near, committed[:, k + cover_blocks :]], axis=1)
+
+
 def build_schedule(
     current_cpu: np.ndarray,
     current_memory: np.ndarray,
@@ -265,40 +301,50 @@ def build_schedule(
     memory_required: np.ndarray,
     settings: ForecastSettings,
     blocks_per_day: int,
+    floor: np.ndarray | None = None,
+    committed: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Requests per horizon block, starting from the requests in force.
 
     CPU as the live strategy moves it at block boundaries (greedy hysteresis or
-    the optimal step function, see `settings.scheduler`), with at most
-    `max_changes_per_day - reserved_changes` planned changes in any
-    `blocks_per_day` blocks; memory follows block by block with the hysteresis
-    of `memory_step`, riding along with CPU changes. Returns (cpu, memory),
-    each (series, blocks).
+    the optimal step function, see `settings.scheduler`) under the same change
+    budget (`ChangeBudget`, with `reserved_changes` kept for reactions); with the
+    greedy scheduler, a level spending the last planned change covers until the
+    budget frees one (`budget_reach`), `committed` (series, blocks) past
+    `cover_blocks`, and a request under `floor` (series, blocks, see `rise_floor`)
+    rises. Memory follows block by block with the hysteresis of `memory_step`,
+    riding along with CPU changes. Returns (cpu, memory), each (series, blocks).
     """
     n, horizon = cpu_required.shape
     planned = settings.max_changes_per_day - settings.reserved_changes
     everything = np.ones(n, dtype=bool)
     if settings.scheduler == "optimal":
-        budget = np.full(n, round(planned * max(1.0, horizon / blocks_per_day)))
-        optimal = plan_cpu(current_cpu, cpu_required, settings, budget, everything)
+        budget_total = np.full(n, round(planned * max(1.0, horizon / blocks_per_day)))
+        optimal = plan_cpu(current_cpu, cpu_required, settings, budget_total, everything)
+    period = DAY / blocks_per_day
+    budget = ChangeBudget(n, settings.max_changes_per_day)
     cpu_out = np.empty((n, horizon))
     memory_out = np.empty((n, horizon))
-    changed = np.zeros((n, horizon), dtype=bool)
     cpu, memory = current_cpu.copy(), current_memory.copy()
     for k in range(horizon):
-        recent = changed[:, max(0, k - blocks_per_day + 1) : k].sum(axis=1)
-        may_decrease = recent < planned
-        may_increase = recent < settings.max_changes_per_day
+        now = k * period
+        left = budget.left(now)
+        may_decrease = left > settings.reserved_changes
+        may_increase = left > 0
         if settings.scheduler == "optimal":
             new_cpu = optimal[:, k]
         else:
-            new_cpu = cpu_step(cpu, cpu_required[:, k:], settings, may_increase, may_decrease)
+            reach = budget_reach(budget, left, now, horizon - k, period, settings)
+            rise = None if floor is None else floor[:, k]
+            ahead = _covered_from(cpu_required, committed, k, settings.cover_blocks)
+            new_cpu = cpu_step(cpu, ahead, settings, may_increase, may_decrease, reach, rise)
         cpu_moves = ~np.isclose(new_cpu, cpu, equal_nan=True)
         new_memory = memory_step(
             memory, memory_required[:, k], settings, may_increase, may_decrease, cpu_moves
         )
         moved = cpu_moves | ~np.isclose(new_memory, memory, equal_nan=True)
-        changed[:, k] = moved & ~(np.isnan(cpu) & np.isnan(memory))
+        first_setting = np.isnan(cpu) & np.isnan(memory)
+        budget.record(moved & ~first_setting, np.zeros(n), now)
         cpu, memory = new_cpu, new_memory
         cpu_out[:, k], memory_out[:, k] = cpu, memory
     return cpu_out, memory_out

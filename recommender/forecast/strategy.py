@@ -25,6 +25,7 @@ from recommender.forecast.memory import OomHistory, recent_peak
 from recommender.forecast.planner import Plan, make_plan
 from recommender.forecast.schedule import (
     QUIET_HOURS,
+    budget_reach,
     cover,
     kept_above_usage,
     last_change_cut,
@@ -199,20 +200,8 @@ class ForecastStrategy:
         return Requests(cpu, memory, memory.copy())
 
     def _reach(self, left: np.ndarray, now: float, ahead: int) -> np.ndarray:
-        """Blocks a new CPU level covers: `cover_blocks`, or, for a change that spends
-        the last planned change, every block until the budget frees another one.
-        Such a change cannot be followed by a rise: with a ramp's 3-block cover, a
-        smooth daily cycle spent its 4 changes in 16 h on the way up and was short for
-        hours at the top until the cap let the next rise through."""
-        s = self.settings
-        reach = np.full(left.shape, s.cover_blocks, dtype=np.int64)
-        last = left <= s.reserved_changes + 1
-        if s.cover_until_free and last.any():
-            free = self.changes.free_again(now, s.reserved_changes + 1)
-            wait = (free[last] - now) / self.period
-            blocks = np.ceil(np.minimum(wait, ahead) - 1e-9).astype(np.int64)
-            reach[last] = np.clip(blocks, s.cover_blocks, max(ahead, s.cover_blocks))
-        return reach
+        """Blocks a new CPU level covers (see `schedule.budget_reach`)."""
+        return budget_reach(self.changes, left, now, ahead, self.period, self.settings)
 
     def _memory(
         self,

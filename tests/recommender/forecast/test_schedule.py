@@ -169,3 +169,28 @@ def test_optimal_levels_find_the_cheapest_step_function(seed: int) -> None:
         assert (levels * 1.1 >= need - 1e-12).all()
         cost = levels.sum() + 0.3 * steps
         assert cost == pytest.approx(expected)
+
+
+def test_a_schedule_rises_under_the_floor_within_the_threshold() -> None:
+    required = (1.0 + 0.05 * np.arange(12))[None, :]  # 5 % a block: under the threshold
+    unset = np.full(1, np.nan)
+    memory = np.full((1, 12), 1.0)
+    plain, _ = build_schedule(unset, unset, required, memory, SETTINGS, 24)
+    assert (plain[0] < required[0] - 1e-12).any()  # held up to 10 % under its need
+    floored, _ = build_schedule(unset, unset, required, memory, SETTINGS, 24, required)
+    assert (floored[0] >= required[0] - 1e-12).all()
+
+
+def test_the_last_planned_change_of_a_schedule_covers_what_is_committed() -> None:
+    # falls at blocks 3 and 6 leave one planned change in 16 h; the fall at block 9
+    # spends it, so its level holds until the fall at block 3 leaves the span (block 19)
+    need = np.r_[[4.0] * 3, [2.0] * 3, [1.0] * 3, [0.5] * 15][None, :]
+    committed = need.copy()
+    committed[0, 12:19] = 0.9  # what yesterday's afternoon used
+    unset = np.full(1, np.nan)
+    memory = np.full(need.shape, 1.0)
+    plain, _ = build_schedule(unset, unset, need, memory, SETTINGS, 24)
+    assert plain[0, 9] == 0.5
+    held, _ = build_schedule(unset, unset, need, memory, SETTINGS, 24, None, committed)
+    assert (held[0, 9:16] >= 0.9).all()  # (a level set from block 16 on sees it as near)
+    assert held[0, 6] == 1.0  # an earlier fall covers its 3 blocks only: 0.9 is beyond
