@@ -316,10 +316,10 @@ def build_schedule(
     riding along with CPU changes. Returns (cpu, memory), each (series, blocks).
     """
     n, horizon = cpu_required.shape
-    planned = settings.max_changes_per_day - settings.reserved_changes
-    everything = np.ones(n, dtype=bool)
     if settings.scheduler == "optimal":
+        planned = settings.max_changes_per_day - settings.reserved_changes
         budget_total = np.full(n, round(planned * max(1.0, horizon / blocks_per_day)))
+        everything = np.ones(n, dtype=bool)
         optimal = plan_cpu(current_cpu, cpu_required, settings, budget_total, everything)
     period = DAY / blocks_per_day
     budget = ChangeBudget(n, settings.max_changes_per_day)

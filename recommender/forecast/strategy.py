@@ -79,6 +79,8 @@ class ForecastStrategy:
         self.short_run = np.zeros(n, dtype=np.int64)
         self.last_cpu = np.full(n, np.nan)
         self.changes = ChangeBudget(n, s.max_changes_per_day)
+        self._reach_key: tuple[float, int] | None = None
+        self._reach_blocks = np.zeros(n, dtype=np.int64)
         self.lulls = LullTracker.empty(n)
         self.spikes = SpikeTracker.empty(n)
         self.feedback = ShortfallFeedback.start(s.feedback, s.vpa_parity_factor, fleet.step)
@@ -192,16 +194,21 @@ class ForecastStrategy:
         resized = differs(memory, current.memory)
         still = resized & ~cpu_moves
         clearly = s.react_min_fraction * plan.calibration.scale
-        reach = self._reach(left, now, ahead)
-        cpu = ride_with_memory(cpu, required, s, still, self.last_cpu, clearly, ~following, reach)
+        riding = self._reach(left, now, ahead) if still.any() else None
+        cpu = ride_with_memory(cpu, required, s, still, self.last_cpu, clearly, ~following, riding)
         self.oom_now[:] = False
         changed = cpu_moves | resized
         self.changes.record(changed, current.cpu, now)
         return Requests(cpu, memory, memory.copy())
 
     def _reach(self, left: np.ndarray, now: float, ahead: int) -> np.ndarray:
-        """Blocks a new CPU level covers (see `schedule.budget_reach`)."""
-        return budget_reach(self.changes, left, now, ahead, self.period, self.settings)
+        """Blocks a new CPU level covers (see `schedule.budget_reach`), worked out once
+        per decision: the budget moves only when the decision's changes are recorded."""
+        if self._reach_key != (now, ahead):
+            s = self.settings
+            self._reach_blocks = budget_reach(self.changes, left, now, ahead, self.period, s)
+            self._reach_key = (now, ahead)
+        return self._reach_blocks
 
     def _memory(
         self,
