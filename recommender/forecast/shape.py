@@ -24,6 +24,7 @@ BUSY_FRACTION = 0.5  # usage above this share of the peak counts as busy
 BATCH_MIN_IDLE = 0.1  # share of windows idle, for an on/off (batch) shape
 BATCH_MIN_BUSY = 0.02  # share of windows busy, for an on/off (batch) shape
 BATCH_MIN_PERSISTENCE = 0.7  # lag-1 autocorrelation: busy and idle come in runs
+BATCH_MAX_BETWEEN = 0.55  # share of windows between idle and busy: on/off jumps, a cycle glides
 BURSTY_RATIO = 3.0  # p99 / median of windows above which a serving container is bursty
 
 
@@ -112,6 +113,7 @@ def _on_off(windows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         valid = np.sum(~np.isnan(windows), axis=1)
         idle = np.sum(windows < IDLE_FRACTION * peak[:, None], axis=1) / valid
         busy = np.sum(windows > BUSY_FRACTION * peak[:, None], axis=1) / valid
+    between = 1.0 - idle - busy
     burstiness = np.where(median > 0, peak / np.where(median > 0, median, 1.0), np.inf)
     burstiness = np.where(np.isnan(peak), 1.0, burstiness)
     persistence = np.nan_to_num(autocorrelation(windows, 1))
@@ -119,6 +121,7 @@ def _on_off(windows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         (idle >= BATCH_MIN_IDLE)
         & (busy >= BATCH_MIN_BUSY)
         & (persistence >= BATCH_MIN_PERSISTENCE)
+        & (between <= BATCH_MAX_BETWEEN)
         & (peak > 0)
     )
     return burstiness, persistence, batch

@@ -64,6 +64,24 @@ def test_on_off_jobs_are_batch_and_a_cycle_is_serving() -> None:
     assert report.workload_class().tolist()[1:] == ["serving", "serving"]
 
 
+def test_a_deep_smooth_cycle_is_serving_not_on_off() -> None:
+    # a daily cycle whose trough falls under a tenth of the peak, on a level that
+    # grows day by day, has idle and busy windows and long runs like an on/off job,
+    # but it glides through the band between them; sized on its mean as a batch
+    # job, with no margin, it was short on every afternoon ramp (synthetic drifting
+    # cycles: shortfall 0.0195 -> 0.0180)
+    days = 7
+    t = np.arange(days * syn.PER_DAY)
+    growth = 1.25 ** (t / syn.PER_DAY)
+    cycle = growth * (1.0 + 0.9 * np.sin(2 * np.pi * t / syn.PER_DAY))
+    report = _shape([cycle, syn.on_off(days)])
+    assert report.batch.tolist() == [False, True]
+    # the rule that tells them apart: the on/off shape alone rarely sits between
+    peak = np.quantile(cycle, 0.99)
+    between = np.mean((cycle >= 0.1 * peak) & (cycle <= 0.5 * peak))
+    assert between > 0.55
+
+
 def test_a_batch_vm_running_long_jobs_stays_batch() -> None:
     # a week of long jobs, idle a sixth of the time: still on/off, so the idle hours
     # after the next job are followed rather than waited out at the busy request
