@@ -9,6 +9,10 @@ CPU samples in exponential buckets (first bucket 0.01 core, ratio 1.05) whose
 weights halve every 24 h, target = the upper edge of the P90 bucket x 1.15, at
 least the 25 millicore pod minimum. Noisy fleets, where the VPA lets more
 through, get a larger allowance; calm ones a smaller one. Only the past is read.
+Each container's own first two days only build its history, wherever in the fleet's
+history it starts: that cold start is the emulation's, not the VPA's (whose updater
+keeps the pod's own request until its bounds are confident), and counting it priced a
+fleet of young jobs as if the VPA fell short far more often than it does.
 """
 
 from __future__ import annotations
@@ -63,6 +67,9 @@ def vpa_shortfall(cpu: np.ndarray, chunk: int, step: int) -> tuple[np.ndarray, n
     values = cpu[:, total - chunks * chunk :]
     histograms = _chunk_histograms(cpu, chunk)
     upper = bucket_edges()[1:]
+    # each series' own first chunks only build its history, wherever it starts
+    has_data = histograms.sum(axis=2) > 0
+    starts = np.where(has_data.any(axis=1), np.argmax(has_data, axis=1), chunks)
     shortfalls = np.zeros(n)
     judged = np.zeros(n)
     for index in range(MIN_CHUNKS - 1, chunks):
@@ -76,6 +83,7 @@ def vpa_shortfall(cpu: np.ndarray, chunk: int, step: int) -> tuple[np.ndarray, n
         level = np.maximum(upper[position] * VPA_SAFETY_MARGIN, VPA_MIN_CPU)
         window = values[:, index * chunk : (index + 1) * chunk]
         seen = ~np.isnan(window) & (total_weight[:, None] > 0)
+        seen &= (index >= starts + MIN_CHUNKS - 1)[:, None]
         shortfalls += np.sum(seen & (window > level[:, None]), axis=1)
         judged += np.sum(seen, axis=1)
     return shortfalls, judged

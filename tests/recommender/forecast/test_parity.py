@@ -23,6 +23,18 @@ def test_a_constant_container_never_falls_short_and_the_floor_covers_idle_ones()
     assert judged.tolist() == [4 * syn.PER_DAY] * 2  # the first two days only build history
 
 
+def test_a_container_that_starts_later_builds_its_own_history_first() -> None:
+    # it starts on day 3 of the history and its load doubles on its second day: the
+    # cold start is its own, not the fleet's, so its first two days are not judged
+    early = np.full(8 * syn.PER_DAY, 0.5)
+    late = np.full(8 * syn.PER_DAY, np.nan)
+    late[3 * syn.PER_DAY :] = 0.5
+    late[4 * syn.PER_DAY : 5 * syn.PER_DAY] = 1.0
+    shortfalls, judged = vpa_shortfall(np.vstack([early, late]), syn.PER_DAY, syn.STEP)
+    assert judged.tolist() == [6 * syn.PER_DAY, 3 * syn.PER_DAY]
+    assert shortfalls.tolist() == [0.0, 0.0]
+
+
 def test_noise_falls_short_about_as_often_as_the_vpa_rule_lets_it() -> None:
     rng = np.random.default_rng(0)
     cpu = rng.lognormal(0.0, 0.8, size=(1, 8 * syn.PER_DAY))
