@@ -1,7 +1,7 @@
 """What a CPU level must cover when no change can correct it for hours.
 
 A change that spends the last planned change of the budget holds until the budget
-frees another (`ForecastStrategy._reach`), often half a day. Over that reach the
+frees another (`schedule.budget_reach`), often half a day. Over that reach the
 forecast alone is not enough cover: it may not have caught the daily cycle yet, or
 the level drifts from day to day. So past the usual `cover_blocks`, a serving
 series' level also covers what the same hours used a day earlier.
@@ -28,7 +28,7 @@ def committed_requirement(
     settings: ForecastSettings,
 ) -> np.ndarray:
     """What a level must cover in the blocks past `cover_blocks`, which only a change
-    that spends the last of the budget reaches (`ForecastStrategy._reach`): the
+    that spends the last of the budget reaches (`schedule.budget_reach`): the
     requirement, and for a serving series also the same block's mean a day earlier,
     grown as the last hours have (`growth_since_yesterday`), plus its margin. No
     change can correct that level for hours, and a forecast that has not (yet) caught

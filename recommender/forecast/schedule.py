@@ -283,11 +283,12 @@ def plan_cpu(
     return levels
 
 
-def _covered_from(
+def covered_from(
     required: np.ndarray, committed: np.ndarray | None, k: int, cover_blocks: int
 ) -> np.ndarray:
-    """What a level set at block `k` covers: the requirement of the next `cover_blocks`
-    blocks, `committed` beyond (as the live strategy sees it, replanning each block)."""
+    """What a level set at block `k` of a plan covers: the requirement of the next
+    `cover_blocks` blocks, `committed` beyond; the live strategy (replanning at every
+    boundary) and the published schedule (playing a plan's blocks ahead) both ask this."""
     if committed is None:
         return required[:, k:]
     near = required[:, k : k + cover_blocks]
@@ -336,7 +337,7 @@ def build_schedule(
         else:
             reach = budget_reach(budget, left, now, horizon - k, period, settings)
             rise = None if floor is None else floor[:, k]
-            ahead = _covered_from(cpu_required, committed, k, settings.cover_blocks)
+            ahead = covered_from(cpu_required, committed, k, settings.cover_blocks)
             new_cpu = cpu_step(cpu, ahead, settings, may_increase, may_decrease, reach, rise)
         cpu_moves = ~np.isclose(new_cpu, cpu, equal_nan=True)
         new_memory = memory_step(

@@ -27,6 +27,7 @@ from recommender.forecast.schedule import (
     QUIET_HOURS,
     budget_reach,
     cover,
+    covered_from,
     kept_above_usage,
     last_change_cut,
     plan_cpu,
@@ -141,7 +142,7 @@ class ForecastStrategy:
             reach = self._reach(left, now, ahead)
             planned = np.maximum(left - s.reserved_changes, 0)
             floor = rise_floor(plan.cpu_forecast[:, offset], plan.cpu_margin[:, offset], s)
-            committed = plan.cpu_committed[:, offset:]
+            committed = covered_from(plan.cpu_required, plan.cpu_committed, offset, s.cover_blocks)
             planned_cpu = plan_cpu(cpu, committed, s, planned, may_react, reach, floor)[:, 0]
             last = ~may_plan & (left >= 1) & ~following
             if last.any():
