@@ -11,7 +11,7 @@ requests per update period that the updater applies in place.
 from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pandas as pd
@@ -19,7 +19,7 @@ import pandas as pd
 from recommender.data.arrays import KEY_COLUMNS, UsageArrays
 from recommender.data.ooms import history_start, oom_kills
 from recommender.forecast.explain import explain, explanation_columns
-from recommender.forecast.memory import OomHistory, SeriesBumps
+from recommender.forecast.memory import OomHistory, SeriesBumps, implied_demand
 from recommender.forecast.planner import Plan, make_plan
 from recommender.forecast.schedule import build_schedule, rise_floor
 from recommender.forecast.settings import DAY, ForecastSettings
@@ -65,8 +65,11 @@ def oom_history(
     events: pd.DataFrame | None,
     settings: ForecastSettings,
     oom_bumps: SeriesBumps | None = None,
-) -> OomHistory:
-    """OOM kills from an events table (reason "OOMKilled") as the planner's OOM history.
+) -> tuple[OomHistory, UsageArrays]:
+    """OOM kills from an events table (reason "OOMKilled") as the planner's OOM history,
+    and the usage with what each kill implies (`implied_demand`) folded into the
+    window it fell in (the last one for a kill after the history), as the live
+    strategy remembers it.
 
     Events are matched to series as `recommend_vpa` matches them (`oom_kills`), and
     as there, a kill after the history's last sample counts: it is the latest news
@@ -80,13 +83,16 @@ def oom_history(
     since = history_start(usage.start, last, settings.history_days)
     kills = oom_kills(events, usage.keys, since)
     if not len(kills):
-        return ooms
+        return ooms, usage
     rows, seconds, memory = kills.series, kills.seconds, kills.memory
     peaks = np.max(np.where(np.isnan(usage.memory), -np.inf, usage.memory), axis=1)
     bumps = None if oom_bumps is None else (oom_bumps[0][rows], oom_bumps[1][rows])
     at = seconds.astype(np.float64)
     ooms.record(rows, at, memory, settings, np.maximum(peaks[rows], 0.0), bumps=bumps)
-    return ooms
+    windows = np.clip((seconds - usage.start) // usage.step, 0, usage.n_windows - 1)
+    folded = usage.memory.copy()
+    np.fmax.at(folded, (rows, windows.astype(np.int64)), implied_demand(memory, settings, bumps))
+    return ooms, replace(usage, memory=folded)
 
 
 def _stable(
@@ -180,7 +186,7 @@ def recommend_forecast(
     `oom_history`.
     """
     settings = settings or ForecastSettings()
-    ooms = oom_history(usage, events, settings, oom_bumps)
+    ooms, usage = oom_history(usage, events, settings, oom_bumps)
     size = settings.chunk_series
     chunks = [np.arange(b, min(b + size, usage.n_series)) for b in range(0, usage.n_series, size)]
     if workers > 1 and len(chunks) > 1:

@@ -52,6 +52,12 @@ class UsageBuffer:
             self._memory[:, column] = memory
         self._filled += 1
 
+    def raise_latest_memory(self, rows: np.ndarray, memory: np.ndarray) -> None:
+        """Lift the last window's memory of `rows` to at least `memory` (bytes)."""
+        if self._filled:
+            column = self._memory[rows, self._filled - 1]
+            self._memory[rows, self._filled - 1] = np.fmax(column, memory)
+
     def view(self) -> UsageArrays:
         """The remembered windows as usage arrays (a view, do not modify)."""
         begin = max(0, self._filled - self.capacity)

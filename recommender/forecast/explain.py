@@ -115,7 +115,11 @@ def _memory_sentence(plan: Plan, ooms: OomHistory, i: int, settings: ForecastSet
             for name, v in zip(("idle", "part-busy", "busy"), mp.state_peak[i], strict=False)
             if not np.isnan(v)
         )
-        sized = f"sized per CPU state ({levels}) {margin}"
+        sized = (
+            f"sized per CPU state ({levels}) {margin}, replayed at"
+            f" {mp.extra_oom_per_day[i]:+.2f} kills/day for {_gib(float(mp.state_saving[i]))}"
+            " less on average"
+        )
     else:
         sized = f"covers the peak of the remembered history {_gib(float(mp.peak[i]))} {margin}"
     text = f"memory: {sized}"

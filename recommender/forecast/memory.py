@@ -114,6 +114,19 @@ def bump_after_oom(
     return np.maximum(memory * factor, stepped)
 
 
+def implied_demand(
+    memory: np.ndarray, settings: ForecastSettings, bumps: SeriesBumps | None = None
+) -> np.ndarray:
+    """The memory a kill at `memory` implies was needed: the bump without the margin.
+
+    A killed container's sample stops at its limit. Remembered as a peak, it would
+    size the limit back to where the kill happened once the hold ends, and a job
+    that comes back daily is killed daily; the upstream VPA likewise keeps the kill
+    as a bumped sample in its memory history.
+    """
+    return bump_after_oom(memory, settings, bumps) / (1.0 + settings.memory_margin)
+
+
 def recent_peak(memory: np.ndarray, windows: int) -> np.ndarray:
     """Largest sample of the last `windows` windows per series, NaN when none."""
     recent = memory[:, -windows:] if windows < memory.shape[1] else memory
@@ -132,6 +145,7 @@ class MemoryPlan:
     state_peak: np.ndarray  # (series, bins) highest peak seen in each CPU state
     recent: np.ndarray  # (series,) highest peak of the last few blocks
     extra_oom_per_day: np.ndarray  # (series,) kills per day sizing by state would have added
+    state_saving: np.ndarray  # (series,) bytes of limit it would have saved on average
     floor: np.ndarray  # (series,) floor set by OOM kills now (0 = none)
 
     def for_states(self, states: np.ndarray) -> np.ndarray:
@@ -219,22 +233,31 @@ def plan_memory(
     for k in range(n_bins):
         in_state = np.where(stable & (cpu_states == k), memory, np.nan)
         state_peak[:, k] = error_quantiles(in_state, (settings.memory_state_quantile,))[0][:, 0]
-    state_level = np.take_along_axis(
-        np.where(np.isnan(state_peak), np.inf, state_peak), np.clip(previous, 0, None), axis=1
-    )
-    state_level = np.where(previous < 0, overall_level, state_level)
+    # as the plan does: a state's peak never lifts the level above the overall one,
+    # and a state with no peak of its own (a CPU blip too short to be stable) gets it
+    state_level = np.take_along_axis(state_peak, np.clip(previous, 0, None), axis=1)
+    state_level = np.where(previous < 0, overall_level, np.fmin(state_level, overall_level))
     seen = ~np.isnan(memory)
     days = np.maximum(seen.sum(axis=1) * settings.update_period_seconds / per_block / DAY, 1e-9)
+    peak_limit = margin * np.maximum(overall_level, recent_level)
+    state_limit = margin * np.maximum(state_level, recent_level)
     with np.errstate(invalid="ignore"):
-        by_peak = seen & (memory > margin * np.maximum(overall_level, recent_level))
-        by_state_exceeds = seen & (memory > margin * np.maximum(state_level, recent_level))
+        by_peak = seen & (memory > peak_limit)
+        by_state_exceeds = seen & (memory > state_limit)
+        lowered = np.where(seen & np.isfinite(peak_limit), peak_limit - state_limit, 0.0)
     extra = _episodes_per_day(by_state_exceeds, days) - _episodes_per_day(by_peak, days)
+    saving = np.nan_to_num(lowered, nan=0.0).clip(min=0.0).sum(axis=1) / np.maximum(
+        seen.sum(axis=1), 1
+    )
+    # what sizing by state saves buys some of its kills: `oom_worth_bytes` of limit
+    # lowered on average, all day, is worth one kill a day
+    net = extra - saving / settings.oom_worth_bytes
     tolerance = settings.oom_tolerance_per_day
     slack = max(STATE_HYSTERESIS, tolerance)
     if sized_by_state is None:
-        by_state = extra <= tolerance
+        by_state = net <= tolerance
     else:
-        by_state = np.where(sized_by_state, extra <= tolerance + slack, extra <= tolerance - slack)
+        by_state = np.where(sized_by_state, net <= tolerance + slack, net <= tolerance - slack)
     by_state &= days >= 1.0
     peak = recent_peak(memory, min(total, max(1, round(settings.memory_peak_days * DAY / step))))
     # a series with no sample in those days (a pod gone quiet) keeps the peak it last had
@@ -265,5 +288,6 @@ def plan_memory(
         state_peak=state_peak,
         recent=recent,
         extra_oom_per_day=extra,
+        state_saving=saving,
         floor=ooms.floor_at(now),
     )

@@ -154,6 +154,8 @@ class ForecastSettings:
       oom_tolerance_per_day: extra OOM kills per container-day that sizing memory
           per CPU state (low while a batch job is idle) may cost, replayed over the
           container's own past; above it the limit covers the overall peak.
+      oom_worth_bytes: memory limit lowered on average that is worth one more
+          kill a day when sizing per CPU state (inf = none is).
     Time
       update_period_seconds: length of one schedule block (requests change at
           most once per block, apart from reactions to a shortfall or an OOM).
@@ -242,6 +244,7 @@ class ForecastSettings:
     max_container_shortfall: float = 0.1
     batch_cpu_sizing: BatchSizing = "percentile"
     oom_tolerance_per_day: float = 0.02
+    oom_worth_bytes: float = 4096 * MIB
 
     update_period_seconds: int = HOUR
     horizon_seconds: int = DAY
@@ -307,6 +310,7 @@ class ForecastSettings:
             ),
             (self.batch_cpu_sizing in ("mean", "percentile"), "batch_cpu_sizing: mean|percentile"),
             (self.oom_tolerance_per_day >= 0.0, "oom_tolerance_per_day cannot be negative"),
+            (self.oom_worth_bytes > 0.0, "oom_worth_bytes must be positive"),
             (self.update_period_seconds >= 60, "update_period_seconds must be at least 60"),
             (
                 self.horizon_seconds >= self.update_period_seconds,

@@ -21,7 +21,7 @@ from recommender.forecast.feedback import ReferenceLoop, ShortfallFeedback
 from recommender.forecast.levels import KnownLevels
 from recommender.forecast.lulls import LullTracker
 from recommender.forecast.margins import LEVEL_EDGES, level_bins
-from recommender.forecast.memory import OomHistory, recent_peak
+from recommender.forecast.memory import OomHistory, implied_demand, recent_peak
 from recommender.forecast.planner import Plan, make_plan
 from recommender.forecast.schedule import (
     QUIET_HOURS,
@@ -101,6 +101,9 @@ class ForecastStrategy:
         seen = remembered[containers]
         peak = np.max(np.where(np.isnan(seen), -np.inf, seen), axis=1, initial=-np.inf)
         self.ooms.record(containers, when, memory, self.settings, np.maximum(peak, 0.0))
+        # the killed window used more than its capped sample: remember what the kill
+        # implies, so the peaks keep it once the hold ends
+        self.buffer.raise_latest_memory(containers, implied_demand(memory, self.settings))
         self.oom_now[containers] = True
 
     def decide(self, step: int, current: Requests) -> Requests:

@@ -146,8 +146,10 @@ def test_schedule_from_prometheus_follows_the_cycle_and_holds_after_the_kill(
     assert (held["memory"] > LIMIT).all()  # above the limit it was killed at, all through the hold
     after = worker[worker["start"] >= hold_end]
     peak_memory = usage.loc[usage["workload"] == "worker", "memory"].max()
-    assert len(after) == 5 and (after["memory"] < held["memory"].min()).all()
-    assert (after["memory"] >= peak_memory).all()  # back to its own peaks, not below them
+    # past the hold the kill is still remembered, as upstream keeps its OOM sample:
+    # the limit does not return to its own peaks, under the limit it was killed at
+    assert len(after) == 5 and (after["memory"] >= held["memory"].min()).all()
+    assert (after["memory"] > LIMIT).all() and (after["memory"] > peak_memory).all()
     assert (worker["cpu"] < 0.6).all()  # a flat 0.4-core worker is not sized like the web peak
 
 

@@ -77,6 +77,23 @@ def test_an_oom_kill_raises_memory_for_the_very_next_window_and_holds() -> None:
     assert strategy.ooms.count[0] >= 1
 
 
+def test_a_kill_is_remembered_past_its_hold() -> None:
+    days = 8.0
+    cpu = syn.daily(days)[None, :]  # CPU resizes daily, and memory rides along
+    memory = np.full(cpu.shape, 1.0 * syn.GIB)
+    spikes = (np.arange(1, int(days)) * syn.PER_DAY + 3 * 12).astype(int)  # 03:00 each day
+    memory[0, spikes] = 2.5 * syn.GIB
+    _, limits, ooms, strategy = replay(cpu, memory)
+    # the killed window's sample stops at the limit; what the kill implies (the bump)
+    # stays among the peaks, so when the 24 h hold ends, the limit does not ride down
+    # to 1.2 x the capped sample with the next CPU resize, to be killed again there
+    bump = strategy.settings.oom_bump_factor
+    killed = np.flatnonzero(ooms[0, spikes])
+    assert killed.size <= 3 and ooms[0].sum() == killed.size
+    assert (limits[0, spikes[killed + 1]] >= 0.999 * bump * limits[0, spikes[killed]]).all()
+    assert (limits[0, spikes[3:]] >= 2.5 * syn.GIB).all()
+
+
 def test_changes_other_than_oom_bumps_stay_within_the_daily_cap() -> None:
     cpu, memory = _fleet(days=5.0)
     requested, limits, ooms, strategy = replay(cpu, memory)
