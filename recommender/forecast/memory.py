@@ -215,7 +215,8 @@ def plan_memory(
     is sized by state only when, replayed over its own past (each window against
     the level of the state of the window before), that costs at most
     `oom_tolerance_per_day` kills per day more than sizing on the overall peak
-    (each window against the peak before it). `sized_by_state` (the previous
+    (each window against the peak before it), once each `oom_worth_bytes` of limit
+    it lowers on average has paid for one kill a day. `sized_by_state` (the previous
     decision) adds hysteresis so the choice does not flip on noise: every flip
     would be a resize.
     """
