@@ -124,12 +124,15 @@ def wait_for_running(api: RawApi, namespace: str, count: int, timeout: float = 3
     return wait_until(ready, timeout=timeout, what=f"{count} pods Running in {namespace}")
 
 
-def daily_cycle(namespace: str, end: int, days: int = 4, step: int = 300) -> pd.DataFrame:
-    """Deployment `web`'s history: 1.2 cores at 14:00 UTC, near 0.1 at night, ~300 MiB."""
+def daily_cycle(
+    namespace: str, end: int, days: int = 4, step: int = 300, peak_hour: float = 14.0
+) -> pd.DataFrame:
+    """Deployment `web`'s history: 1.2 cores at `peak_hour` UTC, near 0.1 for the 12 hours
+    around the opposite hour ("night"), ~300 MiB."""
     rng = np.random.default_rng(3)
     times = np.arange(end - days * 86400, end, step)
     hours = (times % 86400) / 3600
-    cycle = np.clip(np.cos((hours - 14) / 24 * 2 * np.pi), 0, None)
+    cycle = np.clip(np.cos((hours - peak_hour) / 24 * 2 * np.pi), 0, None)
     frame = pd.DataFrame(
         {
             "timestamp": pd.to_datetime(times, unit="s", utc=True),
