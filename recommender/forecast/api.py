@@ -91,7 +91,7 @@ def oom_history(
     ooms.record(rows, at, memory, settings, np.maximum(peaks[rows], 0.0), bumps=bumps)
     windows = np.clip((seconds - usage.start) // usage.step, 0, usage.n_windows - 1)
     folded = usage.memory.copy()
-    np.fmax.at(folded, (rows, windows.astype(np.int64)), implied_demand(memory, settings, bumps))
+    np.fmax.at(folded, (rows, windows), implied_demand(memory, settings, bumps))
     return ooms, replace(usage, memory=folded)
 
 

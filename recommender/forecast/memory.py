@@ -239,7 +239,8 @@ def plan_memory(
     state_level = np.take_along_axis(state_peak, np.clip(previous, 0, None), axis=1)
     state_level = np.where(previous < 0, overall_level, np.fmin(state_level, overall_level))
     seen = ~np.isnan(memory)
-    days = np.maximum(seen.sum(axis=1) * settings.update_period_seconds / per_block / DAY, 1e-9)
+    seen_windows = seen.sum(axis=1)
+    days = np.maximum(seen_windows * settings.update_period_seconds / per_block / DAY, 1e-9)
     peak_limit = margin * np.maximum(overall_level, recent_level)
     state_limit = margin * np.maximum(state_level, recent_level)
     with np.errstate(invalid="ignore"):
@@ -247,9 +248,8 @@ def plan_memory(
         by_state_exceeds = seen & (memory > state_limit)
         lowered = np.where(seen & np.isfinite(peak_limit), peak_limit - state_limit, 0.0)
     extra = _episodes_per_day(by_state_exceeds, days) - _episodes_per_day(by_peak, days)
-    saving = np.nan_to_num(lowered, nan=0.0).clip(min=0.0).sum(axis=1) / np.maximum(
-        seen.sum(axis=1), 1
-    )
+    # the state level is the overall one capped, so `lowered` is never negative
+    saving = lowered.sum(axis=1) / np.maximum(seen_windows, 1)
     # what sizing by state saves buys some of its kills: `oom_worth_bytes` of limit
     # lowered on average, all day, is worth one kill a day
     net = extra - saving / settings.oom_worth_bytes
