@@ -6,13 +6,11 @@ drawn (no matplotlib) leaves no partial set of files behind.
 
 from __future__ import annotations
 
-import io
 import sys
 from enum import StrEnum
 from pathlib import Path
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
 from recommender.backtest import METRIC_NAMES, BacktestInputError, BacktestResult
@@ -20,6 +18,7 @@ from recommender.backtest.history import ReplayHistory
 from recommender.backtest.registry import StrategySpec
 from recommender.backtest.result import BASELINE
 from tailor.cli.options import writable_path
+from tailor.cli.tables import print_table, table_text
 from tailor.cli.writing import write_file, write_text
 
 SOURCES = {
@@ -111,11 +110,9 @@ def emit(result: BacktestResult, fmt: BacktestFormat, output: Path | None) -> No
         else:
             write_text(output, text)
         return
-    Console().print(result_table(result))
+    print_table(result_table(result))
     if output is not None:
-        buffer = io.StringIO()
-        Console(file=buffer, width=200).print(result_table(result))
-        write_text(output, buffer.getvalue())
+        write_text(output, table_text(result_table(result)))
 
 
 def report_possible() -> None:

@@ -40,6 +40,7 @@ from tailor.cli.service import (
     serve_telemetry,
     service_telemetry,
 )
+from tailor.cli.tables import print_table
 from tailor.kube import Cluster, ClusterError
 from tailor.lease import ApiLease
 from tailor.schedule_file import (
@@ -89,7 +90,7 @@ def _print(outcomes: list[Outcome], fmt: FollowFormat) -> None:
     if fmt is FollowFormat.json:
         sys.stdout.write(json.dumps([asdict(o) for o in outcomes], indent=2) + "\n")
     else:
-        Console().print(outcome_table(outcomes))
+        print_table(outcome_table(outcomes))
 
 
 @dataclass(frozen=True)

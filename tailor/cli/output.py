@@ -16,9 +16,9 @@ from typing import Any
 
 import pandas as pd
 import yaml
-from rich.console import Console
 from rich.table import Table
 
+from tailor.cli import tables
 from tailor.quantity import format_cpu, format_memory
 from tailor.schedule_file import json_number
 
@@ -90,6 +90,4 @@ def build_table(frame: pd.DataFrame, title: str) -> Table:
 
 
 def table_text(frame: pd.DataFrame, title: str = "recommendations") -> str:
-    console = Console(file=io.StringIO(), width=200, record=True)
-    console.print(build_table(frame, title))
-    return console.export_text()
+    return tables.table_text(build_table(frame, title))

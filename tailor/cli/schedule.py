@@ -20,6 +20,7 @@ from rich.table import Table
 
 from tailor.cli import options
 from tailor.cli.output import human_memory, quantity_cell
+from tailor.cli.tables import print_table, table_text
 from tailor.cli.writing import write_text
 from tailor.quantity import format_cpu
 from tailor.schedule_file import schedule_records
@@ -91,7 +92,7 @@ def schedule_command(
         usage, event_frame, settings, source, count_throttling=not ignore_throttling
     )
     if fmt is ScheduleFormat.table and output is None:
-        Console().print(schedule_table(schedule))
+        print_table(schedule_table(schedule))
         return
     if fmt is ScheduleFormat.json:
         text = json.dumps(schedule_records(schedule), indent=2, allow_nan=False) + "\n"
@@ -100,9 +101,7 @@ def schedule_command(
         schedule.to_csv(buffer, index=False)
         text = buffer.getvalue()
     else:
-        console = Console(file=io.StringIO(), width=160, record=True)
-        console.print(schedule_table(schedule))
-        text = console.export_text()
+        text = table_text(schedule_table(schedule))
     if output is None:
         sys.stdout.write(text)
     else:
