@@ -23,6 +23,7 @@ from tailor.quantity import format_cpu, format_memory
 from tailor.schedule_file import json_number
 
 BOUNDS = (("target", "target"), ("lowerBound", "lower"), ("upperBound", "upper"))
+TABLE_TITLE = "kube-tailor recommendations"  # the same on a terminal and in a file
 
 
 class OutputFormat(StrEnum):
@@ -71,7 +72,7 @@ def render(frame: pd.DataFrame, fmt: OutputFormat) -> str:
         buffer = io.StringIO()
         frame.to_csv(buffer, index=False)
         return buffer.getvalue()
-    return table_text(frame)
+    return tables.table_text(build_table(frame, TABLE_TITLE))
 
 
 def build_table(frame: pd.DataFrame, title: str) -> Table:
@@ -87,7 +88,3 @@ def build_table(frame: pd.DataFrame, title: str) -> Table:
         cells += [quantity_cell(values[f"memory_{column}"], human_memory) for _, column in BOUNDS]
         table.add_row(*cells)
     return table
-
-
-def table_text(frame: pd.DataFrame, title: str = "recommendations") -> str:
-    return tables.table_text(build_table(frame, title))

@@ -12,7 +12,7 @@ from rich.console import Console
 
 from recommender.recommend import recommend_vpa
 from tailor.cli import options
-from tailor.cli.output import OutputFormat, build_table, render
+from tailor.cli.output import TABLE_TITLE, OutputFormat, build_table, render
 from tailor.cli.progress import progress_bar
 from tailor.cli.tables import print_table
 from tailor.cli.writing import write_text
@@ -92,7 +92,7 @@ def recommend_command(
 def emit(frame: pd.DataFrame, fmt: OutputFormat, output: Path | None) -> None:
     """Print a rich table on a terminal, else write the requested text format."""
     if output is None and fmt is OutputFormat.table:
-        print_table(build_table(frame, "kube-tailor recommendations"))
+        print_table(build_table(frame, TABLE_TITLE))
         return
     text = render(frame, fmt)
     if output is None:

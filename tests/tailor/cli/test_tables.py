@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+from pathlib import Path
 
 from rich.table import Table
 from typer.testing import CliRunner
@@ -50,3 +51,13 @@ def test_the_demo_table_names_every_workload_in_full() -> None:
     for workload in usage.workload.unique():
         assert f" {workload} " in result.stdout
     assert "memory upperBound" in result.stdout
+
+
+def test_a_table_written_to_a_file_is_the_one_printed(tmp_path: Path) -> None:
+    target = tmp_path / "recommendations.txt"
+    result = runner.invoke(app, ["recommend", "--demo", "--output", str(target)])
+    assert result.exit_code == 0, result.output
+    written = target.read_text()
+    printed = runner.invoke(app, ["recommend", "--demo"]).stdout
+    assert written.split() == printed.split()
+    assert "kube-tailor recommendations" in written
