@@ -14,14 +14,19 @@ from recommender.forecast.planner import Plan
 from recommender.forecast.settings import DAY, ForecastSettings
 
 GIB = 2.0**30
+MIB = 2.0**20
 STATE_NAMES = ("idle", "part-busy", "busy", "idle after busy")
+LOWER_BY = 0.01  # a state this much under the peak is sized on its own (else: the peak)
 
 
 def _cores(value: float) -> str:
     return f"{value * 1000:.0f}m" if value < 1 else f"{value:.2f}"
 
 
-def _gib(value: float) -> str:
+def _size(value: float) -> str:
+    """GiB with two decimals, or whole MiB under 1 GiB (where 0.05 GiB says too little)."""
+    if abs(value) < GIB:
+        return f"{value / MIB:.0f} MiB"
     return f"{value / GIB:.2f} GiB"
 
 
@@ -109,24 +114,26 @@ def _memory_sentence(plan: Plan, ooms: OomHistory, i: int, settings: ForecastSet
     if np.isnan(mp.peak[i]):
         return "memory: not measured"
     margin = f"+{settings.memory_margin:.0%}"
-    if mp.by_state[i]:
+    per_state = np.fmin(mp.state_peak[i], mp.peak[i])  # a state is never sized above the peak
+    # sized per state only where some state is clearly lower (NaN, a state never seen, is not)
+    if mp.by_state[i] and np.any(per_state < (1.0 - LOWER_BY) * mp.peak[i]):
         levels = ", ".join(
-            f"{name} {_gib(float(v))}"
-            for name, v in zip(("idle", "part-busy", "busy"), mp.state_peak[i], strict=False)
+            f"{name} {_size(float(v))}"
+            for name, v in zip(("idle", "part-busy", "busy"), per_state, strict=False)
             if not np.isnan(v)
         )
         sized = (
             f"sized per CPU state ({levels}) {margin}, replayed at"
-            f" {mp.extra_oom_per_day[i]:+.2f} kills/day for {_gib(float(mp.state_saving[i]))}"
+            f" {mp.extra_oom_per_day[i]:+.2f} kills/day for {_size(float(mp.state_saving[i]))}"
             " less on average"
         )
     else:
-        sized = f"covers the peak of the remembered history {_gib(float(mp.peak[i]))} {margin}"
+        sized = f"covers the peak of the remembered history {_size(float(mp.peak[i]))} {margin}"
     text = f"memory: {sized}"
     if ooms.count[i]:
         text += f"; {ooms.count[i]} OOM kill(s), last {_utc(float(ooms.last[i]))}"
         if mp.floor[i] > 0:
-            text += f", limit held >= {_gib(float(mp.floor[i]))} until {_utc(ooms.hold_until[i])}"
+            text += f", limit held >= {_size(float(mp.floor[i]))} until {_utc(ooms.hold_until[i])}"
     return text
 
 

@@ -128,3 +128,15 @@ def test_a_young_series_says_which_quantile_of_its_usage_sized_it(
     assert np.allclose(frame["cpu_seen_quantile"], 1.0 - shortfall)
     for text in frame["explanation"]:
         assert f"{quantile} of what was seen +25% headroom" in text
+
+
+def test_memory_is_explained_as_sized_per_state_only_where_a_state_is_lower() -> None:
+    # flat memory in a daily CPU cycle: every state sees the same peak, so the limit is
+    # the peak's, whatever the replay allowed; small sizes read in MiB, not "0.05 GiB"
+    cpu = [syn.daily(5.0), syn.on_off(5.0)]
+    memory = [np.full(cpu[0].size, 2.0 * syn.GIB), np.where(cpu[1] > 1, 0.3, 0.05) * syn.GIB]
+    settings = ForecastSettings(oom_worth_bytes=2.0**20)  # any saving buys sizing per state
+    result = recommend_forecast(syn.fleet(cpu, memory), settings=settings)
+    text = result.recommendations["explanation"].tolist()
+    assert "memory: covers the peak of the remembered history 2.00 GiB +20%" in text[0]
+    assert "sized per CPU state" in text[1] and "idle 51 MiB" in text[1]
