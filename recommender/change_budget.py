@@ -42,6 +42,18 @@ class ChangeBudget:
             room = np.minimum(room, allowed - inside.sum(axis=2))
         return room
 
+    @classmethod
+    def after(
+        cls, changes: Sequence[np.ndarray], cap: int, spans: Sequence[float] = DEFAULT_SPANS
+    ) -> ChangeBudget:
+        """A budget that already counts the changes made so far: one array of UNIX
+        seconds per container (the last `cap` of each are kept)."""
+        budget = cls(len(changes), cap, spans)
+        for row, times in enumerate(changes):
+            last = np.sort(np.asarray(times, dtype=np.float64))[-cap:]
+            budget.times[row, : last.size] = last
+        return budget
+
     def left(self, now: float) -> np.ndarray:
         """Changes still allowed at `now` per container (int, may be negative after
         changes that had to happen anyway, such as the bump after an OOM kill)."""

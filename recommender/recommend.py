@@ -23,6 +23,7 @@ from recommender.data.ooms import history_start, oom_kills
 from recommender.data.schema import validate_events, validate_usage
 from recommender.data.throttling import throttling_notes, with_cpu_demand
 from recommender.forecast.api import BOUND_COLUMNS, recommend_forecast
+from recommender.forecast.in_force import held_to_budget, requests_in_force
 from recommender.forecast.settings import ForecastSettings
 from recommender.oom_bumps import series_oom_bumps
 from recommender.vpa.model import VpaModel
@@ -234,6 +235,7 @@ def recommend_forecast_workloads(
         .max()
         .reset_index()
     )
+    schedule = held_to_budget(schedule, requests_in_force(kept), settings)
     return _rounded(recommendations), _rounded(schedule)
 
 

@@ -304,6 +304,8 @@ def build_schedule(
     blocks_per_day: int,
     floor: np.ndarray | None = None,
     committed: np.ndarray | None = None,
+    budget: ChangeBudget | None = None,
+    start: float = 0.0,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Requests per horizon block, starting from the requests in force.
 
@@ -314,7 +316,9 @@ def build_schedule(
     budget frees one (`budget_reach`), `committed` (series, blocks) past
     `cover_blocks`, and a request under `floor` (series, blocks, see `rise_floor`)
     rises. Memory follows block by block with the hysteresis of `memory_step`,
-    riding along with CPU changes. Returns (cpu, memory), each (series, blocks).
+    riding along with CPU changes. `budget`, with the block grid starting at
+    `start` (UNIX seconds), counts the changes already made (default: none yet).
+    Returns (cpu, memory), each (series, blocks).
     """
     n, horizon = cpu_required.shape
     if settings.scheduler == "optimal":
@@ -323,12 +327,13 @@ def build_schedule(
         everything = np.ones(n, dtype=bool)
         optimal = plan_cpu(current_cpu, cpu_required, settings, budget_total, everything)
     period = DAY / blocks_per_day
-    budget = ChangeBudget(n, settings.max_changes_per_day)
+    if budget is None:
+        budget = ChangeBudget(n, settings.max_changes_per_day)
     cpu_out = np.empty((n, horizon))
     memory_out = np.empty((n, horizon))
     cpu, memory = current_cpu.copy(), current_memory.copy()
     for k in range(horizon):
-        now = k * period
+        now = start + k * period
         left = budget.left(now)
         may_decrease = left > settings.reserved_changes
         may_increase = left > 0
