@@ -32,11 +32,35 @@ class ScheduleFormat(StrEnum):
     csv = "csv"
 
 
+NAMES = ("namespace", "workload", "container")
+REQUESTS = ("cpu_request", "memory_request")
+
+
+def schedule_steps(schedule: pd.DataFrame) -> pd.DataFrame:
+    """Consecutive periods of a container with the same requests, merged into one row.
+
+    The table is read by people, who want the step function: when the requests
+    change and to what; JSON and CSV keep one row per period for programs.
+    """
+    if schedule.empty:
+        return schedule
+    ordered = schedule.sort_values([*NAMES, "start"], kind="stable").reset_index(drop=True)
+    keys = ordered[list(NAMES)].astype(str).agg("\0".join, axis=1)
+    values = ordered[list(REQUESTS)].astype(float).fillna(-1.0)  # NaN equals NaN here
+    same = (keys == keys.shift()) & (values == values.shift()).all(axis=1)
+    same &= ordered["start"] == ordered["end"].shift()  # no gap between the two periods
+    run = (~same).cumsum()
+    grouped = ordered.groupby(run, sort=False)
+    steps = grouped.first()
+    steps["end"] = grouped["end"].last()
+    return steps.reset_index(drop=True)
+
+
 def schedule_table(schedule: pd.DataFrame) -> Table:
     table = Table(title="kube-tailor schedule (next 24 h)", header_style="bold")
     for name in ("namespace", "workload", "container", "from (UTC)", "to", "cpu", "memory"):
         table.add_column(name, justify="right" if name in ("cpu", "memory") else "left")
-    for row in schedule.to_dict(orient="records"):
+    for row in schedule_steps(schedule).to_dict(orient="records"):
         table.add_row(
             str(row["namespace"]),
             str(row["workload"]),

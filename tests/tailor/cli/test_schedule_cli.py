@@ -14,6 +14,7 @@ from recommender.data.files import write_usage
 from recommender.data.schema import validate_usage
 from recommender.recommend import recommend_forecast_workloads
 from tailor.cli.main import app
+from tailor.cli.schedule import schedule_steps
 from tests.cli_text import plain
 
 runner = CliRunner()
@@ -246,3 +247,23 @@ def test_a_usage_no_quantity_can_hold_is_refused(tmp_path: Path, command: list[s
         result.output
     )
     assert not target.exists()
+
+
+def test_the_schedule_table_shows_each_step_once() -> None:
+    """People read the step function: a row per run of equal requests, from its first
+    period's start to its last period's end; JSON keeps one row per period."""
+    periods = json.loads(runner.invoke(app, ["schedule", "--demo", "--format", "json"]).stdout)
+    frame = pd.DataFrame(periods).rename(columns={"cpu": "cpu_request", "memory": "memory_request"})
+    frame["start"], frame["end"] = pd.to_datetime(frame["start"]), pd.to_datetime(frame["end"])
+    steps = schedule_steps(frame)
+    for _, container in steps.groupby(["namespace", "workload", "container"]):
+        # contiguous, and the whole day; no two neighbours alike
+        starts, ends = container["start"].to_numpy(), container["end"].to_numpy()
+        assert (starts[1:] == ends[:-1]).all()
+        assert container["end"].iloc[-1] - container["start"].iloc[0] == pd.Timedelta(hours=24)
+        values = container[["cpu_request", "memory_request"]].to_numpy()
+        assert (np.abs(np.diff(values, axis=0)).sum(axis=1) > 0).all()
+    assert len(steps) < len(frame) / 3
+    table = runner.invoke(app, ["schedule", "--demo"]).stdout
+    body = [line for line in table.splitlines() if line.startswith("│")]
+    assert len(body) == len(steps)
