@@ -40,29 +40,42 @@ class InForce:
 
 
 def requests_in_force(usage: pd.DataFrame) -> InForce:
-    """What each aggregate asks for at the end of `usage`, and when that changed.
+    """What each aggregate asks for at the end of `usage`, and when that changed in the
+    last day (only that day is read: older changes no longer count, and the requests
+    are on record at every sample where they are known at all).
 
     Pods of an aggregate share one spec: at each sample the largest request of its
     pods counts (as the merged schedule takes the largest). A change is a sample
     whose CPU or memory request differs from the aggregate's previous known one.
     """
-    frame = usage.reindex(columns=[*KEYS, "timestamp", *REQUESTS])
+    end = usage["timestamp"].max()
+    recent = usage.loc[usage["timestamp"] > end - pd.Timedelta(seconds=DAY)]
+    frame = recent.reindex(columns=[*KEYS, "timestamp", *REQUESTS])
     per_sample = frame.groupby([*KEYS, "timestamp"], sort=True)[REQUESTS].max()
-    per_sample = per_sample.dropna(how="all").reset_index()
-    end = usage["timestamp"].max().timestamp()
-    keys: list[tuple[str, ...]] = []
-    cpu, memory, changes = [], [], []
-    for key, group in per_sample.groupby(KEYS, sort=True):
-        values = group[REQUESTS].ffill().to_numpy(dtype=np.float64)  # a missing side keeps its last
-        moved = ~np.all(np.isclose(values[1:], values[:-1], equal_nan=True), axis=1)
-        since_epoch = pd.to_datetime(group["timestamp"], utc=True) - EPOCH
-        seconds = (since_epoch / pd.Timedelta(seconds=1)).to_numpy(dtype=np.float64)
-        times = seconds[1:][moved]
-        keys.append(tuple(str(part) for part in key))
-        cpu.append(values[-1, 0])
-        memory.append(values[-1, 1])
-        changes.append(times[times > end - DAY])
-    return InForce(keys, np.asarray(cpu), np.asarray(memory), changes)
+    per_sample = per_sample.dropna(how="all")
+    by_key = per_sample.groupby(level=KEYS, sort=False)
+    filled = by_key.ffill()  # a side not on record at a sample keeps its last value
+    before = filled.groupby(level=KEYS, sort=False).shift(1)
+    same = np.isclose(filled.to_numpy(), before.to_numpy(), equal_nan=True)
+    moved = ~same.all(axis=1) & before.notna().any(axis=1).to_numpy()
+    last = filled.groupby(level=KEYS, sort=True).last()
+    keys = [tuple(str(part) for part in key) for key in last.index]
+    row_of = {key: row for row, key in enumerate(last.index)}
+    stamps = per_sample.index.get_level_values("timestamp")[moved]
+    seconds = ((pd.DatetimeIndex(stamps, tz="UTC") - EPOCH) / pd.Timedelta(seconds=1)).to_numpy()
+    owners = [row_of[key] for key in per_sample.index.droplevel("timestamp")[moved]]
+    changes: list[np.ndarray] = [np.empty(0) for _ in keys]
+    if owners:
+        order = np.argsort(owners, kind="stable")
+        split = np.unique(np.asarray(owners)[order], return_index=True)
+        for row, times in zip(split[0], np.split(seconds[order], split[1][1:]), strict=True):
+            changes[row] = times
+    return InForce(
+        keys,
+        last["cpu_request"].to_numpy(dtype=np.float64),
+        last["memory_request"].to_numpy(dtype=np.float64),
+        changes,
+    )
 
 
 def held_to_budget(
