@@ -101,17 +101,21 @@ def held_to_budget(
     current_memory = np.array([np.nan if r is None else in_force.memory[r] for r in rows])
     made = [np.empty(0) if r is None else in_force.changes[r] for r in rows]
     cpu_need = wide["cpu_request"].to_numpy(dtype=np.float64)
+    memory_need = wide["memory_request"].to_numpy(dtype=np.float64)
     cpu, memory = build_schedule(
         current_cpu,
         current_memory,
         cpu_need,
-        wide["memory_request"].to_numpy(dtype=np.float64),
+        memory_need,
         settings,
         max(1, round(DAY / period)),
         floor=cpu_need,
         budget=ChangeBudget.after(made, settings.max_changes_per_day),
         start=starts[0].timestamp(),
     )
+    # what was not measured stays unplanned (null), whatever is in force
+    cpu = np.where(np.isnan(cpu_need), np.nan, cpu)
+    memory = np.where(np.isnan(memory_need), np.nan, memory)
     played = pd.DataFrame(
         {
             "cpu_request": cpu.ravel(),

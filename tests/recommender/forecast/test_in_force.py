@@ -125,3 +125,10 @@ def test_hourly_replans_that_are_followed_change_requests_at_most_6_times_a_day(
         assert moved.sum() + 1 <= 6 + 2, (key, moved.sum())
         for start in range(len(moved) - 24 + 1):
             assert moved[start : start + 24].sum() <= 6, key
+
+
+def test_what_was_not_measured_stays_unplanned_whatever_is_in_force() -> None:
+    in_force = requests_in_force(_history([1.0] * 30))  # 2 GiB of memory asked for
+    played = held_to_budget(_schedule([0.6] * 24, memory=np.nan), in_force, ForecastSettings())
+    assert played["memory_request"].isna().all() and played["memory_limit"].isna().all()
+    assert played["cpu_request"].notna().all()
