@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from recommender.forecast.memory import OomHistory
+from recommender.forecast.memory import OomHistory, capped_state_peaks
 from recommender.forecast.planner import Plan
 from recommender.forecast.settings import DAY, ForecastSettings
 
@@ -114,12 +114,12 @@ def _memory_sentence(plan: Plan, ooms: OomHistory, i: int, settings: ForecastSet
     if np.isnan(mp.peak[i]):
         return "memory: not measured"
     margin = f"+{settings.memory_margin:.0%}"
-    per_state = np.fmin(mp.state_peak[i], mp.peak[i])  # a state is never sized above the peak
+    per_state = capped_state_peaks(mp.state_peak[i], mp.peak[i])  # what the plan sizes on
     # sized per state only where some state is clearly lower (NaN, a state never seen, is not)
     if mp.by_state[i] and np.any(per_state < (1.0 - LOWER_BY) * mp.peak[i]):
         levels = ", ".join(
             f"{name} {_size(float(v))}"
-            for name, v in zip(("idle", "part-busy", "busy"), per_state, strict=False)
+            for name, v in zip(STATE_NAMES, per_state, strict=False)
             if not np.isnan(v)
         )
         sized = (

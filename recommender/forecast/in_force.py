@@ -53,28 +53,21 @@ def requests_in_force(usage: pd.DataFrame) -> InForce:
     frame = recent.reindex(columns=[*KEYS, "timestamp", *REQUESTS])
     per_sample = frame.groupby([*KEYS, "timestamp"], sort=True)[REQUESTS].max()
     per_sample = per_sample.dropna(how="all")
-    by_key = per_sample.groupby(level=KEYS, sort=False)
-    filled = by_key.ffill()  # a side not on record at a sample keeps its last value
+    # a side not on record at a sample keeps its last value
+    filled = per_sample.groupby(level=KEYS, sort=False).ffill()
     before = filled.groupby(level=KEYS, sort=False).shift(1)
     same = np.isclose(filled.to_numpy(), before.to_numpy(), equal_nan=True)
     moved = ~same.all(axis=1) & before.notna().any(axis=1).to_numpy()
     last = filled.groupby(level=KEYS, sort=True).last()
-    keys = [tuple(str(part) for part in key) for key in last.index]
-    row_of = {key: row for row, key in enumerate(last.index)}
-    stamps = per_sample.index.get_level_values("timestamp")[moved]
-    seconds = ((pd.DatetimeIndex(stamps, tz="UTC") - EPOCH) / pd.Timedelta(seconds=1)).to_numpy()
-    owners = [row_of[key] for key in per_sample.index.droplevel("timestamp")[moved]]
-    changes: list[np.ndarray] = [np.empty(0) for _ in keys]
-    if owners:
-        order = np.argsort(owners, kind="stable")
-        split = np.unique(np.asarray(owners)[order], return_index=True)
-        for row, times in zip(split[0], np.split(seconds[order], split[1][1:]), strict=True):
-            changes[row] = times
+    stamps = pd.DatetimeIndex(per_sample.index.get_level_values("timestamp")[moved], tz="UTC")
+    seconds = (stamps - EPOCH) / pd.Timedelta(seconds=1)
+    owners = per_sample.index.droplevel("timestamp")[moved]
+    made = pd.Series(seconds.to_numpy(), index=owners).groupby(level=KEYS).agg(np.asarray)
     return InForce(
-        keys,
+        list(last.index),
         last["cpu_request"].to_numpy(dtype=np.float64),
         last["memory_request"].to_numpy(dtype=np.float64),
-        changes,
+        [made.get(key, np.empty(0)) for key in last.index],
     )
 
 
@@ -95,11 +88,11 @@ def held_to_budget(
     wide = schedule.groupby([*KEYS, "start"], sort=True)[REQUESTS].max().unstack("start")
     starts = wide["cpu_request"].columns
     period = (starts[1] - starts[0]).total_seconds() if len(starts) > 1 else float(DAY)
-    known = {key: row for row, key in enumerate(in_force.keys)}
-    rows = [known.get(tuple(str(part) for part in key)) for key in wide.index]
-    current_cpu = np.array([np.nan if r is None else in_force.cpu[r] for r in rows])
-    current_memory = np.array([np.nan if r is None else in_force.memory[r] for r in rows])
-    made = [np.empty(0) if r is None else in_force.changes[r] for r in rows]
+    on_record = pd.MultiIndex.from_tuples(in_force.keys, names=KEYS)
+    rows = on_record.get_indexer(wide.index)  # -1: no request on record
+    current_cpu = np.append(in_force.cpu, np.nan)[rows]  # -1 picks the NaN appended
+    current_memory = np.append(in_force.memory, np.nan)[rows]
+    made = [in_force.changes[row] if row >= 0 else np.empty(0) for row in rows]
     cpu_need = wide["cpu_request"].to_numpy(dtype=np.float64)
     memory_need = wide["memory_request"].to_numpy(dtype=np.float64)
     cpu, memory = build_schedule(

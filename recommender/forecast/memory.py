@@ -127,6 +127,13 @@ def implied_demand(
     return bump_after_oom(memory, settings, bumps) / (1.0 + settings.memory_margin)
 
 
+def capped_state_peaks(state_peak: np.ndarray, peak: np.ndarray) -> np.ndarray:
+    """A state's peak may lower the limit, never raise it above the overall recent peak:
+    a state last seen a week ago does not bring back that week's memory (fmin also takes
+    the overall peak where a state has none). (..., bins) from (..., bins) and (...)."""
+    return np.fmin(state_peak, np.expand_dims(peak, -1))
+
+
 def recent_peak(memory: np.ndarray, windows: int) -> np.ndarray:
     """Largest sample of the last `windows` windows per series, NaN when none."""
     recent = memory[:, -windows:] if windows < memory.shape[1] else memory
@@ -264,10 +271,7 @@ def plan_memory(
     # a series with no sample in those days (a pod gone quiet) keeps the peak it last had
     peak = np.where(np.isnan(peak), recent_peak(memory, total), peak)
     recent = recent_peak(memory, recent_blocks * per_block)
-    # a state's peak may lower the limit, never raise it above the overall recent
-    # peak: a state last seen a week ago does not bring back that week's memory
-    # (fmin also takes the overall peak where a state has none)
-    per_state = np.fmin(state_peak, peak[:, None])
+    per_state = capped_state_peaks(state_peak, peak)
     per_state = np.where(by_state[:, None], per_state, peak[:, None])
     floor_now = ooms.floor_at(now)
     level_by_state = np.fmax(margin * np.fmax(per_state, recent[:, None]), floor_now[:, None])

@@ -18,6 +18,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from recommender.data.arrays import AGGREGATE_COLUMNS
 from tailor.cli import options
 from tailor.cli.output import human_memory, quantity_cell
 from tailor.cli.tables import print_table, table_text
@@ -32,8 +33,8 @@ class ScheduleFormat(StrEnum):
     csv = "csv"
 
 
-NAMES = ("namespace", "workload", "container")
-REQUESTS = ("cpu_request", "memory_request")
+NAMES = list(AGGREGATE_COLUMNS)
+REQUESTS = ["cpu_request", "memory_request"]
 
 
 def schedule_steps(schedule: pd.DataFrame) -> pd.DataFrame:
@@ -45,9 +46,9 @@ def schedule_steps(schedule: pd.DataFrame) -> pd.DataFrame:
     if schedule.empty:
         return schedule
     ordered = schedule.sort_values([*NAMES, "start"], kind="stable").reset_index(drop=True)
-    keys = ordered[list(NAMES)].astype(str).agg("\0".join, axis=1)
-    values = ordered[list(REQUESTS)].astype(float).fillna(-1.0)  # NaN equals NaN here
-    same = (keys == keys.shift()) & (values == values.shift()).all(axis=1)
+    values = ordered[REQUESTS].astype(float).fillna(-1.0)  # NaN equals NaN here
+    same = (ordered[NAMES] == ordered[NAMES].shift()).all(axis=1)
+    same &= (values == values.shift()).all(axis=1)
     same &= ordered["start"] == ordered["end"].shift()  # no gap between the two periods
     run = (~same).cumsum()
     grouped = ordered.groupby(run, sort=False)
