@@ -16,7 +16,7 @@ from typing import Any, Protocol
 
 from pydantic import ValidationError
 
-from admission.patch import PodPatch, PodUnreadable, pod_patch
+from admission.patch import PodPatch, PodUnreadable, pod_containers, pod_patch
 from admission.review import AdmissionRequest, Verdict
 from tailor.api.limitrange import LimitRange
 from tailor.api.meta import OwnerReference
@@ -53,7 +53,10 @@ class ClusterView(Protocol):
 
 def _with_namespace(pod: Json, namespace: str) -> dict[str, Any]:
     """A pod being created may carry no namespace yet; the request's is the one it gets."""
-    metadata = dict(pod.get("metadata") or {})
+    metadata = pod.get("metadata")
+    if metadata is not None and not isinstance(metadata, Mapping):
+        raise PodUnreadable("metadata is not an object")
+    metadata = dict(metadata or {})
     metadata["namespace"] = metadata.get("namespace") or namespace
     return {**pod, "metadata": metadata}
 
@@ -82,6 +85,7 @@ def _patch_for(
     if vpa is None:
         return pod_patch(pod, None)
     hpas = view.hpas(namespace) if acts(vpa) else []  # a VPA in mode Off fights nothing
+    pod_containers(pod)  # a pod that cannot be read is admitted as written, and says so
     conflicts = hpa_conflicts(vpa, hpas, container_names(pod))
     return pod_patch(pod, vpa, view.limit_ranges(namespace), conflicts, max_cpu_boost)
 
@@ -102,8 +106,8 @@ def admit(
             warnings=(f"{WARNING_PREFIX}: cannot read the pod: request.object is not an object",),
             reason="unreadable pod",
         )
-    pod = _with_namespace(request.obj, request.namespace)
     try:
+        pod = _with_namespace(request.obj, request.namespace)
         patch = _patch_for(pod, request.namespace, view, max_cpu_boost)
     except PodUnreadable as error:
         return Verdict(

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from tailor.api.limitrange import LimitRangeItem
 from tailor.api.meta import RESOURCE_CPU, ResourceList
-from tailor.api.vpa import ContainerResourcePolicy, CPUStartupBoost
+from tailor.api.vpa import ContainerResourcePolicy, ControlledValues, CPUStartupBoost
 from tailor.capping import cap_to_container_limit_range
 from tailor.limits import ContainerResources, new_container_resources
 from tailor.quantity import Quantity
@@ -31,7 +31,9 @@ def boost_container(
     the caps leave no room above its request. The boosted request is capped by `most`
     (upstream's --max-allowed-cpu-boost) and by the Container LimitRange's max, which the
     API server would enforce by refusing the pod; its limit follows as every write's does
-    (`tailor.limits`: the ratio kept, RequestsOnly left alone)."""
+    (`tailor.limits`: the ratio kept, RequestsOnly left alone). Under RequestsOnly the
+    request stays just below the container's own CPU limit (1m under, as AEP-7862 asks),
+    since the limit does not move with it."""
     request = resources.requests.get(RESOURCE_CPU)
     if request is None or request.is_zero():
         return None
@@ -42,6 +44,13 @@ def boost_container(
         ResourceList({RESOURCE_CPU: wanted}), resources, limit_range
     )
     wanted = capped.get(RESOURCE_CPU, wanted)
+    limit = resources.limits.get(RESOURCE_CPU)
+    requests_only = (
+        policy is not None
+        and policy.effective_controlled_values() is ControlledValues.REQUESTS_ONLY
+    )
+    if requests_only and limit is not None and wanted >= limit:
+        wanted = Quantity.from_milli(limit.milli_value() - 1)  # a request over its limit is refused
     if wanted <= request:
         return None
     update = new_container_resources(resources, {RESOURCE_CPU: wanted}, policy, limit_range)

@@ -22,10 +22,15 @@ from typing import Any
 from admission.boost import boost_container
 from tailor.api.limitrange import LimitRange, LimitRangeItem, LimitType, merged_limit_range_item
 from tailor.api.meta import RESOURCE_CPU, ResourceList
-from tailor.api.vpa import UpdateMode, VerticalPodAutoscaler
+from tailor.api.vpa import ControlledValues, UpdateMode, VerticalPodAutoscaler
 from tailor.capping import cap_recommendations_for_pod
 from tailor.hpa import HpaConflict, conflict_message, contested
-from tailor.limits import LIMIT_SCALED_RESOURCES, ContainerResources, new_container_resources
+from tailor.limits import (
+    LIMIT_SCALED_RESOURCES,
+    ContainerResources,
+    fit_pod_limit_ratio,
+    new_container_resources,
+)
 from tailor.quantity import Quantity, QuantityError
 from tailor.startup_boost import BOOST_ANNOTATION, BoostedCpu, BoostRecord
 
@@ -296,4 +301,28 @@ def _sizing(
         sized.notes[resources.name] = capped.notes.get(resources.name, []) + _said_of_limits(
             update.notes
         )
+    _fit_pod_ratio(vpa, current, ranges, sized)
     return sized
+
+
+def _fit_pod_ratio(
+    vpa: VerticalPodAutoscaler,
+    current: Sequence[ContainerResources],
+    ranges: _Ranges,
+    sized: _Sized,
+) -> None:
+    """Keep the pod's limit/request totals within the Pod LimitRange's ratio (in `sized`)."""
+    movable = {
+        (name, resource)
+        for name, written in sized.written.items()
+        if (policy := vpa.container_policy(name)) is None
+        or policy.effective_controlled_values() is ControlledValues.REQUESTS_AND_LIMITS
+        for resource in written
+    }
+    final = [sized.updates.get(c.name, c) for c in current]
+    fitted, lowered = fit_pod_limit_ratio(final, movable, ranges.pod)
+    for container in fitted:
+        if container.name in sized.updates:
+            sized.updates[container.name] = container
+    for name, resource in lowered:
+        sized.notes[name].append(f"{resource} limit lowered to fit the Pod maxLimitRequestRatio")

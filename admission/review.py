@@ -65,7 +65,7 @@ def parse_review(body: bytes) -> AdmissionRequest:
     """The request of an AdmissionReview v1 body; ReviewError for anything else."""
     try:
         document = json.loads(body)
-    except (UnicodeDecodeError, json.JSONDecodeError) as error:
+    except (ValueError, RecursionError) as error:  # bad UTF-8 or JSON, a number too long
         raise ReviewError(f"body is not JSON: {error}") from None
     if not isinstance(document, dict):
         raise ReviewError("body is not an AdmissionReview: expected a JSON object")

@@ -215,7 +215,9 @@ def cap_to_pod_limit_range(
     sum of requests is under min, every recommended value is scaled up by the
     same factor (rounded up); otherwise, if the sum of the proportional limits is
     under min or over max, they are scaled by the factor that brings that sum to
-    the bound (rounded up for min, down for max). Unlike upstream, containers
+    the bound (rounded up for min, down for max); a sum of requests over max (the
+    LimitRanger refuses it too, limits or not) scales the values down to it. Unlike
+    upstream, containers
     without a recommendation for a value count with their current request and
     limit but are never changed themselves, and CPU is rounded to 1m, not to whole
     cores.
@@ -267,12 +269,20 @@ def _fit_pod_total(
     rounding: Rounding
     if minimum is not None and movable_requests + fixed_requests < minimum:
         share, base, rounding = minimum - fixed_requests, movable_requests, "up"
-    elif movable_limits.is_zero():
-        return  # no movable container has a limit: the limit totals cannot be moved
-    elif minimum is not None and movable_limits + fixed_limits < minimum:
+    elif (
+        minimum is not None
+        and not movable_limits.is_zero()
+        and movable_limits + fixed_limits < minimum
+    ):
         share, base, rounding = minimum - fixed_limits, movable_limits, "up"
-    elif maximum is not None and movable_limits + fixed_limits > maximum:
+    elif (
+        maximum is not None
+        and not movable_limits.is_zero()
+        and movable_limits + fixed_limits > maximum
+    ):
         share, base, rounding = maximum - fixed_limits, movable_limits, "down"
+    elif maximum is not None and movable_requests + fixed_requests > maximum:
+        share, base, rounding = maximum - fixed_requests, movable_requests, "down"
     else:
         return
     if share.nanos <= 0:

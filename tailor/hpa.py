@@ -182,7 +182,10 @@ def hpa_conflicts(
 
 def container_names(pod: Json) -> list[str]:
     """The names of a pod's containers: what a ContainerResource metric names."""
-    containers = (pod.get("spec") or {}).get("containers") or []
+    spec = pod.get("spec")
+    containers = spec.get("containers") if isinstance(spec, Mapping) else None
+    if not isinstance(containers, list):
+        return []
     return [str(c.get("name")) for c in containers if isinstance(c, Mapping)]
 
 

@@ -7,7 +7,8 @@ down and capped at int64 steps. All arithmetic is exact.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import math
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any, Literal
@@ -185,3 +186,51 @@ def new_container_resources(
                 notes.append(f"{resource} request raised to fit maxLimitRequestRatio")
     updated = ContainerResources(name=container.name, requests=requests, limits=limits)
     return ContainerUpdate(resources=updated, notes=tuple(notes))
+
+
+def fit_pod_limit_ratio(
+    containers: Sequence[ContainerResources],
+    movable: Collection[tuple[str, str]],
+    pod_range: LimitRangeItem | None,
+) -> tuple[list[ContainerResources], list[tuple[str, str]]]:
+    """Lower the movable (container, resource) limits until the pod's total limit over its
+    total request is within the Pod LimitRange's maxLimitRequestRatio; also which moved.
+
+    The LimitRanger checks a Pod item's ratio on the pod's sums, so containers scaled by
+    different factors can break it while each keeps its own ratio. Each movable limit
+    gives up a share of the excess proportional to its headroom above its request,
+    never going under that request; the limits we did not write stay as they are.
+    """
+    ratios = (pod_range.max_limit_request_ratio if pod_range else None) or ResourceList()
+    fitted = list(containers)
+    lowered: list[tuple[str, str]] = []
+    for resource in LIMIT_SCALED_RESOURCES:
+        ratio = nonzero(ratios.get(resource))
+        if ratio is None:
+            continue
+        zero = Quantity(0)
+        requests = sum(steps_of(c.requests.get(resource) or zero, resource) for c in fitted)
+        limits = sum(steps_of(c.limits.get(resource) or zero, resource) for c in fitted)
+        excess = Fraction(limits) - requests * Fraction(ratio.nanos, 10**9)
+        headroom = {
+            c.name: steps_of(c.limits[resource], resource)
+            - steps_of(c.requests.get(resource) or zero, resource)
+            for c in fitted
+            if (c.name, resource) in movable and resource in c.limits
+        }
+        room = sum(h for h in headroom.values() if h > 0)
+        if requests == 0 or excess <= 0 or room == 0:
+            continue
+        for index, container in enumerate(fitted):
+            share = headroom.get(container.name, 0)
+            if share <= 0:
+                continue
+            cut = math.ceil(min(excess, Fraction(room)) * share / room)
+            limits_after = ResourceList(container.limits)
+            steps = steps_of(container.limits[resource], resource) - cut
+            limits_after[resource] = Quantity(
+                steps * granule(resource), container.limits[resource].format
+            )
+            fitted[index] = ContainerResources(container.name, container.requests, limits_after)
+            lowered.append((container.name, resource))
+    return fitted, lowered

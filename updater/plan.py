@@ -17,12 +17,14 @@ from enum import StrEnum
 
 from tailor.api.limitrange import LimitRangeItem
 from tailor.api.meta import ResourceList
-from tailor.api.vpa import PodResourcePolicy, RecommendedContainerResources
+from tailor.api.vpa import ControlledValues, PodResourcePolicy, RecommendedContainerResources
 from tailor.capping import cap_recommendations_for_pod
-from tailor.limits import ContainerResources, new_container_resources
+from tailor.limits import ContainerResources, fit_pod_limit_ratio, new_container_resources
 from tailor.quantity import Quantity
 from updater.resources import Amounts, Json, limits_of, requests_of
 from updater.targets import Target
+
+REQUESTS_ONLY = ControlledValues.REQUESTS_ONLY
 
 
 class Qos(StrEnum):
@@ -157,18 +159,27 @@ def plan_resize(
         rules.container_limit_range,
         rules.pod_limit_range,
     )
-    changes: dict[str, ContainerResize] = {}
+    updated = dict(current)
+    movable: set[tuple[str, str]] = set()
     for recommendation in capped.recommendations:
         name = recommendation.container_name or ""
         policy = rules.resource_policy.policy_for(name) if rules.resource_policy else None
         update = new_container_resources(
             current[name], recommendation.target, policy, rules.container_limit_range
         )
-        new = update.resources
-        if new.requests != current[name].requests or new.limits != current[name].limits:
-            changes[name] = ContainerResize(name, dict(new.requests), dict(new.limits))
+        updated[name] = update.resources
+        if policy is None or policy.effective_controlled_values() is not REQUESTS_ONLY:
+            movable.update((name, resource) for resource in recommendation.target or {})
+    fitted, lowered = fit_pod_limit_ratio(list(updated.values()), movable, rules.pod_limit_range)
+    changes: dict[str, ContainerResize] = {}
+    for new in fitted:
+        if new.requests != current[new.name].requests or new.limits != current[new.name].limits:
+            changes[new.name] = ContainerResize(new.name, dict(new.requests), dict(new.limits))
     after = qos_of(_resized(containers, changes))
     if after is not qos:
         return Skipped(f"the scheduled amounts would make a {qos} pod {after}")
-    notes = tuple(note for notes in capped.notes.values() for note in notes)
+    notes = tuple(note for notes in capped.notes.values() for note in notes) + tuple(
+        f"{name}: {resource} limit lowered to fit the Pod maxLimitRequestRatio"
+        for name, resource in lowered
+    )
     return ResizePlan(tuple(changes.values()), notes if changes else ())

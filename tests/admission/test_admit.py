@@ -97,6 +97,8 @@ def new_pod() -> dict[str, Any]:
     [
         (b"<html>", "body is not JSON"),
         (b"\xff\xfe", "body is not JSON"),
+        (b'{"kind": ' + b"9" * 5000 + b"}", "body is not JSON"),  # past int's digit limit
+        (b"[" * 100_000 + b"]" * 100_000, "body is not JSON"),  # too deep to decode
         (b"[1, 2]", "expected a JSON object"),
         (b'{"kind": "Pod"}', "kind is 'Pod'"),
         (b'{"kind": "AdmissionReview", "apiVersion": "admission.k8s.io/v1beta1"}', "only"),
@@ -237,6 +239,9 @@ def test_only_pod_creations_are_patched(operation: str, resource: str, extra: di
         "a pod",
         {"metadata": {}, "spec": {}},
         {"metadata": {"ownerReferences": [{"kind": "ReplicaSet"}]}, "spec": {"containers": []}},
+        {"metadata": 7, "spec": {}},
+        {"metadata": "web", "spec": {}},
+        {**new_pod(), "spec": ["oops"]},
     ],
 )
 def test_a_pod_that_cannot_be_read_is_admitted_with_a_warning(obj: object) -> None:

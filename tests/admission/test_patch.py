@@ -99,6 +99,33 @@ def test_a_pod_limit_range_max_scales_the_recommended_containers_together() -> N
     assert [resources(result, i)["limits"]["cpu"] for i in (0, 1)] == ["500m", "500m"]
 
 
+def test_a_pod_limit_range_max_also_bounds_the_sum_of_requests() -> None:
+    """The LimitRanger refuses a pod whose requests sum past max, limits or not."""
+    two = pod(container("a", {"cpu": "100m"}), container("b", {"cpu": "500m"}, {"cpu": "500m"}))
+    pod_max = limit_range({"type": "Pod", "max": {"cpu": "1"}})
+    result = patched(two, vpa("Auto", {"a": {"cpu": "2"}}), [pod_max])
+    assert resources(result)["requests"]["cpu"] == "500m"  # 1 core less b's fixed 500m
+    assert resources(result, 1) == {"requests": {"cpu": "500m"}, "limits": {"cpu": "500m"}}
+
+
+def test_a_pod_limit_request_ratio_holds_on_the_pods_totals() -> None:
+    """Scaled apart, two containers can each keep their ratio and break the pod's."""
+    two = pod(
+        container("a", {"cpu": "100m"}, {"cpu": "1"}), container("b", {"cpu": "1"}, {"cpu": "1"})
+    )
+    ratio = limit_range({"type": "Pod", "maxLimitRequestRatio": {"cpu": "2"}})
+    targets = {"a": {"cpu": "1"}, "b": {"cpu": "100m"}}
+    unbounded = patched(two, vpa("Auto", targets))
+    assert resources(unbounded)["limits"]["cpu"] == "10"  # 10x kept: the pod's total 10.1 / 1.1
+    result = patched(two, vpa("Auto", targets), [ratio])
+    assert resources(result) == {"requests": {"cpu": "1"}, "limits": {"cpu": "2100m"}}
+    assert resources(result, 1) == {"requests": {"cpu": "100m"}, "limits": {"cpu": "100m"}}
+    assert (
+        "limit lowered to fit the Pod maxLimitRequestRatio"
+        in (result["metadata"]["annotations"][UPDATES_ANNOTATION])
+    )
+
+
 def test_requests_only_keeps_limits_and_caps_the_request_at_the_limit() -> None:
     only = {"containerName": "app", "controlledValues": "RequestsOnly"}
     result = patched(pod(APP), vpa("Auto", {"app": {"cpu": "2", "memory": "64Mi"}}, [only]))
@@ -282,3 +309,19 @@ def test_a_startup_boost_stays_within_the_container_limitrange_max() -> None:
     roomy = limit_range({"type": "Pod", "max": {"cpu": "7"}})
     boosted = patched(pod(APP, SIDECAR), boosting(vpa("Auto", TARGET), factor), [roomy])
     assert resources(boosted)["limits"]["cpu"] == "6"
+
+
+def test_under_requests_only_a_boost_stays_just_below_the_containers_cpu_limit() -> None:
+    """AEP-7862: RequestsOnly leaves the limit alone, and a request over it is refused."""
+    only = {
+        "containerName": "app",
+        "controlledValues": "RequestsOnly",
+        "startupBoost": {"cpu": {"type": "Factor", "factor": 3}},
+    }
+    found = vpa("Auto", {"app": {"cpu": "500m"}}, [only])
+    result = patched(pod(container("app", {"cpu": "250m"}, {"cpu": "1"})), found)
+    assert resources(result) == {"requests": {"cpu": "999m"}, "limits": {"cpu": "1"}}
+    at_limit = vpa("Auto", {"app": {"cpu": "2"}}, [only])  # capped at the limit: no room
+    result = patched(pod(container("app", {"cpu": "250m"}, {"cpu": "1"})), at_limit)
+    assert resources(result) == {"requests": {"cpu": "1"}, "limits": {"cpu": "1"}}
+    assert BOOST_ANNOTATION not in result["metadata"]["annotations"]

@@ -7,9 +7,18 @@ from typing import Any
 
 import pytest
 
+from tailor.api.limitrange import LimitRangeItem
 from tailor.quantity import Quantity
 from tests.updater.pods import container, pod
-from updater.plan import ContainerResize, Qos, ResizePlan, Skipped, plan_resize, qos_of
+from updater.plan import (
+    ContainerResize,
+    PodRules,
+    Qos,
+    ResizePlan,
+    Skipped,
+    plan_resize,
+    qos_of,
+)
 from updater.targets import Target
 
 MI = 2**20
@@ -223,3 +232,19 @@ def test_describe_names_containers_and_new_requests() -> None:
         pod([BURSTABLE, sidecar]), {"app": Target(1.5, GI, None), "envoy": Target(0.1, None, None)}
     )
     assert plan.describe() == f"app: cpu 1500m, memory {GI}; envoy: cpu 100m"
+
+
+def test_a_pod_limit_request_ratio_holds_on_the_resized_pods_totals() -> None:
+    """The LimitRanger checks a Pod item on the sums: the limits we write give way."""
+    two = pod(
+        [container("a", {"cpu": "100m"}, {"cpu": "1"}), container("b", {"cpu": "1"}, {"cpu": "1"})]
+    )
+    targets = {"a": Target(1.0, None, None), "b": Target(0.1, None, None)}
+    free = plan_resize(two, targets)
+    assert isinstance(free, ResizePlan)
+    assert [ints(c.limits)["cpu"] for c in free.containers] == [10_000, 100]
+    item = LimitRangeItem.model_validate({"type": "Pod", "maxLimitRequestRatio": {"cpu": "2"}})
+    plan = plan_resize(two, targets, PodRules(pod_limit_range=item))
+    assert isinstance(plan, ResizePlan)
+    assert [ints(c.limits)["cpu"] for c in plan.containers] == [2100, 100]  # 2.2 / 1.1
+    assert plan.notes == ("a: cpu limit lowered to fit the Pod maxLimitRequestRatio",)
