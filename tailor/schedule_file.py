@@ -40,7 +40,10 @@ def aware_time(text: str) -> datetime:
         raise ValueError(f"not an RFC 3339 time: {text!r}") from None
     if moment.tzinfo is None:
         raise ValueError("must carry a timezone, e.g. 2026-11-23T10:00:00Z")
-    return moment.astimezone(UTC)
+    try:
+        return moment.astimezone(UTC)
+    except OverflowError:  # e.g. 0001-01-01T00:00:00+01:00 is before year 1 in UTC
+        raise ValueError(f"out of range in UTC: {text!r}") from None
 
 
 def _finite_amount(value: float | None) -> float | None:
@@ -78,6 +81,8 @@ class ScheduleRow(BaseModel):
             return None
         if isinstance(value, bool) or not isinstance(value, int | float):
             raise ValueError("must be a number (cores or bytes) or null")
+        if isinstance(value, int) and abs(value) > _MAX_AMOUNT:
+            value = math.inf  # float() of a huge int overflows: it is out of range either way
         return _finite_amount(float(value))
 
 
@@ -98,6 +103,8 @@ def parse_schedule(text: str, source: str) -> list[ScheduleRow]:
         document = json.loads(text)
     except json.JSONDecodeError as error:
         raise ScheduleError(f"{source}: not JSON ({error.msg} at line {error.lineno})") from None
+    except (ValueError, RecursionError) as error:  # a number too long, nesting too deep
+        raise ScheduleError(f"{source}: not JSON ({error})") from None
     if not isinstance(document, list):
         raise ScheduleError(f"{source}: expected a JSON list of rows, as `tailor schedule` writes")
     rows: list[ScheduleRow] = []

@@ -80,5 +80,8 @@ def decide(
     if stuck:
         return _evict_or_leave(stuck, policy, has_controller)
     if status.state is ResizeState.NONE:
-        return Decision(Action.NONE, "at its scheduled size")
+        said = "; ".join(plan.notes)  # e.g. a sidecar's target it does not follow
+        return Decision(
+            Action.NONE, f"at its scheduled size; {said}" if said else "at its scheduled size"
+        )
     return Decision(Action.WAIT, f"resize {status.state}")

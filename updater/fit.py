@@ -119,12 +119,12 @@ class NodeUsage:
 def fits_beside(pod: Json, plan: ResizePlan, node: Json, used: Amounts) -> Fit:
     """Does `pod` resized by `plan` fit `node` next to `used` (the other pods' count)?"""
     allocatable = to_amounts(resource_list((node.get("status") or {}).get("allocatable")))
-    wanted = effective_requests(pod, plan)
+    wanted, now = effective_requests(pod, plan), effective_requests(pod)
     free = allocatable - used
-    short = [
+    short = [  # a resource that does not grow always fits: it frees room, never takes it
         f"{resource} needs {wanted.get(resource)}, {max(free.get(resource), 0)} free"
         for resource in ("cpu", "memory")
-        if wanted.get(resource) > free.get(resource)
+        if wanted.get(resource) > max(free.get(resource), now.get(resource))
     ]
     if short:
         node_name = (node.get("metadata") or {}).get("name")

@@ -30,7 +30,12 @@ from updater.plan import PodRules, ResizePlan, Skipped, plan_resize
 from updater.priority import priority
 from updater.progress import ResizeState, resize_status
 from updater.rate import EvictionRate
-from updater.recommendations import UpdateRules, recommended_targets, update_reason
+from updater.recommendations import (
+    UpdateRules,
+    processed_recommendation,
+    recommended_targets,
+    update_reason,
+)
 from updater.resources import Json
 from updater.restriction import (
     DisruptionLimits,
@@ -231,16 +236,17 @@ def _unboost(
     workload: str,
     scheduled: Mapping[str, Target] | None,
     boost: StartupBoost,
-    limits: PodRules,
+    rules: PodRules,
     now: datetime,
 ) -> _Candidate | Outcome:
     """A boosted pod: left as it is until its boost is over, then resized back, never
-    evicted (it would come back boosted)."""
+    evicted (it would come back boosted). `rules` are its VPA's policy and LimitRanges,
+    whatever its mode: the boost ends in mode Off too, back to what the pod asked."""
     name = object_key(pod)[1]
     waiting = boost.waiting(pod, now)
     if waiting is not None:
         return Outcome(namespace, name, workload, Action.NONE, waiting)
-    governance = Governance(limits)
+    governance = Governance(rules)
     targets = boost.targets(pod, scheduled)
     planned = _planned(pod, targets, governance.rules)
     return _Candidate(
@@ -291,7 +297,8 @@ def _targets(
     if scheduled is not None:
         targets: Mapping[str, Target] = scheduled
     else:
-        targets = recommended_targets(vpa) if vpa is not None else {}
+        processed = processed_recommendation(vpa, pod, governance.rules) if vpa else {}
+        targets = recommended_targets(processed)
         if vpa is None or not targets:
             return {}, "its VPA has no recommendation yet", ""
     if governance.conflicts:  # what an HPA scales on stays as it is
@@ -300,7 +307,9 @@ def _targets(
             return {}, f"nothing to change: all of it is {governance.hpa_note}", ""
     if vpa is None or scheduled is not None:
         return targets, None, ""
-    reason = update_reason(pod, vpa, now, targets, governance.contested, rules or UpdateRules())
+    reason = update_reason(
+        pod, vpa, now, targets, governance.contested, rules or UpdateRules(), governance.rules
+    )
     resizing = resize_status(pod).state is not ResizeState.NONE  # an answer to await or act on
     if reason is None and (governance.recreate or not resizing):
         return {}, "within its VPA's recommendation (upstream's update rules)", ""
@@ -342,8 +351,8 @@ def follow_once(
         name = object_key(pod)[1]
         boost = boosted.get(id(pod))
         if boost is not None:  # nothing but the end of the boost resizes it
-            limits = governor.limits.get(namespace, PodRules())
-            ending = _unboost(pod, namespace, workload, scheduled, boost, limits, now)
+            rules = governor.of(pod, namespace).rules
+            ending = _unboost(pod, namespace, workload, scheduled, boost, rules, now)
             if isinstance(ending, _Candidate):
                 candidates.append(ending)
             else:
@@ -373,7 +382,7 @@ def follow_once(
         if decision.action is Action.RESIZE and isinstance(item.planned, ResizePlan):
             answer = cluster.resize(pod, item.planned.patch(), options.dry_run)
             applied = answer.accepted
-            if answer.accepted and answer.obj and not options.dry_run:
+            if answer.accepted and answer.obj:  # a dry run's answer too: the pass's own count
                 usage.record(answer.obj)
             elif not answer.accepted:
                 detail = _refused(answer, "resize")

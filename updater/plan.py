@@ -182,4 +182,40 @@ def plan_resize(
         f"{name}: {resource} limit lowered to fit the Pod maxLimitRequestRatio"
         for name, resource in lowered
     )
-    return ResizePlan(tuple(changes.values()), notes if changes else ())
+    restarts = _restarts(containers, changes, current)
+    notes = (notes + restarts) if changes else ()
+    return ResizePlan(tuple(changes.values()), notes + _not_followed(pod, targets))
+
+
+def _restarts(
+    containers: Sequence[Json],
+    changes: Mapping[str, ContainerResize],
+    current: Mapping[str, ContainerResources],
+) -> tuple[str, ...]:
+    """Which changed resources the container's resizePolicy says restart it: the kubelet
+    does, as the pod's owner asked; the report says so."""
+    said = []
+    for container in containers:
+        name = str(container.get("name"))
+        change = changes.get(name)
+        if change is None:
+            continue
+        before = current[name]
+        for policy in container.get("resizePolicy") or []:
+            resource = policy.get("resourceName") if isinstance(policy, Mapping) else None
+            if policy.get("restartPolicy") != "RestartContainer" or resource is None:
+                continue
+            if change.requests.get(resource) != before.requests.get(resource) or (
+                change.limits.get(resource) != before.limits.get(resource)
+            ):
+                said.append(
+                    f"{name}: {resource} resizePolicy RestartContainer, the kubelet restarts it"
+                )
+    return tuple(said)
+
+
+def _not_followed(pod: Json, targets: Mapping[str, Target]) -> tuple[str, ...]:
+    """Targets for init containers (sidecars included) are not resized: the report says so
+    rather than count the pod as on target."""
+    init = {str(c.get("name")) for c in (pod.get("spec") or {}).get("initContainers") or []}
+    return tuple(f"{name}: init container, not resized" for name in sorted(init & set(targets)))

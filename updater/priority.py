@@ -1,8 +1,9 @@
 """In which order one pass treats its pods (pure): upstream's updater priority.
 
-Pods whose requests must grow come first, then the largest relative change: when a
-node has room for only some of the resizes a pass wants, the pods short of
-resources get it before pods that would only be trimmed or nudged.
+Pods with a container whose request must grow come first (even if the pod's total
+shrinks), then the largest relative change: when a node has room for only some of
+the resizes a pass wants, the pods short of resources get it before pods that would
+only be trimmed or nudged.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ def priority(pod: Json, plan: ResizePlan) -> tuple[int, float]:
     now = _pod_requests(containers)
     changed = {c.name: c for c in plan.containers}
     after = dict(now)
+    grows = False  # any container short of a resource, as upstream judges it per container
     for container in containers:
         resize = changed.get(str(container.get("name")))
         if resize is None:
@@ -37,5 +39,5 @@ def priority(pod: Json, plan: ResizePlan) -> tuple[int, float]:
         for resource in resize.requests:  # the resources this resize sets
             if resource in before:
                 after[resource] += wanted.get(resource) - before[resource]
-    grows = any(after[r] > now[r] for r in RESOURCES)
+                grows = grows or wanted.get(resource) > before[resource]
     return (0 if grows else 1, -relative_change(now, after))

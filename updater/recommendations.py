@@ -6,7 +6,9 @@ upstream's updater would update it: a request outside [lowerBound, upperBound]; 
 container OOM-killed after running under 10 minutes (the VPA's
 `updatePolicy.evictAfterOOMSeconds`, upstream's AEP-8026, when it sets one); or a pod up
 for over 12 hours whose requests are, summed over cpu and memory, at least 10 % off the
-target.
+target. Like upstream's, it judges the processed recommendation: capped by the VPA's
+resource policy and the namespace's LimitRanges (`tailor.capping`), so a pod held at a
+cap is not "outside its bounds" on every pass, and a container in mode Off is no reason.
 """
 
 from __future__ import annotations
@@ -16,7 +18,10 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from tailor.api.vpa import RecommendedContainerResources, VerticalPodAutoscaler
+from tailor.capping import cap_recommendations_for_pod
+from tailor.limits import ContainerResources
 from tailor.schedule_file import aware_time
+from updater.plan import PodRules
 from updater.resources import RESOURCES, Json, amount, relative_change, requests_of
 from updater.targets import Target
 
@@ -43,17 +48,40 @@ def _none(container: str) -> frozenset[str]:
     return frozenset()
 
 
-def recommended_targets(vpa: VerticalPodAutoscaler) -> dict[str, Target]:
-    """Each container's recommended target, as the updater's targets (limits follow)."""
+Processed = Mapping[str, RecommendedContainerResources]  # by container, after the caps
+
+
+def processed_recommendation(
+    vpa: VerticalPodAutoscaler, pod: Json, rules: PodRules | None = None
+) -> Processed:
+    """The VPA's recommendation for this pod as it would be written: capped by `rules`
+    (policy, LimitRanges), containers in mode Off and ones the pod lacks left out."""
     status = vpa.status
     recommendation = status.recommendation if status is not None else None
-    targets = {}
-    for item in (recommendation.container_recommendations if recommendation else None) or []:
-        if item.container_name and item.target:
-            targets[item.container_name] = Target(
-                item.target.cpu_cores(), item.target.memory_bytes(), None
-            )
-    return targets
+    items = (recommendation.container_recommendations if recommendation else None) or []
+    if not items:
+        return {}
+    rules = rules or PodRules(resource_policy=vpa.spec.resource_policy)
+    containers = [
+        ContainerResources.of_container(c) for c in (pod.get("spec") or {}).get("containers") or []
+    ]
+    capped = cap_recommendations_for_pod(
+        items,
+        containers,
+        rules.resource_policy,
+        rules.container_limit_range,
+        rules.pod_limit_range,
+    )
+    return {r.container_name: r for r in capped.recommendations if r.container_name}
+
+
+def recommended_targets(processed: Processed) -> dict[str, Target]:
+    """Each container's recommended target, as the updater's targets (limits follow)."""
+    return {
+        name: Target(item.target.cpu_cores(), item.target.memory_bytes(), None)
+        for name, item in processed.items()
+        if item.target
+    }
 
 
 def _bound(item: RecommendedContainerResources, name: str, resource: str) -> int | None:
@@ -61,11 +89,10 @@ def _bound(item: RecommendedContainerResources, name: str, resource: str) -> int
     return amount(resource, bounds[resource]) if bounds and resource in bounds else None
 
 
-def _outside_bounds(pod: Json, vpa: VerticalPodAutoscaler, contested: Contested) -> str | None:
-    recommendation = vpa.status.recommendation if vpa.status is not None else None
+def _outside_bounds(pod: Json, processed: Processed, contested: Contested) -> str | None:
     for container in (pod.get("spec") or {}).get("containers") or []:
         name = str(container.get("name"))
-        item = recommendation.for_container(name) if recommendation is not None else None
+        item = processed.get(name)
         if item is None:
             continue
         for resource, value in requests_of(container).items():
@@ -90,10 +117,13 @@ def quick_oom_threshold(vpa: VerticalPodAutoscaler, default: timedelta = QUICK_O
     return default if seconds is None else timedelta(seconds=seconds)
 
 
-def _quick_oom(pod: Json, contested: Contested, threshold: timedelta) -> str | None:
+def _quick_oom(
+    pod: Json, processed: Processed, contested: Contested, threshold: timedelta
+) -> str | None:
     for status in (pod.get("status") or {}).get("containerStatuses") or []:
-        if "memory" in contested(str(status.get("name"))):
-            continue  # its memory is the HPA's
+        name = str(status.get("name"))
+        if name not in processed or "memory" in contested(name):
+            continue  # mode Off, no recommendation, or its memory is the HPA's
         ended = ((status.get("lastState") or {}).get("terminated")) or {}
         if ended.get("reason") != "OOMKilled":
             continue
@@ -129,13 +159,22 @@ def update_reason(
     targets: Mapping[str, Target] | None = None,
     contested: Contested = _none,
     rules: UpdateRules = UpdateRules(),
+    pod_rules: PodRules | None = None,
 ) -> str | None:
     """Why upstream's updater would update the pod now; None leaves it as it is.
 
-    `targets` are `recommended_targets(vpa)`, when the caller has them already (less what
-    an HPA scales on); `contested` resources (an HPA's) are no reason either."""
+    The recommendation is judged capped by `pod_rules` (default: the VPA's own policy);
+    `targets` are its targets, when the caller has them already (less what an HPA scales
+    on); `contested` resources (an HPA's) are no reason either. A quick OOM is a reason
+    only if the requests would change: an identical replacement would be killed the same
+    way, and evicted again."""
+    processed = processed_recommendation(vpa, pod, pod_rules)
+    targets = recommended_targets(processed) if targets is None else targets
+    change = _relative_change(pod, targets)
     quick = quick_oom_threshold(vpa, rules.quick_oom)
-    reason = _outside_bounds(pod, vpa, contested) or _quick_oom(pod, contested, quick)
+    reason = _outside_bounds(pod, processed, contested)
+    if reason is None and change > 0:
+        reason = _quick_oom(pod, processed, contested, quick)
     if reason is not None:
         return reason
     started = (pod.get("status") or {}).get("startTime")
@@ -143,7 +182,6 @@ def update_reason(
         age = now - aware_time(str(started)) if started else timedelta(0)
     except ValueError:
         age = timedelta(0)
-    change = _relative_change(pod, recommended_targets(vpa) if targets is None else targets)
     if age > rules.long_lived and change >= rules.min_change:
         return f"up {age} and {change:.0%} off its recommendation"
     return None

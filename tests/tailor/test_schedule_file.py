@@ -107,6 +107,12 @@ def test_not_json_names_the_source_and_line() -> None:
         parse_schedule('[\n{"namespace": ', "plan.json")
 
 
+@pytest.mark.parametrize("document", ["[" + "9" * 5000 + "]", "[" * 100_000 + "]" * 100_000])
+def test_json_python_cannot_hold_is_not_json(document: str) -> None:
+    with pytest.raises(ScheduleError, match=r"^plan\.json: not JSON"):
+        parse_schedule(document, "plan.json")
+
+
 @pytest.mark.parametrize("document", ['{"rows": []}', '"rows"', "3", "null"])
 def test_a_document_that_is_not_a_list_is_refused(document: str) -> None:
     with pytest.raises(ScheduleError, match=r"^plan\.json: expected a JSON list"):
@@ -146,6 +152,8 @@ def _drop(name: str) -> dict[str, Any]:
         (row(cpu=-0.1), "cpu", "finite amount"),
         (row(memory=-1), "memory", "finite amount"),
         (row(memory=1e300), "memory", "finite amount"),
+        (row(memory=10**400), "memory", "finite amount"),  # float() of it would overflow
+        (row(start="0001-01-01T00:00:00+01:00"), "start", "out of range in UTC"),
         (row(start="2024-05-14T00:00:00"), "start", "timezone"),
         (row(end="2024-05-14T01:00:00"), "end", "timezone"),
         (row(start="yesterday"), "start", "not an RFC 3339 time: 'yesterday'"),

@@ -82,6 +82,10 @@ def test_at_target_with_nothing_pending_is_left_alone() -> None:
         assert decide(AT_TARGET, NONE, None, NOW, policy, True) == Decision(
             Action.NONE, "at its scheduled size"
         )
+    sidecar = ResizePlan((), ("proxy: init container, not resized",))
+    assert decide(sidecar, NONE, None, NOW, EVICT, True) == Decision(
+        Action.NONE, "at its scheduled size; proxy: init container, not resized"
+    )
 
 
 @pytest.mark.parametrize("age", [timedelta(0), timedelta(minutes=4, seconds=59)])

@@ -175,6 +175,20 @@ def test_short_memory_and_both_are_named() -> None:
     assert "cpu needs 3000, 2000 free; memory needs" in both.reason
 
 
+def test_a_resource_that_does_not_grow_fits_on_an_overcommitted_node() -> None:
+    """A neighbour's pending growth may have the node over-counted: a shrink frees room."""
+    running = [container_status("app", requests={"cpu": "2"}, allocated={"cpu": "2"})]
+    target = resident("web-1", "2", "1Gi", statuses=running)
+    pending = resident(
+        "db-1", "3", "1Gi", statuses=[container_status("app", allocated={"cpu": "2"})]
+    )  # counted at 3, its spec, while the kubelet holds 2: 5 of 4 cores counted
+    assert node_fit(target, grow("app", 1000, GI), node(), [pending]) == Fit(True)
+    assert node_fit(target, grow("app", 2000, GI), node(), [pending]) == Fit(True)
+    fit = node_fit(target, grow("app", 1000, 2 * GI), node(), [pending])  # memory grows
+    assert fit.fits  # 2 GiB of memory fits; cpu shrinks
+    assert not node_fit(target, grow("app", 2001, GI), node(), [pending]).fits
+
+
 def test_no_room_at_all_reports_zero_free() -> None:
     target = resident("web-1", "500m", "1Gi")
     fit = node_fit(target, grow("app", 600, GI), node(), [resident("hog", "5", "1Gi")])

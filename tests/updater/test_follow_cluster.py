@@ -131,6 +131,14 @@ def test_a_dry_run_is_validated_by_the_api_server_and_changes_nothing(
     assert after["spec"]["containers"][0]["resources"]["requests"] == {"cpu": "250m"}
     assert after["metadata"]["generation"] == before["metadata"]["generation"]
 
+    # a dry run shows the pass a real one would make: room it gave away is gone
+    start(kube_api, kube_namespace, pod_manifest("web-2", node=node, requests={"cpu": "250m"}))
+    rows = [period(kube_namespace, w, 2.2, 64 * Mi) for w in ("web", "web-2")]
+    first, second = follow(kube_cluster, write_schedule(tmp_path / "two.json", rows), "--dry-run")
+    assert first["action"] == "resize"
+    assert second["action"] == "none"
+    assert second["detail"].startswith(f"does not fit node {node}: cpu needs 2200, 1800 free")
+
 
 def test_the_kubelets_infeasible_answer_is_reported_and_not_resent(
     kube_api: RawApi,

@@ -248,3 +248,25 @@ def test_a_pod_limit_request_ratio_holds_on_the_resized_pods_totals() -> None:
     assert isinstance(plan, ResizePlan)
     assert [ints(c.limits)["cpu"] for c in plan.containers] == [2100, 100]  # 2.2 / 1.1
     assert plan.notes == ("a: cpu limit lowered to fit the Pod maxLimitRequestRatio",)
+
+
+def test_a_resource_whose_resize_policy_restarts_the_container_is_said() -> None:
+    restarting = container(
+        "app",
+        {"cpu": "500m", "memory": "256Mi"},
+        resizePolicy=[
+            {"resourceName": "cpu", "restartPolicy": "NotRequired"},
+            {"resourceName": "memory", "restartPolicy": "RestartContainer"},
+        ],
+    )
+    cpu_only = resized(pod([restarting]), {"app": Target(0.75, None, None)})
+    assert cpu_only.notes == ()
+    both = resized(pod([restarting]), {"app": Target(0.75, 300 * MI, None)})
+    assert both.notes == ("app: memory resizePolicy RestartContainer, the kubelet restarts it",)
+
+
+def test_a_target_for_an_init_container_is_reported_not_resized() -> None:
+    sidecar = container("proxy", {"cpu": "100m"}, restartPolicy="Always")
+    with_sidecar = pod([container("app", {"cpu": "500m"})], init=[sidecar])
+    plan = plan_resize(with_sidecar, {"proxy": Target(0.8, None, None)})
+    assert plan == ResizePlan((), ("proxy: init container, not resized",))

@@ -36,3 +36,21 @@ def test_cpu_and_memory_changes_add_up_and_unset_resources_count_for_nothing() -
     assert both == (0, -1.0)  # +0.5 cpu, -0.5 memory
     cpu_only = priority(pod(cpu="1"), plan(cpu="2"))
     assert cpu_only == (0, -1.0)
+
+
+def test_one_container_growing_makes_a_scale_up_though_the_pod_shrinks() -> None:
+    """Upstream judges a scale-up per container: the growing one is short of resources."""
+    two = {
+        "spec": {
+            "containers": [
+                {"name": n, "resources": {"requests": {"cpu": "500m"}}} for n in ("app", "side")
+            ]
+        }
+    }
+    mixed = ResizePlan(
+        (
+            ContainerResize("app", {"cpu": Quantity.parse("600m")}, {}),
+            ContainerResize("side", {"cpu": Quantity.parse("300m")}, {}),
+        )
+    )
+    assert priority(two, mixed) == (0, -0.1)  # the pod's total falls by a tenth

@@ -5,9 +5,12 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from tailor.api.limitrange import LimitRangeItem
 from tailor.api.vpa import VerticalPodAutoscaler
+from updater.plan import PodRules
 from updater.recommendations import (
     UpdateRules,
+    processed_recommendation,
     quick_oom_threshold,
     recommended_targets,
     update_reason,
@@ -44,7 +47,7 @@ def pod(cpu: str, age: timedelta = timedelta(hours=1), **status: Any) -> Json:
 
 
 def test_the_targets_are_the_recommendations_with_limits_left_to_follow() -> None:
-    [(name, target)] = recommended_targets(vpa()).items()
+    [(name, target)] = recommended_targets(processed_recommendation(vpa(), pod("450m"))).items()
     assert name == "app"
     assert (target.cpu_cores, target.memory_bytes, target.memory_limit_bytes) == (
         0.5,
@@ -116,7 +119,7 @@ def test_a_container_oom_killed_soon_after_starting_is_updated() -> None:
 
 def test_without_a_recommendation_there_is_nothing_to_follow() -> None:
     bare = VerticalPodAutoscaler.from_api({**vpa().to_api(), "status": {}})
-    assert recommended_targets(bare) == {}
+    assert recommended_targets(processed_recommendation(bare, pod("450m"))) == {}
     assert update_reason(pod("450m"), bare, NOW) is None
 
 
@@ -129,7 +132,9 @@ def memory_is_the_hpas(container: str) -> frozenset[str]:
 
 
 def test_what_an_hpa_scales_on_is_no_reason_to_update() -> None:
-    targets = without_contested(recommended_targets(vpa()), cpu_is_the_hpas)
+    targets = without_contested(
+        recommended_targets(processed_recommendation(vpa(), pod("450m"))), cpu_is_the_hpas
+    )
     assert update_reason(pod("300m"), vpa(), NOW, targets, cpu_is_the_hpas) is None
     old = timedelta(hours=13)  # 40 % off in cpu alone: memory is on target
     assert update_reason(pod("300m", old), vpa(), NOW, targets, cpu_is_the_hpas) is None
@@ -153,3 +158,50 @@ def test_without_contested_keeps_the_other_resource_and_drops_a_container_left_n
     assert without_contested(both, lambda name: taken[name]) == {"app": Target(None, 256.0, 512.0)}
     memory = without_contested(both, memory_is_the_hpas)
     assert memory == {"app": Target(0.5, None, None), "sidecar": Target(0.1, None, None)}
+
+
+def oom_killed_after(minutes: int) -> dict[str, Any]:
+    terminated = {
+        "reason": "OOMKilled",
+        "startedAt": (NOW - timedelta(minutes=minutes + 1)).isoformat(),
+        "finishedAt": (NOW - timedelta(minutes=1)).isoformat(),
+    }
+    return {"containerStatuses": [{"name": "app", "lastState": {"terminated": terminated}}]}
+
+
+def test_a_quick_oom_is_no_reason_when_nothing_would_change_or_the_container_is_off() -> None:
+    """Upstream's rule: the replacement would be the same pod, killed and evicted again."""
+    assert update_reason(pod("500m", **oom_killed_after(3)), vpa(), NOW) is None  # on target
+    assert update_reason(pod("450m", **oom_killed_after(3)), vpa(), NOW) is not None
+    off = vpa().to_api()
+    off["spec"]["resourcePolicy"] = {"containerPolicies": [{"containerName": "app", "mode": "Off"}]}
+    assert (
+        update_reason(pod("450m", **oom_killed_after(3)), VerticalPodAutoscaler.from_api(off), NOW)
+        is None
+    )
+
+
+def test_the_bounds_are_judged_after_the_caps_a_pod_is_held_to() -> None:
+    """A pod at its maxAllowed is not 'below lowerBound' forever: the cap holds both."""
+    high = vpa(target="3", lower="2", upper="4")
+    assert update_reason(pod("1"), high, NOW) == (
+        "app cpu request below the recommendation's lowerBound"
+    )
+    document = high.to_api()
+    policy = {"containerName": "app", "maxAllowed": {"cpu": "1"}}
+    document["spec"]["resourcePolicy"] = {"containerPolicies": [policy]}
+    held = VerticalPodAutoscaler.from_api(document)
+    assert update_reason(pod("1"), held, NOW) is None
+    [target] = recommended_targets(processed_recommendation(held, pod("1"))).values()
+    assert target.cpu_cores == 1.0
+    assert update_reason(pod("700m"), held, NOW) == (
+        "app cpu request below the recommendation's lowerBound"
+    )
+    # a LimitRange the caller passes caps the same way
+    ceiling = LimitRangeItem.model_validate({"type": "Container", "max": {"cpu": "1"}})
+    limited = pod("1")
+    limited["spec"]["containers"][0]["resources"]["limits"] = {"cpu": "1"}
+    assert update_reason(limited, high, NOW) is not None
+    assert (
+        update_reason(limited, high, NOW, pod_rules=PodRules(container_limit_range=ceiling)) is None
+    )

@@ -3,7 +3,8 @@
 The webhook (in-process, registered for this namespace) boosts the pod of a Deployment
 whose VPA asks for it; `tailor follow --recommendations` leaves the pod boosted until it
 has been Ready for the hold, then resizes it back in place to the CPU it was admitted
-with, and from then on the normal rules apply.
+with (capped by the VPA's policy as it stands then), and from then on the normal rules
+apply.
 """
 
 from __future__ import annotations
@@ -81,11 +82,15 @@ def test_the_pod_starts_boosted_and_is_resized_back_once_ready_for_the_hold(
     assert f"(Ready + 0:00:0{HOLD_SECONDS})" in held["detail"]
     time.sleep(HOLD_SECONDS + 1)
 
+    # the boost ends under the VPA's policy as it stands, like every write
+    policy = {"containerPolicies": [{"containerName": "app", "maxAllowed": {"cpu": "150m"}}]}
+    api.patch(f"{vpa_collection(namespace)}/web", {"spec": {"resourcePolicy": policy}}, MERGE_PATCH)
     [ended] = follow(full_namespace)
     assert (ended["action"], ended["applied"]) == ("resize", True), ended
     assert ended["detail"].startswith("startup CPU boost over; ")
+    assert "cpu capped to maxAllowed" in ended["detail"]
     resized = api.get(f"{pods}/{name}")["spec"]["containers"][0]["resources"]
-    assert resized["requests"]["cpu"] == "200m" and resized["limits"]["cpu"] == "400m"
+    assert resized["requests"]["cpu"] == "150m" and resized["limits"]["cpu"] == "300m"
     assert api.get(f"{pods}/{name}")["metadata"]["uid"] == created["metadata"]["uid"]
 
     wait_for_pod(
@@ -93,7 +98,7 @@ def test_the_pod_starts_boosted_and_is_resized_back_once_ready_for_the_hold(
         namespace,
         name,
         lambda p: (
-            (applied_requests(p) or {}).get("cpu") == "200m"
+            (applied_requests(p) or {}).get("cpu") == "150m"
             and not any(
                 c["type"] == "PodResizeInProgress" for c in p["status"].get("conditions") or []
             )
