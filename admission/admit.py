@@ -46,7 +46,7 @@ class ClusterView(Protocol):
 
     def limit_ranges(self, namespace: str) -> list[LimitRange]: ...
 
-    def replica_set(self, namespace: str, name: str) -> Json | None: ...
+    def controller(self, kind: str, namespace: str, name: str) -> Json | None: ...
 
     def hpas(self, namespace: str) -> Sequence[Json]: ...
 
@@ -70,16 +70,18 @@ def _patch_for(
         owner = controller_reference(owners)
     except (OwnerReferenceError, ValidationError, TypeError) as error:
         raise PodUnreadable(f"owner references: {error}") from None
-    replica_sets: dict[tuple[str, str], Json] = {}
-    if owner is not None and owner.kind == "ReplicaSet":
-        replica_set = view.replica_set(namespace, owner.name)
-        if replica_set is not None:
-            replica_sets[(namespace, owner.name)] = replica_set
+    # a ReplicaSet's Deployment or a Job's CronJob is what a VPA targets
+    known: dict[str, dict[tuple[str, str], Json]] = {"ReplicaSet": {}, "Job": {}}
+    if owner is not None and owner.kind in known:
+        found = view.controller(owner.kind, namespace, owner.name)
+        if found is not None:
+            known[owner.kind][(namespace, owner.name)] = found
     try:
-        controller = pod_controller(pod, replica_sets)
+        controller = pod_controller(pod, known["ReplicaSet"], known["Job"])
     except (OwnerReferenceError, ValidationError) as error:
-        controller = None  # the ReplicaSet's own owners are unreadable: the chain stops there
-        LOG.warning("%s: ReplicaSet %s: %s", namespace, owner.name if owner else "", error)
+        controller = None  # the owner's own owners are unreadable: the chain stops there
+        kind, name = (owner.kind, owner.name) if owner else ("", "")
+        LOG.warning("%s: %s %s: %s", namespace, kind, name, error)
     reference = PodRef.of_pod(pod, controller)
     vpa = controlling_vpa(reference, view.vpas(namespace))
     if vpa is None:

@@ -32,7 +32,7 @@ from tailor.kube import Cluster, ClusterError, Listing
 from tailor.telemetry import ServiceTelemetry
 
 LOG = logging.getLogger("tailor.admission")
-REPLICA_SET_TTL_SECONDS = 60.0
+CONTROLLER_TTL_SECONDS = 60.0
 HPA_TTL_SECONDS = 10.0
 RESYNC_SECONDS = 300.0
 _MAX_CACHED = 10_000
@@ -88,8 +88,8 @@ class ClusterCache:
         self._vpas = Store(VerticalPodAutoscaler, "VerticalPodAutoscalers")
         self._limit_ranges = Store(LimitRange, "LimitRanges")
         self._vpa_crd_present = True
-        self._replica_sets: Expiring[tuple[str, str], Json | None] = Expiring(
-            REPLICA_SET_TTL_SECONDS
+        self._controllers: Expiring[tuple[str, str, str], Json | None] = Expiring(
+            CONTROLLER_TTL_SECONDS
         )
         record = telemetry.record_pass if telemetry is not None else None
         absent_retry = min(refresh_seconds, MAX_RETRY_SECONDS)  # the VPA CRD installed later
@@ -123,9 +123,9 @@ class ClusterCache:
     def limit_ranges(self, namespace: str) -> list[LimitRange]:
         return self._limit_ranges.namespace(namespace)
 
-    def replica_set(self, namespace: str, name: str) -> Json | None:
-        return self._replica_sets.get(
-            (namespace, name), lambda: self.cluster.replica_set(namespace, name)
+    def controller(self, kind: str, namespace: str, name: str) -> Json | None:
+        return self._controllers.get(
+            (kind, namespace, name), lambda: self.cluster.controller(kind, namespace, name)
         )
 
     def hpas(self, namespace: str) -> list[Json]:

@@ -12,82 +12,45 @@ import contextlib
 import json
 from collections.abc import Callable, Generator, Mapping
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Any, NamedTuple, cast
+from typing import Any, cast
 
 import kubernetes.client
 import kubernetes.config
 import kubernetes.watch
 import urllib3.exceptions
 from kubernetes.client.exceptions import ApiException
-from kubernetes.config.config_exception import ConfigException
 
 from tailor.api.crd import CHECKPOINT_PLURAL, GROUP, VERSION, VPA_PLURAL
+from tailor.kube_client import (
+    ClusterError,
+    Listing,
+    ResourceVersionGone,
+    WatchEvent,
+    api_client_from,
+    api_message,
+    new_watch,
+)
+
+__all__ = [
+    "CONTROLLER_KINDS",
+    "UNREACHABLE",
+    "Answer",
+    "Cluster",
+    "ClusterError",
+    "Json",
+    "Listing",
+    "ResourceVersionGone",
+    "WatchEvent",
+    "api_client_from",
+    "api_message",
+    "new_watch",
+]
 
 Json = Mapping[str, Any]
 FIELD_MANAGER = "kube-tailor"
 # No answer at all: urllib3 raises MaxRetryError (refused, DNS, TLS), ProtocolError (a
 # connection cut mid-answer) or ReadTimeoutError, none of them OSError.
 UNREACHABLE = (OSError, urllib3.exceptions.HTTPError)
-
-
-class ClusterError(RuntimeError):
-    """The API server could not be reached or refused a read the updater needs."""
-
-
-class ResourceVersionGone(ClusterError):
-    """410: a watch asked for changes older than the API server keeps; list again."""
-
-
-@dataclass(frozen=True)
-class Listing:
-    """A list's items and its resourceVersion, where a watch of the same kind continues."""
-
-    items: list[Json]
-    resource_version: str
-
-
-class WatchEvent(NamedTuple):
-    """One line of a watch: ADDED, MODIFIED, DELETED or BOOKMARK, and the object as JSON."""
-
-    type: str
-    obj: Json
-
-
-def new_watch() -> kubernetes.watch.Watch:
-    """A Watch for `Cluster.watch_*`; its `stop()` ends a call under way from another thread.
-
-    return_type "object" keeps every object as the API's JSON: the client's typed models
-    would be built for nothing, and one that does not deserialize would end the watch.
-    """
-    return kubernetes.watch.Watch(return_type="object")
-
-
-def api_client_from(kubeconfig: Path | None) -> kubernetes.client.ApiClient:
-    """A client from `kubeconfig`, else in-cluster, else the default kubeconfig."""
-    try:
-        if kubeconfig is not None:
-            if not kubeconfig.is_file():
-                raise ClusterError(f"kubeconfig {kubeconfig} does not exist")
-            return kubernetes.config.new_client_from_config(config_file=str(kubeconfig))
-        try:
-            configuration = kubernetes.client.Configuration()
-            kubernetes.config.load_incluster_config(client_configuration=configuration)
-            return kubernetes.client.ApiClient(configuration)
-        except ConfigException:
-            return kubernetes.config.new_client_from_config()
-    except (ConfigException, OSError, ValueError) as error:
-        raise ClusterError(f"cannot load a kubeconfig: {error}") from None
-
-
-def api_message(error: ApiException) -> str:
-    """The Status message of a refused call, else its reason."""
-    try:
-        body = json.loads(error.body or "{}")
-    except ValueError:
-        body = {}
-    message = body.get("message") if isinstance(body, dict) else None
-    return str(message or error.reason or f"HTTP {error.status}")
 
 
 def _listing(listed: Json) -> Listing:
@@ -105,12 +68,23 @@ class Answer:
     obj: Json | None = None
 
 
+# kind: (client, list-all call, read call) of the controllers a pod's owner chain passes
+CONTROLLER_KINDS = {
+    "ReplicaSet": ("apps", "list_replica_set_for_all_namespaces", "read_namespaced_replica_set"),
+    "Job": ("batch", "list_job_for_all_namespaces", "read_namespaced_job"),
+    "StatefulSet": ("apps", "list_stateful_set_for_all_namespaces", ""),
+    "DaemonSet": ("apps", "list_daemon_set_for_all_namespaces", ""),
+    "ReplicationController": ("core", "list_replication_controller_for_all_namespaces", ""),
+}
+
+
 class Cluster:
     """The handful of API calls the updater makes, on one authenticated client."""
 
     def __init__(self, api_client: kubernetes.client.ApiClient) -> None:
         self.core = kubernetes.client.CoreV1Api(api_client)
         self.apps = kubernetes.client.AppsV1Api(api_client)
+        self.batch = kubernetes.client.BatchV1Api(api_client)
         self.custom = kubernetes.client.CustomObjectsApi(api_client)
         self.autoscaling = kubernetes.client.AutoscalingV2Api(api_client)
 
@@ -156,19 +130,22 @@ class Cluster:
         """Every LimitRange of the cluster and the resourceVersion to watch them from."""
         return _listing(self._read(self.core.list_limit_range_for_all_namespaces, "limit ranges"))
 
-    def replica_sets(self) -> dict[tuple[str, str], Json]:
-        """ReplicaSets by (namespace, name): the link from a pod to its Deployment."""
-        listed = self._read(self.apps.list_replica_set_for_all_namespaces, "replica sets")
+    def controllers(self, kind: str) -> dict[tuple[str, str], Json]:
+        """Every object of a controller kind (`CONTROLLER_KINDS`) by (namespace, name): the
+        links from a pod to its Deployment or CronJob, and each group's configured size."""
+        client, listing, _ = CONTROLLER_KINDS[kind]
+        listed = self._read(getattr(getattr(self, client), listing), f"{kind} objects")
         return {
-            (str(r["metadata"]["namespace"]), str(r["metadata"]["name"])): r
-            for r in listed.get("items") or []
+            (str(o["metadata"]["namespace"]), str(o["metadata"]["name"])): o
+            for o in listed.get("items") or []
         }
 
-    def replica_set(self, namespace: str, name: str) -> Json | None:
-        """One ReplicaSet by name (None when it is gone), for a pod created a moment ago."""
+    def controller(self, kind: str, namespace: str, name: str) -> Json | None:
+        """One ReplicaSet or Job by name (None when it is gone), for a pod created a moment ago."""
+        client, _, read = CONTROLLER_KINDS[kind]
         return self._read_if_served(
-            self.apps.read_namespaced_replica_set,
-            f"ReplicaSet {namespace}/{name}",
+            getattr(getattr(self, client), read),
+            f"{kind} {namespace}/{name}",
             name=name,
             namespace=namespace,
         )

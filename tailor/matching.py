@@ -164,20 +164,25 @@ def _owner_ref(owners: Iterable[Mapping[str, Any]]) -> ControllerRef | None:
     return controller_reference([OwnerReference.model_validate(o) for o in owners])
 
 
+Objects = Mapping[tuple[str, str], Mapping[str, Any]]  # by (namespace, name)
+
+
 def pod_controller(
-    pod: Mapping[str, Any], replica_sets: Mapping[tuple[str, str], Mapping[str, Any]]
+    pod: Mapping[str, Any], replica_sets: Objects, jobs: Objects | None = None
 ) -> ControllerRef | None:
-    """The pod's top-most controller: a ReplicaSet's Deployment, else its direct controller."""
+    """The pod's top-most controller: a ReplicaSet's Deployment, a Job's CronJob, else its
+    direct controller (upstream's controller fetcher walks the same links)."""
     metadata = pod.get("metadata") or {}
     namespace = str(metadata.get("namespace"))
     start = _owner_ref(metadata.get("ownerReferences") or [])
     if start is None:
         return None
+    known = {"ReplicaSet": replica_sets, "Job": jobs or {}}
 
     def parent_of(ref: ControllerRef) -> ControllerRef | None:
-        if ref.kind != "ReplicaSet":
+        if ref.kind not in known:
             return None
-        owner = replica_sets.get((namespace, ref.name))
+        owner = known[ref.kind].get((namespace, ref.name))
         owners = ((owner or {}).get("metadata") or {}).get("ownerReferences") or []
         return _owner_ref(owners)
 

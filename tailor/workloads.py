@@ -15,18 +15,23 @@ from typing import Any
 _TEMPLATE_HASH_SUFFIX = re.compile(r"^(?P<deployment>.+)-[bcdfghjklmnpqrstvwxz2456789]{6,10}$")
 
 
+# A CronJob's Job is `<cronjob>-<scheduled time in minutes since the epoch>` (8+ digits).
+_SCHEDULED_TIME_SUFFIX = re.compile(r"^(?P<cronjob>.+)-[0-9]{8,}$")
+
+
 def workload_from_owner(kind: str, name: str) -> str:
-    """The workload a VPA would target: a ReplicaSet's Deployment, else the owner itself.
+    """The workload a VPA would target: a ReplicaSet's Deployment, a Job's CronJob, else
+    the owner itself.
 
     A ReplicaSet named like `<name>-<pod-template-hash>` is taken to belong to the
-    Deployment `<name>`; a bare ReplicaSet with such a suffix would be misread,
-    which is the same guess `kubectl` users make from names alone.
+    Deployment `<name>`, and a Job named `<name>-<8 or more digits>` to the CronJob
+    `<name>`, so every run of a CronJob shares one history and one schedule; a bare
+    ReplicaSet or Job with such a suffix would be misread, which is the same guess
+    `kubectl` users make from names alone.
     """
-    if kind == "ReplicaSet":
-        match = _TEMPLATE_HASH_SUFFIX.match(name)
-        if match:
-            return match.group("deployment")
-    return name
+    pattern = {"ReplicaSet": _TEMPLATE_HASH_SUFFIX, "Job": _SCHEDULED_TIME_SUFFIX}.get(kind)
+    match = pattern.match(name) if pattern is not None else None
+    return match.group(1) if match else name
 
 
 def pod_workload(pod: Mapping[str, Any]) -> str:

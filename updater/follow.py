@@ -38,6 +38,7 @@ from updater.recommendations import (
 )
 from updater.resources import Json
 from updater.restriction import (
+    GROUP_KINDS,
     DisruptionLimits,
     EvictionRestriction,
     configured_replicas,
@@ -164,15 +165,17 @@ class _Governor:
         checked = use_vpa and not options.allow_hpa_conflicts
         scope = options.scope
         self.hpas = hpas_by_namespace(cluster.hpas(scope.only), scope) if checked else None
-        # a pod's Deployment (for its VPA) and each ReplicaSet's replicas (for evictions)
-        self.replica_sets = cluster.replica_sets() if use_vpa or evict else {}
+        # a pod's Deployment or CronJob (for its VPA); each group's replicas (for evictions)
+        kinds = (["ReplicaSet", "Job"] if use_vpa else []) + (GROUP_KINDS if evict else [])
+        self.controllers = {kind: cluster.controllers(kind) for kind in dict.fromkeys(kinds)}
 
     def of(self, pod: Json, namespace: str) -> Governance:
         limits = self.limits.get(namespace, PodRules())
         if not self.use_vpa:
             return Governance(limits)
         hpas = self.hpas.get(namespace, []) if self.hpas is not None else None
-        return vpa_governance(pod, self.vpas, self.replica_sets, limits, self.recreate, hpas)
+        replica_sets, jobs = self.controllers["ReplicaSet"], self.controllers["Job"]
+        return vpa_governance(pod, self.vpas, replica_sets, limits, self.recreate, hpas, jobs)
 
 
 def _pod_policy(policy: Policy, governance: Governance) -> Policy:
@@ -334,7 +337,7 @@ def follow_once(
     pods, nodes = cluster.pods(), cluster.nodes()
     governor = _Governor(cluster, options)
     restriction = EvictionRestriction(
-        pods, configured_replicas(governor.replica_sets), options.limits
+        pods, configured_replicas(governor.controllers), options.limits
     )
     usage = NodeUsage(pods)
     webhook = _WebhookStatus(options.webhook_down)

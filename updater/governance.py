@@ -87,6 +87,7 @@ def vpa_governance(
     limits: PodRules,
     recreate: bool = False,
     hpas: Iterable[Json] | None = None,
+    jobs: Mapping[tuple[str, str], Json] | None = None,
 ) -> Governance:
     """The pod's rules under its controlling VPA, or why the updater leaves it alone.
 
@@ -95,7 +96,7 @@ def vpa_governance(
     `hpas` are its namespace's HPAs (None: not checked, --allow-hpa-conflicts).
     """
     try:
-        controller = pod_controller(pod, replica_sets)
+        controller = pod_controller(pod, replica_sets, jobs)
     except (OwnerReferenceError, ValidationError) as error:
         return Governance(limits, leave_alone=f"unreadable owner references: {error}")
     reference = PodRef.of_pod(pod, controller)

@@ -51,14 +51,23 @@ def _alive(pod: Json) -> bool:
     )
 
 
-def configured_replicas(replica_sets: Mapping[tuple[str, str], Json]) -> dict[Owner, int]:
-    """spec.replicas of each ReplicaSet (other owners count their live pods, as upstream
-    counts a Job's)."""
+# the groups whose configured size upstream's restriction reads, and where it is kept
+GROUP_KINDS = ["ReplicaSet", "StatefulSet", "ReplicationController", "DaemonSet"]
+_SIZE_FIELD = {"DaemonSet": ("status", "numberReady")}  # the others: spec.replicas
+
+
+def configured_replicas(
+    controllers: Mapping[str, Mapping[tuple[str, str], Json]],
+) -> dict[Owner, int]:
+    """Each group's configured size, by kind (`GROUP_KINDS`): spec.replicas, a DaemonSet's
+    ready pods, as upstream reads them. Other owners (a Job) count their live pods."""
     configured = {}
-    for (namespace, name), replica_set in replica_sets.items():
-        replicas = (replica_set.get("spec") or {}).get("replicas")
-        if isinstance(replicas, int) and not isinstance(replicas, bool):
-            configured[(namespace, "ReplicaSet", name)] = replicas
+    for kind in GROUP_KINDS:
+        section, name_of_field = _SIZE_FIELD.get(kind, ("spec", "replicas"))
+        for (namespace, name), group in (controllers.get(kind) or {}).items():
+            replicas = (group.get(section) or {}).get(name_of_field)
+            if isinstance(replicas, int) and not isinstance(replicas, bool):
+                configured[(namespace, kind, name)] = replicas
     return configured
 
 

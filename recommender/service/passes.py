@@ -230,7 +230,12 @@ def recommend_once(
     listed = [v for v in cluster.vpas() if in_scope(object_key(v)[0])]
     vpas = VerticalPodAutoscaler.valid_among(listed)
     entries = served_vpas(
-        vpas, cluster.pods(), cluster.replica_sets(), options.recommender_name, options.is_default
+        vpas,
+        cluster.pods(),
+        cluster.controllers("ReplicaSet"),
+        options.recommender_name,
+        options.is_default,
+        cluster.controllers("Job"),
     )
     fitted, own = _fit(entries, options, now)
     rows, schedule = fitted.rows, fitted.schedule

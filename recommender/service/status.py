@@ -67,6 +67,7 @@ def served_vpas(
     replica_sets: Mapping[tuple[str, str], Json],
     recommender_name: str,
     is_default: bool,
+    jobs: Mapping[tuple[str, str], Json] | None = None,
 ) -> list[ServedVpa]:
     """The VPAs we recommend for, each with what its pods run (empty: no pod matched)."""
     candidates = list(vpas)
@@ -79,7 +80,7 @@ def served_vpas(
         if (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
             continue
         try:
-            reference = PodRef.of_pod(pod, pod_controller(pod, replica_sets))
+            reference = PodRef.of_pod(pod, pod_controller(pod, replica_sets, jobs))
             vpa = controlling_vpa(reference, candidates)
         except (OwnerReferenceError, ValidationError):
             continue  # the API server refuses such pods; a stray one matches nothing

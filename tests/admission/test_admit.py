@@ -32,6 +32,26 @@ REPLICA_SET = {
     }
 }
 
+JOB = {  # what the CronJob controller creates for each run: <cronjob>-<minutes since epoch>
+    "metadata": {
+        "name": "backup-29412345",
+        "namespace": "shop",
+        "ownerReferences": [
+            {
+                "apiVersion": "batch/v1",
+                "kind": "CronJob",
+                "name": "backup",
+                "uid": "c1",
+                "controller": True,
+            }
+        ],
+    }
+}
+CONTROLLERS = {
+    ("ReplicaSet", "shop", "web-5d9"): REPLICA_SET,
+    ("Job", "shop", "backup-29412345"): JOB,
+}
+
 
 class View:
     """A cluster of plain objects; `broken` makes every ReplicaSet read fail."""
@@ -45,7 +65,7 @@ class View:
     ) -> None:
         self._vpas, self._ranges, self.broken = vpas, ranges or [], broken
         self._hpas = hpas or []
-        self.replica_set_reads: list[tuple[str, str]] = []
+        self.controller_reads: list[tuple[str, str]] = []
         self.hpa_reads: list[str] = []
 
     def vpas(self, namespace: str) -> list[VerticalPodAutoscaler]:
@@ -58,11 +78,11 @@ class View:
         self.hpa_reads.append(namespace)
         return self._hpas
 
-    def replica_set(self, namespace: str, name: str) -> dict[str, Any] | None:
-        self.replica_set_reads.append((namespace, name))
+    def controller(self, kind: str, namespace: str, name: str) -> dict[str, Any] | None:
+        self.controller_reads.append((namespace, name))
         if self.broken is not None:
             raise self.broken
-        return REPLICA_SET if (namespace, name) == ("shop", "web-5d9") else None
+        return CONTROLLERS.get((kind, namespace, name))
 
 
 def review(obj: object, operation: str = "CREATE", resource: str = "pods", **extra: Any) -> bytes:
@@ -138,13 +158,31 @@ def test_the_answer_echoes_the_uid_and_carries_the_patch_in_base64() -> None:
 def test_a_deployment_pod_gets_its_vpa_recommendation_through_its_replica_set() -> None:
     view = View([vpa("Auto", APP_TARGETS)])
     verdict = admit(creating(new_pod()), view)
-    assert view.replica_set_reads == [("shop", "web-5d9")]
+    assert view.controller_reads == [("shop", "web-5d9")]
     result = apply_patch(new_pod(), verdict.operations)
     assert result["spec"]["containers"][0]["resources"] == {
         "requests": {"cpu": "1", "memory": "200Mi"},
         "limits": {"memory": "400Mi"},
     }
     assert verdict.reason.startswith("Pod resources updated by web")
+
+
+def test_a_cronjob_pod_gets_the_recommendation_of_the_vpa_targeting_the_cronjob() -> None:
+    """Pod -> Job -> CronJob, as upstream's controller fetcher walks it."""
+    found = vpa("Auto", APP_TARGETS, name="backup").to_api()
+    found["spec"]["targetRef"] = {"apiVersion": "batch/v1", "kind": "CronJob", "name": "backup"}
+    view = View([VerticalPodAutoscaler.from_api(found)])
+    run = new_pod()
+    run["metadata"]["ownerReferences"] = [
+        {"apiVersion": "batch/v1", "kind": "Job", "name": "backup-29412345", "uid": "j1"}
+    ]
+    run["metadata"]["ownerReferences"][0]["controller"] = True
+    verdict = admit(creating(run), view)
+    assert view.controller_reads == [("shop", "backup-29412345")]
+    assert verdict.reason.startswith("Pod resources updated by backup")
+    assert apply_patch(run, verdict.operations)["spec"]["containers"][0]["resources"][
+        "requests"
+    ] == {"cpu": "1", "memory": "200Mi"}
 
 
 def hpa(resource: str, target: str = "web") -> dict[str, Any]:
@@ -188,7 +226,7 @@ def test_a_pod_outside_the_namespace_scope_is_admitted_as_written() -> None:
     ignored = admit(creating(new_pod()), view, NamespaceScope.parse(None, "shop"))
     assert not ignored.operations
     assert ignored.reason == "namespace shop is outside all namespaces but shop"
-    assert view.replica_set_reads == []  # not even looked up
+    assert view.controller_reads == []  # not even looked up
     elsewhere = admit(creating(new_pod()), view, NamespaceScope.parse("ops", None))
     assert elsewhere.reason == "namespace shop is outside namespace ops"
     assert admit(creating(new_pod()), view, NamespaceScope.parse("shop", None)).operations

@@ -129,6 +129,7 @@ def test_the_role_grants_exactly_the_lists_watches_and_gets_the_webhook_makes() 
         },
         {"apiGroups": [""], "resources": ["limitranges"], "verbs": ["list", "watch"]},
         {"apiGroups": ["apps"], "resources": ["replicasets"], "verbs": ["get"]},
+        {"apiGroups": ["batch"], "resources": ["jobs"], "verbs": ["get"]},
         {
             "apiGroups": ["autoscaling"],
             "resources": ["horizontalpodautoscalers"],

@@ -43,11 +43,18 @@ def container(name: str, resources: Json | None) -> Json:
 
 
 def create_vpa(
-    api: RawApi, namespace: str, name: str, mode: str, targets: Json, policies: Sequence[Json] = ()
+    api: RawApi,
+    namespace: str,
+    name: str,
+    mode: str,
+    targets: Json,
+    policies: Sequence[Json] = (),
+    target: tuple[str, str] = ("apps/v1", "Deployment"),
 ) -> None:
-    """A VPA for Deployment `name`, with `targets` written through the status subresource."""
+    """A VPA for `target` (a Deployment) `name`, with `targets` written through the status
+    subresource."""
     spec: Json = {
-        "targetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": name},
+        "targetRef": {"apiVersion": target[0], "kind": target[1], "name": name},
         "updatePolicy": {"updateMode": mode},
     }
     if policies:
@@ -171,6 +178,57 @@ def test_pods_without_resources_get_them_and_off_or_no_vpa_stay_as_written(
     # The webhook was asked about both and said why it left them alone.
     assert reasons["quiet"] == "VPA quiet has updateMode Off"
     assert reasons["free"] == "no VerticalPodAutoscaler controls it"
+
+
+def test_a_cronjob_run_is_created_with_the_recommendation_of_the_cronjobs_vpa(
+    full_namespace: FullNamespace, tmp_path: Path
+) -> None:
+    """Pod -> Job -> CronJob: the Job controller creates the pod, the webhook walks up."""
+    api, namespace = full_namespace.api, full_namespace.name
+    install_crds(api)
+    target = {"app": {"cpu": "150m", "memory": "96Mi"}}
+    create_vpa(api, namespace, "backup", "Initial", target, target=("batch/v1", "CronJob"))
+    asked = {"requests": {"cpu": "10m", "memory": "16Mi"}}
+    template = {
+        "metadata": {"labels": {"app": "backup"}},
+        "spec": {"restartPolicy": "Never", "containers": [container("app", asked)]},
+    }
+    batch = f"/apis/batch/v1/namespaces/{namespace}"
+    cronjob = api.create(
+        f"{batch}/cronjobs",
+        {
+            "apiVersion": "batch/v1",
+            "kind": "CronJob",
+            "metadata": {"name": "backup"},
+            "spec": {
+                "schedule": "0 0 1 1 *",
+                "suspend": True,  # the run below is made by hand, named as the controller would
+                "jobTemplate": {"spec": {"template": template}},
+            },
+        },
+    )
+    owner = {
+        "apiVersion": "batch/v1",
+        "kind": "CronJob",
+        "name": "backup",
+        "uid": cronjob["metadata"]["uid"],
+        "controller": True,
+    }
+    run = {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": "backup-29412345", "ownerReferences": [owner]},
+        "spec": {"template": template},
+    }
+    with webhook(full_namespace.cluster, tmp_path) as (served, _):
+        with registered(api, served, namespace):
+            api.create(f"{batch}/jobs", run)
+            pod = pod_of(api, namespace, "backup")
+    assert pod["metadata"]["ownerReferences"][0]["kind"] == "Job"
+    assert pod["spec"]["containers"][0]["resources"] == {"requests": target["app"]}
+    assert pod["metadata"]["annotations"][UPDATES_ANNOTATION].startswith(
+        "Pod resources updated by backup"
+    )
 
 
 def test_pods_are_still_created_when_the_webhook_is_down(

@@ -19,4 +19,4 @@ def test_an_api_server_that_does_not_answer_is_a_cluster_error() -> None:
         with pytest.raises(ClusterError, match="cannot reach the API server"):
             cluster.vpas_if_installed()
         with pytest.raises(ClusterError, match="cannot reach the API server"):
-            cluster.replica_set("default", "web-1")
+            cluster.controller("Job", "default", "web-1")

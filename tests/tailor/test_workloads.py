@@ -20,6 +20,9 @@ from tailor.workloads import pod_workload, workload_from_owner
         ("ReplicaSet", "cache-aaaaaaaa", "cache-aaaaaaaa"),  # vowels are not in the alphabet
         ("StatefulSet", "db-5d8f7c9b6d", "db-5d8f7c9b6d"),
         ("Job", "nightly", "nightly"),
+        ("Job", "backup-29412345", "backup"),  # a CronJob's run: minutes since the epoch
+        ("Job", "db-migrate-2", "db-migrate-2"),  # too short to be a scheduled time
+        ("StatefulSet", "backup-29412345", "backup-29412345"),
     ],
 )
 def test_workload_from_owner(kind: str, name: str, workload: str) -> None:

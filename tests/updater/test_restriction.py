@@ -17,10 +17,12 @@ from updater.restriction import (
 from updater.targets import Target
 
 
-def pod(name: str, owner: str | None = "web-1", phase: str = "Running") -> Json:
+def pod(
+    name: str, owner: str | None = "web-1", phase: str = "Running", kind: str = "ReplicaSet"
+) -> Json:
     metadata: dict[str, object] = {"name": name, "namespace": "shop"}
     if owner is not None:
-        metadata["ownerReferences"] = [{"kind": "ReplicaSet", "name": owner, "controller": True}]
+        metadata["ownerReferences"] = [{"kind": kind, "name": owner, "controller": True}]
     return {"metadata": metadata, "status": {"phase": phase}}
 
 
@@ -33,7 +35,7 @@ def replica_sets(**replicas: int) -> dict[tuple[str, str], Json]:
 def restriction(
     pods: list[Json], limits: DisruptionLimits | None = None, **replicas: int
 ) -> EvictionRestriction:
-    configured = configured_replicas(replica_sets(**replicas))
+    configured = configured_replicas({"ReplicaSet": replica_sets(**replicas)})
     return EvictionRestriction(pods, configured, limits or DisruptionLimits())
 
 
@@ -131,3 +133,21 @@ def test_every_listed_resource_must_move_the_required_way() -> None:
     assert unmet_eviction_requirements(running("1", "1"), more_cpu_same_memory, both_up)
     more_of_both = {"app": Target(2.0, 2.0**31, None)}
     assert unmet_eviction_requirements(running("1", "1"), more_of_both, both_up) is None
+
+
+def test_a_statefulset_or_daemonset_counts_its_configured_size_not_its_live_pods() -> None:
+    """Upstream reads spec.replicas (a DaemonSet: its ready pods): a degraded group is
+    not evicted from further."""
+    two_of_three = [pod(f"db-{i}", "db", kind="StatefulSet") for i in range(2)]
+    groups = {
+        "StatefulSet": {("shop", "db"): {"spec": {"replicas": 3}}},
+        "DaemonSet": {("shop", "agent"): {"status": {"numberReady": 3}}},
+    }
+    configured = configured_replicas(groups)
+    assert configured == {("shop", "StatefulSet", "db"): 3, ("shop", "DaemonSet", "agent"): 3}
+    rule = EvictionRestriction(two_of_three, configured, DisruptionLimits())
+    assert rule.refusal(two_of_three[0]) is not None
+    unknown = EvictionRestriction(two_of_three, {}, DisruptionLimits())  # live pods only
+    assert unknown.refusal(two_of_three[0]) is None
+    agents = [pod(f"agent-{i}", "agent", kind="DaemonSet") for i in range(2)]
+    assert EvictionRestriction(agents, configured, DisruptionLimits()).refusal(agents[0])
