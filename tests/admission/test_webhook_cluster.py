@@ -220,10 +220,12 @@ def test_a_cronjob_run_is_created_with_the_recommendation_of_the_cronjobs_vpa(
         "metadata": {"name": "backup-29412345", "ownerReferences": [owner]},
         "spec": {"template": template},
     }
-    with webhook(full_namespace.cluster, tmp_path) as (served, _):
-        with registered(api, served, namespace):
-            api.create(f"{batch}/jobs", run)
-            pod = pod_of(api, namespace, "backup")
+    with (
+        webhook(full_namespace.cluster, tmp_path) as (served, _),
+        registered(api, served, namespace),
+    ):
+        api.create(f"{batch}/jobs", run)
+        pod = pod_of(api, namespace, "backup")
     assert pod["metadata"]["ownerReferences"][0]["kind"] == "Job"
     assert pod["spec"]["containers"][0]["resources"] == {"requests": target["app"]}
     assert pod["metadata"]["annotations"][UPDATES_ANNOTATION].startswith(
