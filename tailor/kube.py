@@ -163,14 +163,16 @@ class Cluster:
         return list(listed.get("items") or [])
 
     def config_map_data(self, namespace: str, name: str) -> dict[str, str] | None:
-        """A ConfigMap's data (None when there is no such ConfigMap)."""
+        """A ConfigMap's data and binaryData (base64) in one map; None when there is none."""
         found = self._read_if_served(
             self.core.read_namespaced_config_map,
             f"ConfigMap {namespace}/{name}",
             name=name,
             namespace=namespace,
         )
-        return None if found is None else dict(found.get("data") or {})
+        if found is None:
+            return None
+        return {**(found.get("binaryData") or {}), **(found.get("data") or {})}
 
     def vpas_if_installed(self) -> list[Json] | None:
         """Every VerticalPodAutoscaler of the cluster; None when the VPA CRD is not installed."""
@@ -314,13 +316,18 @@ class Cluster:
             )
         )
 
-    def write_config_map(self, namespace: str, name: str, data: Mapping[str, str]) -> Answer:
-        """Create the ConfigMap, or replace its data: where `tailor follow` reads its plan."""
+    def write_config_map(self, namespace: str, name: str, data: Mapping[str, str | None]) -> Answer:
+        """Create the ConfigMap, or merge its keys (None deletes one): where `tailor follow`
+        reads its plan. Keys ending in .gz go to binaryData (their values are base64)."""
+        split: dict[str, dict[str, str | None]] = {"data": {}, "binaryData": {}}
+        for key, value in data.items():
+            split["binaryData" if key.endswith(".gz") else "data"][key] = value
+        kept = {f: {k: v for k, v in keys.items() if v is not None} for f, keys in split.items()}
         body = {
             "apiVersion": "v1",
             "kind": "ConfigMap",
             "metadata": {"name": name, "namespace": namespace},
-            "data": dict(data),
+            **{f: keys for f, keys in kept.items() if keys},
         }
         return self._answer(
             lambda: self._write(self.core.create_namespaced_config_map, namespace, cast(Any, body)),
@@ -328,7 +335,7 @@ class Cluster:
                 self.core.patch_namespaced_config_map,
                 name,
                 namespace,
-                {"data": dict(data)},
+                {f: keys for f, keys in split.items() if keys},
                 _content_type="application/merge-patch+json",
             ),
         )

@@ -66,11 +66,22 @@ def _to_samples(result: list[dict], columns: dict[str, str]) -> pd.DataFrame:
     times: list[np.ndarray] = []
     values: list[np.ndarray] = []
     for series in result:
-        points = np.asarray(series["values"], dtype=object)
+        try:
+            points = np.asarray(series["values"], dtype=object).reshape(-1, 2)
+            stamps = np.rint(points[:, 0].astype(np.float64)).astype(np.int64)
+            numbers = points[:, 1].astype(np.float64)  # Prometheus spells NaN and +Inf
+        except (ValueError, TypeError) as error:
+            raise PrometheusSourceError(
+                f"a series of {series.get('metric')!r} is not a list of [time, value] pairs "
+                f"({error})"
+            ) from None
         for column, label in columns.items():
-            label_values[column].extend([series["metric"].get(label, "")] * len(points))
-        times.append(np.rint(points[:, 0].astype(np.float64)).astype(np.int64))
-        values.append(points[:, 1].astype(np.float64))
+            value = series["metric"].get(label, "")
+            if not isinstance(value, str):
+                raise PrometheusSourceError(f"label {label} of {series['metric']!r} is not text")
+            label_values[column].extend([value] * len(points))
+        times.append(stamps)
+        values.append(numbers)
     frame = pd.DataFrame(label_values, dtype=object)
     frame["time"] = np.concatenate(times)
     frame["value"] = np.concatenate(values)

@@ -90,7 +90,7 @@ class PrometheusSettings(BaseModel):
         seconds = step.total_seconds()
         if seconds < 1 or not seconds.is_integer():
             return data
-        points = min(DEFAULT_CHUNK.total_seconds() // seconds, MAX_POINTS_PER_SERIES)
+        points = max(1, min(DEFAULT_CHUNK.total_seconds() // seconds, MAX_POINTS_PER_SERIES))
         return {**data, "chunk": timedelta(seconds=points * seconds)}
 
     @model_validator(mode="after")
@@ -126,7 +126,7 @@ class PrometheusSettings(BaseModel):
             raise ValueError(f"history ({self.history}) must span at least one step ({self.step})")
         if self.start is not None and self.end is not None and self.end <= self.start:
             raise ValueError(f"end ({self.end}) must come after start ({self.start})")
-        if chunk % step:
+        if chunk < step or chunk % step:
             raise ValueError(f"chunk ({self.chunk}) must be a multiple of step ({self.step})")
         if chunk / step > MAX_POINTS_PER_SERIES:
             raise ValueError(

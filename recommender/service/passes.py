@@ -9,13 +9,13 @@ running `tailor follow` mounts as its schedule file.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any
 
 import pandas as pd
+from pydantic import ValidationError
 
 from recommender.data.prometheus import (
     EmptyHistoryError,
@@ -32,13 +32,20 @@ from recommender.service.policies import (
     oom_bumps,
     settings_groups,
 )
-from recommender.service.status import OwnSettings, ServedVpa, served_vpas, vpa_status
+from recommender.service.status import (
+    ROW_COLUMNS,
+    OwnSettings,
+    ServedVpa,
+    served_vpas,
+    vpa_status,
+)
 from recommender.vpa.settings import VpaSettings
 from tailor.api.meta import object_key
 from tailor.api.vpa import VerticalPodAutoscaler
 from tailor.hpa import HpaConflict, conflict_message, hpa_conflicts, hpas_by_namespace
 from tailor.kube import Cluster, ClusterError, Json
-from tailor.schedule_file import SCHEDULE_KEY, schedule_records
+from tailor.schedule_configmap import encode_schedule
+from tailor.schedule_file import ScheduleRow, schedule_records
 from tailor.scope import NamespaceScope
 
 
@@ -77,6 +84,8 @@ class PassReport:
     unsupported: list[str] = field(
         default_factory=list
     )  # "ns/vpa: its settings annotation's error"
+    schedule_dropped: list[str] = field(default_factory=list)  # "ns/workload: why"
+    writes_refused: list[str] = field(default_factory=list)  # checkpoints, the ConfigMap
 
 
 @dataclass
@@ -103,7 +112,7 @@ def _fit(
     namespaces = sorted(
         {e.vpa.namespace for group in groups.values() for e in group if e.workloads}
     )
-    empty = _Fitted(pd.DataFrame(columns=["namespace", "workload", "container"]))
+    empty = _Fitted(pd.DataFrame(columns=ROW_COLUMNS))
     if not namespaces:
         return empty, own
     settings = options.prometheus.model_copy(update={"namespaces": tuple(namespaces)})
@@ -168,7 +177,7 @@ def _fit_group(
 ) -> _Fitted:
     """One model run, for VPAs that share `settings`."""
     if usage.empty:
-        return _Fitted(pd.DataFrame(columns=["namespace", "workload", "container"]))
+        return _Fitted(pd.DataFrame(columns=ROW_COLUMNS))
     counted = options.count_throttling
     bumps = oom_bumps(entries)
     if isinstance(settings, VpaSettings):
@@ -261,7 +270,7 @@ def recommend_once(
         if answer.accepted:
             report.checkpoints += 1
         else:
-            report.refused.append(f"checkpoint {name}: {answer.message}")
+            report.writes_refused.append(f"checkpoint {name}: {answer.message}")
     if collect_checkpoints and options.model is Model.vpa:
         ours = [c for c in cluster.checkpoints() if in_scope(object_key(c)[0])]
         for namespace, name in orphaned_checkpoints(ours, listed):
@@ -269,14 +278,55 @@ def recommend_once(
             if answer.accepted or answer.status == 404:
                 report.checkpoints_deleted += 1
             else:
-                report.refused.append(f"deleting checkpoint {namespace}/{name}: {answer.message}")
+                said = f"deleting checkpoint {namespace}/{name}: {answer.message}"
+                report.writes_refused.append(said)
     if options.schedule_config_map is not None and schedule is not None:
-        namespace, name = options.schedule_config_map
-        records = schedule_records(schedule)
-        text = json.dumps(records, indent=2, allow_nan=False) + "\n"
-        answer = cluster.write_config_map(namespace, name, {SCHEDULE_KEY: text})
-        if answer.accepted:
-            report.schedule_rows = len(records)
-        else:
-            report.refused.append(f"ConfigMap {namespace}/{name}: {answer.message}")
+        _write_schedule(
+            cluster, options.schedule_config_map, served_schedule(schedule, entries, own), report
+        )
     return report
+
+
+def served_schedule(
+    schedule: pd.DataFrame, entries: list[ServedVpa], own: dict[tuple[str, str], OwnSettings]
+) -> pd.DataFrame:
+    """The plan of the workloads whose VPAs we serve with usable settings: the fleet is
+    fitted whole, but `tailor follow` must not resize what another recommender owns."""
+    served = {
+        (entry.vpa.namespace, workload)
+        for entry in entries
+        if (found := own.get((entry.vpa.namespace, entry.vpa.name))) is None
+        or found.problem is None
+        for workload in entry.workloads
+    }
+    keys = pd.MultiIndex.from_frame(schedule[["namespace", "workload"]])
+    return schedule[keys.isin(list(served))].reset_index(drop=True)
+
+
+def _write_schedule(
+    cluster: Cluster, where: tuple[str, str], schedule: pd.DataFrame, report: PassReport
+) -> None:
+    """Write the plan's valid rows; a workload with a row `tailor follow` would refuse
+    (an amount out of range) is left out and named, so one VPA cannot void everyone's."""
+    namespace, name = where
+    records = schedule_records(schedule)
+    broken = set()
+    for record in records:
+        try:
+            ScheduleRow.model_validate(record)
+        except ValidationError as error:
+            key = (record["namespace"], record["workload"])
+            if key not in broken:
+                broken.add(key)
+                report.schedule_dropped.append(f"{key[0]}/{key[1]}: {error.errors()[0]['msg']}")
+    records = [r for r in records if (r["namespace"], r["workload"]) not in broken]
+    try:
+        keys, _ = encode_schedule(records)
+    except ValueError as error:
+        report.writes_refused.append(f"ConfigMap {namespace}/{name}: {error}")
+        return
+    answer = cluster.write_config_map(namespace, name, keys)
+    if answer.accepted:
+        report.schedule_rows = len(records)
+    else:
+        report.writes_refused.append(f"ConfigMap {namespace}/{name}: {answer.message}")

@@ -42,6 +42,10 @@ from tailor.workloads import pod_workload
 Json = Mapping[str, Any]
 Condition = tuple[str, bool, str]  # type, status, message
 BOUNDS = (("target", "target"), ("lower_bound", "lower"), ("upper_bound", "upper"))
+# the model's rows, one per container: keys, then each resource's bounds
+ROW_COLUMNS = ["namespace", "workload", "container"] + [
+    f"{r}_{bound}" for r in ("cpu", "memory") for _, bound in BOUNDS
+]
 
 
 @dataclass(frozen=True)
@@ -208,25 +212,24 @@ def vpa_status(
     if own is not None and own.problem is not None:
         return _unsupported(entry, own.problem, now, *_conflict(conflicts))
     config = (("ConfigUnsupported", False, ""),) if own is not None else ()
-    if not entry.workloads:
-        conditions = _conditions(
-            entry,
-            now,
-            ("RecommendationProvided", False, ""),
-            ("NoPodsMatched", True, "No pods match this VPA object"),
-            *_conflict(conflicts),
-            *config,
-        )
-        status = VerticalPodAutoscalerStatus(conditions=conditions)
-        return {"recommendation": None, **status.to_api()}
-    recommendations = container_recommendations(entry, rows)
+    kept = entry.vpa.status.recommendation if entry.vpa.status is not None else None
+    has_kept = kept is not None and bool(kept.container_recommendations)
+    matched = bool(entry.workloads)
+    recommendations = container_recommendations(entry, rows) if matched else []
     provided = bool(recommendations)
     named = [r.container_name for r in recommendations if r.container_name]
+    # Nothing to recommend from this pass (no pod, or no history read for its pods): upstream
+    # keeps recommending from the states its pods left, so a Deployment scaled to zero, or a
+    # Prometheus briefly empty, keeps the recommendation the next pod is admitted with.
+    keep = not provided and has_kept
+    said = explanation(entry, rows, named) if matched else ""
+    if keep and matched:
+        said = "no usage history read for its pods this pass: the last recommendation is kept"
     conditions = _conditions(
         entry,
         now,
-        ("RecommendationProvided", provided, explanation(entry, rows, named)),
-        ("NoPodsMatched", False, ""),
+        ("RecommendationProvided", provided or keep, said),
+        ("NoPodsMatched", not matched, "" if matched else "No pods match this VPA object"),
         *_conflict(conflicts),
         *config,
     )
@@ -235,5 +238,5 @@ def vpa_status(
         if provided
         else None,
         conditions=conditions,
-    )
-    return {"recommendation": None, **status.to_api()}
+    ).to_api()
+    return status if keep else {"recommendation": None, **status}

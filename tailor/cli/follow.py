@@ -43,12 +43,11 @@ from tailor.cli.service import (
 from tailor.cli.tables import print_table
 from tailor.kube import Cluster, ClusterError
 from tailor.lease import ApiLease
+from tailor.schedule_configmap import decode_schedule
 from tailor.schedule_file import (
-    SCHEDULE_KEY,
     ScheduleError,
     ScheduleRow,
     aware_time,
-    parse_schedule,
     read_schedule,
 )
 from tailor.status_lease import STATUS_LEASE, StatusCheck
@@ -114,9 +113,7 @@ class _Source:
             raise ScheduleError(str(error)) from None
         if data is None:
             raise ScheduleError(f"{where} does not exist")
-        if SCHEDULE_KEY not in data:
-            raise ScheduleError(f"{where} has no key {SCHEDULE_KEY}")
-        return parse_schedule(data[SCHEDULE_KEY], where)
+        return decode_schedule(data, where)
 
 
 def _source(path: Path | None, config_map: str | None, recommendations: bool) -> _Source:

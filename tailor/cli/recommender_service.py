@@ -56,7 +56,7 @@ def _config_map(text: str | None, model: Model) -> tuple[str, str] | None:
 def _report_lines(report: PassReport) -> list[str]:
     lines = [f"recommended: {label}" for label in report.recommended]
     lines += [f"no recommendation yet: {label}" for label in report.without]
-    lines += [f"refused: {label}" for label in report.refused]
+    lines += [f"refused: {label}" for label in report.refused + report.writes_refused]
     lines += [f"unsupported config (recommendation kept): {label}" for label in report.unsupported]
     lines += [f"HPA conflict: {label}" for label in report.hpa_conflicts]
     if report.checkpoints:
@@ -65,6 +65,7 @@ def _report_lines(report: PassReport) -> list[str]:
         lines.append(f"checkpoints: {report.checkpoints_deleted} deleted (their VPA is gone)")
     if report.schedule_rows is not None:
         lines.append(f"schedule: {report.schedule_rows} rows written")
+    lines += [f"schedule: left out {label}" for label in report.schedule_dropped]
     return lines
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import http.server
+import json
 import re
 import socket
 import threading
@@ -188,6 +189,8 @@ def test_settings_validate_step_and_chunk() -> None:
         PrometheusSettings(url="http://x", history=timedelta(minutes=1))
     with pytest.raises(ValidationError, match="must come after start"):
         PrometheusSettings(url="http://x", start=T0, end=T0)
+    with pytest.raises(ValidationError, match="multiple of step"):  # 0 is no chunk
+        PrometheusSettings(url="http://x", step=timedelta(hours=2), chunk=timedelta(0))
 
 
 def test_an_unset_chunk_fits_any_whole_second_step() -> None:
@@ -200,6 +203,8 @@ def test_an_unset_chunk_fits_any_whole_second_step() -> None:
     assert chunks[5] == timedelta(seconds=5 * 11_000)
     assert chunks[1] == timedelta(seconds=11_000)
     assert chunks[7] == timedelta(seconds=7 * 11_000)  # a day is not a multiple of 7 s
+    longer_than_a_day = timedelta(hours=25)  # one point a query, not none
+    assert PrometheusSettings(url="http://x", step=longer_than_a_day).chunk == longer_than_a_day
     string_step = PrometheusSettings.model_validate({"url": "http://x", "step": "PT5S"})
     assert string_step.chunk == timedelta(seconds=5 * 11_000)
 
@@ -280,6 +285,40 @@ def test_a_server_that_is_not_prometheus_is_named_as_such(body: bytes) -> None:
     settings = PrometheusSettings(url=url, start=T0, end=T0 + timedelta(hours=1), retries=0)
     try:
         with pytest.raises(PrometheusSourceError, match="does not answer like a Prometheus"):
+            load_prometheus_history(settings)
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()
+
+
+def _series(values: object, namespace: object = "shop") -> bytes:
+    metric = {"namespace": namespace, "pod": "web-1", "container": "app"}
+    result = [{"metric": metric, "values": values}]
+    return json.dumps(
+        {"status": "success", "data": {"resultType": "matrix", "result": result}}
+    ).encode()
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        (_series([[1, "abc"]]), "not a list of \\[time, value\\] pairs"),
+        (_series([[1]]), "not a list of \\[time, value\\] pairs"),
+        (_series([[1, "2"], [3]]), "not a list of \\[time, value\\] pairs"),
+        (_series([[1, "2"]], namespace=5), "label namespace .* is not text"),
+    ],
+)
+def test_a_matrix_with_broken_points_or_labels_is_a_source_error(body: bytes, message: str) -> None:
+    """Prometheus never sends these; a proxy or a fake might. Named, never a traceback."""
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _NotPrometheus)
+    server.body = body  # type: ignore[attr-defined]
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    url = f"http://127.0.0.1:{server.server_address[1]}"
+    settings = PrometheusSettings(url=url, start=T0, end=T0 + timedelta(hours=1), retries=0)
+    try:
+        with pytest.raises(PrometheusSourceError, match=message):
             load_prometheus_history(settings)
     finally:
         server.shutdown()

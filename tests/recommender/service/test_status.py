@@ -18,6 +18,7 @@ from recommender.service.policies import (
     settings_groups,
 )
 from recommender.service.status import (
+    ROW_COLUMNS,
     OwnSettings,
     ServedVpa,
     container_recommendations,
@@ -60,6 +61,32 @@ def rows(**values: float | str) -> pd.DataFrame:
     base = {"namespace": "shop", "workload": "web", "container": "app"}
     bounds = {f"{r}_{b}": np.nan for r in ("cpu", "memory") for b in ("target", "lower", "upper")}
     return pd.DataFrame([{**base, **bounds, **values}])
+
+
+def recommended(name: str, target: str = "web") -> Any:
+    """A VPA that already carries a recommendation from an earlier pass."""
+    document = vpa(name, target).to_api()
+    item = {"containerName": "app", "target": {"cpu": "300m"}}
+    document["status"] = {"recommendation": {"containerRecommendations": [item]}}
+    return VerticalPodAutoscaler.from_api(document)
+
+
+def test_a_recommendation_is_kept_when_a_pass_has_nothing_to_replace_it() -> None:
+    """Scaled to zero, or no history read this pass: the merge keeps what the next pod gets."""
+    [idle] = served_vpas([recommended("idle", "ghost")], [], {}, "default", True)
+    scaled_to_zero = vpa_status(idle, pd.DataFrame(columns=ROW_COLUMNS), NOW)
+    assert "recommendation" not in scaled_to_zero  # a merge patch leaves it as it is
+    assert {c["type"]: c["status"] for c in scaled_to_zero["conditions"]} == {
+        "RecommendationProvided": "True",
+        "NoPodsMatched": "True",
+    }
+    [served] = served_vpas([recommended("web")], [pod()], DEPLOYMENT_RS, "default", True)
+    no_history = vpa_status(served, pd.DataFrame(columns=ROW_COLUMNS), NOW)
+    assert "recommendation" not in no_history
+    assert no_history["conditions"][0]["message"].startswith("no usage history read")
+    fresh = vpa_status(served, rows(cpu_target=0.25), NOW)
+    [item] = fresh["recommendation"]["containerRecommendations"]
+    assert item["target"] == {"cpu": "250m"}
 
 
 def test_a_vpa_naming_us_is_served_and_sees_its_pods_workload_and_containers() -> None:
