@@ -86,6 +86,7 @@ class PassReport:
     )  # "ns/vpa: its settings annotation's error"
     schedule_dropped: list[str] = field(default_factory=list)  # "ns/workload: why"
     writes_refused: list[str] = field(default_factory=list)  # checkpoints, the ConfigMap
+    unreadable: list[str] = field(default_factory=list)  # "ns/vpa: field: why", skipped
 
 
 @dataclass
@@ -237,7 +238,7 @@ def recommend_once(
     now = now or datetime.now(UTC)
     in_scope = options.scope.includes
     listed = [v for v in cluster.vpas() if in_scope(object_key(v)[0])]
-    vpas = VerticalPodAutoscaler.valid_among(listed)
+    vpas, unreadable = VerticalPodAutoscaler.sorted_out(listed)
     entries = served_vpas(
         vpas,
         cluster.pods(),
@@ -248,7 +249,7 @@ def recommend_once(
     )
     fitted, own = _fit(entries, options, now)
     rows, schedule = fitted.rows, fitted.schedule
-    report = PassReport()
+    report = PassReport(unreadable=unreadable)
     hpas = _hpas(cluster, options, report) if entries else {}
     for entry in entries:
         settings = own.get((entry.vpa.namespace, entry.vpa.name))

@@ -62,13 +62,24 @@ class APIModel(BaseModel):
     @classmethod
     def valid_among(cls, items: Iterable[Mapping[str, Any]]) -> list[Self]:
         """The objects of a list that validate: a service skips a malformed one, not the list."""
-        valid = []
+        return cls.sorted_out(items)[0]
+
+    @classmethod
+    def sorted_out(cls, items: Iterable[Mapping[str, Any]]) -> tuple[list[Self], list[str]]:
+        """The objects that validate, and for each one that does not "namespace/name: why"
+        (a service reports what it skips)."""
+        valid, invalid = [], []
         for item in items:
             try:
                 valid.append(cls.model_validate(item))
-            except ValidationError:
-                continue
-        return valid
+            except ValidationError as error:
+                metadata = item.get("metadata") if isinstance(item, Mapping) else None
+                metadata = metadata if isinstance(metadata, Mapping) else {}
+                first = error.errors()[0]
+                where = ".".join(str(part) for part in first["loc"])
+                name = f"{metadata.get('namespace', '')}/{metadata.get('name', '')}"
+                invalid.append(f"{name}: {where}: {first['msg']}")
+        return valid, invalid
 
 
 def _require_aware_utc(value: datetime) -> datetime:

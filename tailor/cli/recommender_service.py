@@ -59,6 +59,7 @@ def _report_lines(report: PassReport) -> list[str]:
     lines += [f"refused: {label}" for label in report.refused + report.writes_refused]
     lines += [f"unsupported config (recommendation kept): {label}" for label in report.unsupported]
     lines += [f"HPA conflict: {label}" for label in report.hpa_conflicts]
+    lines += [f"unreadable VPA (skipped): {label}" for label in report.unreadable]
     if report.checkpoints:
         lines.append(f"checkpoints: {report.checkpoints} written")
     if report.checkpoints_deleted:

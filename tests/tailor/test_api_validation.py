@@ -189,3 +189,15 @@ def test_empty_and_zero_times_read_as_unset(unset: str) -> None:
     read = VerticalPodAutoscalerCheckpoint.from_api(_checkpoint_with(("lastUpdateTime",), unset))
     assert read.status is not None and read.status.last_update_time is None
     assert "lastUpdateTime" not in read.to_api()["status"]
+
+
+def test_a_list_is_sorted_into_objects_and_named_reasons_for_the_rest() -> None:
+    """A service skips a malformed VPA, not the list, and says which and why."""
+    bad = copy.deepcopy(REAL_VPA)
+    del bad["spec"]["targetRef"]
+    valid, invalid = VerticalPodAutoscaler.sorted_out([REAL_VPA, bad, "not an object"])
+    assert [v.name for v in valid] == [REAL_VPA["metadata"]["name"]]
+    namespace, name = REAL_VPA["metadata"]["namespace"], REAL_VPA["metadata"]["name"]
+    assert invalid[0] == f"{namespace}/{name}: spec.targetRef: Field required"
+    assert invalid[1].startswith("/: ")
+    assert VerticalPodAutoscaler.valid_among([REAL_VPA, bad]) == valid
