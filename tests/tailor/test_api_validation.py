@@ -195,7 +195,8 @@ def test_a_list_is_sorted_into_objects_and_named_reasons_for_the_rest() -> None:
     """A service skips a malformed VPA, not the list, and says which and why."""
     bad = copy.deepcopy(REAL_VPA)
     del bad["spec"]["targetRef"]
-    valid, invalid = VerticalPodAutoscaler.sorted_out([REAL_VPA, bad, "not an object"])
+    odd: Any = "not an object"  # a list from a misbehaving server
+    valid, invalid = VerticalPodAutoscaler.sorted_out([REAL_VPA, bad, odd])
     assert [v.name for v in valid] == [REAL_VPA["metadata"]["name"]]
     namespace, name = REAL_VPA["metadata"]["namespace"], REAL_VPA["metadata"]["name"]
     assert invalid[0] == f"{namespace}/{name}: spec.targetRef: Field required"
