@@ -25,16 +25,13 @@ from tailor.workloads import pod_workload
 from updater.boost import StartupBoost, startup_boost
 from updater.decide import Action, Decision, Policy, decide
 from updater.fit import NodeUsage, fits_beside
-from updater.governance import Governance, limit_rules, vpa_governance
+from updater.governance import Governance, limit_rules, pod_targets, vpa_governance
 from updater.plan import PodRules, ResizePlan, Skipped, plan_resize
 from updater.priority import priority
-from updater.progress import ResizeState, resize_status
+from updater.progress import resize_status
 from updater.rate import EvictionRate
 from updater.recommendations import (
     UpdateRules,
-    processed_recommendation,
-    recommended_targets,
-    update_reason,
 )
 from updater.resources import Json
 from updater.restriction import (
@@ -45,7 +42,7 @@ from updater.restriction import (
     owner_of,
     unmet_eviction_requirements,
 )
-from updater.targets import Target, due_targets, without_contested
+from updater.targets import Target, due_targets
 
 
 @dataclass(frozen=True)
@@ -285,40 +282,6 @@ def _recommended(
             yield pod, namespace, pod_workload(pod), None
 
 
-def _targets(
-    pod: Json,
-    scheduled: Mapping[str, Target] | None,
-    governance: Governance,
-    now: datetime,
-    rules: UpdateRules | None = None,
-) -> tuple[Mapping[str, Target], str | None, str]:
-    """(targets, why the pod is left alone, why it is updated): the schedule's targets, or
-    (with `recommendations`) its VPA's when upstream's updater would update it."""
-    if governance.leave_alone:
-        return {}, governance.leave_alone, ""
-    vpa = governance.vpa
-    if scheduled is not None:
-        targets: Mapping[str, Target] = scheduled
-    else:
-        processed = processed_recommendation(vpa, pod, governance.rules) if vpa else {}
-        targets = recommended_targets(processed)
-        if vpa is None or not targets:
-            return {}, "its VPA has no recommendation yet", ""
-    if governance.conflicts:  # what an HPA scales on stays as it is
-        targets = without_contested(targets, governance.contested)
-        if not targets:
-            return {}, f"nothing to change: all of it is {governance.hpa_note}", ""
-    if vpa is None or scheduled is not None:
-        return targets, None, ""
-    reason = update_reason(
-        pod, vpa, now, targets, governance.contested, rules or UpdateRules(), governance.rules
-    )
-    resizing = resize_status(pod).state is not ResizeState.NONE  # an answer to await or act on
-    if reason is None and (governance.recreate or not resizing):
-        return {}, "within its VPA's recommendation (upstream's update rules)", ""
-    return targets, None, reason or ""
-
-
 def _recreate_decision(reason: str, policy: Policy) -> Decision:
     """A `Recreate` pod off its recommendation is evicted (if allowed); its replacement gets
     the recommendation from the webhook."""
@@ -362,7 +325,9 @@ def follow_once(
                 outcomes.append(ending)
             continue
         governance = governor.of(pod, namespace)
-        targets, why_not, reason = _targets(pod, scheduled, governance, now, options.update_rules)
+        targets, why_not, reason = pod_targets(
+            pod, scheduled, governance, now, options.update_rules
+        )
         if why_not is not None:
             outcomes.append(Outcome(namespace, name, workload, Action.NONE, why_not))
             continue

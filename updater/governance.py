@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from datetime import datetime
 
 from pydantic import ValidationError
 
@@ -27,7 +28,15 @@ from tailor.api.vpa import (
 from tailor.hpa import HpaConflict, conflict_message, container_names, contested, hpa_conflicts
 from tailor.matching import OwnerReferenceError, PodRef, controlling_vpa, pod_controller
 from updater.plan import PodRules
+from updater.progress import ResizeState, resize_status
+from updater.recommendations import (
+    UpdateRules,
+    processed_recommendation,
+    recommended_targets,
+    update_reason,
+)
 from updater.resources import Json
+from updater.targets import Target, without_contested
 
 IN_PLACE_MODES = (UpdateMode.IN_PLACE, UpdateMode.IN_PLACE_OR_RECREATE)
 
@@ -122,3 +131,42 @@ def vpa_governance(
         recreate=by_eviction,
         conflicts=conflicts,
     )
+
+
+def pod_targets(
+    pod: Json,
+    scheduled: Mapping[str, Target] | None,
+    governance: Governance,
+    now: datetime,
+    rules: UpdateRules | None = None,
+) -> tuple[Mapping[str, Target], str | None, str]:
+    """(targets, why the pod is left alone, why it is updated): the schedule's targets, or
+    (with `recommendations`) its VPA's when upstream's updater would update it."""
+    if governance.leave_alone:
+        return {}, governance.leave_alone, ""
+    vpa = governance.vpa
+    if scheduled is not None:
+        targets: Mapping[str, Target] = scheduled
+    else:
+        processed = processed_recommendation(vpa, pod, governance.rules) if vpa else {}
+        targets = recommended_targets(processed)
+        if vpa is None or not targets:
+            status = vpa.status if vpa is not None else None
+            recommended = status is not None and status.recommendation is not None
+            why = "its VPA has no recommendation yet"
+            if recommended:  # there is one, but for no container of this pod it may set
+                why = "its VPA sets nothing here: its containers are in mode Off or not named"
+            return {}, why, ""
+    if governance.conflicts:  # what an HPA scales on stays as it is
+        targets = without_contested(targets, governance.contested)
+        if not targets:
+            return {}, f"nothing to change: all of it is {governance.hpa_note}", ""
+    if vpa is None or scheduled is not None:
+        return targets, None, ""
+    reason = update_reason(
+        pod, vpa, now, targets, governance.contested, rules or UpdateRules(), governance.rules
+    )
+    resizing = resize_status(pod).state is not ResizeState.NONE  # an answer to await or act on
+    if reason is None and (governance.recreate or not resizing):
+        return {}, "within its VPA's recommendation (upstream's update rules)", ""
+    return targets, None, reason or ""
