@@ -304,3 +304,22 @@ def test_an_unreadable_annotation_keeps_the_recommendation_and_says_why() -> Non
     assert fine["recommendation"]["containerRecommendations"][0]["target"]["cpu"] == "500m"
     plain = vpa_status(entry, rows(cpu_target=0.5), NOW)
     assert "ConfigUnsupported" not in {c["type"] for c in plain["conditions"]}
+
+
+def test_a_cronjob_runs_pods_are_served_by_the_cronjobs_vpa_under_its_name() -> None:
+    """Pod -> Job -> CronJob: the VPA's workload is the CronJob, every run's history."""
+    backup = vpa("backup").to_api()
+    backup["spec"]["targetRef"] = {"apiVersion": "batch/v1", "kind": "CronJob", "name": "backup"}
+    run = pod("backup-29412345-x7k2p")
+    run["metadata"]["ownerReferences"] = [
+        {"apiVersion": "batch/v1", "kind": "Job", "name": "backup-29412345", "uid": "j"}
+    ]
+    run["metadata"]["ownerReferences"][0]["controller"] = True
+    owner: dict[str, Any] = {"apiVersion": "batch/v1", "kind": "CronJob", "name": "backup"}
+    owner.update(uid="c", controller=True)
+    jobs = {("shop", "backup-29412345"): {"metadata": {"ownerReferences": [owner]}}}
+    served = VerticalPodAutoscaler.from_api(backup)
+    [entry] = served_vpas([served], [run], {}, "default", True, jobs)
+    assert entry.workloads == {"backup"}
+    [unmatched] = served_vpas([served], [run], {}, "default", True)  # without the Job
+    assert unmatched.workloads == set()
