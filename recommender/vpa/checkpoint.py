@@ -76,7 +76,7 @@ def histogram_dict(weights: np.ndarray, total: float, reference: int) -> dict[st
     return {
         "referenceTimestamp": format_time(reference),
         "bucketWeights": {str(int(b)): int(weights[b]) for b in buckets},
-        "totalWeight": float(total),
+        "totalWeight": max(float(total), 0.0),
     }
 
 

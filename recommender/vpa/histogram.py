@@ -193,6 +193,8 @@ class DecayingHistograms:
         removed = np.where(amount > held - self.epsilon, held, amount)
         flat_weights[cells] = held - removed
         np.subtract.at(self.total, cells // n_buckets, removed)
+        # Removing every sample can leave -2e-16 (float order): a checkpoint may not be negative
+        np.maximum(self.total, 0.0, out=self.total)
 
     # --- reading --------------------------------------------------------------------
 
