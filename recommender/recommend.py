@@ -7,7 +7,7 @@ it selects, feeds the vectorised model, and returns a tidy DataFrame.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 
 import numpy as np
 import pandas as pd
@@ -41,10 +41,18 @@ def aggregate_index(series: pd.DataFrame) -> tuple[np.ndarray, pd.DataFrame]:
     return factorize_rows(series, AGGREGATE_COLUMNS)
 
 
-def containers_per_pod(aggregates: pd.DataFrame) -> np.ndarray:
-    """How many containers of a workload share the pod minimum (upstream splits it evenly)."""
-    per_workload = aggregates.groupby(["namespace", "workload"])["container"].transform("nunique")
-    return per_workload.to_numpy(dtype=np.float64)
+Keys = tuple[str, str, str]  # namespace, workload, container
+
+
+def containers_per_pod(aggregates: pd.DataFrame, off: Collection[Keys] = ()) -> np.ndarray:
+    """How many containers of a workload share the pod minimum: upstream splits it evenly
+    among the containers it recommends for, so those in mode Off (`off`) take no share."""
+    keys = pd.MultiIndex.from_frame(aggregates[["namespace", "workload", "container"]])
+    sharing = aggregates[~keys.isin(list(off))] if off else aggregates
+    per_workload = sharing.groupby(["namespace", "workload"])["container"].nunique()
+    index = pd.MultiIndex.from_frame(aggregates[["namespace", "workload"]])
+    shares = per_workload.reindex(index).to_numpy(dtype=np.float64)
+    return np.where(np.isnan(shares), 1.0, np.maximum(shares, 1.0))
 
 
 def fit_vpa_model(
@@ -139,11 +147,15 @@ def recommend_vpa(
 
 
 def vpa_rows(
-    model: VpaModel, aggregates: pd.DataFrame, noted: pd.DataFrame | None = None
+    model: VpaModel,
+    aggregates: pd.DataFrame,
+    noted: pd.DataFrame | None = None,
+    off: Collection[Keys] = (),
 ) -> pd.DataFrame:
     """The model's recommendation per aggregate, as the rows `recommend_vpa` returns;
-    with the throttling of the `noted` usage explained (`with_throttling_notes`)."""
-    result = model.recommend(containers_per_pod(aggregates))
+    with the throttling of the `noted` usage explained (`with_throttling_notes`); `off`
+    containers (mode Off) take no share of the pod minimum."""
+    result = model.recommend(containers_per_pod(aggregates, off))
     frame = aggregates.copy()
     frame["cpu_target"] = result.cpu_target
     frame["cpu_lower"] = result.cpu_lower

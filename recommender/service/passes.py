@@ -186,7 +186,14 @@ def _fit_group(
             usage, events, settings, checked=True, count_throttling=counted, oom_bumps=bumps
         )
         checkpoints = checkpoint_objects(entries, model, aggregates, int(now.timestamp()))
-        rows = vpa_rows(model, aggregates, noted=usage if counted else None)
+        off = [
+            (entry.vpa.namespace, workload, container)
+            for entry in entries
+            for container in entry.containers
+            if (policy := entry.vpa.container_policy(container)) is not None and policy.is_off
+            for workload in entry.workloads
+        ]
+        rows = vpa_rows(model, aggregates, noted=usage if counted else None, off=off)
         return _Fitted(rows, checkpoints=checkpoints)
     rows, schedule = recommend_forecast_workloads(
         usage,

@@ -23,6 +23,27 @@ from recommender.vpa.settings import VpaSettings
 _MAX_TABLE_SIZE = 4_000_000
 
 
+def go_integer_power(base: float, exponent: int) -> float:
+    """base ** exponent (exponent >= 0) as Go's math.Pow computes it for a whole exponent:
+    the mantissa squared repeatedly with the binary exponent kept apart. It is not
+    correctly rounded, and upstream's bucket starts come from it: numpy's power differs
+    in the last bits for most buckets, which moved memory bucket 4 by a byte."""
+    mantissa, binary_exponent = math.frexp(base)  # base = mantissa * 2**e, 0.5 <= mantissa < 1
+    result, result_exponent = 1.0, 0
+    remaining = exponent
+    while remaining:
+        if remaining & 1:
+            result *= mantissa
+            result_exponent += binary_exponent
+        mantissa *= mantissa
+        binary_exponent <<= 1
+        if mantissa < 0.5:
+            mantissa += mantissa
+            binary_exponent -= 1
+        remaining >>= 1
+    return math.ldexp(result, result_exponent)
+
+
 @dataclass(frozen=True)
 class ExponentialBuckets:
     """Bucketing scheme: smallest bucket `first`, growth `ratio`, last start >= `max_value`."""
@@ -42,9 +63,13 @@ class ExponentialBuckets:
             )
             + 1
         )
-        index = np.arange(count, dtype=np.float64)
-        starts = self.first * (np.power(self.ratio, index) - 1) / (self.ratio - 1)
-        starts[0] = 0.0
+        starts = np.array(
+            [0.0]
+            + [
+                self.first * (go_integer_power(self.ratio, n) - 1) / (self.ratio - 1)
+                for n in range(1, count)
+            ]
+        )
         starts.setflags(write=False)
         object.__setattr__(self, "starts", starts)
         lowest = np.array(

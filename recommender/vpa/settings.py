@@ -122,12 +122,15 @@ class VpaSettings:
             (self.pod_min_cpu >= 0 and self.pod_min_memory >= 0, "pod minimums cannot be negative"),
             (self.cpu_round_millicores >= 1, "cpu_round_millicores must be at least 1"),
             (self.memory_round_bytes >= 1, "memory_round_bytes must be at least 1"),
-            (self.max_decay_exponent >= 1, "max_decay_exponent must be at least 1"),
+            (
+                1 <= self.max_decay_exponent <= 500,  # 2^500 weights leave float64 room to sum
+                "max_decay_exponent must be between 1 and 500",
+            ),
             (
                 self.cpu_sample_weight > 0 and self.memory_peak_weight > 0,
                 "sample weights must be positive",
             ),
-            (self.epsilon >= 0, "epsilon cannot be negative"),
+            (self.epsilon > 0, "epsilon must be positive (0 would count every bucket as full)"),
             (self.bucket_growth > 0, "bucket_growth must be positive"),
             (
                 0 < self.cpu_first_bucket < self.cpu_max_value,

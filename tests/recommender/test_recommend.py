@@ -10,7 +10,12 @@ import pytest
 
 from recommender.data.schema import DataFormatError, validate_usage
 from recommender.forecast.settings import ForecastSettings
-from recommender.recommend import recommend_forecast_workloads, recommend_vpa
+from recommender.recommend import (
+    fit_vpa_model,
+    recommend_forecast_workloads,
+    recommend_vpa,
+    vpa_rows,
+)
 
 MIB = 2**20
 
@@ -258,3 +263,23 @@ def test_a_recent_kill_before_a_short_history_holds_the_forecasters_memory() -> 
     recommendations, schedule = recommend_forecast_workloads(usage, kill)
     assert recommendations.iloc[0].memory_target >= 800 * MIB  # held 24 h from the kill
     assert schedule["memory_request"].max() >= 800 * MIB
+
+
+def test_containers_in_mode_off_take_no_share_of_the_pod_minimum() -> None:
+    """Upstream splits the 25m / 250Mi pod minimum among the containers it recommends for."""
+    start = pd.Timestamp("2026-11-20T00:00:00Z")
+    times = pd.date_range(start, periods=3 * 288, freq="5min")
+    usage = pd.DataFrame(
+        [
+            {"timestamp": t, "namespace": "shop", "workload": "web", "pod": "web-1",
+             "container": c, "cpu": 0.002, "memory": 3e7}
+            for t in times
+            for c in ("app", "sidecar")
+        ]
+    )  # fmt: skip
+    model, aggregates = fit_vpa_model(usage)
+    shared = vpa_rows(model, aggregates).set_index("container")
+    assert shared.at["app", "cpu_target"] == pytest.approx(0.012)  # 12.5m in whole millicores
+    alone = vpa_rows(model, aggregates, off=[("shop", "web", "sidecar")]).set_index("container")
+    assert alone.at["app", "cpu_target"] == pytest.approx(0.025)
+    assert alone.at["app", "memory_target"] == pytest.approx(250 * 2**20)

@@ -63,3 +63,21 @@ def test_millicore_table_agrees_with_find() -> None:
     millicores = np.arange(0, 1_100_000, 7)
     assert np.array_equal(buckets.find_millicores(millicores), buckets.find(millicores / 1000.0))
     assert buckets.find_millicores(np.array([10.0]))[0] == 1  # 10 m starts bucket 1
+
+
+@pytest.mark.parametrize(
+    ("kind", "bucket", "go_start"),
+    [  # printed by a Go program calling upstream's GetBucketStart formula (math.Pow)
+        ("memory", 4, 43101249.999999963),  # numpy's power gives 43101250.00000001
+        ("memory", 50, 2093479957.1507351),
+        ("memory", 175, 1021109408904.86),
+        ("cpu", 2, 0.020499999999999987),
+        ("cpu", 99, 24.847858637391148),
+        ("cpu", 175, 1021.1094089048601),
+    ],
+)
+def test_bucket_starts_are_gos_to_the_last_bit(kind: str, bucket: int, go_start: float) -> None:
+    """Go's Pow squares repeatedly and is not correctly rounded; upstream's starts come from
+    it, and a start one ulp above Go's moved a memory target by a byte."""
+    buckets = memory_buckets(VpaSettings()) if kind == "memory" else cpu_buckets(VpaSettings())
+    assert buckets.starts[bucket] == go_start
