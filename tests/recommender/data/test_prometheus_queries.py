@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import http.server
 import json
 import re
 import socket
 import threading
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -277,15 +279,21 @@ class _NotPrometheus(http.server.BaseHTTPRequestHandler):
     ],
 )
 def test_a_server_that_is_not_prometheus_is_named_as_such(body: bytes) -> None:
+    not_prometheus = pytest.raises(PrometheusSourceError, match="does not answer like a Prometheus")
+    with _answering(body) as settings, not_prometheus:
+        load_prometheus_history(settings)
+
+
+@contextlib.contextmanager
+def _answering(body: bytes) -> Iterator[PrometheusSettings]:
+    """Settings for a loopback server that answers every query with `body`."""
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _NotPrometheus)
     server.body = body  # type: ignore[attr-defined]
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     url = f"http://127.0.0.1:{server.server_address[1]}"
-    settings = PrometheusSettings(url=url, start=T0, end=T0 + timedelta(hours=1), retries=0)
     try:
-        with pytest.raises(PrometheusSourceError, match="does not answer like a Prometheus"):
-            load_prometheus_history(settings)
+        yield PrometheusSettings(url=url, start=T0, end=T0 + timedelta(hours=1), retries=0)
     finally:
         server.shutdown()
         server.server_close()
@@ -311,16 +319,5 @@ def _series(values: object, namespace: object = "shop") -> bytes:
 )
 def test_a_matrix_with_broken_points_or_labels_is_a_source_error(body: bytes, message: str) -> None:
     """Prometheus never sends these; a proxy or a fake might. Named, never a traceback."""
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _NotPrometheus)
-    server.body = body  # type: ignore[attr-defined]
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    url = f"http://127.0.0.1:{server.server_address[1]}"
-    settings = PrometheusSettings(url=url, start=T0, end=T0 + timedelta(hours=1), retries=0)
-    try:
-        with pytest.raises(PrometheusSourceError, match=message):
-            load_prometheus_history(settings)
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join()
+    with _answering(body) as settings, pytest.raises(PrometheusSourceError, match=message):
+        load_prometheus_history(settings)
