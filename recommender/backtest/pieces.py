@@ -42,7 +42,8 @@ def _renamed(frame: pd.DataFrame, piece: pd.Series, shift: pd.Series) -> pd.Data
 
 
 def _check_span_on_grid(usage: pd.DataFrame, span_seconds: int) -> None:
-    """Pieces must hold whole windows: 7-minute pieces of 5-minute data alternate 1 and 2."""
+    """Pieces must hold whole windows (7-minute pieces of 5-minute data alternate 1 and 2),
+    and two at least: a piece of one sample was reported as "a single timestamp"."""
     seconds = usage["timestamp"].astype("datetime64[s, UTC]").astype("int64").to_numpy()
     codes = usage.groupby(SERIES, sort=False).ngroup().to_numpy()
     try:
@@ -50,9 +51,14 @@ def _check_span_on_grid(usage: pd.DataFrame, span_seconds: int) -> None:
     except SamplePeriodError:
         return  # a single sample per series: the replay reports it
     try:
-        whole_windows(span_seconds, step, "the split span")
+        windows = whole_windows(span_seconds, step, "the split span")
     except DurationError as error:
         raise BacktestInputError(str(error)) from None
+    if windows < 2:
+        raise BacktestInputError(
+            f"the split span ({span_seconds} s) must hold at least two samples of the "
+            f"data's {step} s sample period"
+        )
 
 
 def split_series(

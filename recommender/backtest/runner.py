@@ -152,8 +152,10 @@ def guarded_replay(block: ReplayBlock, spec: StrategySpec) -> Trajectory:
     imported strategy that breaks, and a built-in one that breaks on the user's settings
     (`history_days=1e308` overflowing deep in numpy) are input errors that name the
     strategy; a built-in strategy that breaks on its defaults is a bug and keeps its
-    traceback. An infinite request (a margin of 1e308) would make a report of Infinity
-    and NaN slack, so it is refused too."""
+    traceback. SystemExit from the user's code counts as breaking: let through, it ended
+    the run with status 0 and no output. An infinite request (a margin of 1e308) would
+    make a report of Infinity and NaN slack, and a negative one negative core-hours, so
+    both are refused too."""
     phase = "its factory failed"
     given = " with the settings given" if spec.configured else ""
     try:
@@ -164,12 +166,15 @@ def guarded_replay(block: ReplayBlock, spec: StrategySpec) -> Trajectory:
         raise
     except SettingsError as error:
         raise BacktestInputError(f"strategy {spec.name!r}: {error}") from error
-    except Exception as error:
+    except (Exception, SystemExit) as error:
         if not (spec.imported or spec.configured):
             raise
         raise BacktestInputError(
             f"strategy {spec.name!r}: {phase}{given}: {type(error).__name__}: {error}"
         ) from error
-    if np.isinf(trajectory.cpu).any() or np.isinf(trajectory.memory).any():
+    requests = (trajectory.cpu, trajectory.memory)
+    if any(np.isinf(values).any() for values in requests):
         raise BacktestInputError(f"strategy {spec.name!r} requested an infinite amount{given}")
+    if any((values < 0).any() for values in requests):  # NaN (unset) compares False
+        raise BacktestInputError(f"strategy {spec.name!r} requested a negative amount{given}")
     return trajectory

@@ -20,11 +20,20 @@ class BacktestInputError(ValueError):
 
 
 def parse_duration(text: str) -> int:
-    """Whole seconds in a duration like '1d', '6h', '90m' (the CLI's one duration syntax)."""
+    """Whole seconds in a duration like '1d', '6h', '90m' (the CLI's one duration syntax).
+
+    A fraction of a second is refused, not rounded: `--split 1ms` became 0 s and was
+    then called "not a positive duration".
+    """
     try:
-        return round(durations.parse_duration(text).total_seconds())
+        span = durations.parse_duration(text)
     except durations.DurationError as error:
         raise BacktestInputError(str(error)) from error
+    if span % timedelta(seconds=1):
+        if span < timedelta(seconds=1):
+            raise BacktestInputError(f"{text!r} is below one second: whole seconds are expected")
+        raise BacktestInputError(f"{text!r} is not a whole number of seconds")
+    return int(span.total_seconds())
 
 
 def format_duration(seconds: int) -> str:

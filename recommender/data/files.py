@@ -171,6 +171,8 @@ def _read(
 ) -> pd.DataFrame:
     file = Path(path)
     kind = _format_of(file)
+    if file.is_dir():
+        raise IsADirectoryError(f"{file}: is a directory, not a file")
     if not file.is_file():
         raise FileNotFoundError(f"{file}: no such file")
     raw = _read_parquet(file) if kind == "parquet" else _read_csv(file, columns)

@@ -17,12 +17,14 @@ CPU the container was held back from by its CPU limit, in cores, on top of `cpu`
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Final
 
 import numpy as np
 import pandas as pd
 
+from recommender.data.errors import DataFormatError, fail_at
+from recommender.data.timestamps import TIMESTAMP_DTYPE, parse_timestamps
 from tailor.quantity import INT64_MAX
 
 SERIES_COLUMNS = ("namespace", "pod", "container")
@@ -45,48 +47,10 @@ EVENT_REQUIRED = ("timestamp", "namespace", "pod", "container", "reason", "memor
 EVENT_COLUMNS = ("timestamp", "namespace", "workload", "pod", "container", "reason", "memory")
 KEY_LABELS = ("namespace", "workload", "pod", "container")
 TEXT_COLUMNS = (*KEY_LABELS, "reason")
-TIMESTAMP_DTYPE: Final = "datetime64[us, UTC]"
 STRING_DTYPE = pd.StringDtype(na_value=np.nan)
 # Above these no Kubernetes quantity can be set (int64 millicores, int64 bytes): such a
 # value is a unit mistake or corruption, and it overflowed the models to inf (a JSON crash).
 CEILINGS: Final = {"cpu": (INT64_MAX / 1000, "cores"), "memory": (float(INT64_MAX), "bytes")}
-
-
-class DataFormatError(ValueError):
-    """Input that does not follow the canonical format, located by source, row and column."""
-
-    def __init__(
-        self, source: str, problem: str, row: int | None = None, column: str | None = None
-    ) -> None:
-        self.source = source
-        self.row = row
-        self.column = column
-        self.problem = problem
-        where = ", ".join(
-            part
-            for part in (
-                f"row {row}" if row is not None else "",
-                f"column '{column}'" if column is not None else "",
-            )
-            if part
-        )
-        super().__init__(f"{source}: {where}: {problem}" if where else f"{source}: {problem}")
-
-    def __reduce__(self) -> tuple[type[DataFormatError], tuple[str, str, int | None, str | None]]:
-        """Survive pickling (errors raised in worker processes cross back to the parent)."""
-        return (type(self), (self.source, self.problem, self.row, self.column))
-
-
-def _fail_at(
-    source: str, column: str, bad: np.ndarray, problem: str | Callable[[int], str]
-) -> None:
-    """Raise for the first True in `bad` (rows are 1-based data rows); a callable
-    `problem` words the message from that first bad position."""
-    hits = np.flatnonzero(bad)
-    if hits.size:
-        first = int(hits[0])
-        text = problem if isinstance(problem, str) else problem(first)
-        raise DataFormatError(source, text, row=first + 1, column=column)
 
 
 def _check_columns(
@@ -109,36 +73,60 @@ def _check_columns(
 
 
 def _text(values: pd.Series, column: str, source: str) -> pd.Series:
-    """A key or label column as non-empty strings."""
-    _fail_at(source, column, values.isna().to_numpy(), "missing value")
+    """A key or label column as non-empty strings; a key holds no whitespace, since a
+    Kubernetes name cannot, and "shop " silently made a second series beside "shop"."""
+    fail_at(source, column, values.isna().to_numpy(), "missing value")
     text = values.astype(STRING_DTYPE)
-    _fail_at(source, column, (text.str.strip() == "").to_numpy(), "empty value")
+    fail_at(source, column, (text.str.strip() == "").to_numpy(), "empty value")
+    if column in KEY_LABELS:
+        fail_at(
+            source,
+            column,
+            text.str.contains(r"\s", regex=True).to_numpy(dtype=bool),
+            lambda i: f"whitespace in {text.iloc[i]!r} (Kubernetes names cannot hold it)",
+        )
     return text.reset_index(drop=True)
+
+
+def _is_time_like(dtype: object) -> bool:
+    """Durations, dates and periods: pandas turns them into numbers (nanoseconds), which
+    read a Parquet duration column as a billion cores."""
+    kind = getattr(dtype, "kind", "")
+    return kind in ("m", "M") or isinstance(dtype, (pd.PeriodDtype, pd.IntervalDtype))
 
 
 def numeric_values(
     values: pd.Series, column: str, source: str, ceiling: tuple[float, str] | None = None
 ) -> np.ndarray:
-    """A numeric column as float64 (NaN kept), rejecting text, booleans, complex numbers,
-    infinities, negatives and values above `ceiling` (limit, unit).
+    """A numeric column as float64 (NaN kept), rejecting text, booleans, durations and
+    dates, complex numbers, infinities, negatives and values above `ceiling` (limit, unit).
 
     Public so that loaders of raw traces report bad cells the same way.
     """
     if pd.api.types.is_bool_dtype(values):
         raise DataFormatError(source, "booleans are not numbers", row=1, column=column)
+    if _is_time_like(values.dtype):
+        present = np.flatnonzero(values.notna().to_numpy())
+        first = int(present[0]) if present.size else 0
+        raise DataFormatError(
+            source,
+            f"not a number: {values.iloc[first]!r} (a {values.dtype} column)",
+            row=first + 1,
+            column=column,
+        )
     if not pd.api.types.is_numeric_dtype(values):
         coerced = pd.to_numeric(values, errors="coerce")
         not_numbers = (coerced.isna() & values.notna()).to_numpy()
-        _fail_at(source, column, not_numbers, lambda i: f"not a number: {values.iloc[i]!r}")
+        fail_at(source, column, not_numbers, lambda i: f"not a number: {values.iloc[i]!r}")
         values = coerced
     if pd.api.types.is_complex_dtype(values):
         raise DataFormatError(source, "complex numbers are not accepted", row=1, column=column)
     numbers = values.to_numpy(dtype=np.float64, na_value=np.nan)
-    _fail_at(source, column, np.isinf(numbers), "infinite value")
-    _fail_at(source, column, numbers < 0, lambda i: f"negative value {numbers[i]:g}")
+    fail_at(source, column, np.isinf(numbers), "infinite value")
+    fail_at(source, column, numbers < 0, lambda i: f"negative value {numbers[i]:g}")
     if ceiling is not None:
         limit, unit = ceiling
-        _fail_at(
+        fail_at(
             source,
             column,
             numbers > limit,
@@ -152,70 +140,6 @@ def numeric_values(
 def _measure(frame: pd.DataFrame, column: str, source: str) -> np.ndarray:
     """A cpu_* or memory_* column, held to what Kubernetes can express."""
     return numeric_values(frame[column], column, source, CEILINGS[column.split("_")[0]])
-
-
-def _timestamps(values: pd.Series, source: str) -> pd.Series:
-    """Timestamps as tz-aware UTC: datetimes, UNIX seconds or ISO-8601 text.
-
-    Naive datetimes and ISO strings without an offset are taken as UTC.
-    """
-    column = "timestamp"
-    values = values.reset_index(drop=True)
-    _fail_at(source, column, values.isna().to_numpy(), "missing timestamp")
-    if pd.api.types.is_bool_dtype(values):
-        raise DataFormatError(source, "booleans are not timestamps", row=1, column=column)
-    if isinstance(values.dtype, pd.DatetimeTZDtype):
-        parsed = values.dt.tz_convert("UTC")
-    elif pd.api.types.is_datetime64_dtype(values):
-        parsed = values.dt.tz_localize("UTC")
-    elif pd.api.types.is_numeric_dtype(values):
-        numbers = values.to_numpy(dtype=np.float64, na_value=np.nan)
-        parsed = _micros_to_utc(_unix_seconds(numbers, source))
-    else:
-        parsed = _parse_text_timestamps(values, source)
-    try:
-        return parsed.astype(TIMESTAMP_DTYPE)
-    except (OverflowError, ValueError) as error:
-        raise DataFormatError(source, f"timestamp out of range: {error}", column=column) from None
-
-
-def _unix_seconds(seconds: np.ndarray, source: str, rows: np.ndarray | None = None) -> np.ndarray:
-    """UNIX seconds (float) as int64 microseconds, rejecting values datetime64 cannot hold."""
-    out_of_range = ~np.isfinite(seconds) | (np.abs(seconds) > 2**62 / 1e6)
-    hits = np.flatnonzero(out_of_range)
-    if hits.size:
-        row = int(hits[0] if rows is None else rows[hits[0]]) + 1
-        raise DataFormatError(
-            source, f"UNIX seconds out of range: {seconds[hits[0]]}", row=row, column="timestamp"
-        )
-    return np.round(seconds * 1e6).astype(np.int64)
-
-
-def _micros_to_utc(micros: np.ndarray) -> pd.Series:
-    return pd.Series(pd.to_datetime(micros, unit="us", utc=True)).astype(TIMESTAMP_DTYPE)
-
-
-def _parse_text_timestamps(values: pd.Series, source: str) -> pd.Series:
-    text = values.astype(STRING_DTYPE).str.strip()
-    numbers = pd.to_numeric(text, errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)
-    is_number = ~np.isnan(numbers)
-    micros = np.zeros(len(text), dtype=np.int64)
-    number_rows = np.flatnonzero(is_number)
-    micros[number_rows] = _unix_seconds(numbers[number_rows], source, number_rows)
-    if not is_number.all():
-        iso = pd.to_datetime(text[~is_number], format="ISO8601", utc=True, errors="coerce")
-        unparsable = np.zeros(len(text), dtype=bool)
-        unparsable[~is_number] = iso.isna().to_numpy()
-        _fail_at(
-            source,
-            "timestamp",
-            unparsable,
-            lambda i: (
-                f"unparsable timestamp {values.iloc[i]!r} (expected ISO-8601 or UNIX seconds)"
-            ),
-        )
-        micros[~is_number] = iso.astype(TIMESTAMP_DTYPE).astype("int64").to_numpy()
-    return _micros_to_utc(micros)
 
 
 def _group_codes(columns: Sequence[pd.Series]) -> np.ndarray:
@@ -252,7 +176,7 @@ def _check_one_workload(series: np.ndarray, workload: pd.Series, source: str) ->
     _, first_rows = np.unique(series, return_index=True)
     first_workload = np.empty(series.max() + 1, dtype=np.int64)
     first_workload[series[first_rows]] = codes[first_rows]
-    _fail_at(
+    fail_at(
         source,
         "workload",
         codes != first_workload[series],
@@ -291,13 +215,13 @@ def validate_usage(frame: pd.DataFrame, source: str = "<frame>") -> pd.DataFrame
     if frame.empty:
         raise DataFormatError(source, "no data rows")
     labels = _labels(frame, source)
-    timestamps = _timestamps(frame["timestamp"], source)
+    timestamps = parse_timestamps(frame["timestamp"], source)
     numbers = {
         name: _measure(frame, name, source)
         for name in ("cpu", "memory", *RESOURCE_COLUMNS, THROTTLED_COLUMN)
         if name in frame
     }
-    _fail_at(source, "cpu", np.isnan(numbers["cpu"]), "missing value")
+    fail_at(source, "cpu", np.isnan(numbers["cpu"]), "missing value")
     series = _group_codes([labels[name] for name in SERIES_COLUMNS])
     _check_one_workload(series, labels["workload"], source)
     _check_series_order(series, timestamps.astype("int64").to_numpy(), source)
@@ -319,9 +243,9 @@ def validate_events(frame: pd.DataFrame, source: str = "<frame>") -> pd.DataFram
     if frame.empty:
         return empty_events()
     labels = _labels(frame, source)
-    timestamps = _timestamps(frame["timestamp"], source)
+    timestamps = parse_timestamps(frame["timestamp"], source)
     reason = _text(frame["reason"], "reason", source)
-    _fail_at(
+    fail_at(
         source,
         "reason",
         ~reason.isin(EVENT_REASONS).to_numpy(),
@@ -330,7 +254,7 @@ def validate_events(frame: pd.DataFrame, source: str = "<frame>") -> pd.DataFram
         ),
     )
     memory = _measure(frame, "memory", source)
-    _fail_at(source, "memory", np.isnan(memory), "missing value")
+    fail_at(source, "memory", np.isnan(memory), "missing value")
     series = _group_codes([labels[name] for name in SERIES_COLUMNS])
     _check_one_workload(series, labels["workload"], source)
     event_key = _group_codes([pd.Series(series), reason])

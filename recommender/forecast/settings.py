@@ -14,6 +14,9 @@ from recommender.overrides import SettingsError, require
 from tailor.durations import DAY, HOUR, DurationError, whole_windows
 
 MIB = 2**20
+# A year and a day of raw history per container; a billion days used to end in an
+# OverflowError or a MemoryError deep in numpy instead of a settings error.
+MAX_HISTORY_DAYS = 366.0
 
 BatchSizing = Literal["mean", "percentile"]
 ShortfallMode = Literal["vpa", "fixed"]
@@ -160,7 +163,8 @@ class ForecastSettings:
       update_period_seconds: length of one schedule block (requests change at
           most once per block, apart from reactions to a shortfall or an OOM).
       horizon_seconds: how far the published schedule reaches.
-      history_days: raw history kept per container (seasonality needs two cycles).
+      history_days: raw history kept per container (seasonality needs two cycles), at
+          most MAX_HISTORY_DAYS.
       residual_days: how much recent error history calibrates the margins.
     Forecast (Holt-Winters on block means; alphas are per block, gamma per cycle)
       level_alphas: candidate level smoothing values; each container uses the one
@@ -316,7 +320,10 @@ class ForecastSettings:
                 self.horizon_seconds >= self.update_period_seconds,
                 "horizon_seconds must cover at least one update period",
             ),
-            (self.history_days >= 1.0, "history_days must be at least 1"),
+            (
+                1.0 <= self.history_days <= MAX_HISTORY_DAYS,
+                f"history_days must be in [1, {MAX_HISTORY_DAYS:g}]",
+            ),
             (0.0 < self.residual_days <= self.history_days, "residual_days in (0, history_days]"),
             (
                 len(self.level_alphas) > 0 and all(0.0 < a <= 1.0 for a in self.level_alphas),

@@ -31,20 +31,25 @@ from recommender.backtest.pieces import split_series
 from recommender.backtest.registry import with_baseline_settings, with_forecast_settings
 from recommender.backtest.settings import format_duration
 from tailor.cli.backtest_output import (
+    OUTPUT_SUFFIXES,
     BacktestFormat,
     distinct_outputs,
     emit,
     per_container_path,
     render,
+    report_path,
     report_possible,
     write_per_container,
 )
-from tailor.cli.inputs import load_history
+from tailor.cli.inputs import known_dataset, load_history
 from tailor.cli.options import (
     BaselineSet,
     ForecastSet,
     baseline_settings_option,
     forecast_settings,
+    note_unmatched_ooms,
+    output_format,
+    output_path,
     writable_path,
 )
 from tailor.cli.writing import write_text
@@ -109,6 +114,8 @@ def _months(text: str) -> list[str]:
 
 
 def _dataset_options(dataset: str | None, months: str | None, limit: int | None) -> dict[str, Any]:
+    if dataset is not None:
+        known_dataset(dataset)  # a misspelt name is the news, not that --months does not fit it
     options: dict[str, Any] = {}
     if months is not None:
         if dataset != "bitbrains":
@@ -143,16 +150,19 @@ def backtest_history(
     split: str | None = None,
 ) -> ReplayHistory:
     """The replay history a backtest-like command reads (flags checked, warm-up applied)."""
-    span = positive_duration(split, "--split") if split else None
+    # `is None`, not truthiness: an empty --split or --warm-up silently meant the default
+    span = None if split is None else positive_duration(split, "--split")
     try:
         # every dataset's series span days (Google 2011's jobs 1 to 10): one day of warm-up
         default = ReplaySettings().warm_up_seconds if span is None else span // 4
-        warm_up_seconds = parse_duration(warm_up) if warm_up else default
+        warm_up_seconds = default if warm_up is None else parse_duration(warm_up)
         replay = ReplaySettings(warm_up_seconds=warm_up_seconds)
     except BacktestInputError as error:
-        raise typer.BadParameter(str(error)) from error
+        raise typer.BadParameter(str(error), param_hint="--warm-up") from error
     options = _dataset_options(dataset, months, limit)
     usage, event_frame = load_history(demo, input, events, dataset, options)
+    if events is not None:
+        note_unmatched_ooms(Console(stderr=True), usage, event_frame)
     try:
         if span is not None:
             usage, event_frame = split_series(usage, event_frame, span)
@@ -194,19 +204,28 @@ def backtest_command(
     ] = "vpa,krr,autopilot,oracle",
     warm_up: WarmUp = None,
     split: Split = None,
-    fmt: Annotated[BacktestFormat, typer.Option("--format", help="table or json.")] = (
-        BacktestFormat.table
-    ),
+    fmt: Annotated[
+        BacktestFormat | None,
+        typer.Option("--format", help="table or json (default: the --output suffix's, else table)"),
+    ] = None,
     output: Annotated[
         Path | None,
         typer.Option(
-            "--output", help="Write the table / JSON to this file.", callback=writable_path
+            "--output",
+            help="Write the table (.txt) / JSON (.json) to this file.",
+            parser=output_path,
+            callback=writable_path,
+            metavar="FILE",
         ),
     ] = None,
     report: Annotated[
         Path | None,
         typer.Option(
-            "--report", help="Write a self-contained HTML report here.", callback=writable_path
+            "--report",
+            help="Write a self-contained HTML report here (.html).",
+            parser=output_path,
+            callback=report_path,
+            metavar="FILE",
         ),
     ] = None,
     per_container: Annotated[
@@ -214,7 +233,9 @@ def backtest_command(
         typer.Option(
             "--per-container",
             help="Per-container metrics (.csv, .parquet or .json).",
+            parser=output_path,
             callback=per_container_path,
+            metavar="FILE",
         ),
     ] = None,
     engine: Annotated[
@@ -234,6 +255,7 @@ def backtest_command(
     baseline_set: BaselineSet = None,
 ) -> None:
     """Replay usage history through recommendation strategies and compare them."""
+    chosen = output_format(fmt, BacktestFormat.table, output, OUTPUT_SUFFIXES)
     distinct_outputs({"--output": output, "--report": report, "--per-container": per_container})
     settings = forecast_settings(forecast_set)
     baselines = baseline_settings_option(baseline_set)
@@ -276,7 +298,7 @@ def backtest_command(
         except BacktestInputError as error:
             raise typer.BadParameter(str(error)) from error
     page = None if report is None else render(history, result, specs, dataset)
-    emit(result, fmt, output)  # nothing is written before the report is drawn
+    emit(result, chosen, output)  # nothing is written before the report is drawn
     if per_container is not None:
         write_per_container(result, per_container)
     if report is not None and page is not None:

@@ -64,6 +64,16 @@ def result_table(result: BacktestResult) -> Table:
 
 
 PER_CONTAINER_SUFFIXES = (".csv", ".parquet", ".json")
+OUTPUT_SUFFIXES = {".txt": BacktestFormat.table, ".json": BacktestFormat.json}
+REPORT_SUFFIXES = (".html", ".htm")
+
+
+def report_path(value: Path | None) -> Path | None:
+    """The report is HTML: r.pdf used to get HTML under a name that promised a PDF."""
+    path = writable_path(value)
+    if path is not None and path.suffix.lower() not in REPORT_SUFFIXES:
+        raise typer.BadParameter(f"{path}: the report is HTML; name it .html")
+    return path
 
 
 def per_container_path(value: Path | None) -> Path | None:

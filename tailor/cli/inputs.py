@@ -45,6 +45,15 @@ def one_source(sources: dict[str, object]) -> None:
         )
 
 
+def known_dataset(dataset: str) -> None:
+    """Refuse a dataset name we have no loader for, listing the known ones."""
+    if dataset not in DATASETS:
+        raise typer.BadParameter(
+            f"unknown dataset {dataset!r}; choose one of {', '.join(DATASETS)}",
+            param_hint="--dataset",
+        )
+
+
 def load_history(
     demo: bool,
     input: Path | None,
@@ -60,15 +69,14 @@ def load_history(
         if demo:
             return demo_fleet()
         if dataset is not None:
-            if dataset not in DATASETS:
-                raise typer.BadParameter(
-                    f"unknown dataset {dataset!r}; choose one of {', '.join(DATASETS)}"
-                )
+            known_dataset(dataset)
             try:
                 return load_dataset(dataset, **(dataset_options or {})), empty_events()
             except ValueError as err:  # the loaders' documented error: no files selected, ...
                 raise typer.BadParameter(str(err), param_hint="--dataset") from err
         assert input is not None
+        if input.is_dir():
+            raise typer.BadParameter(f"{input}: is a directory, not a file")
         if not input.is_file():
             raise typer.BadParameter(f"{input}: no such file")
         usage = read_usage(input)

@@ -7,8 +7,10 @@ and `read_history` turns them into the canonical (usage, events) pair.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from enum import StrEnum
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, TypeVar
 
 import pandas as pd
 import typer
@@ -28,7 +30,10 @@ from tailor.cli.inputs import (
     one_source,
     only_namespaces,
 )
+from tailor.cli.writing import special_file
 from tailor.durations import parse_duration
+
+FormatT = TypeVar("FormatT", bound=StrEnum)
 
 Demo = Annotated[bool, typer.Option("--demo", help="Use the built-in sample fleet.")]
 Input = Annotated[
@@ -81,6 +86,45 @@ PrometheusSet = Annotated[
 ]
 
 
+FORMAT_HELP = "Output format (default: the --output suffix's, else table)."
+
+
+def output_path(text: str) -> Path:
+    """An output flag's text as a path; an empty name used to become "." and be called a
+    folder."""
+    if not text.strip():
+        raise typer.BadParameter("an empty file name; give a file")
+    return Path(text)
+
+
+def output_format(
+    given: FormatT | None,
+    default: FormatT,
+    output: Path | None,
+    by_suffix: Mapping[str, FormatT],
+    flag: str = "--output",
+) -> FormatT:
+    """The format to write: `--format` when given, else the one the output file's suffix
+    names (plan.json is JSON), else `default`. A suffix this command writes no format for,
+    or one that contradicts `--format`, is refused before any work: `-o plan.json` used to
+    get a rich table. A name without a suffix, or a device such as /dev/stdout, takes the
+    format as given."""
+    if output is None or not output.suffix or special_file(output):
+        return default if given is None else given
+    suffix = output.suffix.lower()
+    implied = by_suffix.get(suffix)
+    if implied is None:
+        raise typer.BadParameter(
+            f"{output}: unknown suffix {suffix!r}; use {', '.join(by_suffix)}", param_hint=flag
+        )
+    if given is not None and given != implied:
+        raise typer.BadParameter(
+            f"{output} is a {suffix} file, but --format is {given.value}",
+            param_hint=flag,
+        )
+    return implied
+
+
 def writable_path(value: Path | None) -> Path | None:
     """Refuse a file the command could not write before any work is done.
 
@@ -98,7 +142,14 @@ def writable_path(value: Path | None) -> Path | None:
 
 Output = Annotated[
     Path | None,
-    typer.Option("--output", "-o", help="Write here instead of stdout.", callback=writable_path),
+    typer.Option(
+        "--output",
+        "-o",
+        help="Write here instead of stdout (the suffix gives the format when --format is not).",
+        parser=output_path,
+        callback=writable_path,
+        metavar="FILE",
+    ),
 ]
 ForecastSet = Annotated[
     list[str] | None,
@@ -214,16 +265,16 @@ def read_history(
     if prometheus is None:
         usage, event_frame = only_namespaces(*load_history(demo, input, events, None), namespaces)
         if events is not None:
-            _note_unmatched_ooms(console, usage, event_frame)
+            note_unmatched_ooms(console, usage, event_frame)
         return usage, event_frame
     if events is not None:
         raise typer.BadParameter("--events goes with --input; Prometheus has its own OOM events")
     return load_from_prometheus(prometheus, console)
 
 
-def _note_unmatched_ooms(console: Console, usage: pd.DataFrame, events: pd.DataFrame) -> None:
-    """Both models ignore kills of containers the history lacks; a namespace typo in an
-    events file used to drop every kill without a word."""
+def note_unmatched_ooms(console: Console, usage: pd.DataFrame, events: pd.DataFrame) -> None:
+    """Both models and the backtest ignore kills of containers the history lacks; a
+    namespace typo in an events file used to drop every kill without a word."""
     unmatched = unmatched_oom_kills(usage, events)
     if unmatched:
         kills = int((events["reason"] == "OOMKilled").sum())

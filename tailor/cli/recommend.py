@@ -18,6 +18,13 @@ from tailor.cli.tables import print_table
 from tailor.cli.writing import write_text
 
 STRATEGIES = ("vpa", "forecast")
+SUFFIXES = {
+    ".txt": OutputFormat.table,
+    ".json": OutputFormat.json,
+    ".yaml": OutputFormat.yaml,
+    ".yml": OutputFormat.yaml,
+    ".csv": OutputFormat.csv,
+}
 
 
 def recommend_command(
@@ -36,15 +43,14 @@ def recommend_command(
     prometheus_username: options.PrometheusUsername = None,
     prometheus_password_file: options.PrometheusPasswordFile = None,
     strategy: Annotated[str, typer.Option(help="Recommendation model: vpa or forecast.")] = "vpa",
-    fmt: Annotated[OutputFormat, typer.Option("--format", help="Output format.")] = (
-        OutputFormat.table
-    ),
+    fmt: Annotated[OutputFormat | None, typer.Option("--format", help=options.FORMAT_HELP)] = None,
     output: options.Output = None,
     forecast_set: options.ForecastSet = None,
     vpa_set: options.VpaSet = None,
     ignore_throttling: options.IgnoreThrottling = False,
 ) -> None:
     """Recommend cpu and memory requests per (namespace, workload, container)."""
+    chosen = options.output_format(fmt, OutputFormat.table, output, SUFFIXES)
     if strategy not in STRATEGIES:
         raise typer.BadParameter(
             f"unknown strategy {strategy!r}; choose one of {', '.join(STRATEGIES)}",
@@ -86,7 +92,7 @@ def recommend_command(
                 checked=True,  # read_history's sources validate what they return
                 count_throttling=not ignore_throttling,
             )
-    emit(frame, fmt, output)
+    emit(frame, chosen, output)
 
 
 def emit(frame: pd.DataFrame, fmt: OutputFormat, output: Path | None) -> None:

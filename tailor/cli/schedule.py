@@ -33,6 +33,7 @@ class ScheduleFormat(StrEnum):
     csv = "csv"
 
 
+SUFFIXES = {".txt": ScheduleFormat.table, ".json": ScheduleFormat.json, ".csv": ScheduleFormat.csv}
 NAMES = list(AGGREGATE_COLUMNS)
 REQUESTS = ["cpu_request", "memory_request"]
 
@@ -89,14 +90,16 @@ def schedule_command(
     prometheus_set: options.PrometheusSet = None,
     prometheus_username: options.PrometheusUsername = None,
     prometheus_password_file: options.PrometheusPasswordFile = None,
-    fmt: Annotated[ScheduleFormat, typer.Option("--format", help="Output format.")] = (
-        ScheduleFormat.table
-    ),
+    fmt: Annotated[
+        ScheduleFormat | None,
+        typer.Option("--format", help=options.FORMAT_HELP),
+    ] = None,
     output: options.Output = None,
     forecast_set: options.ForecastSet = None,
     ignore_throttling: options.IgnoreThrottling = False,
 ) -> None:
     """Print the forecast schedule of requests per update period for the next 24 h."""
+    chosen = options.output_format(fmt, ScheduleFormat.table, output, SUFFIXES)
     settings = options.forecast_settings(forecast_set)
     err_console = Console(stderr=True)
     source = options.prometheus_options(
@@ -116,12 +119,12 @@ def schedule_command(
     _, schedule = options.forecast_workloads(
         usage, event_frame, settings, source, count_throttling=not ignore_throttling
     )
-    if fmt is ScheduleFormat.table and output is None:
+    if chosen is ScheduleFormat.table and output is None:
         print_table(schedule_table(schedule))
         return
-    if fmt is ScheduleFormat.json:
+    if chosen is ScheduleFormat.json:
         text = json.dumps(schedule_records(schedule), indent=2, allow_nan=False) + "\n"
-    elif fmt is ScheduleFormat.csv:
+    elif chosen is ScheduleFormat.csv:
         buffer = io.StringIO()
         schedule.to_csv(buffer, index=False)
         text = buffer.getvalue()

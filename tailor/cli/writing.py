@@ -17,7 +17,7 @@ from pathlib import Path
 import typer
 
 
-def _special(path: Path) -> bool:
+def special_file(path: Path) -> bool:
     """An existing target that is not a regular file (a device, a pipe)."""
     return path.exists() and not path.is_file()
 
@@ -34,7 +34,7 @@ def _mode(path: Path) -> int:
 def write_file(path: Path, write: Callable[[Path], object], flag: str) -> None:
     """Call `write(file)` so that `path` ends up fully written; OSError -> BadParameter."""
     try:
-        if _special(path):
+        if special_file(path):
             write(path)
             return
         target = path.resolve()  # a symlink's file is replaced, not the link

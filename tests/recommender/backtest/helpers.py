@@ -102,3 +102,40 @@ def make_fixed(future: UsageArrays) -> Strategy:
 def fixed_spec(cpu: float, memory: float, name: str = "fixed") -> StrategySpec:
     """A spec for in-process runs only (the factory is a closure)."""
     return StrategySpec(name, lambda future: FixedStrategy(cpu, memory, name))
+
+
+def make_not_a_strategy(usage: object) -> object:
+    return object()
+
+
+def make_failing_factory(usage: object) -> object:
+    raise RuntimeError("no model file")
+
+
+def make_exiting_factory(usage: object) -> object:
+    raise SystemExit(0)
+
+
+class CrashingStrategy(FixedStrategy):
+    """Breaks at its first decision (module level, as every imported factory's strategy:
+    picklable for worker processes)."""
+
+    def decide(self, step: int, current: Requests) -> Requests:
+        raise ValueError("requests of the wrong shape")
+
+
+class ExitingStrategy(FixedStrategy):
+    def decide(self, step: int, current: Requests) -> Requests:
+        raise SystemExit(0)
+
+
+def make_crashing(usage: object) -> Strategy:
+    return CrashingStrategy(1.0, GIB)
+
+
+def make_exiting(usage: object) -> Strategy:
+    return ExitingStrategy(1.0, GIB)
+
+
+def make_negative(usage: object) -> Strategy:
+    return FixedStrategy(-1.0, GIB)

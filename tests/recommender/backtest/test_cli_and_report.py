@@ -101,6 +101,12 @@ def test_table_shows_metrics_and_ratios_to_vpa(tmp_path: Path) -> None:
             "no window to evaluate: the longest series spans 48.0 h; choose a shorter --split",
         ),
         (["--split", "7m"], "split span (420 s) must be a whole number of the data's 300 s"),
+        # these said "a single timestamp" / "must be a positive duration" / meant the default
+        (["--split", "5m"], "(300 s) must hold at least two samples of the data's 300 s"),
+        (["--split", "1ms"], "--split: '1ms' is below one second"),
+        (["--split", "1500ms"], "--split: '1500ms' is not a whole number of seconds"),
+        (["--split", ""], "--split: empty duration"),
+        (["--warm-up", ""], "--warm-up: empty duration"),
         (["--months", "2013-9"], "--months goes with --dataset bitbrains"),
         (["--scheduler", "tcp://x:1"], "needs the dask engine"),
         (
@@ -136,8 +142,12 @@ def test_table_shows_metrics_and_ratios_to_vpa(tmp_path: Path) -> None:
             "strategy 'krr': failed in the replay with the settings given: ValueError",
         ),
         (
-            ["--strategies", "forecast", "--forecast-set", "history_days=1e308"],
+            ["--strategies", "forecast", "--forecast-set", "memory_peak_days=1e308"],
             "strategy 'forecast': failed in the replay with the settings given: OverflowError",
+        ),
+        (
+            ["--strategies", "forecast", "--forecast-set", "history_days=1000000000"],
+            "history_days must be in [1, 366]",  # was an OverflowError or a MemoryError
         ),
     ],
 )
@@ -323,48 +333,42 @@ def test_baseline_settings_reach_the_replayed_baselines() -> None:
     assert held["krr"]["cpu_core_hours_requested"] > free["krr"]["cpu_core_hours_requested"]
 
 
-def make_not_a_strategy(usage: object) -> object:
-    return object()
+def test_kills_of_no_container_are_noted(tmp_path: Path) -> None:
+    """As `tailor recommend` notes them; the backtest ignored them without a word."""
+    usage = write_usage(tmp_path, history(np.full(2 * PER_DAY, 0.5)))
+    events = tmp_path / "events.csv"
+    row = "2024-01-01T06:00:00Z,{},pod-0,main,OOMKilled,1e9\n"
+    header = "timestamp,namespace,pod,container,reason,memory\n"
+    events.write_text(header + row.format("tset") + row.format("test"))
+    args = ["--input", str(usage), "--events", str(events), "--strategies", "vpa"]
+    code, output = invoke(*args, "--no-progress")
+    assert code == 0, output
+    assert "note: 1 of 2 OOM kills in the events file match no container" in plain(output)
+    events.write_text(header + row.format("test"))
+    assert "note" not in invoke(*args, "--no-progress")[1]
 
 
-def make_failing_factory(usage: object) -> object:
-    raise RuntimeError("no model file")
-
-
-class _CrashingStrategy:
-    name = "crashing"
-
-    def reset(self, fleet: object) -> None:
-        pass
-
-    def observe(self, step: int, cpu: object, memory: object) -> None:
-        pass
-
-    def observe_oom(self, step: int, containers: object, memory: object) -> None:
-        pass
-
-    def decide(self, step: int, current: object) -> object:
-        raise ValueError("requests of the wrong shape")
-
-
-def make_crashing(usage: object) -> object:
-    return _CrashingStrategy()
-
-
+@pytest.mark.parametrize("workers", ["1", "2"])
 @pytest.mark.parametrize(
     ("factory", "message"),
     [
         ("make_not_a_strategy", "without reset, observe, observe_oom, decide"),
         ("make_failing_factory", "its factory failed: RuntimeError: no model file"),
         ("make_crashing", "failed in the replay: ValueError: requests of the wrong shape"),
+        # SystemExit ended the run with status 0 and no output
+        ("make_exiting_factory", "strategy 'x': its factory failed: SystemExit: 0"),
+        ("make_exiting", "strategy 'x': failed in the replay: SystemExit: 0"),
+        # negative requests made negative core-hours
+        ("make_negative", "strategy 'x' requested a negative amount"),
     ],
 )
 def test_a_broken_imported_strategy_is_named_not_a_traceback(
-    tmp_path: Path, factory: str, message: str
+    tmp_path: Path, factory: str, message: str, workers: str
 ) -> None:
     usage = write_usage(tmp_path, history(np.full(2 * PER_DAY, 0.5)))
-    name = f"{__name__}:{factory}"
-    code, output = invoke("--input", str(usage), "--no-progress", "--strategies", f"vpa,{name}")
-    assert code == 2
+    name = f"x=tests.recommender.backtest.helpers:{factory}"  # vpa and x: a pool of 2 runs both
+    args = ["--input", str(usage), "--no-progress", "--workers", workers]
+    code, output = invoke(*args, "--strategies", f"vpa,{name}")
+    assert code == 2, output
     assert message in plain(output)
     assert "Traceback" not in output

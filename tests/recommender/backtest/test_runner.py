@@ -168,6 +168,12 @@ def test_warm_up_is_configurable_and_parsed() -> None:
     ]
     with pytest.raises(BacktestInputError):
         parse_duration("soon")
+    # a fraction of a second was rounded: 1ms became 0 s, 1500ms 2 s
+    assert parse_duration("2000ms") == 2
+    with pytest.raises(BacktestInputError, match="'1ms' is below one second"):
+        parse_duration("1ms")
+    with pytest.raises(BacktestInputError, match="'1500ms' is not a whole number of seconds"):
+        parse_duration("1500ms")
     frame = history(np.full(PER_DAY, 0.5))
     result = run_backtest(
         frame,

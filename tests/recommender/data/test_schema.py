@@ -297,3 +297,95 @@ def test_resource_columns_are_held_to_what_kubernetes_can_express() -> None:
     frame["memory_limit"] = [5.0, 1e20, 5.0]
     with pytest.raises(DataFormatError, match=r"row 2, column 'memory_limit': 1e\+20 bytes"):
         validate_usage(frame)
+
+
+@pytest.mark.parametrize(
+    ("stamp", "fragment"),
+    [
+        ("300000000000", "UNIX seconds 300000000000 out of range"),  # year 11476
+        ("1704067200000", "UNIX milliseconds? timestamps in seconds are expected"),
+        ("-1", "UNIX seconds -1 out of range"),
+        ("9999-12-28T00:00:00Z", "9999-12-28T00:00:00Z is out of range"),
+        ("2200-01-01T00:00:00Z", "from 1970-01-01 on and before 2200-01-01"),
+        ("0001-01-01T00:00:00Z", "0001-01-01T00:00:00Z is out of range"),  # was dropped
+        ("1969-12-31T23:59:59Z", "1969-12-31T23:59:59Z is out of range"),
+    ],
+)
+def test_timestamps_outside_1970_to_2200_are_refused(
+    tmp_path: Path, stamp: str, fragment: str
+) -> None:
+    """They passed validation and crashed the models' time arithmetic with a traceback."""
+    path = write_csv(tmp_path, [HEADER, "1704067200,ns,a,c,1,1", f"{stamp},ns,b,c,1,1"])
+    error = expect_error(path, 2, "timestamp", fragment)
+    in_range_in_milliseconds = stamp in ("300000000000", "1704067200000")
+    assert ("milliseconds" in str(error)) == in_range_in_milliseconds
+
+
+def test_the_edges_of_the_timestamp_range_are_accepted(tmp_path: Path) -> None:
+    lines = [HEADER, "0,ns,a,c,1,1", "2199-12-31T23:59:59.999Z,ns,a,c,1,1"]
+    assert len(read_usage(write_csv(tmp_path, lines))) == 2
+
+
+def test_timestamps_out_of_range_are_refused_in_every_form() -> None:
+    """Datetimes and numbers (Parquet columns) and the events table go the same way."""
+    frame = usage_frame()
+    frame["timestamp"] = pd.to_datetime(["2024-01-01", "9999-01-01", "2024-01-01"], utc=True)
+    with pytest.raises(DataFormatError, match="row 2, column 'timestamp': 9999-01-01T00"):
+        validate_usage(frame)
+    frame["timestamp"] = [1704067200, 1704067500, 1704067200000]
+    with pytest.raises(DataFormatError, match=r"row 3, .*\(UNIX milliseconds\?"):
+        validate_usage(frame)
+    events = pd.DataFrame(
+        {
+            "timestamp": [1704067200000],
+            "namespace": ["shop"],
+            "pod": ["web-1"],
+            "container": ["app"],
+            "reason": ["OOMKilled"],
+            "memory": [1e9],
+        }
+    )
+    with pytest.raises(DataFormatError, match="UNIX milliseconds"):
+        validate_events(events)
+
+
+@pytest.mark.parametrize("column", ["namespace", "workload", "pod", "container"])
+@pytest.mark.parametrize("name", ["shop ", " shop", "sh op", "shop\t"])
+def test_a_key_with_whitespace_is_refused(column: str, name: str) -> None:
+    """ "shop " silently made a second series beside "shop"; no Kubernetes name holds a space."""
+    frame = usage_frame().assign(workload="web")
+    frame.loc[1, column] = name
+    with pytest.raises(DataFormatError) as caught:
+        validate_usage(frame)
+    assert (caught.value.row, caught.value.column) == (2, column)
+    assert f"whitespace in {name!r}" in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    "values",
+    [
+        pd.to_timedelta([1, 2, 3], unit="s"),
+        pd.to_datetime([1, 2, 3], unit="s", utc=True),
+        pd.to_datetime([1, 2, 3], unit="s"),
+        pd.period_range("2024-01", periods=3, freq="M"),
+    ],
+)
+def test_durations_and_dates_are_not_numbers(values: pd.Index) -> None:
+    """pandas turns them into nanoseconds: a Parquet duration column read as a billion cores."""
+    frame = usage_frame().assign(cpu=values)
+    with pytest.raises(DataFormatError, match="row 1, column 'cpu': not a number"):
+        validate_usage(frame)
+
+
+def test_a_parquet_duration_column_is_not_a_number(tmp_path: Path) -> None:
+    path = tmp_path / "usage.parquet"
+    usage_frame().assign(memory=pd.to_timedelta([1, 2, 3], unit="s")).to_parquet(path)
+    expect_error(path, 1, "memory", "not a number: Timedelta(")
+
+
+def test_a_directory_is_not_a_missing_file(tmp_path: Path) -> None:
+    (tmp_path / "usage.csv").mkdir()
+    with pytest.raises(IsADirectoryError, match=r"usage\.csv: is a directory"):
+        read_usage(tmp_path / "usage.csv")
+    with pytest.raises(IsADirectoryError, match="is a directory"):
+        read_events(tmp_path / "usage.csv")

@@ -61,6 +61,8 @@ def test_a_later_pair_wins_and_a_base_is_kept() -> None:
         ("level_alphas=0.5,inf", "cannot read 'inf' (expected a finite number)"),
         ("target_cpu_shortfall=0.9", "target_cpu_shortfall must be in (0, 0.5)"),
         ("lulls.after_windows=0", "after_windows must be at least 1"),
+        # a billion days ended in an OverflowError or a MemoryError
+        ("history_days=1000000000", r"history_days must be in \[1, 366\]"),
         ("no_value_given", "expected NAME=VALUE"),
     ],
 )

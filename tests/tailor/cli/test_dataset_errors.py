@@ -63,3 +63,14 @@ def test_a_broken_dataset_folder_is_a_clear_error(
     result = CliRunner().invoke(app, ["backtest", "--dataset", dataset, *months, "--no-progress"])
     assert result.exit_code == 2, result.output  # a usage error, not a traceback
     assert message in plain(result.output)
+
+
+@pytest.mark.parametrize("command", ["backtest", "hindsight"])
+def test_an_unknown_dataset_is_named_before_its_flags(command: str) -> None:
+    """`--dataset Bitbrains --months 2013-9` said --months goes with bitbrains."""
+    args = [command, "--dataset", "Bitbrains", "--months", "2013-9"]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 2, result.output
+    assert "unknown dataset 'Bitbrains'; choose one of bitbrains, azure, google2011" in plain(
+        result.output
+    )

@@ -46,6 +46,14 @@ def test_bad_flags_are_refused() -> None:
     assert runner.invoke(app, ["hindsight", "--demo", "--resource", "memory"]).exit_code == 2
 
 
+@pytest.mark.parametrize("flag", ["--warm-up", "--split", "--level-block"])
+def test_an_empty_duration_is_refused_not_the_default(flag: str) -> None:
+    """`--split ""` and `--warm-up ""` silently meant their defaults."""
+    result = runner.invoke(app, ["hindsight", "--demo", flag, ""])
+    assert result.exit_code == 2, result.output
+    assert f"Invalid value for {flag}: empty duration" in plain(result.output)
+
+
 @pytest.mark.parametrize("cap", ["99999999999999", "9" * 400])
 def test_a_huge_change_cap_is_no_cap_not_a_memory_error(cap: str) -> None:
     result = runner.invoke(app, ["hindsight", "--demo", "--changes-per-day", cap])

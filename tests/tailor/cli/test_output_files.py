@@ -18,7 +18,8 @@ from tests.cli_text import plain
 from tests.recommender.backtest.helpers import PER_DAY, history, write_usage
 
 runner = CliRunner()
-NAMES = [("ns,a", 'wl"q', "c\nnl"), ("ns-ü", "wl: yes", "- c"), ("plain", "w", "漢字")]
+# no whitespace: a Kubernetes name cannot hold it, and the history refuses it
+NAMES = [("ns,a", 'wl"q', "*c"), ("ns-ü", "yes", "[c]"), ("plain", "w", "漢字")]
 
 
 def _odd_names(tmp_path: Path) -> Path:
@@ -93,3 +94,48 @@ def test_a_failed_write_leaves_the_old_file_whole(
     monkeypatch.undo()
     assert target.read_text() == "old\n"
     assert [path.name for path in tmp_path.iterdir() if path.name.startswith(".")] == []
+
+
+@pytest.mark.parametrize(
+    ("command", "name", "first"),
+    [
+        (["recommend"], "plan.json", "["),
+        (["recommend"], "plan.YAML", "- namespace"),
+        (["schedule"], "plan.json", "["),
+        (["schedule"], "plan.csv", "namespace,"),
+        (["schedule"], "plan.txt", " "),
+        (["backtest", "--strategies", "krr", "--no-progress"], "result.json", "{"),
+    ],
+)
+def test_without_format_the_suffix_names_it(
+    tmp_path: Path, command: list[str], name: str, first: str
+) -> None:
+    """`schedule -o plan.json` wrote a rich table into plan.json."""
+    usage = write_usage(tmp_path, history(np.full(2 * PER_DAY, 0.5)))
+    target = tmp_path / name
+    result = runner.invoke(app, [*command, "--input", str(usage), "--output", str(target)])
+    assert result.exit_code == 0, result.output
+    assert target.read_text(encoding="utf-8").startswith(first)
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["recommend", "--output", "o.xyz"], "o.xyz: unknown suffix '.xyz'"),
+        (["recommend", "--format", "csv", "--output", "o.json"], "o.json is a .json file, but"),
+        (["schedule", "-o", "plan.json", "--format", "table"], "--format is table"),
+        (["schedule", "-o", "plan.yaml"], "unknown suffix '.yaml'; use .txt, .json, .csv"),
+        (["backtest", "--output", "r.csv"], "unknown suffix '.csv'; use .txt, .json"),
+        (["backtest", "--report", "r.pdf"], "r.pdf: the report is HTML"),
+        (["recommend", "--output", ""], "an empty file name"),  # was ". is a folder"
+        (["backtest", "--per-container", ""], "an empty file name"),
+    ],
+)
+def test_a_suffix_that_names_another_format_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, args: list[str], message: str
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    result = runner.invoke(app, [*args, "--demo"])
+    assert result.exit_code == 2, result.output
+    assert message in plain(result.output)
+    assert list(tmp_path.iterdir()) == []  # refused before any work, nothing written

@@ -105,6 +105,19 @@ def test_bad_flags_exit_non_zero_with_message(args: list[str]) -> None:
     assert result.output.strip(), "a bad flag must say what is wrong"
 
 
+@pytest.mark.parametrize("flag", ["--input", "--events"])
+def test_a_directory_is_called_one(tmp_path: Path, flag: str) -> None:
+    """Not "no such file", which sent people looking for a typo."""
+    source = tmp_path / "usage.parquet"
+    write_usage(demo_fleet(days=1)[0], source)
+    folder = tmp_path / "folder.csv"
+    folder.mkdir()
+    args = {"--input": str(source), flag: str(folder)}
+    result = runner.invoke(app, ["recommend", *(part for pair in args.items() for part in pair)])
+    assert result.exit_code == 2, result.output
+    assert "is a directory, not a file" in plain(result.output)
+
+
 HEADER = "timestamp,namespace,pod,container,cpu,memory\n"
 FIRST_ROW = "2024-01-01T00:00:00Z,a,p,c,0.5,100\n"
 
