@@ -361,6 +361,7 @@ class ForecastSettings:
             (self.chunk_series >= 1, "chunk_series must be at least 1"),
             (self.min_cpu_cores > 0.0, "min_cpu_cores must be positive"),
             (self.min_memory_bytes > 0.0, "min_memory_bytes must be positive"),
+            *_spans_within_the_history_limit(self),
         ]
         require(checks, ForecastSettingsError)
 
@@ -379,3 +380,19 @@ class ForecastSettings:
             return whole_windows(self.update_period_seconds, step, "update_period_seconds")
         except DurationError as error:
             raise ForecastSettingsError(str(error)) from None
+
+
+_SPAN_UNITS = {"_days": DAY, "_hours": HOUR, "_seconds": 1.0}
+
+
+def _spans_within_the_history_limit(settings: ForecastSettings) -> list[tuple[bool, str]]:
+    """Every span setting (…_days, …_hours, …_seconds) at most MAX_HISTORY_DAYS: a
+    `memory_peak_days=1e308` used to end in an OverflowError, a huge hour count in a hang."""
+    limit = MAX_HISTORY_DAYS * DAY
+    checks = []
+    for name, value in vars(settings).items():
+        unit = next((u for suffix, u in _SPAN_UNITS.items() if name.endswith(suffix)), None)
+        if unit is not None and isinstance(value, int | float) and not isinstance(value, bool):
+            within = value * unit <= limit
+            checks.append((within, f"{name} must span at most {MAX_HISTORY_DAYS:g} days"))
+    return checks

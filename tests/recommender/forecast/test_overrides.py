@@ -63,6 +63,8 @@ def test_a_later_pair_wins_and_a_base_is_kept() -> None:
         ("lulls.after_windows=0", "after_windows must be at least 1"),
         # a billion days ended in an OverflowError or a MemoryError
         ("history_days=1000000000", r"history_days must be in \[1, 366\]"),
+        ("memory_peak_days=1e308", "memory_peak_days must span at most 366 days"),
+        ("memory_recent_hours=1000000000", "memory_recent_hours must span at most 366 days"),
         ("no_value_given", "expected NAME=VALUE"),
     ],
 )
