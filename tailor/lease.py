@@ -13,7 +13,7 @@ from typing import Any, cast
 import kubernetes.client
 from kubernetes.client.exceptions import ApiException
 
-from tailor.kube import FIELD_MANAGER, ClusterError, Json, api_message
+from tailor.kube import FIELD_MANAGER, UNREACHABLE, ClusterError, Json, api_message
 from tailor.leader import LeaseRecord
 from tailor.schedule_file import aware_time
 
@@ -52,12 +52,23 @@ def spec_of(record: LeaseRecord) -> dict[str, Any]:
     return spec
 
 
+# Seconds one Lease call may take. Without a bound a blackholed API server blocks the
+# elector's thread: the renew deadline passes, but on_lost never fires while a pass goes on.
+REQUEST_TIMEOUT = 5.0
+
+
 class ApiLease:
     """One named Lease, read and written with optimistic concurrency."""
 
-    def __init__(self, api_client: kubernetes.client.ApiClient, namespace: str, name: str) -> None:
+    def __init__(
+        self,
+        api_client: kubernetes.client.ApiClient,
+        namespace: str,
+        name: str,
+        timeout: float = REQUEST_TIMEOUT,
+    ) -> None:
         self.coordination = kubernetes.client.CoordinationV1Api(api_client)
-        self.namespace, self.name = namespace, name
+        self.namespace, self.name, self.timeout = namespace, name, timeout
 
     def __str__(self) -> str:
         return f"{self.namespace}/{self.name}"
@@ -65,12 +76,14 @@ class ApiLease:
     def read(self) -> tuple[LeaseRecord, str] | None:
         try:
             response = self.coordination.read_namespaced_lease(
-                self.name, self.namespace, _preload_content=False
+                self.name, self.namespace, _preload_content=False, _request_timeout=self.timeout
             )
         except ApiException as error:
             if error.status == 404:
                 return None
             raise ClusterError(f"cannot read Lease {self}: {api_message(error)}") from None
+        except UNREACHABLE as error:
+            raise ClusterError(f"cannot read Lease {self}: {error}") from None
         lease = json.loads(cast(Any, response).data)
         return record_of(lease), str(lease["metadata"]["resourceVersion"])
 
@@ -94,6 +107,8 @@ class ApiLease:
             if error.status == 409:
                 return False
             raise ClusterError(f"cannot {what} Lease {self}: {api_message(error)}") from None
+        except UNREACHABLE as error:
+            raise ClusterError(f"cannot {what} Lease {self}: {error}") from None
         return True
 
     def create(self, record: LeaseRecord) -> bool:
@@ -103,6 +118,7 @@ class ApiLease:
                 self._body(record, None),
                 field_manager=FIELD_MANAGER,
                 _preload_content=False,
+                _request_timeout=self.timeout,
             ),
             "create",
         )
@@ -115,6 +131,7 @@ class ApiLease:
                 self._body(record, version),
                 field_manager=FIELD_MANAGER,
                 _preload_content=False,
+                _request_timeout=self.timeout,
             ),
             "update",
         )
