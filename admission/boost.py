@@ -13,9 +13,9 @@ from __future__ import annotations
 
 from tailor.api.limitrange import LimitRangeItem
 from tailor.api.meta import RESOURCE_CPU, ResourceList
-from tailor.api.vpa import ContainerResourcePolicy, ControlledValues, CPUStartupBoost
+from tailor.api.vpa import ContainerResourcePolicy, CPUStartupBoost
 from tailor.capping import cap_to_container_limit_range
-from tailor.limits import ContainerResources, new_container_resources
+from tailor.limits import ContainerResources, limits_follow, new_container_resources
 from tailor.quantity import Quantity
 from tailor.startup_boost import BoostedCpu
 
@@ -45,11 +45,7 @@ def boost_container(
     )
     wanted = capped.get(RESOURCE_CPU, wanted)
     limit = resources.limits.get(RESOURCE_CPU)
-    requests_only = (
-        policy is not None
-        and policy.effective_controlled_values() is ControlledValues.REQUESTS_ONLY
-    )
-    if requests_only and limit is not None and wanted >= limit:
+    if not limits_follow(policy) and limit is not None and wanted >= limit:
         wanted = Quantity.from_milli(limit.milli_value() - 1)  # a request over its limit is refused
     if wanted <= request:
         return None

@@ -22,13 +22,14 @@ from typing import Any
 from admission.boost import boost_container
 from tailor.api.limitrange import LimitRange, LimitRangeItem, LimitType, merged_limit_range_item
 from tailor.api.meta import RESOURCE_CPU, ResourceList
-from tailor.api.vpa import ControlledValues, UpdateMode, VerticalPodAutoscaler
+from tailor.api.vpa import UpdateMode, VerticalPodAutoscaler
 from tailor.capping import cap_recommendations_for_pod
 from tailor.hpa import HpaConflict, conflict_message, contested
 from tailor.limits import (
     LIMIT_SCALED_RESOURCES,
     ContainerResources,
     fit_pod_limit_ratio,
+    limits_follow,
     new_container_resources,
 )
 from tailor.quantity import Quantity, QuantityError
@@ -315,8 +316,7 @@ def _fit_pod_ratio(
     movable = {
         (name, resource)
         for name, written in sized.written.items()
-        if (policy := vpa.container_policy(name)) is None
-        or policy.effective_controlled_values() is ControlledValues.REQUESTS_AND_LIMITS
+        if limits_follow(vpa.container_policy(name))
         for resource in written
     }
     final = [sized.updates.get(c.name, c) for c in current]

@@ -135,6 +135,13 @@ def boundary_request(
     return scale_proportionally(request, boundary, limit, resource)[0]
 
 
+def limits_follow(policy: ContainerResourcePolicy | None) -> bool:
+    """Whether a write moves the container's limits with its requests (RequestsAndLimits,
+    the default) or leaves them alone (RequestsOnly)."""
+    values = policy.effective_controlled_values() if policy else None
+    return values is not ControlledValues.REQUESTS_ONLY
+
+
 def new_container_resources(
     container: ContainerResources,
     target: Mapping[str, Quantity],
@@ -156,14 +163,12 @@ def new_container_resources(
     notes: list[str] = []
     defaults = (limit_range.default if limit_range else None) or ResourceList()
     ratios = (limit_range.max_limit_request_ratio if limit_range else None) or ResourceList()
-    values = (
-        policy.effective_controlled_values() if policy else ControlledValues.REQUESTS_AND_LIMITS
-    )
+    follow = limits_follow(policy)
     for resource in LIMIT_SCALED_RESOURCES:
         if resource not in target:
             continue
         ratio = nonzero(ratios.get(resource))
-        if values is ControlledValues.REQUESTS_AND_LIMITS:
+        if follow:
             limit, note = proportional_limit(
                 resource,
                 container.limits.get(resource),

@@ -164,7 +164,13 @@ def pod_targets(
     if vpa is None or scheduled is not None:
         return targets, None, ""
     reason = update_reason(
-        pod, vpa, now, targets, governance.contested, rules or UpdateRules(), governance.rules
+        pod,
+        vpa,
+        now,
+        targets,
+        governance.contested,
+        rules or UpdateRules(),
+        processed=processed,
     )
     resizing = resize_status(pod).state is not ResizeState.NONE  # an answer to await or act on
     if reason is None and (governance.recreate or not resizing):

@@ -17,14 +17,17 @@ from enum import StrEnum
 
 from tailor.api.limitrange import LimitRangeItem
 from tailor.api.meta import ResourceList
-from tailor.api.vpa import ControlledValues, PodResourcePolicy, RecommendedContainerResources
+from tailor.api.vpa import PodResourcePolicy, RecommendedContainerResources
 from tailor.capping import cap_recommendations_for_pod
-from tailor.limits import ContainerResources, fit_pod_limit_ratio, new_container_resources
+from tailor.limits import (
+    ContainerResources,
+    fit_pod_limit_ratio,
+    limits_follow,
+    new_container_resources,
+)
 from tailor.quantity import Quantity
 from updater.resources import Amounts, Json, limits_of, requests_of
 from updater.targets import Target
-
-REQUESTS_ONLY = ControlledValues.REQUESTS_ONLY
 
 
 class Qos(StrEnum):
@@ -168,7 +171,7 @@ def plan_resize(
             current[name], recommendation.target, policy, rules.container_limit_range
         )
         updated[name] = update.resources
-        if policy is None or policy.effective_controlled_values() is not REQUESTS_ONLY:
+        if limits_follow(policy):
             movable.update((name, resource) for resource in recommendation.target or {})
     fitted, lowered = fit_pod_limit_ratio(list(updated.values()), movable, rules.pod_limit_range)
     changes: dict[str, ContainerResize] = {}

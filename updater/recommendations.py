@@ -160,6 +160,7 @@ def update_reason(
     contested: Contested = _none,
     rules: UpdateRules = UpdateRules(),
     pod_rules: PodRules | None = None,
+    processed: Processed | None = None,
 ) -> str | None:
     """Why upstream's updater would update the pod now; None leaves it as it is.
 
@@ -167,8 +168,10 @@ def update_reason(
     `targets` are its targets, when the caller has them already (less what an HPA scales
     on); `contested` resources (an HPA's) are no reason either. A quick OOM is a reason
     only if the requests would change: an identical replacement would be killed the same
-    way, and evicted again."""
-    processed = processed_recommendation(vpa, pod, pod_rules)
+    way, and evicted again. `processed`: the capped recommendation, when the caller
+    has it already (it is not capped twice)."""
+    if processed is None:
+        processed = processed_recommendation(vpa, pod, pod_rules)
     targets = recommended_targets(processed) if targets is None else targets
     change = _relative_change(pod, targets)
     quick = quick_oom_threshold(vpa, rules.quick_oom)
