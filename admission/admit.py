@@ -21,7 +21,7 @@ from admission.review import AdmissionRequest, Verdict
 from tailor.api.limitrange import LimitRange
 from tailor.api.meta import OwnerReference
 from tailor.api.vpa import VerticalPodAutoscaler
-from tailor.hpa import acts, container_names, hpa_conflicts
+from tailor.hpa import acts, hpa_conflicts
 from tailor.kube import ClusterError
 from tailor.matching import (
     OwnerReferenceError,
@@ -30,6 +30,7 @@ from tailor.matching import (
     controlling_vpa,
     pod_controller,
 )
+from tailor.pods import sized_container_names
 from tailor.quantity import Quantity
 from tailor.scope import EVERYWHERE, NamespaceScope
 
@@ -88,7 +89,7 @@ def _patch_for(
         return pod_patch(pod, None)
     hpas = view.hpas(namespace) if acts(vpa) else []  # a VPA in mode Off fights nothing
     pod_containers(pod)  # a pod that cannot be read is admitted as written, and says so
-    conflicts = hpa_conflicts(vpa, hpas, container_names(pod))
+    conflicts = hpa_conflicts(vpa, hpas, sized_container_names(pod))
     return pod_patch(pod, vpa, view.limit_ranges(namespace), conflicts, max_cpu_boost)
 
 

@@ -6,7 +6,9 @@ pipeline every VPA write shares: `tailor.capping` (the VPA's resource policy, th
 namespace's Pod and Container LimitRanges, RequestsOnly capped at the current
 limit) and `tailor.limits` (limits keep their ratio to the request, so a
 Guaranteed pod stays Guaranteed). Only cpu and memory are written, and only where
-the value changes; containers without a recommendation are not touched.
+the value changes; containers without a recommendation are not touched. Native
+sidecars (init containers with `restartPolicy: Always`, `tailor.pods`) are sized as
+app containers are; plain init containers are left as written.
 
 The patch also records what it did in two annotations upstream's tools read:
 `vpaObservedContainers` (the pod's container names) and `vpaUpdates` ("Pod
@@ -32,6 +34,7 @@ from tailor.limits import (
     limits_follow,
     new_container_resources,
 )
+from tailor.pods import APP_FIELD, INIT_FIELD, SizedContainer, sized_containers
 from tailor.quantity import Quantity, QuantityError
 from tailor.startup_boost import BOOST_ANNOTATION, BoostedCpu, BoostRecord
 
@@ -71,26 +74,36 @@ def _mapping_or_none(value: object, what: str) -> Json | None:
     raise PodUnreadable(f"{what} is not an object")
 
 
-def pod_containers(pod: Json) -> list[Json]:
-    """spec.containers of a pod's JSON; PodUnreadable when it is not there as a list."""
-    spec = _mapping_or_none(pod.get("spec"), "spec")
-    containers = (spec or {}).get("containers")
-    if not isinstance(containers, list) or not containers:
-        raise PodUnreadable("spec.containers is missing or empty")
+def _checked(containers: object, field: str, required: bool) -> None:
+    if containers is None and not required:
+        return
+    if not isinstance(containers, list) or (required and not containers):
+        raise PodUnreadable(
+            f"spec.{field} is missing or empty" if required else f"spec.{field} is not a list"
+        )
     for index, container in enumerate(containers):
         if not isinstance(container, Mapping) or not isinstance(container.get("name"), str):
-            raise PodUnreadable(f"spec.containers[{index}] has no name")
-        resources = _mapping_or_none(container.get("resources"), f"container {index} resources")
-        for field in ("requests", "limits"):
-            _mapping_or_none((resources or {}).get(field), f"container {index} {field}")
-    return containers
+            raise PodUnreadable(f"spec.{field}[{index}] has no name")
+        where = f"spec.{field}[{index}] resources"
+        resources = _mapping_or_none(container.get("resources"), where)
+        for part in ("requests", "limits"):
+            _mapping_or_none((resources or {}).get(part), f"{where}.{part}")
 
 
-def _current(container: Json, index: int) -> ContainerResources:
+def pod_containers(pod: Json) -> list[SizedContainer]:
+    """The containers a VPA sizes (app containers, then native sidecars: `tailor.pods`);
+    PodUnreadable when spec.containers is not there as a list, or an entry is unreadable."""
+    spec = _mapping_or_none(pod.get("spec"), "spec") or {}
+    _checked(spec.get(APP_FIELD), APP_FIELD, required=True)
+    _checked(spec.get(INIT_FIELD), INIT_FIELD, required=False)
+    return sized_containers(pod)
+
+
+def _current(container: SizedContainer) -> ContainerResources:
     try:
-        return ContainerResources.of_container(container)
+        return ContainerResources.of_container(container.spec)
     except QuantityError as error:
-        raise PodUnreadable(f"spec.containers[{index}]: {error}") from None
+        raise PodUnreadable(f"spec.{container.field}[{container.index}]: {error}") from None
 
 
 def _written(values: Json | None, resource: str) -> Quantity | None:
@@ -99,7 +112,7 @@ def _written(values: Json | None, resource: str) -> Quantity | None:
 
 
 def _container_operations(
-    index: int, container: Json, new: ContainerResources, recommended: Sequence[str]
+    container: SizedContainer, new: ContainerResources, recommended: Sequence[str]
 ) -> tuple[list[dict[str, Any]], list[str]]:
     """The adds for one container's changed amounts, parents first, and their description.
 
@@ -108,9 +121,10 @@ def _container_operations(
     """
     operations: list[dict[str, Any]] = []
     described: list[str] = []
-    resources = container.get("resources")
+    resources = container.spec.get("resources")
+    where = ("spec", container.field, container.index, "resources")
     if resources is None:
-        operations.append(_add(json_pointer("spec", "containers", index, "resources"), {}))
+        operations.append(_add(json_pointer(*where), {}))
     for field, word, values in (
         ("requests", "request", new.requests),
         ("limits", "limit", new.limits),
@@ -123,13 +137,20 @@ def _container_operations(
         ]
         if not changed:
             continue
-        base = ("spec", "containers", index, "resources", field)
+        base = (*where, field)
         if written is None:
             operations.append(_add(json_pointer(*base), {}))
         for name, amount in changed:
             operations.append(_add(json_pointer(*base, name), amount.canonical()))
             described.append(f"{name} {word}")
     return operations, described
+
+
+def _said_of(container: SizedContainer) -> str:
+    """Upstream's `container 0`; a sidecar by its place among the init containers."""
+    return (
+        f"initContainer {container.index}" if container.sidecar else f"container {container.index}"
+    )
 
 
 def _annotation_operations(pod: Json, annotations: Mapping[str, str]) -> list[dict[str, Any]]:
@@ -167,7 +188,7 @@ def pod_patch(
     containers = pod_containers(pod)
     if vpa is None:
         return PodPatch(reason="no VerticalPodAutoscaler controls it")
-    current = [_current(container, index) for index, container in enumerate(containers)]
+    current = [_current(container) for container in containers]
     ranges = _Ranges.of(limit_ranges)
     sizing = _sizing(vpa, current, ranges, conflicts)
     boosts = {c.name: b for c in current if (b := vpa.cpu_startup_boost(c.name)) is not None}
@@ -180,8 +201,7 @@ def pod_patch(
     updates: list[str] = []
     boosted: dict[str, BoostedCpu] = {}
     hold = 0.0
-    for index, (container, resources) in enumerate(zip(containers, current, strict=True)):
-        update = sized_resources[index]
+    for container, resources, update in zip(containers, current, sized_resources, strict=True):
         written = list(sized.written.get(resources.name, ()))
         notes = list(sized.notes.get(resources.name, ()))
         boost = boosts.get(resources.name)
@@ -193,10 +213,10 @@ def pod_patch(
             notes.append(f"cpu startup boost to {raised[1].request.canonical()}")
         if not written:
             continue
-        changed, described = _container_operations(index, container, update, written)
+        changed, described = _container_operations(container, update, written)
         if changed:
             operations += changed
-            updates.append(f"container {index}: " + ", ".join([*notes, *described]))
+            updates.append(f"{_said_of(container)}: " + ", ".join([*notes, *described]))
     annotations = {OBSERVED_CONTAINERS_ANNOTATION: ", ".join(c.name for c in current)}
     if updates:
         annotations[UPDATES_ANNOTATION] = f"Pod resources updated by {vpa.name}: " + "; ".join(

@@ -180,15 +180,6 @@ def hpa_conflicts(
     return conflicts
 
 
-def container_names(pod: Json) -> list[str]:
-    """The names of a pod's containers: what a ContainerResource metric names."""
-    spec = pod.get("spec")
-    containers = spec.get("containers") if isinstance(spec, Mapping) else None
-    if not isinstance(containers, list):
-        return []
-    return [str(c.get("name")) for c in containers if isinstance(c, Mapping)]
-
-
 def conflict_message(conflicts: Iterable[HpaConflict]) -> str:
     """The condition message: each conflict's reason, joined."""
     return "; ".join(c.reason for c in conflicts)

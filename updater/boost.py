@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+from tailor.pods import sized_containers
 from tailor.schedule_file import aware_time
 from tailor.startup_boost import BoostRecord
 from updater.resources import Json, requests_of
@@ -33,7 +34,7 @@ class StartupBoost:
     def still_boosted(self, pod: Json) -> list[str]:
         """The containers that still run with their boosted request (spec)."""
         names = []
-        for container in (pod.get("spec") or {}).get("containers") or []:
+        for container in (c.spec for c in sized_containers(pod)):
             name = str(container.get("name"))
             if name in self.boosted and requests_of(container).get("cpu") == self.boosted[name]:
                 names.append(name)

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from tailor.pods import is_native_sidecar
 from updater.plan import ResizePlan
 from updater.progress import ResizeState, resize_status
 from updater.resources import Amounts, Json, requests_of, resource_list, sum_amounts, to_amounts
@@ -48,24 +49,25 @@ def _pod_total(
 def effective_requests(pod: Json, plan: ResizePlan | None = None) -> Amounts:
     """What the scheduler counts for `pod`; with `plan`, as if its resize were asked for."""
     spec = pod.get("spec") or {}
-    statuses = _status_by_name(pod)
     use_spec = resize_status(pod).state is not ResizeState.INFEASIBLE or plan is not None
     planned = {c.name: c for c in plan.containers} if plan else {}
-    app = []
-    for container in spec.get("containers") or []:
-        name = str(container.get("name"))
-        effective = _container_effective(container, statuses.get(name), use_spec)
-        if name in planned:  # the new spec replaces the old one in the max
-            in_flight = _container_effective(container, statuses.get(name), use_spec=False)
-            effective = in_flight.larger(planned[name].request_amounts())
-        app.append(effective)
+
+    def counted(container: Json, status: Json | None) -> Amounts:
+        change = planned.get(str(container.get("name")))
+        if change is None:
+            return _container_effective(container, status, use_spec)
+        # the new spec replaces the old one in the max
+        in_flight = _container_effective(container, status, use_spec=False)
+        return in_flight.larger(change.request_amounts())
+
+    statuses = _status_by_name(pod)
+    app = [counted(c, statuses.get(str(c.get("name")))) for c in spec.get("containers") or []]
     init_statuses = _status_by_name(pod, "initContainerStatuses")
     sidecars: list[Amounts] = []
     plain: list[Amounts] = []
     for container in spec.get("initContainers") or []:
-        if container.get("restartPolicy") == "Always":  # resizable: the same max rule
-            status = init_statuses.get(str(container.get("name")))
-            sidecars.append(_container_effective(container, status, use_spec))
+        if is_native_sidecar(container):  # resizable: the same max rule
+            sidecars.append(counted(container, init_statuses.get(str(container.get("name")))))
         else:  # runs beside the sidecars started before it (KEP-753)
             plain.append(sum_amounts(sidecars) + to_amounts(requests_of(container)))
     overhead = to_amounts(resource_list(spec.get("overhead")))

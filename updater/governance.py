@@ -25,8 +25,9 @@ from tailor.api.vpa import (
     UpdateMode,
     VerticalPodAutoscaler,
 )
-from tailor.hpa import HpaConflict, conflict_message, container_names, contested, hpa_conflicts
+from tailor.hpa import HpaConflict, conflict_message, contested, hpa_conflicts
 from tailor.matching import OwnerReferenceError, PodRef, controlling_vpa, pod_controller
+from tailor.pods import sized_container_names
 from updater.plan import PodRules
 from updater.progress import ResizeState, resize_status
 from updater.recommendations import (
@@ -122,7 +123,7 @@ def vpa_governance(
         container_limit_range=limits.container_limit_range,
         pod_limit_range=limits.pod_limit_range,
     )
-    names = container_names(pod) or None
+    names = sized_container_names(pod) or None
     conflicts = tuple(hpa_conflicts(vpa, hpas, names)) if hpas is not None else ()
     return Governance(
         rules,

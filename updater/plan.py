@@ -25,6 +25,12 @@ from tailor.limits import (
     limits_follow,
     new_container_resources,
 )
+from tailor.pods import (
+    APP_FIELD,
+    INIT_FIELD,
+    plain_init_container_names,
+    sized_containers,
+)
 from tailor.quantity import Quantity
 from updater.resources import Amounts, Json, limits_of, requests_of
 from updater.targets import Target
@@ -37,7 +43,8 @@ class Qos(StrEnum):
 
 
 def qos_of(containers: Sequence[Json]) -> Qos:
-    """The QoS class the API server derives from requests and limits of app containers."""
+    """The QoS class the API server derives from the requests and limits of all of a pod's
+    containers, init containers included."""
     any_set = False
     guaranteed = True
     for container in containers:
@@ -58,6 +65,7 @@ class ContainerResize:
     name: str
     requests: Mapping[str, Quantity]
     limits: Mapping[str, Quantity]
+    sidecar: bool = False  # a native sidecar: it sits in spec.initContainers
 
     def resources(self) -> Json:
         body: dict[str, dict[str, str]] = {}
@@ -88,9 +96,15 @@ class ResizePlan:
         return bool(self.containers)
 
     def patch(self) -> Json:
-        """A strategic merge patch: containers merge by name, untouched ones stay."""
-        items = [{"name": c.name, "resources": c.resources()} for c in self.containers]
-        return {"spec": {"containers": items}}
+        """A strategic merge patch: containers (and init containers) merge by name,
+        untouched ones stay."""
+        spec: dict[str, list[Json]] = {APP_FIELD: []}
+        for container in self.containers:
+            field = INIT_FIELD if container.sidecar else APP_FIELD
+            spec.setdefault(field, []).append(
+                {"name": container.name, "resources": container.resources()}
+            )
+        return {"spec": spec}
 
     def describe(self) -> str:
         parts = []
@@ -129,6 +143,11 @@ def _wanted(target: Target, qos: Qos, requested: Mapping[str, int]) -> ResourceL
     return ResourceList({r: q for r, q in wanted.items() if r in requested})
 
 
+def _all_containers(pod: Json) -> list[Json]:
+    spec = pod.get("spec") or {}
+    return [*(spec.get(APP_FIELD) or []), *(spec.get(INIT_FIELD) or [])]
+
+
 def _resized(containers: Sequence[Json], changes: Mapping[str, ContainerResize]) -> list[Json]:
     return [
         {**c, "resources": changes[str(c.get("name"))].resources()}
@@ -143,17 +162,20 @@ def plan_resize(
 ) -> ResizePlan | Skipped:
     """The resize that brings the pod's containers to `targets` (by container name)."""
     rules = rules or PodRules()
-    containers: list[Json] = list((pod.get("spec") or {}).get("containers") or [])
-    qos = qos_of(containers)
+    every = _all_containers(pod)
+    qos = qos_of(every)
     if qos is Qos.BEST_EFFORT:
         return Skipped("BestEffort pod: no requests to resize")
-    current = {str(c.get("name")): ContainerResources.of_container(c) for c in containers}
+    sized = sized_containers(pod)
+    containers = [c.spec for c in sized]
+    sidecars = {c.name for c in sized if c.sidecar}
+    current = {c.name: ContainerResources.of_container(c.spec) for c in sized}
     wanted = [
         RecommendedContainerResources(
-            container_name=name, target=_wanted(targets[name], qos, requests_of(container))
+            container_name=c.name, target=_wanted(targets[c.name], qos, requests_of(c.spec))
         )
-        for name, container in ((str(c.get("name")), c) for c in containers)
-        if name in targets
+        for c in sized
+        if c.name in targets
     ]
     capped = cap_recommendations_for_pod(
         wanted,
@@ -177,8 +199,10 @@ def plan_resize(
     changes: dict[str, ContainerResize] = {}
     for new in fitted:
         if new.requests != current[new.name].requests or new.limits != current[new.name].limits:
-            changes[new.name] = ContainerResize(new.name, dict(new.requests), dict(new.limits))
-    after = qos_of(_resized(containers, changes))
+            changes[new.name] = ContainerResize(
+                new.name, dict(new.requests), dict(new.limits), new.name in sidecars
+            )
+    after = qos_of(_resized(every, changes))
     if after is not qos:
         return Skipped(f"the scheduled amounts would make a {qos} pod {after}")
     notes = tuple(note for notes in capped.notes.values() for note in notes) + tuple(
@@ -218,7 +242,7 @@ def _restarts(
 
 
 def _not_followed(pod: Json, targets: Mapping[str, Target]) -> tuple[str, ...]:
-    """Targets for init containers (sidecars included) are not resized: the report says so
-    rather than count the pod as on target."""
-    init = {str(c.get("name")) for c in (pod.get("spec") or {}).get("initContainers") or []}
-    return tuple(f"{name}: init container, not resized" for name in sorted(init & set(targets)))
+    """Targets for plain init containers (they ran to completion before the pod started)
+    are not resized: the report says so rather than count the pod as on target."""
+    plain = set(plain_init_container_names(pod))
+    return tuple(f"{name}: init container, not resized" for name in sorted(plain & set(targets)))

@@ -8,6 +8,7 @@ only be trimmed or nudged.
 
 from __future__ import annotations
 
+from tailor.pods import sized_containers
 from updater.plan import ResizePlan
 from updater.resources import RESOURCES, Json, relative_change, requests_of
 
@@ -25,7 +26,7 @@ def priority(pod: Json, plan: ResizePlan) -> tuple[int, float]:
 
     The relative change is upstream's (`updater.resources.relative_change`).
     """
-    containers = list((pod.get("spec") or {}).get("containers") or [])
+    containers = [c.spec for c in sized_containers(pod)]
     now = _pod_requests(containers)
     changed = {c.name: c for c in plan.containers}
     after = dict(now)

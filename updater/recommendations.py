@@ -20,6 +20,7 @@ from datetime import datetime, timedelta
 from tailor.api.vpa import RecommendedContainerResources, VerticalPodAutoscaler
 from tailor.capping import cap_recommendations_for_pod
 from tailor.limits import ContainerResources
+from tailor.pods import container_statuses, sized_containers
 from tailor.schedule_file import aware_time
 from updater.plan import PodRules
 from updater.resources import RESOURCES, Json, amount, relative_change, requests_of
@@ -62,9 +63,7 @@ def processed_recommendation(
     if not items:
         return {}
     rules = rules or PodRules(resource_policy=vpa.spec.resource_policy)
-    containers = [
-        ContainerResources.of_container(c) for c in (pod.get("spec") or {}).get("containers") or []
-    ]
+    containers = [ContainerResources.of_container(c.spec) for c in sized_containers(pod)]
     capped = cap_recommendations_for_pod(
         items,
         containers,
@@ -90,7 +89,7 @@ def _bound(item: RecommendedContainerResources, name: str, resource: str) -> int
 
 
 def _outside_bounds(pod: Json, processed: Processed, contested: Contested) -> str | None:
-    for container in (pod.get("spec") or {}).get("containers") or []:
+    for container in (c.spec for c in sized_containers(pod)):
         name = str(container.get("name"))
         item = processed.get(name)
         if item is None:
@@ -120,7 +119,7 @@ def quick_oom_threshold(vpa: VerticalPodAutoscaler, default: timedelta = QUICK_O
 def _quick_oom(
     pod: Json, processed: Processed, contested: Contested, threshold: timedelta
 ) -> str | None:
-    for status in (pod.get("status") or {}).get("containerStatuses") or []:
+    for status in container_statuses(pod).values():
         name = str(status.get("name"))
         if name not in processed or "memory" in contested(name):
             continue  # mode Off, no recommendation, or its memory is the HPA's
@@ -140,7 +139,7 @@ def _relative_change(pod: Json, targets: Mapping[str, Target]) -> float:
     """Upstream's measure between the requests and the targets of the containers that have
     one, for the resources they request."""
     requested, wanted = dict.fromkeys(RESOURCES, 0.0), dict.fromkeys(RESOURCES, 0.0)
-    for container in (pod.get("spec") or {}).get("containers") or []:
+    for container in (c.spec for c in sized_containers(pod)):
         target = targets.get(str(container.get("name")))
         if target is None:
             continue

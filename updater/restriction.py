@@ -15,6 +15,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from tailor.api.vpa import EvictionChangeRequirement, EvictionRequirement
+from tailor.pods import container_statuses, sized_containers
 from updater.resources import Json, requests_of, resource_list
 from updater.targets import Target
 
@@ -144,10 +145,8 @@ def unmet_eviction_requirements(
     what it runs with); None when it may go."""
     if not requirements:
         return None
-    statuses = {
-        str(s.get("name")): s for s in (pod.get("status") or {}).get("containerStatuses") or []
-    }
-    for container in (pod.get("spec") or {}).get("containers") or []:
+    statuses = container_statuses(pod)
+    for container in (c.spec for c in sized_containers(pod)):
         name = str(container.get("name"))
         target = targets.get(name)
         if target is None:

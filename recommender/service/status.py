@@ -29,7 +29,7 @@ from tailor.api.vpa import (
     VerticalPodAutoscalerStatus,
 )
 from tailor.capping import apply_resource_policy
-from tailor.hpa import HPA_CONFLICT_CONDITION, HpaConflict, conflict_message, container_names
+from tailor.hpa import HPA_CONFLICT_CONDITION, HpaConflict, conflict_message
 from tailor.matching import (
     OwnerReferenceError,
     PodRef,
@@ -37,6 +37,7 @@ from tailor.matching import (
     is_served_by,
     pod_controller,
 )
+from tailor.pods import sized_container_names
 from tailor.workloads import pod_workload
 
 Json = Mapping[str, Any]
@@ -92,7 +93,7 @@ def served_vpas(
         if entry is None:
             continue
         entry.workloads.add(pod_workload(pod))
-        entry.containers.update(container_names(pod))
+        entry.containers.update(sized_container_names(pod))
     return list(served.values())
 
 

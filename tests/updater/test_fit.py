@@ -136,6 +136,22 @@ def test_a_resized_sidecar_counts_its_status_too() -> None:
     assert effective_requests(target) == Amounts(700, 320 * MI)
 
 
+def test_a_planned_sidecar_resize_replaces_its_spec_and_counts_under_later_init_containers() -> (
+    None
+):
+    init = [always("proxy", "100m", "64Mi"), one("migrate", "1", "1Gi")]
+    target = pod([one("app", "200m", "256Mi")], init=init)
+    plan = ResizePlan(
+        (ContainerResize("proxy", ResourceList({"cpu": "900m", "memory": "64Mi"}), {}, True),)
+    )
+    # running: 200m + 900m; migrate ran beside the proxy: 900m + 1 core
+    assert effective_requests(target, plan) == Amounts(1900, GI + 64 * MI)
+    shrink = ResizePlan(
+        (ContainerResize("proxy", ResourceList({"cpu": "50m", "memory": "64Mi"}), {}, True),)
+    )
+    assert effective_requests(target, shrink) == Amounts(1050, GI + 64 * MI)
+
+
 def test_overhead_is_added_once() -> None:
     target = pod(
         [one("app", "200m", "256Mi"), one("b", "100m", "64Mi")],

@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from tailor.api.limitrange import LimitRangeItem
+from tailor.api.vpa import PodResourcePolicy
 from tailor.quantity import Quantity
 from tests.updater.pods import container, pod
 from updater.plan import (
@@ -265,8 +266,42 @@ def test_a_resource_whose_resize_policy_restarts_the_container_is_said() -> None
     assert both.notes == ("app: memory resizePolicy RestartContainer, the kubelet restarts it",)
 
 
-def test_a_target_for_an_init_container_is_reported_not_resized() -> None:
+def test_a_native_sidecar_is_resized_and_a_plain_init_container_is_reported() -> None:
     sidecar = container("proxy", {"cpu": "100m"}, restartPolicy="Always")
-    with_sidecar = pod([container("app", {"cpu": "500m"})], init=[sidecar])
-    plan = plan_resize(with_sidecar, {"proxy": Target(0.8, None, None)})
-    assert plan == ResizePlan((), ("proxy: init container, not resized",))
+    setup = container("setup", {"cpu": "100m"})
+    with_sidecar = pod([container("app", {"cpu": "500m"})], init=[setup, sidecar])
+    targets = {"proxy": Target(0.8, None, None), "setup": Target(2.0, None, None)}
+    plan = plan_resize(with_sidecar, targets)
+    assert isinstance(plan, ResizePlan)
+    assert plan.containers == (ContainerResize("proxy", {"cpu": Quantity.parse("800m")}, {}, True),)
+    assert plan.notes == ("setup: init container, not resized",)
+    assert plan.patch() == {
+        "spec": {
+            "containers": [],
+            "initContainers": [{"name": "proxy", "resources": {"requests": {"cpu": "800m"}}}],
+        }
+    }
+
+
+def test_an_init_containers_limits_count_in_the_pods_qos_class() -> None:
+    """The API server derives QoS from init containers too: a Guaranteed pod whose sidecar
+    is Guaranteed must stay so, request and limit moving together."""
+    pinned = {"cpu": "100m", "memory": "64Mi"}
+    sidecar = container("proxy", pinned, limits=pinned, restartPolicy="Always")
+    app = container("app", {"cpu": "1", "memory": "1Gi"}, limits={"cpu": "1", "memory": "1Gi"})
+    plan = plan_resize(pod([app], init=[sidecar]), {"proxy": Target(0.2, 128 * MI, None)})
+    assert isinstance(plan, ResizePlan)
+    assert ints(only(plan).requests) == ints(only(plan).limits) == {"cpu": 200, "memory": 128 * MI}
+    # an init container with a request and no limit makes the pod Burstable, so a
+    # RequestsOnly write that leaves the app's limits alone keeps the class
+    requests_only = PodRules(
+        resource_policy=PodResourcePolicy.model_validate(
+            {"containerPolicies": [{"containerName": "*", "controlledValues": "RequestsOnly"}]}
+        )
+    )
+    mixed = pod([app], init=[container("setup", {"cpu": "50m"})])
+    lowered = plan_resize(mixed, {"app": Target(0.5, None, None)}, requests_only)
+    assert isinstance(lowered, ResizePlan)
+    assert ints(only(lowered).requests) == {"cpu": 500, "memory": 1024 * MI}
+    alone = plan_resize(pod([app]), {"app": Target(0.5, None, None)}, requests_only)
+    assert alone == Skipped("the scheduled amounts would make a Guaranteed pod Burstable")

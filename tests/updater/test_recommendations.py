@@ -205,3 +205,36 @@ def test_the_bounds_are_judged_after_the_caps_a_pod_is_held_to() -> None:
     assert (
         update_reason(limited, high, NOW, pod_rules=PodRules(container_limit_range=ceiling)) is None
     )
+
+
+def as_sidecar(found: Json) -> Json:
+    """The same pod with its container moved to a native sidecar (restartPolicy Always)."""
+    [app] = found["spec"]["containers"]
+    spec = {
+        "containers": [{"name": "main"}],
+        "initContainers": [{**app, "restartPolicy": "Always"}],
+    }
+    statuses = found["status"].get("containerStatuses")
+    status = {k: v for k, v in found["status"].items() if k != "containerStatuses"}
+    return {"spec": spec, "status": {**status, "initContainerStatuses": statuses or []}}
+
+
+def test_a_native_sidecar_is_judged_as_an_app_container_and_a_plain_init_one_is_not() -> None:
+    assert update_reason(as_sidecar(pod("300m")), vpa(), NOW) == (
+        "app cpu request below the recommendation's lowerBound"
+    )
+    killed = {
+        "name": "app",
+        "lastState": {
+            "terminated": {
+                "reason": "OOMKilled",
+                "startedAt": "2026-11-23T11:55:00Z",
+                "finishedAt": "2026-11-23T11:58:00Z",
+            }
+        },
+    }
+    quick = as_sidecar(pod("450m", containerStatuses=[killed]))
+    assert update_reason(quick, vpa(), NOW) == "app OOM-killed after running 0:03:00"
+    plain = as_sidecar(pod("300m"))
+    del plain["spec"]["initContainers"][0]["restartPolicy"]
+    assert update_reason(plain, vpa(), NOW) is None
