@@ -84,7 +84,12 @@ def _patch_for(
         kind, name = (owner.kind, owner.name) if owner else ("", "")
         LOG.warning("%s: %s %s: %s", namespace, kind, name, error)
     reference = PodRef.of_pod(pod, controller)
-    vpa = controlling_vpa(reference, view.vpas(namespace))
+    vpas = view.vpas(namespace)
+    # as upstream's webhook: VPAs in mode Off are dropped before the oldest match wins;
+    # one is still found when nothing else matches, for its startup boost and the reason
+    vpa = controlling_vpa(reference, [v for v in vpas if acts(v)]) or controlling_vpa(
+        reference, vpas
+    )
     if vpa is None:
         return pod_patch(pod, None)
     hpas = view.hpas(namespace) if acts(vpa) else []  # a VPA in mode Off fights nothing

@@ -232,11 +232,17 @@ def test_a_pod_outside_the_namespace_scope_is_admitted_as_written() -> None:
     assert admit(creating(new_pod()), view, NamespaceScope.parse("shop", None)).operations
 
 
-def test_the_oldest_matching_vpa_decides() -> None:
-    older = vpa("Off", APP_TARGETS, name="old", created="2024-01-01T00:00:00Z")
-    younger = vpa("Auto", APP_TARGETS, name="young", created="2025-01-01T00:00:00Z")
-    verdict = admit(creating(new_pod()), View([younger, older]))
-    assert (verdict.operations, verdict.reason) == ((), "VPA old has updateMode Off")
+def test_the_oldest_matching_vpa_not_in_mode_off_decides() -> None:
+    """Upstream's webhook drops VPAs in mode Off before the oldest match wins."""
+    oldest_off = vpa("Off", APP_TARGETS, name="off", created="2023-01-01T00:00:00Z")
+    older = vpa("Initial", APP_TARGETS, name="old", created="2024-01-01T00:00:00Z")
+    younger = vpa("Auto", {"app": {"cpu": "3"}}, name="young", created="2025-01-01T00:00:00Z")
+    verdict = admit(creating(new_pod()), View([younger, oldest_off, older]))
+    assert verdict.reason.startswith("Pod resources updated by old")
+    verdict = admit(creating(new_pod()), View([younger, oldest_off]))
+    assert verdict.reason.startswith("Pod resources updated by young")
+    only_off = admit(creating(new_pod()), View([oldest_off]))
+    assert (only_off.operations, only_off.reason) == ((), "VPA off has updateMode Off")
 
 
 def test_pods_without_a_controlling_vpa_are_admitted_as_written() -> None:

@@ -8,6 +8,7 @@ controller-manager, so the pods arrive as the ReplicaSet controller creates them
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -50,11 +51,12 @@ def create_vpa(
     targets: Json,
     policies: Sequence[Json] = (),
     target: tuple[str, str] = ("apps/v1", "Deployment"),
+    target_name: str | None = None,
 ) -> None:
-    """A VPA for `target` (a Deployment) `name`, with `targets` written through the status
-    subresource."""
+    """A VPA for `target` (a Deployment) `target_name` (default `name`), with `targets`
+    written through the status subresource."""
     spec: Json = {
-        "targetRef": {"apiVersion": target[0], "kind": target[1], "name": name},
+        "targetRef": {"apiVersion": target[0], "kind": target[1], "name": target_name or name},
         "updatePolicy": {"updateMode": mode},
     }
     if policies:
@@ -230,6 +232,50 @@ def test_a_cronjob_run_is_created_with_the_recommendation_of_the_cronjobs_vpa(
     assert pod["spec"]["containers"][0]["resources"] == {"requests": target["app"]}
     assert pod["metadata"]["annotations"][UPDATES_ANNOTATION].startswith(
         "Pod resources updated by backup"
+    )
+
+
+def test_a_native_sidecar_is_sized_and_an_older_vpa_in_mode_off_gives_way(
+    full_namespace: FullNamespace, tmp_path: Path
+) -> None:
+    """The API server accepts the sidecar's new resources; the plain init container and
+    the Off VPA (older, so upstream's rule is what picks the other) change nothing."""
+    api, namespace = full_namespace.api, full_namespace.name
+    install_crds(api)
+    wrong = {"app": {"cpu": "3", "memory": "1Gi"}, "proxy": {"cpu": "3", "memory": "1Gi"}}
+    create_vpa(api, namespace, "web-watch", "Off", wrong, target_name="web")
+    time.sleep(1.1)  # creationTimestamp has whole seconds: the Off VPA is the older one
+    targets = {"app": {"cpu": "400m", "memory": "200Mi"}, "proxy": {"cpu": "60m", "memory": "48Mi"}}
+    create_vpa(api, namespace, "web", "Auto", targets)
+    setup = container("setup", {"requests": {"cpu": "50m", "memory": "16Mi"}})
+    proxy = {
+        **container(
+            "proxy", {"requests": {"cpu": "10m", "memory": "16Mi"}, "limits": {"memory": "32Mi"}}
+        ),
+        "restartPolicy": "Always",
+    }
+    app = container("app", {"requests": {"cpu": "250m", "memory": "128Mi"}})
+    web = deployment("web", app)
+    web["spec"]["template"]["spec"]["initContainers"] = [setup, proxy]
+    with (
+        webhook(full_namespace.cluster, tmp_path) as (served, _),
+        registered(api, served, namespace),
+    ):
+        api.create(f"/apis/apps/v1/namespaces/{namespace}/deployments", web)
+        pod = pod_of(api, namespace, "web")
+    spec = pod["spec"]
+    assert spec["containers"][0]["resources"] == {"requests": targets["app"]}
+    assert spec["initContainers"][0]["resources"] == setup["resources"]
+    assert spec["initContainers"][1]["resources"] == {
+        "requests": targets["proxy"],
+        "limits": {"memory": "96Mi"},  # the 2x ratio kept
+    }
+    annotations = pod["metadata"]["annotations"]
+    assert annotations[OBSERVED_CONTAINERS_ANNOTATION] == "app, proxy"
+    assert annotations[UPDATES_ANNOTATION].startswith("Pod resources updated by web: container 0")
+    assert (
+        "initContainer 1: cpu request, memory request, memory limit"
+        in (annotations[UPDATES_ANNOTATION])
     )
 
 

@@ -96,6 +96,17 @@ def test_a_vpa_naming_us_is_served_and_sees_its_pods_workload_and_containers() -
     assert entry.workloads == {"web"} and entry.containers == {"app", "envoy"}
 
 
+def test_a_native_sidecar_is_recommended_for_and_a_plain_init_container_is_not() -> None:
+    running = pod("web-5d8f7c9b6d-abcde", "Running", "app")
+    running["spec"]["initContainers"] = [
+        {"name": "setup"},
+        {"name": "proxy", "restartPolicy": "Always"},
+    ]
+    [entry] = served_vpas([vpa("web", recommenders=[{"name": "kube-tailor"}])], [running],
+                          DEPLOYMENT_RS, "kube-tailor", False)  # fmt: skip
+    assert entry.containers == {"app", "proxy"}
+
+
 def test_vpas_of_other_recommenders_and_unnamed_ones_are_left_unless_default() -> None:
     others = [vpa("a", recommenders=[{"name": "someone"}]), vpa("b", target="api")]
     assert [e.vpa.name for e in served_vpas(others, [], {}, "kube-tailor", False)] == []
