@@ -9,7 +9,8 @@ Documented treatment of awkward input:
 - series shorter than the warm-up: replayed but never evaluated (counted in
   `ReplayHistory.unevaluated`); if no series outlives the warm-up, an error says
   how long the longest one is;
-- events for containers or times outside the usage table are ignored (counted);
+- events for containers or times outside the usage table are ignored (counted; those of a
+  known container outside the replayed windows apart, for the CLI's note);
 - a recorded `OOMKilled` event means the container wanted more than the memory
   it was killed at: the window's peak becomes that memory plus one byte, so the
   window is an OOM again for any strategy whose limit is not above it. `Evicted`
@@ -56,6 +57,7 @@ class ReplayHistory:
     last_window: np.ndarray  # (n,) int64, last window with a sample
     warm_up_windows: int
     ignored_events: int = 0
+    events_outside: int = 0  # of those, events of a known container outside the windows
 
     @property
     def size(self) -> int:
@@ -98,7 +100,7 @@ def prepare_history(
     else:
         frame = _validated(usage)
         arrays = _grid(frame)
-    arrays, ignored = _fold_events(arrays, events)
+    arrays, ignored, outside = _fold_events(arrays, events)
     first, last = _sample_span(arrays)
     warm_up_windows = -(-settings.warm_up_seconds // arrays.step)
     _check_something_left(first, last, warm_up_windows, arrays.step, settings.warm_up_seconds)
@@ -111,6 +113,7 @@ def prepare_history(
         last_window=last,
         warm_up_windows=int(warm_up_windows),
         ignored_events=ignored,
+        events_outside=outside,
     )
 
 
@@ -219,10 +222,13 @@ def _requests_and_ratio(
     return Requests(cpu, memory, memory * ratio), ratio
 
 
-def _fold_events(arrays: UsageArrays, events: pd.DataFrame | None) -> tuple[UsageArrays, int]:
-    """Raise window peaks to the memory the events show was wanted."""
+def _fold_events(
+    arrays: UsageArrays, events: pd.DataFrame | None
+) -> tuple[UsageArrays, int, int]:
+    """Raise window peaks to the memory the events show was wanted; the events ignored,
+    and how many of them belong to a known container but fall outside the windows."""
     if events is None or len(events) == 0:
-        return arrays, 0
+        return arrays, 0, 0
     try:
         events = validate_events(events, "events")
     except DataFormatError as error:
@@ -237,4 +243,4 @@ def _fold_events(arrays: UsageArrays, events: pd.DataFrame | None) -> tuple[Usag
     peaks = arrays.memory.copy()
     np.fmax.at(peaks, (rows[known], cols[known]), wanted[known])  # fmax: NaN never wins
     folded = UsageArrays(arrays.keys, arrays.start, arrays.step, arrays.cpu, peaks)
-    return folded, int((~known).sum())
+    return folded, int((~known).sum()), int(((rows >= 0) & ~known).sum())

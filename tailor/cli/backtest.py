@@ -278,6 +278,14 @@ def backtest_command(
     err = Console(stderr=True)
     if history.unevaluated:
         err.print(f"note: {history.unevaluated} series shorter than the warm-up are not evaluated")
+    if history.events_outside:
+        err.print(
+            f"note: {history.events_outside} events of the history's containers fall before "
+            "its first or after its last sample and are ignored",
+            markup=False,
+            highlight=False,
+            soft_wrap=True,
+        )
     with Progress(
         TextColumn("replaying"),
         BarColumn(),

@@ -372,3 +372,19 @@ def test_a_broken_imported_strategy_is_named_not_a_traceback(
     assert code == 2, output
     assert message in plain(output)
     assert "Traceback" not in output
+
+
+def test_events_outside_the_replayed_history_are_noted(tmp_path: Path) -> None:
+    """A kill of a known container a year before its history changes nothing: say so."""
+    usage = write_usage(tmp_path, history(np.full(2 * PER_DAY, 0.5)))
+    events = tmp_path / "events.csv"
+    header = "timestamp,namespace,pod,container,reason,memory\n"
+    rows = ["2023-01-01T06:00:00Z", "2024-01-01T06:00:00Z", "2025-06-01T06:00:00Z"]
+    events.write_text(header + "".join(f"{t},test,pod-0,main,OOMKilled,1e9\n" for t in rows))
+    args = ["--input", str(usage), "--events", str(events), "--strategies", "vpa"]
+    code, output = invoke(*args, "--no-progress")
+    assert code == 0, output
+    assert "note: 2 events of the history's containers fall before its first or after its last" in (
+        plain(output)
+    )
+    assert "match no container" not in plain(output)
