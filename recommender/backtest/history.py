@@ -222,9 +222,7 @@ def _requests_and_ratio(
     return Requests(cpu, memory, memory * ratio), ratio
 
 
-def _fold_events(
-    arrays: UsageArrays, events: pd.DataFrame | None
-) -> tuple[UsageArrays, int, int]:
+def _fold_events(arrays: UsageArrays, events: pd.DataFrame | None) -> tuple[UsageArrays, int, int]:
     """Raise window peaks to the memory the events show was wanted; the events ignored,
     and how many of them belong to a known container but fall outside the windows."""
     if events is None or len(events) == 0:
