@@ -46,7 +46,8 @@ Keys = tuple[str, str, str]  # namespace, workload, container
 
 def containers_per_pod(aggregates: pd.DataFrame, off: Collection[Keys] = ()) -> np.ndarray:
     """How many containers of a workload share the pod minimum: upstream splits it evenly
-    among the containers it recommends for, so those in mode Off (`off`) take no share."""
+    among the containers it recommends for, so those in `off` (mode Off, or no container
+    of the VPA's pods, such as a plain init container) take no share."""
     keys = pd.MultiIndex.from_frame(aggregates[["namespace", "workload", "container"]])
     sharing = aggregates[~keys.isin(list(off))] if off else aggregates
     per_workload = sharing.groupby(["namespace", "workload"])["container"].nunique()

@@ -186,14 +186,8 @@ def _fit_group(
             usage, events, settings, checked=True, count_throttling=counted, oom_bumps=bumps
         )
         checkpoints = checkpoint_objects(entries, model, aggregates, int(now.timestamp()))
-        off = [
-            (entry.vpa.namespace, workload, container)
-            for entry in entries
-            for container in entry.containers
-            if (policy := entry.vpa.container_policy(container)) is not None and policy.is_off
-            for workload in entry.workloads
-        ]
-        rows = vpa_rows(model, aggregates, noted=usage if counted else None, off=off)
+        unshared = _unshared_containers(entries, aggregates)
+        rows = vpa_rows(model, aggregates, noted=usage if counted else None, off=unshared)
         return _Fitted(rows, checkpoints=checkpoints)
     rows, schedule = recommend_forecast_workloads(
         usage,
@@ -205,6 +199,31 @@ def _fit_group(
         oom_bumps=bumps,
     )
     return _Fitted(rows, schedule)
+
+
+def _unshared_containers(
+    entries: list[ServedVpa], aggregates: pd.DataFrame
+) -> list[tuple[str, str, str]]:
+    """Containers that take no share of the pod minimum, which upstream splits among the
+    containers it recommends for: those in mode Off, and those of the history the VPA's pods
+    do not size (a plain init container, which ran before the pod started)."""
+    unshared = set()
+    for entry in entries:
+        namespace = entry.vpa.namespace
+        for workload in entry.workloads:
+            for container in entry.containers:
+                policy = entry.vpa.container_policy(container)
+                if policy is not None and policy.is_off:
+                    unshared.add((namespace, workload, container))
+        if not entry.containers:
+            continue
+        mine = aggregates[
+            (aggregates["namespace"] == namespace) & aggregates["workload"].isin(entry.workloads)
+        ]
+        for workload, container in zip(mine["workload"], mine["container"], strict=True):
+            if container not in entry.containers:
+                unshared.add((namespace, str(workload), str(container)))
+    return sorted(unshared)
 
 
 def _hpas(
