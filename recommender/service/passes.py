@@ -317,16 +317,18 @@ def recommend_once(
 def served_schedule(
     schedule: pd.DataFrame, entries: list[ServedVpa], own: dict[tuple[str, str], OwnSettings]
 ) -> pd.DataFrame:
-    """The plan of the workloads whose VPAs we serve with usable settings: the fleet is
-    fitted whole, but `tailor follow` must not resize what another recommender owns."""
+    """The plan of the containers whose VPAs we serve with usable settings: the fleet is
+    fitted whole, but `tailor follow` must not resize what another recommender owns, nor
+    follow a plain init container's history (its pods' sized containers only)."""
     served = {
-        (entry.vpa.namespace, workload)
+        (entry.vpa.namespace, workload, container)
         for entry in entries
         if (found := own.get((entry.vpa.namespace, entry.vpa.name))) is None
         or found.problem is None
         for workload in entry.workloads
+        for container in entry.containers
     }
-    keys = pd.MultiIndex.from_frame(schedule[["namespace", "workload"]])
+    keys = pd.MultiIndex.from_frame(schedule[["namespace", "workload", "container"]])
     return schedule[keys.isin(list(served))].reset_index(drop=True)
 
 

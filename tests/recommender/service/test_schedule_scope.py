@@ -52,6 +52,8 @@ def test_only_the_workloads_of_vpas_we_serve_with_usable_settings_are_published(
     entries = served_vpas([ours, theirs], pods, DEPLOYMENT_RS, "kube-tailor", False)
     fleet = plan("web", "api", "no-vpa")
     assert list(served_schedule(fleet, entries, {})["workload"]) == ["web"]
+    setup = plan("web").assign(container="setup")  # a plain init container's history
+    assert served_schedule(pd.concat([fleet, setup]), entries, {})["container"].tolist() == ["app"]
     broken = {("shop", "web"): OwnSettings("kube-tailor.io/forecast-set", "bad setting")}
     assert served_schedule(fleet, entries, broken).empty
 
