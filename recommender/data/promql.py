@@ -118,7 +118,12 @@ def selector(metric: str, matchers: Sequence[Matcher]) -> str:
 
 
 class MetricNames(BaseModel):
-    """Metric names of cAdvisor and kube-state-metrics, overridable for renamed setups."""
+    """Metric names of cAdvisor and kube-state-metrics, overridable for renamed setups.
+
+    cAdvisor names init containers' series like app containers', but kube-state-metrics
+    exports an init container's state (native sidecars included) under `kube_pod_init_*`
+    names: the `init_*` fields, read together with their app-container counterparts.
+    """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -129,6 +134,10 @@ class MetricNames(BaseModel):
     limits: str = "kube_pod_container_resource_limits"
     last_terminated_reason: str = "kube_pod_container_status_last_terminated_reason"
     restarts: str = "kube_pod_container_status_restarts_total"
+    init_requests: str = "kube_pod_init_container_resource_requests"
+    init_limits: str = "kube_pod_init_container_resource_limits"
+    init_last_terminated_reason: str = "kube_pod_init_container_status_last_terminated_reason"
+    init_restarts: str = "kube_pod_init_container_status_restarts_total"
     pod_owner: str = "kube_pod_owner"
     pod_status_reason: str = "kube_pod_status_reason"
 
@@ -270,21 +279,39 @@ class HistoryQueries:
         matchers = [*self._base(self.names.state_labels), *more]
         return f"{by or self._by(self.names.state_labels)} ({selector(metric, matchers)})"
 
-    def _resources(self, metric: str) -> str:
+    def _containers(
+        self, metric: str, init_metric: str, *more: Matcher, by: str | None = None
+    ) -> str:
+        """A per-container kube-state-metrics query over app and init containers alike.
+
+        kube-state-metrics exports init containers (native sidecars among them) under
+        their own metric names; a container name is unique across both lists of a pod,
+        so the union (`or`) of the two equally grouped results never drops a series.
+        """
+        app = self._state(metric, *more, by=by)
+        if init_metric == metric:  # a setup exporting both under one name
+            return app
+        return f"{app} or {self._state(init_metric, *more, by=by)}"
+
+    def _resources(self, metric: str, init_metric: str) -> str:
         by = self._by(self.names.state_labels, "resource")
-        return self._state(metric, Matcher("resource", "=~", "cpu|memory"), by=by)
+        return self._containers(metric, init_metric, Matcher("resource", "=~", "cpu|memory"), by=by)
 
     def requests(self) -> str:
-        return self._resources(self.metrics.requests)
+        return self._resources(self.metrics.requests, self.metrics.init_requests)
 
     def limits(self) -> str:
-        return self._resources(self.metrics.limits)
+        return self._resources(self.metrics.limits, self.metrics.init_limits)
 
     def restarts(self) -> str:
-        return self._state(self.metrics.restarts)
+        return self._containers(self.metrics.restarts, self.metrics.init_restarts)
 
     def oom_killed(self) -> str:
-        return self._state(self.metrics.last_terminated_reason, Matcher("reason", "=", "OOMKilled"))
+        return self._containers(
+            self.metrics.last_terminated_reason,
+            self.metrics.init_last_terminated_reason,
+            Matcher("reason", "=", "OOMKilled"),
+        )
 
     def evicted(self) -> str:
         by = self._by(self.names.state_labels, per_container=False)

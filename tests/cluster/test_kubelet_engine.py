@@ -307,6 +307,11 @@ def test_init_containers_complete_and_sidecars_run_and_count() -> None:
     assert inits["setup"]["state"]["terminated"]["reason"] == "Completed"
     assert "running" in inits["proxy"]["state"]
     assert inits["proxy"]["allocatedResources"] == {"cpu": "500m", "memory": "64Mi"}
+    # kube-state-metrics exports the sidecar as an init container; the completed one is gone
+    assert {sample.container: sample.init for sample in engine.samples()} == {
+        "app": False,
+        "proxy": True,
+    }
     # The sidecar's 500m counts beside the app container: 1 + 0.5 + 0.6 > 2 CPUs.
     server.resize("with-sidecar", cpu="1600m")
     server.sync()

@@ -46,6 +46,16 @@ SNAPSHOT = [
     container("web", "app", limits=Resources(500, 256 * Mi), throttled_seconds=3.5),
     container("leaky", "worker", restart_count=2, last_terminated_reason="OOMKilled"),
     container("batch", "job", evicted=True),
+    # a native sidecar beside web's app, OOM-killed once: kube-state-metrics' init_ names
+    container(
+        "web",
+        "proxy",
+        init=True,
+        requests=Resources(100, 64 * Mi),
+        limits=Resources(0, 128 * Mi),
+        restart_count=1,
+        last_terminated_reason="OOMKilled",
+    ),
 ]
 
 
@@ -86,8 +96,10 @@ def test_cadvisor_series_pass_the_source_filters_with_the_key_labels() -> None:
     for metric in (MetricNames().cpu_usage, MetricNames().memory_working_set):
         chosen = selected(samples, metric, cadvisor)
         pods = {(s[1][keys.namespace], s[1][keys.pod], s[1][keys.container]) for s in chosen}
-        # The evicted pod's containers are gone: no cAdvisor series for them.
-        assert pods == {("shop", "web", "app"), ("shop", "leaky", "worker")}, metric
+        # The evicted pod's containers are gone: no cAdvisor series for them. cAdvisor
+        # names a sidecar's series like an app container's.
+        expected = {("shop", "web", "app"), ("shop", "web", "proxy"), ("shop", "leaky", "worker")}
+        assert pods == expected, metric
     throttled = selected(samples, MetricNames().cpu_throttled, cadvisor)
     assert [(s[1][keys.pod], s[2]) for s in throttled] == [("web", 3.5)]
 
@@ -105,3 +117,33 @@ def test_oom_and_eviction_are_shown_the_way_the_source_detects_them() -> None:
     assert {s[1]["pod"]: s[2] for s in memory_limits} == {p: 256.0 * Mi for p in restarts}
     cpu_limits = selected(samples, names.limits, [Matcher("resource", "=", "cpu")])
     assert {s[1]["pod"]: s[2] for s in cpu_limits} == {"web": 0.5}
+
+
+def test_a_sidecars_state_is_under_the_init_container_names() -> None:
+    """As kube-state-metrics: an init container's requests, limits, restarts and last
+    termination are `kube_pod_init_container_*`, never the app containers' series."""
+    samples = scraped()
+    names = MetricNames()
+    state = HistoryQueries.build(QueryNames(), step=5)._base(LabelNames())
+
+    def containers(metric: str, *more: Matcher) -> dict[tuple[str, str], float]:
+        chosen = selected(samples, metric, [*state, *more])
+        return {(s[1]["pod"], s[1]["container"]): s[2] for s in chosen}
+
+    memory = Matcher("resource", "=", "memory")
+    oom = Matcher("reason", "=", "OOMKilled")
+    assert containers(names.init_requests, memory) == {("web", "proxy"): 64.0 * Mi}
+    assert containers(names.init_requests, Matcher("resource", "=", "cpu")) == {
+        ("web", "proxy"): 0.1
+    }
+    assert containers(names.init_limits, memory) == {("web", "proxy"): 128.0 * Mi}
+    assert containers(names.init_restarts) == {("web", "proxy"): 1.0}
+    assert containers(names.init_last_terminated_reason, oom) == {("web", "proxy"): 1.0}
+    app_series = [
+        containers(names.requests),
+        containers(names.limits),
+        containers(names.restarts),
+        containers(names.last_terminated_reason),
+    ]
+    assert all(("web", "proxy") not in found for found in app_series)
+    assert ("web", "app") in containers(names.requests)

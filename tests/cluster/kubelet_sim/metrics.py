@@ -29,6 +29,20 @@ from tests.cluster.kubelet_sim.usage import UsageSeries
 
 _CONTAINER_LABELS = ("namespace", "pod", "container", "image", "name")
 _KSM_LABELS = ("namespace", "pod", "uid", "container", "node", "resource", "unit")
+# kube-state-metrics' help texts of its per-container families, app and init containers:
+# (whose resources, restarts, last terminated reason)
+_STATE_HELP = {
+    "container": (
+        "a container",
+        "The number of container restarts per container.",
+        "Describes the last reason the container was in terminated state.",
+    ),
+    "init_container": (
+        "an init container",
+        "The number of restarts for the init container.",
+        "Describes the last reason the init container was in terminated state.",
+    ),
+}
 # kube-state-metrics' kube_pod_status_reason reasons (one 0/1 series each per pod).
 POD_STATUS_REASONS = ("Evicted", "NodeAffinity", "NodeLost", "Shutdown", "UnexpectedAdmissionError")
 
@@ -36,7 +50,12 @@ POD_STATUS_REASONS = ("Evicted", "NodeAffinity", "NodeLost", "Shutdown", "Unexpe
 @dataclass(frozen=True)
 class ContainerSample:
     """One container's current numbers; an evicted pod's containers are no longer
-    running (no cAdvisor series) but kube-state-metrics still shows the pod."""
+    running (no cAdvisor series) but kube-state-metrics still shows the pod.
+
+    `init` marks an init container (a native sidecar: `restartPolicy: Always`):
+    cAdvisor names its series like an app container's, kube-state-metrics exports
+    its requests, limits, restarts and last termination under `kube_pod_init_container_*`.
+    """
 
     namespace: str
     pod: str
@@ -55,6 +74,7 @@ class ContainerSample:
     owner_name: str = ""
     evicted: bool = False
     throttled_seconds: float = 0.0
+    init: bool = False
 
 
 def _resource_samples(
@@ -67,6 +87,54 @@ def _resource_samples(
         family.add_metric([*base, "cpu", "core"], amounts.cpu / 1000)
     if amounts.memory:
         family.add_metric([*base, "memory", "byte"], amounts.memory)
+
+
+@dataclass(frozen=True)
+class _StateFamilies:
+    """kube-state-metrics' per-container families, of app or of init containers."""
+
+    requests: GaugeMetricFamily
+    limits: GaugeMetricFamily
+    restarts: CounterMetricFamily
+    terminated: GaugeMetricFamily
+
+    @classmethod
+    def named(cls, kind: str) -> _StateFamilies:
+        """`kind` is "container" or "init_container", as in kube-state-metrics' names."""
+        whom, restarts_help, terminated_help = _STATE_HELP[kind]
+        return cls(
+            GaugeMetricFamily(
+                f"kube_pod_{kind}_resource_requests",
+                f"The number of requested request resource by {whom}.",
+                labels=_KSM_LABELS,
+            ),
+            GaugeMetricFamily(
+                f"kube_pod_{kind}_resource_limits",
+                f"The number of requested limit resource by {whom}.",
+                labels=_KSM_LABELS,
+            ),
+            CounterMetricFamily(
+                f"kube_pod_{kind}_status_restarts",
+                restarts_help,
+                labels=("namespace", "pod", "uid", "container"),
+            ),
+            GaugeMetricFamily(
+                f"kube_pod_{kind}_status_last_terminated_reason",
+                terminated_help,
+                labels=("namespace", "pod", "uid", "container", "reason"),
+            ),
+        )
+
+    def add(self, sample: ContainerSample) -> None:
+        _resource_samples(self.requests, sample, sample.requests)
+        _resource_samples(self.limits, sample, sample.limits)
+        ids = [sample.namespace, sample.pod, sample.uid, sample.container]
+        self.restarts.add_metric(ids, sample.restart_count)
+        if sample.last_terminated_reason:
+            self.terminated.add_metric([*ids, sample.last_terminated_reason], 1)
+
+    def families(self) -> tuple[Metric, ...]:
+        return (self.requests, self.limits, self.restarts, self.terminated)
 
 
 class SimulatorCollector(Collector):
@@ -92,26 +160,8 @@ class SimulatorCollector(Collector):
             "Current working set in bytes.",
             labels=_CONTAINER_LABELS,
         )
-        requests = GaugeMetricFamily(
-            "kube_pod_container_resource_requests",
-            "The number of requested request resource by a container.",
-            labels=_KSM_LABELS,
-        )
-        limits = GaugeMetricFamily(
-            "kube_pod_container_resource_limits",
-            "The number of requested limit resource by a container.",
-            labels=_KSM_LABELS,
-        )
-        restarts = CounterMetricFamily(
-            "kube_pod_container_status_restarts",
-            "The number of container restarts per container.",
-            labels=("namespace", "pod", "uid", "container"),
-        )
-        terminated = GaugeMetricFamily(
-            "kube_pod_container_status_last_terminated_reason",
-            "Describes the last reason the container was in terminated state.",
-            labels=("namespace", "pod", "uid", "container", "reason"),
-        )
+        app_state = _StateFamilies.named("container")
+        init_state = _StateFamilies.named("init_container")
         owners = GaugeMetricFamily(
             "kube_pod_owner",
             "Information about the Pod's owner.",
@@ -136,12 +186,7 @@ class SimulatorCollector(Collector):
                 if sample.limits is not None and sample.limits.cpu:  # as cAdvisor: only
                     throttled.add_metric(names, sample.throttled_seconds)  # under a quota
                 memory.add_metric(names, sample.memory_bytes)
-            _resource_samples(requests, sample, sample.requests)
-            _resource_samples(limits, sample, sample.limits)
-            ids = [sample.namespace, sample.pod, sample.uid, sample.container]
-            restarts.add_metric(ids, sample.restart_count)
-            if sample.last_terminated_reason:
-                terminated.add_metric([*ids, sample.last_terminated_reason], 1)
+            (init_state if sample.init else app_state).add(sample)
             if sample.uid not in seen_pods:
                 seen_pods.add(sample.uid)
                 kind = sample.owner_kind or "<none>"
@@ -152,8 +197,8 @@ class SimulatorCollector(Collector):
                 for reason in POD_STATUS_REASONS:
                     shown = sample.evicted and reason == "Evicted"
                     reasons.add_metric([*pod, reason], 1 if shown else 0)
-        yield from (cpu, throttled, memory, requests, limits, restarts, terminated, owners)
-        yield reasons
+        yield from (cpu, throttled, memory, *app_state.families(), *init_state.families())
+        yield from (owners, reasons)
 
 
 class MetricsServer:

@@ -92,6 +92,7 @@ def container_samples(records: Iterable[PodRecord]) -> list[ContainerSample]:
         owners = record.pod["metadata"].get("ownerReferences") or []
         owner = next((o for o in owners if o.get("controller")), None)
         specs = {c["name"]: c for c in resizable(record.pod["spec"])}
+        inits = {c["name"] for c in record.pod["spec"].get("initContainers") or []}
         for name, runtime in record.runtimes.items():
             declared = container_requirements(specs[name]) if name in specs else {}
             termination = runtime.last_termination
@@ -114,6 +115,7 @@ def container_samples(records: Iterable[PodRecord]) -> list[ContainerSample]:
                     owner_kind=owner["kind"] if owner else "",
                     owner_name=owner["name"] if owner else "",
                     evicted=evicted,
+                    init=name in inits,  # a sidecar: kube-state-metrics' init_ names
                 )
             )
     return out

@@ -13,6 +13,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
+import typer
 from pydantic import SecretStr, ValidationError
 
 from recommender.data.prometheus import (
@@ -35,6 +36,7 @@ from recommender.data.promql import (
     selector,
     validate_label_name,
 )
+from tailor.cli.inputs import query_names
 
 T0 = datetime(2024, 5, 1, tzinfo=UTC)
 
@@ -158,6 +160,74 @@ def test_cadvisor_and_kube_state_metrics_series_keep_their_own_label_names() -> 
     assert queries.owners().startswith(
         "max by (exported_namespace, exported_pod, owner_kind, owner_name) ("
     )
+
+
+def test_container_state_is_read_for_app_and_init_containers_alike() -> None:
+    """kube-state-metrics exports init containers (native sidecars) under their own names:
+    each per-container query is the union of two equally matched and grouped halves."""
+    queries = HistoryQueries.build(
+        QueryNames(state_labels=LabelNames(namespace="exported_namespace")),
+        step=300,
+        namespaces=["team.a"],
+        extra_matchers={"cluster": 'eu"1'},
+    )
+    base = 'cluster="eu\\"1",exported_namespace=~"team\\\\.a",exported_namespace!="",pod!=""'
+    by = "max by (exported_namespace, pod, container"
+    resources = f'{{{base},resource=~"cpu|memory"}})'
+    assert queries.requests() == (
+        f"{by}, resource) (kube_pod_container_resource_requests{resources} or "
+        f"{by}, resource) (kube_pod_init_container_resource_requests{resources}"
+    )
+    assert queries.limits() == (
+        f"{by}, resource) (kube_pod_container_resource_limits{resources} or "
+        f"{by}, resource) (kube_pod_init_container_resource_limits{resources}"
+    )
+    assert queries.restarts() == (
+        f"{by}) (kube_pod_container_status_restarts_total{{{base}}}) or "
+        f"{by}) (kube_pod_init_container_status_restarts_total{{{base}}})"
+    )
+    oom = f'{{{base},reason="OOMKilled"}})'
+    assert queries.oom_killed() == (
+        f"{by}) (kube_pod_container_status_last_terminated_reason{oom} or "
+        f"{by}) (kube_pod_init_container_status_last_terminated_reason{oom}"
+    )
+    # pod-level series have no init counterpart
+    assert " or " not in queries.evicted() and " or " not in queries.owners()
+
+
+def test_init_container_metrics_are_renamed_with_prometheus_set() -> None:
+    names = query_names(
+        (
+            "metrics.init_requests=ksm_init_requests",
+            "metrics.init_limits=ksm_init_limits",
+            "metrics.init_restarts=ksm_init_restarts_total",
+            "metrics.init_last_terminated_reason=ksm_init_reason",
+        )
+    )
+    queries = HistoryQueries.build(names, step=300)
+    assert queries.requests().endswith(
+        " or max by (namespace, pod, container, resource) "
+        '(ksm_init_requests{namespace!="",pod!="",resource=~"cpu|memory"})'
+    )
+    assert "(ksm_init_limits{" in queries.limits()
+    assert "(ksm_init_restarts_total{" in queries.restarts()
+    assert "(ksm_init_reason{" in queries.oom_killed()
+    assert "kube_pod_init_container" not in "".join(
+        (queries.requests(), queries.limits(), queries.restarts(), queries.oom_killed())
+    )
+    with pytest.raises(typer.BadParameter, match="init_restarts: invalid Prometheus metric name"):
+        query_names(("metrics.init_restarts=bad name",))
+    with pytest.raises(typer.BadParameter, match=r"did you mean metrics\.init_limits"):
+        query_names(("metrics.init_limit=x",))
+
+
+def test_init_containers_exported_under_the_app_container_name_are_read_once() -> None:
+    """A setup that relabels both families onto one name: no `X or X`."""
+    merged = MetricNames(init_requests="kube_pod_container_resource_requests")
+    queries = HistoryQueries.build(QueryNames(metrics=merged), step=300)
+    assert " or " not in queries.requests()
+    assert queries.requests().count("kube_pod_container_resource_requests{") == 1
+    assert " or " in queries.limits()
 
 
 @pytest.mark.parametrize(
