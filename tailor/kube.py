@@ -68,13 +68,24 @@ class Answer:
     obj: Json | None = None
 
 
-# kind: (client, list-all call, read call) of the controllers a pod's owner chain passes
+# kind: (client, list-all call, read call) of the well-known controllers: those a pod's
+# owner chain passes, and those a VPA's targetRef names
 CONTROLLER_KINDS = {
     "ReplicaSet": ("apps", "list_replica_set_for_all_namespaces", "read_namespaced_replica_set"),
     "Job": ("batch", "list_job_for_all_namespaces", "read_namespaced_job"),
-    "StatefulSet": ("apps", "list_stateful_set_for_all_namespaces", ""),
-    "DaemonSet": ("apps", "list_daemon_set_for_all_namespaces", ""),
-    "ReplicationController": ("core", "list_replication_controller_for_all_namespaces", ""),
+    "StatefulSet": (
+        "apps",
+        "list_stateful_set_for_all_namespaces",
+        "read_namespaced_stateful_set",
+    ),
+    "DaemonSet": ("apps", "list_daemon_set_for_all_namespaces", "read_namespaced_daemon_set"),
+    "ReplicationController": (
+        "core",
+        "list_replication_controller_for_all_namespaces",
+        "read_namespaced_replication_controller",
+    ),
+    "Deployment": ("apps", "list_deployment_for_all_namespaces", "read_namespaced_deployment"),
+    "CronJob": ("batch", "list_cron_job_for_all_namespaces", "read_namespaced_cron_job"),
 }
 
 
@@ -141,7 +152,8 @@ class Cluster:
         }
 
     def controller(self, kind: str, namespace: str, name: str) -> Json | None:
-        """One ReplicaSet or Job by name (None when it is gone), for a pod created a moment ago."""
+        """One controller by name (None when it is not there): a pod created a moment ago's
+        ReplicaSet or Job, or a VPA's target."""
         client, _, read = CONTROLLER_KINDS[kind]
         return self._read_if_served(
             getattr(getattr(self, client), read),

@@ -39,6 +39,7 @@ from recommender.service.status import (
     served_vpas,
     vpa_status,
 )
+from recommender.service.targets import target_problems
 from recommender.vpa.settings import VpaSettings
 from tailor.api.meta import object_key
 from tailor.api.vpa import VerticalPodAutoscaler
@@ -87,6 +88,8 @@ class PassReport:
     schedule_dropped: list[str] = field(default_factory=list)  # "ns/workload: why"
     writes_refused: list[str] = field(default_factory=list)  # checkpoints, the ConfigMap
     unreadable: list[str] = field(default_factory=list)  # "ns/vpa: field: why", skipped
+    misdirected: list[str] = field(default_factory=list)  # "ns/vpa: its targetRef's problem"
+    targets_unread: list[str] = field(default_factory=list)  # "ns/vpa: why", not checked
 
 
 @dataclass
@@ -277,9 +280,13 @@ def recommend_once(
     rows, schedule = fitted.rows, fitted.schedule
     report = PassReport(unreadable=unreadable)
     hpas = _hpas(cluster, options, report) if entries else {}
+    unmatched = [entry.vpa for entry in entries if not entry.workloads]
+    targets, report.targets_unread = target_problems(cluster, unmatched)
     for entry in entries:
-        settings = own.get((entry.vpa.namespace, entry.vpa.name))
-        status = vpa_status(entry, rows, now, _conflicts(entry, hpas, report), settings)
+        key = (entry.vpa.namespace, entry.vpa.name)
+        settings = own.get(key)
+        conflicts = _conflicts(entry, hpas, report)
+        status = vpa_status(entry, rows, now, conflicts, settings, targets.get(key))
         reference = {"metadata": {"namespace": entry.vpa.namespace, "name": entry.vpa.name}}
         answer = cluster.write_vpa_status(reference, status)
         label = f"{entry.vpa.namespace}/{entry.vpa.name}"
@@ -287,6 +294,8 @@ def recommend_once(
             report.refused.append(f"{label}: {answer.message}")
         elif settings is not None and settings.problem is not None:
             report.unsupported.append(f"{label}: {settings.problem}")
+        elif key in targets:
+            report.misdirected.append(f"{label}: {targets[key]}")
         elif status.get("recommendation"):
             report.recommended.append(label)
         else:

@@ -203,16 +203,25 @@ def vpa_status(
     now: datetime,
     conflicts: list[HpaConflict] | None = None,
     own: OwnSettings | None = None,
+    target_problem: str | None = None,
 ) -> dict[str, Any]:
     """The status JSON to merge into the VPA: recommendation and conditions.
 
     `conflicts` are the HPA conflicts of its VPA (`tailor.hpa.hpa_conflicts`), None when
     the HPAs could not be read: the condition is then left out rather than guessed. `own`:
     what became of the VPA's settings annotation (None: it has none), said by the
-    condition ConfigUnsupported, as upstream's recommender says an unsupported config."""
+    condition ConfigUnsupported, as upstream's recommender says an unsupported config;
+    `target_problem`: why its targetRef can match no pod (`recommender.service.targets`),
+    said by the same condition."""
     if own is not None and own.problem is not None:
         return _unsupported(entry, own.problem, now, *_conflict(conflicts))
-    config = (("ConfigUnsupported", False, ""),) if own is not None else ()
+    config: tuple[Condition, ...] = (
+        (("ConfigUnsupported", True, _limited(target_problem)),)
+        if target_problem
+        else (("ConfigUnsupported", False, ""),)
+        if own is not None
+        else ()
+    )
     kept = entry.vpa.status.recommendation if entry.vpa.status is not None else None
     has_kept = kept is not None and bool(kept.container_recommendations)
     matched = bool(entry.workloads)

@@ -60,6 +60,8 @@ def _report_lines(report: PassReport) -> list[str]:
     lines += [f"unsupported config (recommendation kept): {label}" for label in report.unsupported]
     lines += [f"HPA conflict: {label}" for label in report.hpa_conflicts]
     lines += [f"unreadable VPA (skipped): {label}" for label in report.unreadable]
+    lines += [f"unsupported targetRef: {label}" for label in report.misdirected]
+    lines += [f"targetRef not checked: {label}" for label in report.targets_unread]
     if report.checkpoints:
         lines.append(f"checkpoints: {report.checkpoints} written")
     if report.checkpoints_deleted:
@@ -112,7 +114,7 @@ class _PassMetrics:
         self.vpas.labels("recommended").set(len(report.recommended))
         self.vpas.labels("no_recommendation").set(len(report.without))
         self.vpas.labels("refused").set(len(report.refused))
-        self.vpas.labels("unsupported").set(len(report.unsupported))
+        self.vpas.labels("unsupported").set(len(report.unsupported) + len(report.misdirected))
         if report.hpas_unread is None:  # unknown, not none, when the HPAs were unreadable
             self.hpa_conflicts.set(len(report.hpa_conflicts))
         self.checkpoints.inc(report.checkpoints)

@@ -96,6 +96,14 @@ def test_the_service_writes_the_libraries_recommendation_into_the_vpas_it_serves
         timeout=30,
         what="two pods",
     )
+    # a VPA naming web's ReplicaSet rather than the Deployment above it matches no pod
+    [web_rs] = api.get(
+        f"/apis/apps/v1/namespaces/{namespace}/replicasets", labelSelector="app=web"
+    )["items"]
+    child = vpa("child", "web", recommender="kube-tailor")
+    child["spec"]["targetRef"] = {"apiVersion": "apps/v1", "kind": "ReplicaSet",
+                                  "name": web_rs["metadata"]["name"]}  # fmt: skip
+    api.create(vpas, child)
     # Both passes run as the shipped ServiceAccount, under the real RBAC authorizer.
     apply_manifest(api, "recommender/rbac.yaml")
     account = kubeconfig_for(
@@ -107,7 +115,15 @@ def test_the_service_writes_the_libraries_recommendation_into_the_vpas_it_serves
     assert "refused" not in result.stdout
     assert f"recommended: {namespace}/web" in result.stdout
     assert "checkpoints: 1 written" in result.stdout
-    assert f"no recommendation yet: {namespace}/idle" in result.stdout
+    # upstream's ConfigUnsupported messages, read under the shipped RBAC
+    assert (
+        f"unsupported targetRef: {namespace}/idle: Cannot read targetRef. Reason: "
+        f"Deployment {namespace}/ghost not found"
+    ) in result.stdout
+    assert f"unsupported targetRef: {namespace}/child: The targetRef controller has a parent" in (
+        result.stdout
+    )
+    assert "targetRef not checked" not in result.stdout
     elsewhere = run("--once", "--prometheus", url, "--history", "5d", "--kubeconfig", kubeconfig,
                     "--ignored-vpa-object-namespaces", namespace)  # fmt: skip
     assert elsewhere.exit_code == 0, elsewhere.output
@@ -155,6 +171,14 @@ def test_the_service_writes_the_libraries_recommendation_into_the_vpas_it_serves
     assert idle.status is not None and idle.status.recommendation is None
     matched = idle.status.condition("NoPodsMatched")
     assert matched is not None and matched.status == "True"
+    unsupported = idle.status.condition("ConfigUnsupported")
+    assert unsupported is not None and unsupported.status == "True"
+    assert (
+        unsupported.message
+        == f"Cannot read targetRef. Reason: Deployment {namespace}/ghost not found"
+    )
+    web_status = VerticalPodAutoscaler.from_api(api.get(f"{vpas}/web")).status
+    assert web_status is not None and web_status.condition("ConfigUnsupported") is None
 
     checkpoints = f"{VPA_API}/namespaces/{namespace}/verticalpodautoscalercheckpoints"
     saved = VerticalPodAutoscalerCheckpoint.from_api(api.get(f"{checkpoints}/web-app"))
