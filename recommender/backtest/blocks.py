@@ -31,6 +31,7 @@ class ReplayBlock:
     initial: Requests
     memory_limit_ratio: np.ndarray  # (n,)
     evaluation_start: np.ndarray  # (n,) first evaluated window, block coordinates
+    last_window: np.ndarray  # (n,) last window with a sample, block coordinates
 
     @property
     def size(self) -> int:
@@ -83,4 +84,5 @@ def cut_block(history: ReplayHistory, index: int, rows: np.ndarray) -> ReplayBlo
         initial=initial,
         memory_limit_ratio=history.memory_limit_ratio[rows].copy(),
         evaluation_start=history.evaluation_start[rows] - begin,
+        last_window=history.last_window[rows] - begin,
     )

@@ -37,7 +37,7 @@ from typing import Literal
 import numpy as np
 
 from recommender.backtest.history import ReplayHistory
-from recommender.backtest.metrics import counted_days, day_spans
+from recommender.backtest.metrics import counted_days
 from recommender.backtest.ratio_search import Minimum, RatioSearch
 from recommender.backtest.settings import BacktestInputError
 from tailor.durations import DAY
@@ -90,8 +90,8 @@ class DayUsage:
     usage:   (days, windows_per_day) one resource's usage, NaN = not evaluated.
     covered: (days,) evaluated windows of the day (either resource): the
              container-days of an OOM rate.
-    span:    (days,) windows from the day's first evaluated window to its last:
-             sets the change limit of a partial day (`metrics.day_spans`).
+    span:    (days,) windows the container lived in the day (gaps included):
+             sets the change limit of a partial day.
     counted: (days,) bool, the day enters the distribution of changes per day.
     """
 
@@ -311,11 +311,10 @@ def container_days(history: ReplayHistory, resource: Resource) -> DayUsage:
     usage = np.where(inside, values[rows, clipped], np.nan).reshape(-1, per_day)
     seen = (inside & sampled[rows, clipped]).reshape(-1, per_day)
     covered = seen.sum(axis=1)
-    day_of, position = np.nonzero(seen)
-    span = day_spans(day_of, position, seen.shape[0])
+    span = inside.reshape(-1, per_day).sum(axis=1)  # the windows it lived: gaps count
     first = np.broadcast_to(np.arange(n_days) == 0, (arrays.n_series, n_days)).reshape(-1)
     counted = counted_days(span, first, per_day)
-    keep = covered > 0
+    keep = span > 0  # a day it lived without a sample still counts in the distribution
     return DayUsage(usage[keep], covered[keep], span[keep], counted[keep], arrays.step)
 
 

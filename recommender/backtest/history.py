@@ -9,8 +9,8 @@ Documented treatment of awkward input:
 - series shorter than the warm-up: replayed but never evaluated (counted in
   `ReplayHistory.unevaluated`); if no series outlives the warm-up, an error says
   how long the longest one is;
-- events for containers or times outside the usage table are ignored (counted; those of a
-  known container outside the replayed windows apart, for the CLI's note);
+- events of no container in the usage table, or outside the container's own first and
+  last sample, are ignored (counted; the latter apart, for the CLI's note);
 - a recorded `OOMKilled` event means the container wanted more than the memory
   it was killed at: the window's peak becomes that memory plus one byte, so the
   window is an OOM again for any strategy whose limit is not above it. `Evicted`
@@ -100,8 +100,8 @@ def prepare_history(
     else:
         frame = _validated(usage)
         arrays = _grid(frame)
-    arrays, ignored, outside = _fold_events(arrays, events)
     first, last = _sample_span(arrays)
+    arrays, ignored, outside = _fold_events(arrays, events, first, last)
     warm_up_windows = -(-settings.warm_up_seconds // arrays.step)
     _check_something_left(first, last, warm_up_windows, arrays.step, settings.warm_up_seconds)
     initial, ratio = _requests_and_ratio(frame, arrays, settings.default_memory_limit_ratio)
@@ -135,6 +135,7 @@ def _grid(frame: pd.DataFrame) -> UsageArrays:
         )
     codes = frame.groupby(list(EVENT_MATCH), sort=False).ngroup().to_numpy(np.int64)
     step = infer_step(seconds, codes)  # series out of phase must not make a finer step
+    _check_one_period(frame, seconds, codes, step)
     windows = (int(seconds.max()) - int(seconds.min())) // step + 1
     series = int(codes.max()) + 1
     if series * windows > MAX_GRID_CELLS:
@@ -143,6 +144,30 @@ def _grid(frame: pd.DataFrame) -> UsageArrays:
             "or too sparse for one grid; split it by time or resample it"
         )
     return from_long(frame, step)
+
+
+def _check_one_period(
+    frame: pd.DataFrame, seconds: np.ndarray, codes: np.ndarray, step: int
+) -> None:
+    """Refuse series sampled at another period than the grid's: on a finer grid most of
+    their windows would be gaps, and every sum of theirs a fraction of the truth."""
+    order = np.lexsort((seconds, codes))
+    ordered_codes = codes[order]
+    same = ordered_codes[1:] == ordered_codes[:-1]
+    gaps = pd.DataFrame({"series": ordered_codes[1:][same], "gap": np.diff(seconds[order])[same]})
+    counts = gaps[gaps["gap"] > 0].value_counts().reset_index(name="count")
+    modal = counts.sort_values(["series", "count"], ascending=[True, False])
+    modal = modal.drop_duplicates("series")
+    odd = modal[(modal["gap"] != step) & (modal["count"] >= 2)]
+    if odd.empty:
+        return
+    first = odd.iloc[0]
+    row = frame.iloc[int(np.flatnonzero(codes == first["series"])[0])]
+    name = "/".join(str(row[column]) for column in EVENT_MATCH)
+    raise BacktestInputError(
+        f"{len(odd)} series are sampled at another period than the rest ({step} s), e.g. "
+        f"{name} every {int(first['gap'])} s: a replay needs one sample period; resample them"
+    )
 
 
 def _sample_span(arrays: UsageArrays) -> tuple[np.ndarray, np.ndarray]:
@@ -222,9 +247,12 @@ def _requests_and_ratio(
     return Requests(cpu, memory, memory * ratio), ratio
 
 
-def _fold_events(arrays: UsageArrays, events: pd.DataFrame | None) -> tuple[UsageArrays, int, int]:
+def _fold_events(
+    arrays: UsageArrays, events: pd.DataFrame | None, first: np.ndarray, last: np.ndarray
+) -> tuple[UsageArrays, int, int]:
     """Raise window peaks to the memory the events show was wanted; the events ignored,
-    and how many of them belong to a known container but fall outside the windows."""
+    and how many of them belong to a known container but fall outside its own samples
+    (`first`..`last` window): folded in, one would lengthen the container's life."""
     if events is None or len(events) == 0:
         return arrays, 0, 0
     try:
@@ -235,7 +263,8 @@ def _fold_events(arrays: UsageArrays, events: pd.DataFrame | None) -> tuple[Usag
     rows = index.get_indexer(pd.MultiIndex.from_frame(events.loc[:, list(EVENT_MATCH)]))
     seconds = events["timestamp"].astype("datetime64[s, UTC]").astype("int64").to_numpy()
     cols = (seconds - arrays.start) // arrays.step
-    known = (rows >= 0) & (cols >= 0) & (cols < arrays.n_windows)
+    owner = np.where(rows >= 0, rows, 0)
+    known = (rows >= 0) & (cols >= first[owner]) & (cols <= last[owner])
     wanted = events["memory"].to_numpy(dtype=np.float64)
     wanted = wanted + (events["reason"] == "OOMKilled").to_numpy()  # killed: wanted more
     peaks = arrays.memory.copy()

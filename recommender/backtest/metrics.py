@@ -6,13 +6,17 @@ figures use windows with a CPU sample, memory figures windows with a memory
 sample (CPU-only data leaves the memory figures NaN). Footprints are the
 requests in force over those windows.
 
-Container-days for the distribution of changes (and Autopilot's job-day slack)
-are consecutive 24 h periods from the end of each container's warm-up. A
-period's length runs from its first evaluated window to its last: a gap in the
-samples inside it (a scrape that failed, a dropped row) does not shorten the
-day the container lived, while the tail of a series does. A period shorter
-than half a day joins the distribution only when it is the container's only
-one, and each period's count is scaled to a full day (changes / days).
+Changes are counted over the windows a container lived after its warm-up, up to
+its last sample: a block replays every container to the block's end, and a
+strategy may still change requests after a container's last sample, which no
+container-day holds. Container-days for the distribution of changes (and
+Autopilot's job-day slack) are consecutive 24 h periods from the end of each
+container's warm-up; a period is as long as the container lived in it, so a gap
+in the samples (a scrape that failed, a dropped row) shortens no day, while the
+tail of a series does. A period shorter than half a day joins the distribution
+only when it is the container's only one, and each period's count is scaled to a
+full day (changes / days). The mean changes per container-day divides by those
+same lived days; the other per-day figures (OOM kills) by the sampled ones.
 
 Every fleet-wide figure is a ratio of sums over all containers (or, for the
 per-container-day figures, a statistic over all container-days), so per-block
@@ -47,6 +51,7 @@ METRIC_NAMES = (
 SUM_COLUMNS = (
     "evaluated_windows",
     "container_days",
+    "lived_days",
     "cpu_windows",
     "cpu_shortfall_windows",
     "cpu_slack_core_hours",
@@ -111,7 +116,9 @@ def block_metrics(block: ReplayBlock, trajectory: Trajectory) -> BlockMetrics:
     windows = block.usage.n_windows
     cpu = block.usage.cpu.T
     peak = block.usage.memory.T
-    after = np.arange(windows)[:, None] >= block.evaluation_start[None, :]
+    position = np.arange(windows)[:, None]
+    after = position >= block.evaluation_start[None, :]
+    lived = after & (position <= block.last_window[None, :])
     cpu_ok = after & ~np.isnan(cpu) & ~np.isnan(trajectory.cpu)
     mem_ok = after & ~np.isnan(peak) & ~np.isnan(trajectory.memory)
     evaluated = cpu_ok | mem_ok
@@ -125,6 +132,7 @@ def block_metrics(block: ReplayBlock, trajectory: Trajectory) -> BlockMetrics:
         "row": block.rows,
         "evaluated_windows": evaluated_windows,
         "container_days": evaluated_windows * step / DAY,
+        "lived_days": lived.sum(axis=0) * step / DAY,
         "cpu_windows": cpu_ok.sum(axis=0),
         "cpu_shortfall_windows": (cpu_ok & (cpu_used > cpu_request)).sum(axis=0),
         "cpu_slack_core_hours": _per_row(np.maximum(cpu_request - cpu_used, 0)) * hours,
@@ -133,28 +141,17 @@ def block_metrics(block: ReplayBlock, trajectory: Trajectory) -> BlockMetrics:
         "memory_windows": mem_ok.sum(axis=0),
         "memory_slack_gib_hours": _per_row(np.maximum(mem_request - mem_used, 0)) * hours / GIB,
         "memory_gib_hours_requested": _per_row(mem_request) * hours / GIB,
-        "ooms": (trajectory.oom & after).sum(axis=0),
-        "changes": (trajectory.changed & after).sum(axis=0),
+        "ooms": (trajectory.oom & lived).sum(axis=0),
+        "changes": (trajectory.changed & lived).sum(axis=0),
     }
-    days = _container_days(block, trajectory, after, evaluated, mem_ok)
+    days = _container_days(block, trajectory, after, lived, mem_ok)
     return BlockMetrics(pd.DataFrame(sums), days)
-
-
-def day_spans(groups: np.ndarray, positions: np.ndarray, size: int) -> np.ndarray:
-    """Windows from each day's first evaluated window to its last (0 for a day with none).
-
-    groups: the day of each evaluated window; positions: its window within the day.
-    """
-    first = np.full(size, np.iinfo(np.int64).max, dtype=np.int64)
-    last = np.full(size, -1, dtype=np.int64)
-    np.minimum.at(first, groups, positions)
-    np.maximum.at(last, groups, positions)
-    return np.where(last >= 0, last - first + 1, 0)
 
 
 def counted_days(span: np.ndarray, first: np.ndarray, per_day: int) -> np.ndarray:
     """Which container-days join the distribution of changes: at least half a day
-    long (`day_spans`), or the container's first (possibly only) day with any window."""
+    long (`span`: the windows the container lived in it), or the container's first
+    (possibly only) day."""
     return (span >= per_day / 2) | (first & (span > 0))
 
 
@@ -162,20 +159,20 @@ def _container_days(
     block: ReplayBlock,
     trajectory: Trajectory,
     after: np.ndarray,
-    evaluated: np.ndarray,
+    lived: np.ndarray,
     mem_ok: np.ndarray,
 ) -> pd.DataFrame:
     """One row per (container, 24 h period after its warm-up)."""
-    windows, n = evaluated.shape
+    windows, n = lived.shape
     per_day = max(1, DAY // block.usage.step)
     offset = np.arange(windows)[:, None] - block.evaluation_start[None, :]
     day = np.where(after, offset // per_day, 0)
     n_days = int(day.max()) + 1 if windows else 1
     group = np.arange(n)[None, :] * n_days + day
     size = n * n_days
-    span = day_spans(group[evaluated], (offset % per_day)[evaluated], size)
+    span = np.bincount(group[lived], minlength=size)
     changes = np.bincount(
-        group[after], weights=trajectory.changed[after].astype(np.float64), minlength=size
+        group[lived], weights=trajectory.changed[lived].astype(np.float64), minlength=size
     )
     groups = group[mem_ok]
     peak_p95 = grouped_quantile(groups, block.usage.memory.T[mem_ok], 0.95, size)
@@ -209,7 +206,7 @@ def metrics_from_sums(sums: pd.DataFrame | Mapping[str, np.ndarray]) -> dict[str
             s["memory_slack_gib_hours"], s["memory_gib_hours_requested"]
         ),
         "oom_per_container_day": _ratio(s["ooms"], s["container_days"]),
-        "changes_per_container_day": _ratio(s["changes"], s["container_days"]),
+        "changes_per_container_day": _ratio(s["changes"], s["lived_days"]),
         "cpu_core_hours_requested": s["cpu_core_hours_requested"],
         "memory_gib_hours_requested": np.where(
             s["memory_windows"] > 0, s["memory_gib_hours_requested"], np.nan

@@ -133,6 +133,43 @@ def test_a_scrape_gap_does_not_shorten_a_day_but_the_tail_of_a_series_does() -> 
     assert change_rates(ending)[-1] == pytest.approx(5 / (202 / PER_DAY))
 
 
+def test_a_gap_across_midnight_shortens_neither_day_nor_drops_a_middle_one() -> None:
+    """The days are the container's life: 8 h without samples from 20:00 to 04:00, and
+    20 h from 10:00 on (a middle day whose samples stop early is no tail)."""
+    cpu = np.full(days(5).size, 0.5)
+    hour = PER_DAY // 24
+    cpu[PER_DAY + 20 * hour : PER_DAY + 28 * hour] = np.nan
+    cpu[3 * PER_DAY + 10 * hour : 3 * PER_DAY + 30 * hour] = np.nan
+    assert change_rates(cpu).tolist() == pytest.approx([6.0, 6.0, 6.0, 6.0])
+
+
+def test_a_containers_changes_do_not_depend_on_the_containers_replayed_beside_it() -> None:
+    """A block replays every container to its end: changes a strategy makes after a
+    container's last sample belong to no container-day, and used to count in its mean."""
+    spec = StrategySpec("toggling", lambda future: Toggling(1.0, GIB, "toggling"))
+    short = np.full(days(2).size, 0.5)
+    alone = run_backtest(history(short), strategies=[spec], execution=SERIAL)
+    beside = np.full((2, days(4).size), 0.5)
+    beside[0, days(2).size :] = np.nan  # pod-0 ends after 2 days, pod-1 runs 4
+    both = run_backtest(history(beside), strategies=[spec], execution=SERIAL)
+    first = both.per_container.iloc[0]
+    assert first["changes"] == alone.per_container.iloc[0]["changes"] == 6
+    assert first["changes_per_container_day"] == pytest.approx(6.0)
+    fleet = both.summary["toggling"]
+    assert fleet["changes_per_container_day"] == pytest.approx(6.0)
+    assert fleet["changes_per_container_day_p50"] == pytest.approx(6.0)
+
+
+def test_the_mean_changes_per_day_counts_the_days_a_gap_holds() -> None:
+    """The mean and its median agree when half the windows of a day have no sample."""
+    cpu = np.full(days(3).size, 0.5)
+    cpu[PER_DAY + 1 : 3 * PER_DAY - 1 : 2] = np.nan  # every other window of the last 2 days
+    spec = StrategySpec("toggling", lambda future: Toggling(1.0, GIB, "toggling"))
+    fleet = run_backtest(history(cpu), strategies=[spec], execution=SERIAL).summary["toggling"]
+    assert fleet["changes_per_container_day"] == pytest.approx(6.0)
+    assert fleet["changes_per_container_day_p50"] == pytest.approx(6.0)
+
+
 def test_grouped_quantile_matches_numpy() -> None:
     rng = np.random.default_rng(3)
     groups = rng.integers(0, 5, size=200)
