@@ -228,19 +228,33 @@ def oom_events(
 def eviction_events(
     evicted: pd.DataFrame, memory: pd.DataFrame, start: int, step: int
 ) -> pd.DataFrame:
-    """A pod's eviction is the first grid point showing kube_pod_status_reason Evicted.
+    """An eviction is a grid point where a pod's kube_pod_status_reason Evicted turns 1.
 
-    One event per container seen before it, with that container's last peak.
-    Pods already evicted at the range start are not reported again.
+    Every rising edge counts: a StatefulSet pod recreated under its name and evicted
+    again is a second eviction (a gap in the series does not make one: an evicted pod
+    kept for days, unscraped for a while, is one eviction). A pod showing 1 at its
+    first grid point was evicted then, unless that is the range start: pods already
+    evicted at the start are not reported again.
+
+    One event per container seen before it, with the peak of its last window wholly
+    before the eviction (ending by the grid point before): the window holding the
+    eviction also holds the samples of a replacement under the same name. Only when
+    the container has no such window since the pod's previous eviction is that one used.
     """
-    shown = evicted[evicted["value"] == 1].sort_values("time")
-    first = shown.groupby(["namespace", "pod"], as_index=False)["time"].min()
-    first = first[first["time"] > start]
-    if first.empty:
+    pods = ["namespace", "pod"]
+    series = evicted.sort_values([*pods, "time"], kind="stable").reset_index(drop=True)
+    shown = series["value"] == 1
+    before = shown.groupby([series[key] for key in pods], sort=False).shift(1, fill_value=False)
+    edges = series.loc[shown & ~before.astype(bool), [*pods, "time"]]
+    edges = edges.assign(since=edges.groupby(pods, sort=False)["time"].shift(1))
+    edges = edges[edges["time"] > start].rename(columns={"time": "evicted"})
+    if edges.empty:
         return _events(pd.DataFrame(columns=[*KEYS, "time", "memory"]), "Evicted")
-    seen = memory.merge(first.rename(columns={"time": "evicted"}), on=["namespace", "pod"])
-    seen = seen[seen["time"] < seen["evicted"]].sort_values("time")
-    last = seen.groupby(KEYS, as_index=False).last()
+    seen = memory.merge(edges, on=pods)
+    since = seen["since"].isna() | (seen["time"] >= seen["since"])
+    seen = seen[(seen["time"] < seen["evicted"]) & since]
+    seen = seen.assign(whole=seen["time"] + 2 * step <= seen["evicted"])
+    last = seen.sort_values(["whole", "time"]).groupby([*KEYS, "evicted"], as_index=False).last()
     last["time"] = last["evicted"]
     return _events(last, "Evicted")
 

@@ -133,7 +133,7 @@ def test_usage_drops_half_measured_windows_but_keeps_cpu_only_series() -> None:
     assert usage["workload"].tolist() == ["p", "p"]
 
 
-def test_eviction_is_reported_once_per_container_with_its_last_peak() -> None:
+def test_eviction_is_reported_once_per_container_with_its_last_whole_window() -> None:
     evicted = samples([600, 900], [1.0, 1.0]).drop(columns="container")
     memory = pd.concat(
         [
@@ -142,9 +142,26 @@ def test_eviction_is_reported_once_per_container_with_its_last_peak() -> None:
         ]
     )
     events = frames.eviction_events(evicted, memory, start=0, step=STEP)
-    assert events[["container", "memory"]].values.tolist() == [["c", 6.0], ["side", 3.0]]
+    # [300, 600) holds the eviction (shown at 600): [0, 300) is the last window before it
+    assert events[["container", "memory"]].values.tolist() == [["c", 5.0], ["side", 3.0]]
     assert set(events["timestamp"]) == {pd.Timestamp(600, unit="s", tz="UTC")}
     assert frames.eviction_events(evicted, memory, start=600, step=STEP).empty
+
+
+def test_every_rising_edge_of_the_evicted_reason_is_an_eviction() -> None:
+    """A pod name evicted, recreated (0 again) and evicted again: two events; a gap in
+    the series of a pod that stays evicted is not a second one."""
+    times = [0, 300, 600, 900, 1500, 1800, 2100, 2400, 3000, 3300]
+    values = [0.0, 1.0, 1.0, 1.0, 1.0, 0.0, 0.0, 1.0, 1.0, 1.0]  # no point at 1200, 2700
+    evicted = samples(times, values).drop(columns="container")
+    peaks = samples(list(range(300, 3301, 300)), [float(t) for t in range(300, 3301, 300)])
+    events = frames.eviction_events(evicted, frames.memory_windows(peaks, STEP), 0, STEP)
+    assert events["timestamp"].tolist() == [
+        pd.Timestamp(t, unit="s", tz="UTC") for t in (300, 2400)
+    ]
+    # window [1800, 2100): the last wholly before the second eviction; the first has
+    # no window wholly before it and takes the one holding it, [0, 300)
+    assert events["memory"].tolist() == [300.0, 2100.0]
 
 
 def test_requests_and_limits_no_container_can_have_are_unknown_not_fatal() -> None:

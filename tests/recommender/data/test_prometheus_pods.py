@@ -1,0 +1,144 @@
+"""The Prometheus source on pods whose history is easy to misread.
+
+A StatefulSet pod keeps its name across incarnations, so evictions must be told apart
+in one series of the pod. Each case carries its own `cluster` label, so a test reads
+exactly its series from one backfilled server (30 s scrapes, 5-min step, six hours).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from datetime import UTC, datetime
+
+import pandas as pd
+import pytest
+
+from recommender.data.prometheus import PrometheusSettings, load_prometheus_history
+from tests.cluster.prometheus import PrometheusFactory, backfill_end
+
+pytestmark = pytest.mark.prometheus
+
+SCRAPE = 30
+STEP = 300
+END = backfill_end()
+START = END - 6 * 3600
+
+
+def _labels(labels: dict[str, str]) -> str:
+    return "{" + ",".join(f'{name}="{value}"' for name, value in labels.items()) + "}"
+
+
+class OpenMetrics:
+    """Samples by family, each family written whole (the format forbids interleaving)."""
+
+    def __init__(self) -> None:
+        self.families: dict[str, tuple[str, list[str]]] = {}
+
+    def add(
+        self,
+        metric: str,
+        labels: dict[str, str],
+        times: Iterable[int],
+        value: Callable[[int], float] = lambda _: 1.0,
+    ) -> None:
+        kind = "counter" if metric.endswith("_total") else "gauge"
+        family = metric.removesuffix("_total") if kind == "counter" else metric
+        _, lines = self.families.setdefault(family, (kind, []))
+        lines.extend(f"{metric}{_labels(labels)} {value(at)!r} {at}" for at in times)
+
+    def text(self) -> str:
+        lines = [
+            line
+            for family, (kind, samples) in self.families.items()
+            for line in (f"# TYPE {family} {kind}", *samples)
+        ]
+        return "\n".join([*lines, "# EOF"]) + "\n"
+
+
+def scrapes(first: int, last: int) -> range:
+    return range(first, last + 1, SCRAPE)
+
+
+def container(
+    history: OpenMetrics, labels: dict[str, str], times: range, cores: float, memory: float
+) -> None:
+    """cAdvisor's usage and working set of one container, scraped at `times`."""
+    cadvisor = {**labels, "image": "img"}
+    history.add(
+        "container_cpu_usage_seconds_total", cadvisor, times, lambda at: cores * (at - times[0])
+    )
+    history.add("container_memory_working_set_bytes", cadvisor, times, lambda _: memory)
+
+
+def grid_after(at: int) -> int:
+    """The first grid point at or after `at`: where a state change first shows."""
+    return -(-at // STEP) * STEP
+
+
+# "evicted": StatefulSet pod web-0 evicted, recreated under its name, evicted again
+FIRST_EVICTION = START + 2 * 3600 + 30
+SECOND_EVICTION = START + 4 * 3600 + 30
+# (uid, first scrape, eviction or None, working set)
+INCARNATIONS: list[tuple[str, int, int | None, float]] = [
+    ("u1", START, FIRST_EVICTION, 500e6),
+    ("u2", FIRST_EVICTION + 120, SECOND_EVICTION, 501e6),
+    ("u3", SECOND_EVICTION + 120, None, 502e6),
+]
+
+
+def evicted_from(evicted: int | None) -> Callable[[int], float]:
+    """kube_pod_status_reason Evicted: 1 from the eviction on, if any."""
+    return lambda at: float(evicted is not None and at >= evicted)
+
+
+def evicted_twice(history: OpenMetrics) -> None:
+    for uid, first, evicted, memory in INCARNATIONS:
+        pod = {"cluster": "evicted", "namespace": "db", "pod": "web-0"}
+        running = scrapes(first, evicted or END)
+        container(
+            history, {**pod, "container": "app", "id": f"/kubepods/{uid}"}, running, 0.2, memory
+        )
+        # a Failed pod stays a minute until its StatefulSet deletes it
+        listed = scrapes(first, evicted + 60 if evicted else END)
+        reason = {**pod, "uid": uid, "reason": "Evicted"}
+        history.add("kube_pod_status_reason", reason, listed, evicted_from(evicted))
+        owner = {**pod, "uid": uid, "owner_kind": "StatefulSet", "owner_name": "web"}
+        history.add("kube_pod_owner", {**owner, "owner_is_controller": "true"}, listed)
+
+
+@pytest.fixture(scope="module")
+def server_url(prometheus_server: PrometheusFactory) -> str:
+    history = OpenMetrics()
+    evicted_twice(history)
+    return prometheus_server.start(history.text()).url
+
+
+def load(url: str, cluster: str, **settings: object) -> tuple[pd.DataFrame, pd.DataFrame]:
+    return load_prometheus_history(
+        PrometheusSettings.model_validate(
+            {
+                "url": url,
+                "start": datetime.fromtimestamp(START, UTC),
+                "end": datetime.fromtimestamp(END, UTC),
+                "extra_matchers": {"cluster": cluster},
+                "retries": 0,
+                **settings,
+            }
+        )
+    )
+
+
+def test_a_pod_name_evicted_twice_gives_two_evictions_each_with_its_own_memory(
+    server_url: str,
+) -> None:
+    """Both 0 -> 1 edges of the pod's Evicted reason are events; each carries the peak
+    of the last window wholly before it, the evicted incarnation's (the window holding
+    the eviction also holds its replacement's samples)."""
+    _, events = load(server_url, "evicted")
+    evicted = events[events["reason"] == "Evicted"]
+    found = list(zip(evicted["timestamp"], evicted["memory"], strict=True))
+    assert found == [
+        (pd.Timestamp(grid_after(FIRST_EVICTION), unit="s", tz="UTC"), 500e6),
+        (pd.Timestamp(grid_after(SECOND_EVICTION), unit="s", tz="UTC"), 501e6),
+    ]
+    assert set(evicted["workload"]) == {"web"} and set(evicted["container"]) == {"app"}
