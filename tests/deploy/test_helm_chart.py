@@ -327,6 +327,9 @@ def test_one_replica_without_election_is_replaced_with_recreate_and_two_are_refu
         ("admission.port=0", "/admission/port"),
         ("recommender.default=maybe", "/recommender/default"),
         ("recommender.interval=soon", "/recommender/interval"),
+        ("recommender.interval=500ms", "/recommender/interval"),  # the CLI wants >= 1s
+        ("updater.interval=0s", "/updater/interval"),
+        ("updater.interval=0.5s", "/updater/interval"),
         ("image.pullPolicy=Sometimes", "/image/pullPolicy"),
         ("replicaCount=2", "replicaCount"),
         ("updater.evictt=true", "evictt"),
