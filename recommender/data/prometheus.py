@@ -28,6 +28,7 @@ from recommender.data.prometheus_settings import (
     PrometheusSourceError,
 )
 from recommender.data.promql import (
+    OWNER_LABELS,
     HistoryQueries,
     LabelNames,
     plan_chunks,
@@ -118,7 +119,7 @@ def load_prometheus_history(
         "evicted": (queries.evicted(), _label_columns(names.state_labels, per_container=False)),
         "owners": (
             queries.owners(),
-            _label_columns(names.state_labels, "owner_kind", "owner_name", per_container=False),
+            _label_columns(names.state_labels, *OWNER_LABELS, per_container=False),
         ),
     }
     chunks = plan_chunks(start, end, step, int(settings.chunk.total_seconds()))

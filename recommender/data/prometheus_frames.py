@@ -138,13 +138,17 @@ def resource_columns(requests: pd.DataFrame, limits: pd.DataFrame) -> pd.DataFra
 
 
 def workloads(owners: pd.DataFrame) -> pd.DataFrame:
-    """(namespace, pod) -> workload, from kube_pod_owner (first owner name in order)."""
+    """(namespace, pod) -> workload, from kube_pod_owner: the pod's controller owner
+    (`owner_is_controller="true"`), as `tailor.workloads.pod_workload` takes it for the
+    live pods; with none marked so, the first owner by kind and name."""
     if owners.empty:
         return pd.DataFrame(columns=["namespace", "pod", "workload"])
-    distinct = owners.drop_duplicates(["namespace", "pod", "owner_kind", "owner_name"])
+    keys = ["namespace", "pod", "owner_kind", "owner_name"]
+    controller = owners.get("owner_is_controller", pd.Series("", index=owners.index))
+    distinct = owners.assign(other=controller.astype(str) != "true")
     distinct = distinct[~distinct["owner_kind"].isin(["", "<none>"])]
-    distinct = distinct.sort_values(["namespace", "pod", "owner_kind", "owner_name"])
-    first = distinct.drop_duplicates(["namespace", "pod"])
+    distinct = distinct.sort_values(["namespace", "pod", "other", "owner_kind", "owner_name"])
+    first = distinct.drop_duplicates(["namespace", "pod"])[keys]
     names = [
         workload_from_owner(kind, name)
         for kind, name in zip(first["owner_kind"], first["owner_name"], strict=True)

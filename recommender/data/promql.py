@@ -42,8 +42,10 @@ def validate_metric_name(name: str) -> str:
     return name
 
 
+#: kube-state-metrics' kube_pod_owner labels the owners query groups on.
+OWNER_LABELS = ("owner_kind", "owner_name", "owner_is_controller")
 #: Labels the queries match or group on themselves, besides the configured container label.
-QUERY_LABELS = ("image", "resource", "reason", "owner_kind", "owner_name")
+QUERY_LABELS = ("image", "resource", "reason", *OWNER_LABELS)
 
 
 def check_extra_matcher(name: str, names: QueryNames) -> str:
@@ -318,8 +320,10 @@ class HistoryQueries:
         return self._state(self.metrics.pod_status_reason, Matcher("reason", "=", "Evicted"), by=by)
 
     def owners(self) -> str:
+        """Every owner of each pod, with whether it is the pod's controller (the owner
+        its workload is named after, as `tailor.workloads.pod_workload` does)."""
         labels = self.names.state_labels
-        by = self._by(labels, "owner_kind", "owner_name", per_container=False)
+        by = self._by(labels, *OWNER_LABELS, per_container=False)
         return self._state(self.metrics.pod_owner, by=by)
 
 

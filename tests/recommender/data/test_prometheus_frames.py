@@ -78,6 +78,23 @@ def test_pods_without_owner_fall_back_to_the_pod_name() -> None:
     assert named["workload"].tolist() == ["web", "q"]
 
 
+def test_the_controller_owner_names_the_workload_before_other_owners() -> None:
+    """As `tailor.workloads.pod_workload`: the controller, else the first owner by name."""
+    owners = pd.DataFrame(
+        {
+            "namespace": ["ns"] * 4,
+            "pod": ["p", "p", "q", "q"],
+            "owner_kind": ["Application", "ReplicaSet", "Application", "Service"],
+            "owner_name": ["billing", "web-5d8f7c9b6d", "billing", "api"],
+            "owner_is_controller": ["false", "true", "false", "false"],
+            "time": [0] * 4,
+            "value": [1.0] * 4,
+        }
+    )
+    usage = pd.DataFrame({"namespace": ["ns", "ns"], "pod": ["p", "q"]})
+    assert frames.with_workloads(usage, owners)["workload"].tolist() == ["web", "billing"]
+
+
 def test_no_pod_with_an_owner_still_names_every_workload() -> None:
     """Bare pods only (a kubelet simulator's): the merged column is all NaN."""
     owners = pd.DataFrame(

@@ -1,8 +1,10 @@
 """The Prometheus source on pods whose history is easy to misread.
 
 A StatefulSet pod keeps its name across incarnations, so evictions must be told apart
-in one series of the pod. Each case carries its own `cluster` label, so a test reads
-exactly its series from one backfilled server (30 s scrapes, 5-min step, six hours).
+in one series of the pod; a pod may have owners besides its controller, and only the
+controller names its workload, as for the live updater. Each case carries its own
+`cluster` label, so a test reads exactly its series from one backfilled server (30 s
+scrapes, 5-min step, six hours).
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import pandas as pd
 import pytest
 
 from recommender.data.prometheus import PrometheusSettings, load_prometheus_history
+from tailor.workloads import pod_workload
 from tests.cluster.prometheus import PrometheusFactory, backfill_end
 
 pytestmark = pytest.mark.prometheus
@@ -106,10 +109,32 @@ def evicted_twice(history: OpenMetrics) -> None:
         history.add("kube_pod_owner", {**owner, "owner_is_controller": "true"}, listed)
 
 
+# "owners": pods with a non-controller owner besides their controller, or only one
+OWNERS: dict[str, list[tuple[str, str, bool]]] = {
+    "api-0": [("StatefulSet", "api", True), ("Application", "billing", False)],
+    "web-7d9c8b6f5-abcde": [("ReplicaSet", "web-7d9c8b6f5", True), ("Application", "shop", False)],
+    "backup-28845120-xk2p9": [("Job", "backup-28845120", True), ("Application", "ops", False)],
+    "adopted-0": [("Application", "billing", False)],
+}
+
+
+def owned(history: OpenMetrics) -> None:
+    for pod, owners in OWNERS.items():
+        labels = {"cluster": "owners", "namespace": "shop", "pod": pod}
+        container(history, {**labels, "container": "app"}, scrapes(START, END), 0.1, 100e6)
+        for kind, name, controller in owners:
+            owner = {"owner_kind": kind, "owner_name": name}
+            flag = {"owner_is_controller": str(controller).lower()}
+            history.add(
+                "kube_pod_owner", {**labels, "uid": pod, **owner, **flag}, scrapes(START, END)
+            )
+
+
 @pytest.fixture(scope="module")
 def server_url(prometheus_server: PrometheusFactory) -> str:
     history = OpenMetrics()
     evicted_twice(history)
+    owned(history)
     return prometheus_server.start(history.text()).url
 
 
@@ -142,3 +167,34 @@ def test_a_pod_name_evicted_twice_gives_two_evictions_each_with_its_own_memory(
         (pd.Timestamp(grid_after(SECOND_EVICTION), unit="s", tz="UTC"), 501e6),
     ]
     assert set(evicted["workload"]) == {"web"} and set(evicted["container"]) == {"app"}
+
+
+def test_a_pods_workload_is_its_controllers_as_the_updater_names_it(server_url: str) -> None:
+    """Its controller, not the alphabetically first owner: a ReplicaSet's Deployment, a
+    Job's CronJob; with no controller, the owner there is."""
+    usage, _ = load(server_url, "owners")
+    found = dict(zip(usage["pod"], usage["workload"], strict=True))
+    live = {
+        pod: pod_workload(
+            {
+                "metadata": {
+                    "name": pod,
+                    "ownerReferences": [
+                        {"kind": kind, "name": name, "controller": controller}
+                        for kind, name, controller in owners
+                    ],
+                }
+            }
+        )
+        for pod, owners in OWNERS.items()
+    }
+    assert (
+        found
+        == live
+        == {
+            "api-0": "api",
+            "web-7d9c8b6f5-abcde": "web",
+            "backup-28845120-xk2p9": "backup",
+            "adopted-0": "billing",
+        }
+    )

@@ -114,7 +114,17 @@ def test_extra_matcher_names_are_validated_when_building_queries() -> None:
 
 
 @pytest.mark.parametrize(
-    "name", ["__name__", "__address__", "container", "image", "resource", "reason", "owner_kind"]
+    "name",
+    [
+        "__name__",
+        "__address__",
+        "container",
+        "image",
+        "resource",
+        "reason",
+        "owner_kind",
+        "owner_is_controller",
+    ],
 )
 def test_extra_matchers_may_not_name_reserved_or_query_labels(name: str) -> None:
     """`__name__` fought the metric each query names; `reason`, `container`, ... emptied or
@@ -157,8 +167,8 @@ def test_cadvisor_and_kube_state_metrics_series_keep_their_own_label_names() -> 
         assert state.startswith("max by (exported_namespace, exported_pod, container")
         assert 'exported_namespace=~"shop",exported_namespace!="",exported_pod!=""' in state
     assert queries.evicted().startswith("max by (exported_namespace, exported_pod) (")
-    assert queries.owners().startswith(
-        "max by (exported_namespace, exported_pod, owner_kind, owner_name) ("
+    assert queries.owners().startswith(  # the controller names the workload
+        "max by (exported_namespace, exported_pod, owner_kind, owner_name, owner_is_controller) ("
     )
 
 
