@@ -52,9 +52,10 @@ class PrometheusSettings(BaseModel):
     one day, or the whole steps that fit Prometheus's 11,000 points when `step`
     is shorter than 8 s (so `step=5s` works without naming a chunk). `extra_matchers`
     (e.g. {"cluster": "prod"}) apply to every metric, cAdvisor and kube-state-metrics
-    alike. There is no rate window: cpu comes from the raw counter (see
-    `prometheus_frames`). The token, headers, TLS options, timeout and retries go
-    to prometheus-api-client's session.
+    alike; one on `namespace` or `pod` is matched on each source's label holding the
+    pod's namespace or name (`names.labels`, `names.state_labels`). There is no rate
+    window: cpu comes from the raw counter (see `prometheus_frames`). The token,
+    headers, TLS options, timeout and retries go to prometheus-api-client's session.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")

@@ -55,7 +55,9 @@ def check_extra_matcher(name: str, names: QueryNames) -> str:
     and a label the queries set themselves (`reason="OOMKilled"`, `resource`, or
     `container`, which owner and eviction series lack) empties or skews some of the
     queries: the load came back empty or wrong instead of refusing the matcher.
-    Namespace and pod stay allowed: every queried series carries them.
+    Namespace and pod stay allowed: `HistoryQueries` matches them on each source's
+    label holding the pod's namespace and name (`names.labels` for cAdvisor,
+    `names.state_labels` for kube-state-metrics), which every queried series carries.
     """
     validate_label_name(name)
     if name.startswith("__"):
@@ -214,9 +216,13 @@ class HistoryQueries:
         return self.names.metrics
 
     def _base(self, labels: LabelNames) -> list[Matcher]:
+        # An extra matcher on `namespace` or `pod` means the pod's: kube-state-metrics
+        # scraped without honor_labels holds it in `exported_namespace`, and its
+        # `namespace` is the scrape target's, so matching that name dropped its series.
+        own = {"namespace": labels.namespace, "pod": labels.pod}
+        matchers = [Matcher(own.get(name, name), "=", value) for name, value in self.extra]
         # A series without namespace or pod (a node-level cgroup, a relabelling slip)
         # belongs to no workload; kept, it grouped under "" and failed the whole load.
-        matchers = [Matcher(name, "=", value) for name, value in self.extra]
         if self.namespaces:
             matchers.append(one_of(labels.namespace, self.namespaces))
         matchers.append(Matcher(labels.namespace, "!=", ""))

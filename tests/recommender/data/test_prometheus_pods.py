@@ -2,7 +2,9 @@
 
 A StatefulSet pod keeps its name across incarnations, so evictions must be told apart
 in one series of the pod; a pod may have owners besides its controller, and only the
-controller names its workload, as for the live updater. Each case carries its own
+controller names its workload, as for the live updater; `--match namespace=...` must
+select the pod's namespace in both sources when kube-state-metrics' labels are renamed
+(scraped without `honor_labels`). Each case carries its own
 `cluster` label, so a test reads exactly its series from one backfilled server (30 s
 scrapes, 5-min step, six hours).
 """
@@ -16,6 +18,7 @@ import pandas as pd
 import pytest
 
 from recommender.data.prometheus import PrometheusSettings, load_prometheus_history
+from recommender.data.promql import LabelNames, QueryNames
 from tailor.workloads import pod_workload
 from tests.cluster.prometheus import PrometheusFactory, backfill_end
 
@@ -42,12 +45,13 @@ class OpenMetrics:
         metric: str,
         labels: dict[str, str],
         times: Iterable[int],
-        value: Callable[[int], float] = lambda _: 1.0,
+        value: Callable[[int], float] | float = 1.0,
     ) -> None:
         kind = "counter" if metric.endswith("_total") else "gauge"
         family = metric.removesuffix("_total") if kind == "counter" else metric
         _, lines = self.families.setdefault(family, (kind, []))
-        lines.extend(f"{metric}{_labels(labels)} {value(at)!r} {at}" for at in times)
+        at_time = value if callable(value) else (lambda _: float(value))
+        lines.extend(f"{metric}{_labels(labels)} {at_time(at)!r} {at}" for at in times)
 
     def text(self) -> str:
         lines = [
@@ -70,7 +74,7 @@ def container(
     history.add(
         "container_cpu_usage_seconds_total", cadvisor, times, lambda at: cores * (at - times[0])
     )
-    history.add("container_memory_working_set_bytes", cadvisor, times, lambda _: memory)
+    history.add("container_memory_working_set_bytes", cadvisor, times, memory)
 
 
 def grid_after(at: int) -> int:
@@ -130,11 +134,36 @@ def owned(history: OpenMetrics) -> None:
             )
 
 
+# "renamed": kube-state-metrics scraped without honor_labels, so the pod's namespace and
+# name are exported_namespace / exported_pod, and namespace / pod its own scrape target's
+RENAMED = QueryNames(
+    state_labels=LabelNames(
+        namespace="exported_namespace", pod="exported_pod", container="exported_container"
+    )
+)
+RENAMED_PODS = {"shop": ("web-7d9c8b6f5-abcde", 0.5), "other": ("db-5c6b7d8f9-qwrtz", 0.25)}
+
+
+def renamed(history: OpenMetrics) -> None:
+    times = scrapes(START, END)
+    target = {"namespace": "monitoring", "pod": "kube-state-metrics-0", "container": "ksm"}
+    for namespace, (pod, request) in RENAMED_PODS.items():
+        labels = {"cluster": "renamed", "namespace": namespace, "pod": pod}
+        container(history, {**labels, "container": "app"}, times, 0.1, 100e6)
+        state = {"cluster": "renamed", **target, "exported_namespace": namespace}
+        state["exported_pod"] = pod
+        requests = {**state, "exported_container": "app", "resource": "cpu", "unit": "core"}
+        history.add("kube_pod_container_resource_requests", requests, times, request)
+        owner = {"owner_kind": "ReplicaSet", "owner_name": pod.rsplit("-", 1)[0]}
+        history.add("kube_pod_owner", {**state, **owner, "owner_is_controller": "true"}, times)
+
+
 @pytest.fixture(scope="module")
 def server_url(prometheus_server: PrometheusFactory) -> str:
     history = OpenMetrics()
     evicted_twice(history)
     owned(history)
+    renamed(history)
     return prometheus_server.start(history.text()).url
 
 
@@ -198,3 +227,20 @@ def test_a_pods_workload_is_its_controllers_as_the_updater_names_it(server_url: 
             "adopted-0": "billing",
         }
     )
+
+
+@pytest.mark.parametrize("label", ["namespace", "pod"])
+def test_match_on_namespace_or_pod_selects_the_pod_in_both_sources_under_renamed_labels(
+    server_url: str, label: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """`namespace=shop` (or `pod=...`) is matched on each source's label holding the pod's
+    namespace (name): kube-state-metrics' `exported_namespace` here, not its scrape
+    target's `namespace`, which dropped every request and owner of the selected pods."""
+    pod, request = RENAMED_PODS["shop"]
+    value = {"namespace": "shop", "pod": pod}[label]
+    extra = {"cluster": "renamed", label: value}
+    usage, _ = load(server_url, "renamed", names=RENAMED, extra_matchers=extra)
+    assert set(usage["pod"]) == {pod}
+    assert set(usage["workload"]) == {"web"}
+    assert (usage["cpu_request"] == request).all()
+    assert "no kube-state-metrics series" not in caplog.text

@@ -23,6 +23,7 @@ from recommender.data.prometheus import (
     load_prometheus_history,
 )
 from recommender.data.promql import (
+    OWNER_LABELS,
     HistoryQueries,
     LabelNames,
     Matcher,
@@ -114,17 +115,7 @@ def test_extra_matcher_names_are_validated_when_building_queries() -> None:
 
 
 @pytest.mark.parametrize(
-    "name",
-    [
-        "__name__",
-        "__address__",
-        "container",
-        "image",
-        "resource",
-        "reason",
-        "owner_kind",
-        "owner_is_controller",
-    ],
+    "name", ["__name__", "__address__", "container", "image", "resource", "reason", *OWNER_LABELS]
 )
 def test_extra_matchers_may_not_name_reserved_or_query_labels(name: str) -> None:
     """`__name__` fought the metric each query names; `reason`, `container`, ... emptied or
@@ -170,6 +161,18 @@ def test_cadvisor_and_kube_state_metrics_series_keep_their_own_label_names() -> 
     assert queries.owners().startswith(  # the controller names the workload
         "max by (exported_namespace, exported_pod, owner_kind, owner_name, owner_is_controller) ("
     )
+
+
+def test_a_match_on_namespace_or_pod_uses_each_sources_own_label() -> None:
+    """`--match namespace=shop` selects the pod's namespace in both sources; applied as
+    written it matched kube-state-metrics' scrape target and dropped all its series."""
+    exported = LabelNames(namespace="exported_namespace", pod="exported_pod")
+    extra = {"namespace": "shop", "pod": "web-0", "cluster": "prod"}
+    queries = HistoryQueries.build(QueryNames(state_labels=exported), 300, extra_matchers=extra)
+    assert 'cluster="prod",namespace="shop",pod="web-0",' in queries.cpu_counter()
+    for state in (queries.requests(), queries.restarts(), queries.evicted(), queries.owners()):
+        assert 'cluster="prod",exported_namespace="shop",exported_pod="web-0",' in state
+        assert 'namespace="shop"' not in state.replace("exported_namespace", "")
 
 
 def test_container_state_is_read_for_app_and_init_containers_alike() -> None:
