@@ -37,8 +37,8 @@ def workload_from_owner(kind: str, name: str) -> str:
 def pod_workload(pod: Mapping[str, Any]) -> str:
     """The workload of a pod given as API JSON: its controller's, else its own name.
 
-    The history readers take the first owner kube-state-metrics reports; a pod has
-    at most one controller, which is that owner for everything a controller makes.
+    The Prometheus history reader takes the same owner: the one kube-state-metrics
+    marks `owner_is_controller`, else the first (a pod has at most one controller).
     """
     metadata = pod.get("metadata") or {}
     owners = metadata.get("ownerReferences") or []
