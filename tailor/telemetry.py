@@ -84,6 +84,11 @@ class ServiceTelemetry:
             self._alive_since = self.clock()
             self.last_success.set(self._alive_since)
 
+    def record_activity(self) -> None:
+        """Part of a pass finished (a chunk of history read): the service is not stuck, even
+        when its first pass, reading a large cluster's whole history, outlasts the window."""
+        self._alive_since = self.clock()
+
     def record_standby(self) -> None:
         """A pass skipped because another replica leads: a standby is healthy, not stuck."""
         self.passes.labels("standby").inc()

@@ -20,12 +20,12 @@ from pydantic import ValidationError
 from recommender.data.prometheus import (
     EmptyHistoryError,
     PrometheusSettings,
-    load_prometheus_history,
 )
 from recommender.forecast.settings import ForecastSettings
 from recommender.overrides import SettingsError
 from recommender.recommend import fit_vpa_model, recommend_forecast_workloads, vpa_rows
 from recommender.service.checkpoints import checkpoint_objects, orphaned_checkpoints
+from recommender.service.history_cache import HistoryCache
 from recommender.service.policies import (
     FORECAST_SET_ANNOTATION,
     VPA_SET_ANNOTATION,
@@ -102,7 +102,10 @@ class _Fitted:
 
 
 def _fit(
-    entries: list[ServedVpa], options: ServiceOptions, now: datetime
+    entries: list[ServedVpa],
+    options: ServiceOptions,
+    now: datetime,
+    cache: HistoryCache | None = None,
 ) -> tuple[_Fitted, dict[tuple[str, str], OwnSettings]]:
     """The model run on the namespaces our VPAs' pods run in (no rows when none has history),
     once per group of VPAs that share settings (`settings_groups`); and what became of each
@@ -121,7 +124,7 @@ def _fit(
         return empty, own
     settings = options.prometheus.model_copy(update={"namespaces": tuple(namespaces)})
     try:
-        usage, events = load_prometheus_history(settings, now=now)
+        usage, events = (cache or HistoryCache()).load(settings, now)
     except EmptyHistoryError:
         return empty, own
     step = int(settings.step_seconds)
@@ -258,11 +261,13 @@ def recommend_once(
     options: ServiceOptions,
     now: datetime | None = None,
     collect_checkpoints: bool = False,
+    history: HistoryCache | None = None,
 ) -> PassReport:
     """Recompute and write every served VPA's status; raises on an unreachable source.
 
     With `collect_checkpoints` (and upstream's model, which keeps checkpoints) the
     checkpoints of VPAs that no longer exist are deleted too, as upstream's GC does.
+    `history`: the service's cache of what earlier passes read (a full read without it).
     """
     now = now or datetime.now(UTC)
     in_scope = options.scope.includes
@@ -276,7 +281,7 @@ def recommend_once(
         options.is_default,
         cluster.controllers("Job"),
     )
-    fitted, own = _fit(entries, options, now)
+    fitted, own = _fit(entries, options, now, history)
     rows, schedule = fitted.rows, fitted.schedule
     report = PassReport(unreadable=unreadable)
     hpas = _hpas(cluster, options, report) if entries else {}

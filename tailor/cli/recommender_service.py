@@ -16,6 +16,7 @@ from prometheus_client import Counter, Gauge
 from rich.console import Console
 
 from recommender.data.prometheus import PrometheusSourceError
+from recommender.service.history_cache import HistoryCache
 from recommender.service.passes import Model, PassReport, ServiceOptions, recommend_once
 from tailor.api.crd import DEFAULT_RECOMMENDER_NAME
 from tailor.cli import election as election_flags
@@ -72,11 +73,13 @@ def _report_lines(report: PassReport) -> list[str]:
     return lines
 
 
-def _one_pass(cluster: Cluster, service: ServiceOptions, collect: bool) -> PassReport | None:
+def _one_pass(
+    cluster: Cluster, service: ServiceOptions, collect: bool, cache: HistoryCache
+) -> PassReport | None:
     """A pass, or None when a source was unreachable: one log line (run_every logs other
     failures' traces)."""
     try:
-        return recommend_once(cluster, service, collect_checkpoints=collect)
+        return recommend_once(cluster, service, collect_checkpoints=collect, history=cache)
     except (ClusterError, PrometheusSourceError) as error:
         LOG.error("%s; retrying next pass", error)
         return None
@@ -228,12 +231,17 @@ def recommender_command(
     metrics = _PassMetrics(telemetry) if telemetry is not None else None
 
     last_collected: float | None = None  # when the checkpoint GC last ran (monotonic)
+    # each pass reads only the history that is new since the last; every chunk read counts
+    # as life for the health check, so a first pass over a large cluster is not restarted
+    cache = HistoryCache(
+        progress=(lambda done, total: telemetry.record_activity()) if telemetry else None
+    )
 
     def run_pass() -> bool:
         nonlocal last_collected
         now = time.monotonic()
         due = last_collected is None or now - last_collected >= gc_every.total_seconds()
-        report = _one_pass(cluster, service, due)
+        report = _one_pass(cluster, service, due, cache)
         if report is not None and due:
             last_collected = now
         if report is None:

@@ -68,6 +68,17 @@ def test_a_service_whose_passes_are_slow_gets_three_of_its_slowest_pass() -> Non
     assert telemetry.health() == (False, "no pass finished for 1201s (allowed 1200s)")
 
 
+def test_a_first_pass_still_reading_history_is_alive_while_its_chunks_arrive() -> None:
+    clock = Clock()
+    telemetry = ServiceTelemetry("recommender", stale_after_seconds=300, clock=clock)
+    for _ in range(4):  # 20 minutes of one pass, a chunk read every 5 minutes
+        clock.now += 290
+        telemetry.record_activity()
+        assert telemetry.health() == (True, "ok")
+    clock.now += 301  # then nothing at all: stuck
+    assert telemetry.health() == (False, "no pass finished for 301s (allowed 300s)")
+
+
 def test_metrics_count_passes_by_outcome_and_time_them() -> None:
     clock = Clock()
     telemetry = ServiceTelemetry("recommender", stale_after_seconds=60, clock=clock)

@@ -1,0 +1,127 @@
+"""The recommender service's Prometheus history, read in full once and then only what is new.
+
+A pass re-reading `--history` (8 days) every minute asks Prometheus for the same
+days again and again: on a cluster of thousands of containers that is most of a
+pass, and most of Prometheus's query load. The cache keeps the last pass's frames
+and reads from a little before their end: the last `overlap` windows are read
+again (a scrape that arrived late can still change them) with as many windows of
+context before them, so every window and event from the cut on comes out as a
+full read would give it. Anything else that changes the read (the namespaces
+served, the settings) means a full read, and so does a cut that falls before the
+range start (a pass after a long pause).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+
+import pandas as pd
+
+from recommender.data.prometheus import (
+    EmptyHistoryError,
+    PrometheusSettings,
+    load_prometheus_history,
+)
+
+Loader = Callable[..., tuple[pd.DataFrame, pd.DataFrame]]
+SERIES = ["namespace", "pod", "container"]
+
+
+def _seconds(frame: pd.DataFrame) -> pd.Series:
+    return frame["timestamp"].astype("datetime64[s, UTC]").astype("int64")
+
+
+def _stamp(seconds: int) -> datetime:
+    return datetime.fromtimestamp(seconds, UTC)
+
+
+def _one_workload(usage: pd.DataFrame) -> pd.DataFrame:
+    """A series' workload is its controller's wherever one read knew it: a read whose range
+    held no owner sample for the pod falls back to the pod's name."""
+    if usage.empty:
+        return usage
+    named = usage[usage["workload"] != usage["pod"]]
+    known = named.groupby(SERIES, sort=False)["workload"].last()
+    keys = pd.MultiIndex.from_frame(usage[SERIES])
+    found = known.reindex(keys).to_numpy()
+    usage = usage.copy()
+    usage["workload"] = [
+        w if isinstance(w, str) else p for w, p in zip(found, usage["pod"], strict=True)
+    ]
+    return usage
+
+
+@dataclass
+class HistoryCache:
+    """Frames of the last read, and what they were read for."""
+
+    overlap: int = 4  # windows read again at the end of the cached range
+    loader: Loader = load_prometheus_history
+    progress: Callable[[int, int], None] | None = None
+    full_reads: int = 0
+    partial_reads: int = 0
+    _key: str | None = field(default=None, repr=False)
+    _usage: pd.DataFrame | None = field(default=None, repr=False)
+    _events: pd.DataFrame | None = field(default=None, repr=False)
+    _end: int = 0
+
+    def load(
+        self, settings: PrometheusSettings, now: datetime | None = None
+    ) -> tuple[pd.DataFrame, pd.DataFrame]:
+        """(usage, events) of `settings`' range ending `now`, as `load_prometheus_history`
+        reads them (EmptyHistoryError likewise)."""
+        start, end = settings.resolve_range(now)
+        step = settings.step_seconds
+        key = settings.model_copy(update={"start": None, "end": None}).model_dump_json()
+        cut = self._end - self.overlap * step
+        if key != self._key or self._usage is None or cut <= start or end < self._end:
+            return self._full(settings, key, now, end)
+        self.partial_reads += 1
+        recent = settings.model_copy(
+            update={"start": _stamp(cut - self.overlap * step), "end": _stamp(end)}
+        )
+        new_usage: pd.DataFrame | None
+        new_events: pd.DataFrame | None
+        try:
+            new_usage, new_events = self.loader(recent, self.progress, now=now)
+        except EmptyHistoryError:  # every pod gone since: what was read stays in range
+            new_usage = new_events = None
+        usage = self._joined(self._usage, new_usage, start, cut)
+        events = self._joined(self._events, new_events, start, cut)
+        if usage.empty:
+            self._key = None
+            raise EmptyHistoryError(f"no usage left in the history range of {settings.url}")
+        return self._keep(key, end, _one_workload(usage), events)
+
+    def _full(
+        self, settings: PrometheusSettings, key: str, now: datetime | None, end: int
+    ) -> tuple[pd.DataFrame, pd.DataFrame]:
+        self.full_reads += 1
+        self._key = None  # a failed read leaves nothing to build on
+        usage, events = self.loader(settings, self.progress, now=now)
+        return self._keep(key, end, usage, events)
+
+    def _keep(
+        self, key: str, end: int, usage: pd.DataFrame, events: pd.DataFrame
+    ) -> tuple[pd.DataFrame, pd.DataFrame]:
+        self._key, self._end, self._usage, self._events = key, end, usage, events
+        return usage, events
+
+    @staticmethod
+    def _joined(
+        old: pd.DataFrame | None, new: pd.DataFrame | None, start: int, cut: int
+    ) -> pd.DataFrame:
+        """Old rows from the range start to the cut, new rows from the cut on."""
+        parts = []
+        if old is not None and not old.empty:
+            seconds = _seconds(old)
+            parts.append(old[(seconds >= start) & (seconds < cut)])
+        if new is not None and not new.empty:
+            parts.append(new[_seconds(new) >= cut])
+        if not parts:
+            return (old if old is not None else new).iloc[0:0]  # type: ignore[union-attr]
+        joined = pd.concat(parts, ignore_index=True)
+        order = [c for c in (*SERIES, "timestamp") if c in joined.columns]
+        return joined.sort_values(order, kind="stable", ignore_index=True)
