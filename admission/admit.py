@@ -21,6 +21,7 @@ from admission.review import AdmissionRequest, Verdict
 from tailor.api.limitrange import LimitRange
 from tailor.api.meta import OwnerReference
 from tailor.api.vpa import VerticalPodAutoscaler
+from tailor.api.vpa_validation import default_operations, vpa_problem
 from tailor.hpa import acts, hpa_conflicts
 from tailor.kube import ClusterError
 from tailor.matching import (
@@ -104,7 +105,10 @@ def admit(
     scope: NamespaceScope = EVERYWHERE,
     max_cpu_boost: Quantity | None = None,
 ) -> Verdict:
-    """The verdict on one admission request: always allowed, patched where a VPA says so."""
+    """The verdict on one admission request: a pod is always allowed, patched where a VPA
+    says so; a VPA is refused where upstream's rules refuse it (`vpa_verdict`)."""
+    if request.is_vpa_write():
+        return vpa_verdict(request)
     if not request.is_pod_create():
         return Verdict(reason=f"not a pod CREATE ({request.operation} {request.resource})")
     if not scope.includes(request.namespace):
@@ -135,3 +139,20 @@ def admit(
             reason="internal error",
         )
     return Verdict(operations=patch.operations, reason=patch.reason)
+
+
+def vpa_verdict(request: AdmissionRequest) -> Verdict:
+    """Upstream's checks on a VPA being written (`tailor.api.vpa_validation`): refused with
+    its message, else allowed with upstream's default updatePolicy when it has none. In
+    every namespace: a VPA is an API object, whichever namespaces the pods are sized in."""
+    vpa = request.obj
+    if not isinstance(vpa, Mapping):
+        return Verdict(reason="unreadable VPA: left to the API server's schema check")
+    problem = vpa_problem(vpa, is_create=request.operation == "CREATE")
+    metadata = vpa.get("metadata")
+    name = str(metadata.get("name", "")) if isinstance(metadata, Mapping) else ""
+    if problem:
+        return Verdict(denied=problem, reason=f"VPA {name} refused: {problem}")
+    defaults = default_operations(vpa)
+    said = f"VPA {name}: updatePolicy defaulted to updateMode Recreate" if defaults else ""
+    return Verdict(operations=tuple(defaults), reason=said or f"VPA {name} accepted")

@@ -51,9 +51,10 @@ class Endpoint:
 
 
 def registration(endpoint: Endpoint, ca_pem: bytes, timeout_seconds: int = 5) -> Json:
-    """The MutatingWebhookConfiguration: pod CREATE only, failing open (a webhook down or
-    slow never blocks a pod), no side effects, the webhook's and the system's namespaces
-    exempt. deploy/admission/webhook.yaml is this object for the shipped Service."""
+    """The MutatingWebhookConfiguration: pod CREATE and VPA CREATE / UPDATE, failing open
+    (a webhook down or slow never blocks a pod), no side effects, the webhook's and the
+    system's namespaces exempt. deploy/admission/webhook.yaml is this object for the
+    shipped Service."""
     webhook = {
         "name": WEBHOOK_NAME,
         "clientConfig": endpoint.client_config(ca_pem),
@@ -64,7 +65,14 @@ def registration(endpoint: Endpoint, ca_pem: bytes, timeout_seconds: int = 5) ->
                 "apiVersions": ["v1"],
                 "resources": ["pods"],
                 "scope": "Namespaced",
-            }
+            },
+            {
+                "operations": ["CREATE", "UPDATE"],
+                "apiGroups": ["autoscaling.k8s.io"],
+                "apiVersions": ["v1"],
+                "resources": ["verticalpodautoscalers"],
+                "scope": "Namespaced",
+            },
         ],
         "namespaceSelector": {
             "matchExpressions": [

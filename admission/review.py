@@ -35,6 +35,14 @@ class AdmissionRequest:
     obj: object = None
     dry_run: bool = False
 
+    def is_vpa_write(self) -> bool:
+        """A VerticalPodAutoscaler being created or changed (not its status)."""
+        return (
+            self.operation in ("CREATE", "UPDATE")
+            and (self.group, self.resource) == ("autoscaling.k8s.io", "verticalpodautoscalers")
+            and not self.sub_resource
+        )
+
     def is_pod_create(self) -> bool:
         """A v1 Pod being created (not a subresource such as pods/binding)."""
         return (
@@ -46,11 +54,13 @@ class AdmissionRequest:
 
 @dataclass(frozen=True)
 class Verdict:
-    """What to answer: JSON Patch operations (possibly none) and warnings for the client."""
+    """What to answer: JSON Patch operations (possibly none) and warnings for the client;
+    `denied` refuses the object with that message (a VPA upstream's rules refuse)."""
 
     operations: Sequence[Mapping[str, Any]] = ()
     warnings: Sequence[str] = ()
     reason: str = ""
+    denied: str = ""
 
 
 def _text(value: object, where: str) -> str:
@@ -97,8 +107,13 @@ def parse_review(body: bytes) -> AdmissionRequest:
 
 
 def review_response(request: AdmissionRequest, verdict: Verdict) -> dict[str, Any]:
-    """The AdmissionReview answer: always allowed, with the patch (base64) when there is one."""
+    """The AdmissionReview answer: allowed, with the patch (base64) when there is one; or
+    refused with the verdict's message (the API server shows it to the client)."""
     response: dict[str, Any] = {"uid": request.uid, "allowed": True}
+    if verdict.denied:
+        response["allowed"] = False
+        response["status"] = {"code": 400, "reason": "BadRequest", "message": verdict.denied}
+        return {"apiVersion": REVIEW_API_VERSION, "kind": REVIEW_KIND, "response": response}
     if verdict.operations:
         patch = json.dumps(list(verdict.operations), separators=(",", ":")).encode()
         response["patchType"] = "JSONPatch"

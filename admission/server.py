@@ -35,12 +35,14 @@ T = TypeVar("T")
 
 
 class ReviewMetrics:
-    """Reviews answered, by outcome (patched, unchanged, bad_request), and how long each took."""
+    """Reviews answered, by outcome (patched, unchanged, denied, bad_request), and how long
+    each took."""
 
     def __init__(self, telemetry: ServiceTelemetry) -> None:
         self.reviews = Counter(
             "tailor_admission_reviews",
-            "AdmissionReviews answered, by outcome (patched, unchanged, bad_request).",
+            "AdmissionReviews answered, by outcome (patched, unchanged, denied: a VPA refused, "
+            "bad_request).",
             ["outcome"],
             registry=telemetry.registry,
         )
@@ -50,7 +52,7 @@ class ReviewMetrics:
             buckets=(0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5),
             registry=telemetry.registry,
         )
-        for outcome in ("patched", "unchanged", "bad_request"):
+        for outcome in ("patched", "unchanged", "denied", "bad_request"):
             self.reviews.labels(outcome)
 
     def record(self, outcome: str, begun: float) -> None:
@@ -79,10 +81,13 @@ def make_app(
             return web.Response(status=400, text=f"{error}\n")
         verdict = await asyncio.to_thread(admit, review, view, scope, max_cpu_boost)
         if metrics is not None:
-            metrics.record("patched" if verdict.operations else "unchanged", begun)
+            outcome = (
+                "denied" if verdict.denied else "patched" if verdict.operations else "unchanged"
+            )
+            metrics.record(outcome, begun)
         if listener is not None:
             listener(review, verdict)
-        if verdict.operations or verdict.warnings:
+        if verdict.operations or verdict.warnings or verdict.denied:
             LOG.info("%s/%s: %s", review.namespace, _pod_name(review), verdict.reason)
         return web.json_response(review_response(review, verdict))
 

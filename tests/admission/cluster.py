@@ -11,6 +11,7 @@ from pathlib import Path
 from kubernetes.client.exceptions import ApiException
 
 from admission.kube import ClusterCache
+from admission.registration import Endpoint, registration
 from tests.admission.https import Served, serve
 from tests.cluster.controlplane import ControlPlane
 from tests.cluster.rawapi import Json, RawApi
@@ -36,8 +37,12 @@ def webhook(cluster: ControlPlane, folder: Path) -> Iterator[tuple[Served, Clust
         client.close()
 
 
+SHIPPED_RULES = registration(Endpoint(url="https://unused"), b"")["webhooks"][0]["rules"]
+
+
 def configuration(name: str, url: str, ca_pem: bytes, namespace: str) -> Json:
-    """A MutatingWebhookConfiguration for pod CREATE in `namespace` only, failing open."""
+    """A MutatingWebhookConfiguration with the shipped rules, for `namespace` only, failing
+    open."""
     return {
         "apiVersion": "admissionregistration.k8s.io/v1",
         "kind": "MutatingWebhookConfiguration",
@@ -46,14 +51,7 @@ def configuration(name: str, url: str, ca_pem: bytes, namespace: str) -> Json:
             {
                 "name": "pods.admission.kube-tailor.io",
                 "clientConfig": {"url": url, "caBundle": base64.b64encode(ca_pem).decode()},
-                "rules": [
-                    {
-                        "operations": ["CREATE"],
-                        "apiGroups": [""],
-                        "apiVersions": ["v1"],
-                        "resources": ["pods"],
-                    }
-                ],
+                "rules": SHIPPED_RULES,  # pods CREATE, VPAs CREATE / UPDATE
                 "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": namespace}},
                 "failurePolicy": "Ignore",
                 "sideEffects": "None",

@@ -314,3 +314,48 @@ def test_an_internal_error_admits_the_pod_as_written_and_logs_the_trace(
     assert verdict.operations == ()
     assert verdict.warnings == ("kube-tailor admission: internal error, pod admitted as written",)
     assert "KeyError: 'bug'" in caplog.text
+
+
+def vpa_review(obj: object, operation: str = "CREATE", sub_resource: str | None = None) -> Any:
+    group = {"group": "autoscaling.k8s.io", "version": "v1"}
+    extra: dict[str, Any] = {"kind": {**group, "kind": "VerticalPodAutoscaler"}}
+    if sub_resource:
+        extra["subResource"] = sub_resource
+    body = json.loads(review(obj, operation, "verticalpodautoscalers", **extra))
+    body["request"]["resource"]["group"] = "autoscaling.k8s.io"
+    return parse_review(json.dumps(body).encode())
+
+
+BAD_BOUNDS = {
+    "metadata": {"name": "web"},
+    "spec": {
+        "targetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"},
+        "updatePolicy": {"updateMode": "Auto"},
+        "resourcePolicy": {"containerPolicies": [
+            {"containerName": "app", "minAllowed": {"cpu": "2"}, "maxAllowed": {"cpu": "1"}}
+        ]},
+    },
+}  # fmt: skip
+
+
+def test_a_vpa_upstream_refuses_is_refused_with_its_message_in_any_namespace() -> None:
+    request = vpa_review(BAD_BOUNDS)
+    verdict = admit(request, View([]), NamespaceScope.parse("ops", None))  # scope: pods only
+    assert verdict.denied == "max resource for cpu is lower than min"
+    response = review_response(request, verdict)["response"]
+    assert response["allowed"] is False
+    assert response["status"]["message"] == "max resource for cpu is lower than min"
+    assert "patch" not in response
+    assert admit(vpa_review(BAD_BOUNDS, "UPDATE"), View([])).denied  # an edit too
+
+
+def test_a_vpa_without_update_policy_gets_upstreams_default_and_its_status_is_not_judged() -> None:
+    bare = {k: v for k, v in BAD_BOUNDS.items() if k != "spec"}
+    bare["spec"] = {"targetRef": BAD_BOUNDS["spec"]["targetRef"]}
+    verdict = admit(vpa_review(bare), View([]))
+    assert not verdict.denied
+    assert apply_patch(bare, verdict.operations)["spec"]["updatePolicy"] == {
+        "updateMode": "Recreate"
+    }
+    status_write = admit(vpa_review(BAD_BOUNDS, "UPDATE", sub_resource="status"), View([]))
+    assert not status_write.denied and not status_write.operations

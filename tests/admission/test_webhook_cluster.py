@@ -12,12 +12,15 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
+import pytest
+from kubernetes.client.exceptions import ApiException
+
 from admission.patch import OBSERVED_CONTAINERS_ANNOTATION, UPDATES_ANNOTATION
 from tests.admission.cluster import bare_pod, registered, webhook
 from tests.cluster.controlplane import ControlPlane
 from tests.cluster.crds import install_crds
 from tests.cluster.fixtures import FullNamespace
-from tests.cluster.rawapi import MERGE_PATCH, Json, RawApi
+from tests.cluster.rawapi import MERGE_PATCH, Json, RawApi, error_body
 from tests.cluster.waiting import wait_until
 from tests.cluster.workloads import vpa_collection
 
@@ -277,6 +280,52 @@ def test_a_native_sidecar_is_sized_and_an_older_vpa_in_mode_off_gives_way(
         "initContainer 1: cpu request, memory request, memory limit"
         in (annotations[UPDATES_ANNOTATION])
     )
+
+
+def test_a_vpa_upstream_refuses_is_refused_at_apply_and_a_bare_one_gets_its_default(
+    full_namespace: FullNamespace, tmp_path: Path
+) -> None:
+    """As upstream's admission controller: the API server answers the client with our
+    message; the recommender's status writes (a subresource) are not judged."""
+    api, namespace = full_namespace.api, full_namespace.name
+    install_crds(api)
+    target = {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"}
+    bounds = {"containerName": "app", "minAllowed": {"cpu": "2"}, "maxAllowed": {"cpu": "1"}}
+    inverted = {
+        "apiVersion": "autoscaling.k8s.io/v1",
+        "kind": "VerticalPodAutoscaler",
+        "metadata": {"name": "inverted"},
+        "spec": {"targetRef": target, "resourcePolicy": {"containerPolicies": [bounds]}},
+    }
+    bare = {**inverted, "metadata": {"name": "web"}, "spec": {"targetRef": target}}
+    vpas = vpa_collection(namespace)
+    with (
+        webhook(full_namespace.cluster, tmp_path) as (served, _),
+        registered(api, served, namespace),
+    ):
+        with pytest.raises(ApiException) as refused:
+            api.create(vpas, inverted)
+        created = api.create(vpas, bare)
+        edited = {
+            **created,
+            "spec": {**created["spec"], "resourcePolicy": inverted["spec"]["resourcePolicy"]},
+        }
+        with pytest.raises(ApiException) as edit_refused:
+            api.replace(f"{vpas}/web", edited)
+        status = {"status": {"conditions": [{"type": "RecommendationProvided", "status": "False"}]}}
+        api.patch(f"{vpas}/web/status", status, MERGE_PATCH)
+    assert refused.value.status == 400
+    assert (
+        "denied the request: max resource for cpu is lower than min"
+        in error_body(refused.value)["message"]
+    )
+    assert edit_refused.value.status == 400
+    assert created["spec"]["updatePolicy"] == {"updateMode": "Recreate"}
+    stored = api.get(f"{vpas}/web")
+    assert "resourcePolicy" not in stored["spec"]
+    assert stored["status"]["conditions"][0]["type"] == "RecommendationProvided"
+    names = [v["metadata"]["name"] for v in api.get(vpas)["items"]]
+    assert names == ["web"]
 
 
 def test_pods_are_still_created_when_the_webhook_is_down(
