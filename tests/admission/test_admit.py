@@ -326,10 +326,11 @@ def vpa_review(obj: object, operation: str = "CREATE", sub_resource: str | None 
     return parse_review(json.dumps(body).encode())
 
 
-BAD_BOUNDS = {
+TARGET_REF = {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"}
+BAD_BOUNDS: dict[str, Any] = {
     "metadata": {"name": "web"},
     "spec": {
-        "targetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"},
+        "targetRef": TARGET_REF,
         "updatePolicy": {"updateMode": "Auto"},
         "resourcePolicy": {"containerPolicies": [
             {"containerName": "app", "minAllowed": {"cpu": "2"}, "maxAllowed": {"cpu": "1"}}
@@ -350,8 +351,7 @@ def test_a_vpa_upstream_refuses_is_refused_with_its_message_in_any_namespace() -
 
 
 def test_a_vpa_without_update_policy_gets_upstreams_default_and_its_status_is_not_judged() -> None:
-    bare = {k: v for k, v in BAD_BOUNDS.items() if k != "spec"}
-    bare["spec"] = {"targetRef": BAD_BOUNDS["spec"]["targetRef"]}
+    bare = {"metadata": {"name": "web"}, "spec": {"targetRef": TARGET_REF}}
     verdict = admit(vpa_review(bare), View([]))
     assert not verdict.denied
     assert apply_patch(bare, verdict.operations)["spec"]["updatePolicy"] == {

@@ -291,7 +291,7 @@ def test_a_vpa_upstream_refuses_is_refused_at_apply_and_a_bare_one_gets_its_defa
     install_crds(api)
     target = {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"}
     bounds = {"containerName": "app", "minAllowed": {"cpu": "2"}, "maxAllowed": {"cpu": "1"}}
-    inverted = {
+    inverted: Json = {
         "apiVersion": "autoscaling.k8s.io/v1",
         "kind": "VerticalPodAutoscaler",
         "metadata": {"name": "inverted"},
