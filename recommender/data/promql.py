@@ -219,8 +219,14 @@ class HistoryQueries:
         # An extra matcher on `namespace` or `pod` means the pod's: kube-state-metrics
         # scraped without honor_labels holds it in `exported_namespace`, and its
         # `namespace` is the scrape target's, so matching that name dropped its series.
+        # Either source's name for them (`--match exported_namespace=shop`) means them too.
+        meaning = {"namespace": "namespace", "pod": "pod"}
+        for source in (self.names.labels, self.names.state_labels):
+            meaning.update({source.namespace: "namespace", source.pod: "pod"})
         own = {"namespace": labels.namespace, "pod": labels.pod}
-        matchers = [Matcher(own.get(name, name), "=", value) for name, value in self.extra]
+        matchers = [
+            Matcher(own.get(meaning.get(name, ""), name), "=", value) for name, value in self.extra
+        ]
         # A series without namespace or pod (a node-level cgroup, a relabelling slip)
         # belongs to no workload; kept, it grouped under "" and failed the whole load.
         if self.namespaces:

@@ -175,6 +175,14 @@ def test_a_match_on_namespace_or_pod_uses_each_sources_own_label() -> None:
         assert 'namespace="shop"' not in state.replace("exported_namespace", "")
 
 
+def test_a_match_on_a_sources_renamed_label_means_the_pods_namespace_in_both() -> None:
+    exported = LabelNames(namespace="exported_namespace", pod="exported_pod")
+    extra = {"exported_namespace": "shop", "exported_pod": "web-0"}
+    queries = HistoryQueries.build(QueryNames(state_labels=exported), 300, extra_matchers=extra)
+    assert 'namespace="shop",pod="web-0",' in queries.cpu_counter()
+    assert 'exported_namespace="shop",exported_pod="web-0",' in queries.requests()
+
+
 def test_container_state_is_read_for_app_and_init_containers_alike() -> None:
     """kube-state-metrics exports init containers (native sidecars) under their own names:
     each per-container query is the union of two equally matched and grouped halves."""
