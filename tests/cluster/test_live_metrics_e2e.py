@@ -1,6 +1,6 @@
 """Live metrics end to end: kubelet simulator -> real Prometheus scrape -> product source.
 
-A real API server runs two pods on a simulated node: `web` (app + proxy) with
+A real API server runs pods on a simulated node: `web` (app + a native sidecar proxy) with
 usage known in advance, and `leaky`, whose memory outgrows its limit so the
 simulator OOM-kills it every ~12 s, and `capped`, which wants 0.6 cores under a
 0.2-core CPU limit, so the simulator throttles it as the kernel would. A real
@@ -71,16 +71,19 @@ def web_pod(node: str) -> Json:
         requests={"cpu": "500m", "memory": "256Mi"},
         limits={"memory": "512Mi"},
     )
-    manifest["spec"]["containers"].append(
+    # a native sidecar: kube-state-metrics reports its requests and limits under the init
+    # containers' names (kube_pod_init_container_resource_*), read with the app ones'
+    manifest["spec"]["initContainers"] = [
         {
             "name": "proxy",
             "image": "registry.k8s.io/pause:3.10",
+            "restartPolicy": "Always",
             "resources": {
                 "requests": {"cpu": "250m", "memory": "64Mi"},
                 "limits": {"memory": "128Mi"},
             },
         }
-    )
+    ]
     return manifest
 
 
@@ -171,6 +174,9 @@ def check_usage(usage: pd.DataFrame, namespace: str) -> None:
     app_rows = usage[usage["container"] == "app"]
     assert set(app_rows["cpu_request"]) == {0.5}
     assert set(app_rows["memory_limit"]) == {512.0 * Mi}
+    proxy_rows = usage[usage["container"] == "proxy"]
+    assert set(proxy_rows["cpu_request"]) == {0.25}
+    assert set(proxy_rows["memory_limit"]) == {128.0 * Mi}
 
 
 def check_oom_events(events: pd.DataFrame) -> None:
