@@ -29,6 +29,7 @@ from recommender.oom_bumps import series_oom_bumps
 from recommender.vpa.model import VpaModel
 from recommender.vpa.settings import VpaSettings
 from tailor.durations import DAY
+from tailor.schedule_file import MAX_AMOUNT
 
 RECOMMENDATION_COLUMNS = (*AGGREGATE_COLUMNS, *BOUND_COLUMNS)
 INGEST_CHUNK = 2_000_000
@@ -234,7 +235,7 @@ def recommend_forecast_workloads(
     ranked = per_series.sort_values("cpu_target", ascending=False, kind="stable")
     grouped = ranked.groupby(list(AGGREGATE_COLUMNS), sort=False)
     recommendations = grouped[value_columns].max().reset_index()
-    recommendations["explanation"] = grouped["explanation"].first().to_numpy()
+    recommendations["explanation"] = _workload_explanations(per_series, recommendations)
     if quiet is not None:
         recommendations = pd.concat([recommendations, quiet], ignore_index=True)
     recommendations = recommendations.sort_values(list(AGGREGATE_COLUMNS)).reset_index(drop=True)
@@ -250,6 +251,29 @@ def recommend_forecast_workloads(
     )
     schedule = held_to_budget(schedule, requests_in_force(kept), settings)
     return _rounded(recommendations), _rounded(schedule)
+
+
+_MEMORY_PART = ". memory: "
+
+
+def _workload_explanations(per_series: pd.DataFrame, workloads: pd.DataFrame) -> list[str]:
+    """Each workload's explanation, said of the pods its figures come from: its CPU
+    sentence from the pod with the largest CPU target, its memory sentence from the pod
+    with the largest memory target (a killed pod's bump, say, with its OOM hold)."""
+    keys = list(AGGREGATE_COLUMNS)
+
+    def leading(column: str) -> pd.Series:
+        ranked = per_series.sort_values(column, ascending=False, kind="stable", na_position="last")
+        return ranked.groupby(keys, sort=False)["explanation"].first()
+
+    by_cpu, by_memory = leading("cpu_target"), leading("memory_target")
+    said = []
+    for key in workloads[keys].itertuples(index=False, name=None):
+        cpu_text, memory_text = str(by_cpu.loc[key]), str(by_memory.loc[key])
+        cpu_part, found, _ = cpu_text.partition(_MEMORY_PART)
+        _, has_memory, memory_part = memory_text.partition(_MEMORY_PART)
+        said.append(cpu_part + _MEMORY_PART + memory_part if found and has_memory else cpu_text)
+    return said
 
 
 def _remembered(usage: pd.DataFrame, days: float) -> tuple[pd.DataFrame, pd.DataFrame | None]:
@@ -300,11 +324,14 @@ def _active(arrays: UsageArrays, days: float) -> np.ndarray:
 
 
 def _rounded(frame: pd.DataFrame) -> pd.DataFrame:
-    """As the API writes them: CPU up to whole millicores, memory up to whole bytes."""
+    """As the API writes them: CPU up to whole millicores, memory up to whole bytes, and no
+    amount past what `tailor follow` can write back (a margin on data near a quantity's
+    maximum went past it, and the schedule was refused whole)."""
     out = frame.copy()
     for column in out.columns:
         if column.startswith("cpu_") and out[column].dtype.kind == "f":
-            out[column] = np.ceil(out[column].to_numpy() * 1000 - 1e-9) / 1000
+            rounded = np.ceil(out[column].to_numpy() * 1000 - 1e-9) / 1000
+            out[column] = np.minimum(rounded, MAX_AMOUNT)
         elif column.startswith("memory_") and out[column].dtype.kind == "f":
-            out[column] = np.ceil(out[column].to_numpy() - 1e-9)
+            out[column] = np.minimum(np.ceil(out[column].to_numpy() - 1e-9), MAX_AMOUNT)
     return out

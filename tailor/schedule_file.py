@@ -22,7 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from tailor.quantity import MILLIS_PER_UNIT
 
 # Amounts above a Kubernetes quantity's int64 range cannot be written back.
-_MAX_AMOUNT = float(2**63 - 1) / MILLIS_PER_UNIT
+MAX_AMOUNT = float(2**63 - 1) / MILLIS_PER_UNIT
 
 
 class ScheduleError(ValueError):
@@ -47,7 +47,7 @@ def aware_time(text: str) -> datetime:
 
 
 def _finite_amount(value: float | None) -> float | None:
-    if value is not None and not (math.isfinite(value) and 0 <= value <= _MAX_AMOUNT):
+    if value is not None and not (math.isfinite(value) and 0 <= value <= MAX_AMOUNT):
         raise ValueError("must be a finite amount between 0 and a quantity's maximum")
     return value
 
@@ -81,7 +81,7 @@ class ScheduleRow(BaseModel):
             return None
         if isinstance(value, bool) or not isinstance(value, int | float):
             raise ValueError("must be a number (cores or bytes) or null")
-        if isinstance(value, int) and abs(value) > _MAX_AMOUNT:
+        if isinstance(value, int) and abs(value) > MAX_AMOUNT:
             value = math.inf  # float() of a huge int overflows: it is out of range either way
         return _finite_amount(float(value))
 

@@ -283,3 +283,17 @@ def test_containers_in_mode_off_take_no_share_of_the_pod_minimum() -> None:
     alone = vpa_rows(model, aggregates, off=[("shop", "web", "sidecar")]).set_index("container")
     assert alone.at["app", "cpu_target"] == pytest.approx(0.025)
     assert alone.at["app", "memory_target"] == pytest.approx(250 * 2**20)
+
+
+def test_a_workloads_explanation_says_each_resource_of_the_pod_that_sized_it() -> None:
+    """CPU from the busy pod, memory from the killed one: the explanation used to be the
+    busy pod's alone, naming a peak the limit was not sized on and no kill."""
+    usage = _usage({"web-1": (0.1, 700 * MIB), "web-2": (2.0, 100 * MIB)}, hours=72)
+    kill = _kill_at(usage["timestamp"].max() - pd.Timedelta(hours=2))  # web-1 at 800 MiB
+    [row] = recommend_forecast_workloads(usage, kill)[0].itertuples()
+    cpu_said, memory_said = row.explanation.split(". memory: ")
+    assert row.memory_target >= 800 * MIB
+    assert "1 OOM kill(s)" in memory_said and "limit held" in memory_said
+    assert cpu_said.startswith("cpu: ")
+    [busy] = recommend_forecast_workloads(usage[usage["pod"] == "web-2"])[0].itertuples()
+    assert busy.explanation.split(". memory: ")[0] == cpu_said  # the busy pod's CPU sentence

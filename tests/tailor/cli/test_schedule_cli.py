@@ -15,6 +15,7 @@ from recommender.data.schema import validate_usage
 from recommender.recommend import recommend_forecast_workloads
 from tailor.cli.main import app
 from tailor.cli.schedule import schedule_steps
+from tailor.schedule_file import MAX_AMOUNT, parse_schedule
 from tests.cli_text import plain
 
 runner = CliRunner()
@@ -267,3 +268,17 @@ def test_the_schedule_table_shows_each_step_once() -> None:
     table = runner.invoke(app, ["schedule", "--demo"]).stdout
     body = [line for line in table.splitlines() if line.startswith("│")]
     assert len(body) == len(steps)
+
+
+def test_usage_near_a_quantitys_maximum_plans_a_schedule_follow_reads(tmp_path: Path) -> None:
+    """The margin on 8e18 bytes went past what `tailor follow` writes back: the schedule
+    was written, then refused whole by follow."""
+    usage = _two_pod_daily_service(days=2)
+    usage["memory"] = 8.0e18
+    usage["cpu"] = usage["cpu"] * 1e15
+    source, target = tmp_path / "usage.csv", tmp_path / "plan.json"
+    write_usage(usage, source)
+    result = runner.invoke(app, ["schedule", "--input", str(source), "-o", str(target)])
+    assert result.exit_code == 0, result.output
+    rows = parse_schedule(target.read_text(), str(target))
+    assert rows and all(r.memory is not None and r.memory <= MAX_AMOUNT for r in rows)
