@@ -290,10 +290,10 @@ def test_a_workloads_explanation_says_each_resource_of_the_pod_that_sized_it() -
     busy pod's alone, naming a peak the limit was not sized on and no kill."""
     usage = _usage({"web-1": (0.1, 700 * MIB), "web-2": (2.0, 100 * MIB)}, hours=72)
     kill = _kill_at(usage["timestamp"].max() - pd.Timedelta(hours=2))  # web-1 at 800 MiB
-    [row] = recommend_forecast_workloads(usage, kill)[0].itertuples()
-    cpu_said, memory_said = row.explanation.split(". memory: ")
-    assert row.memory_target >= 800 * MIB
+    [row] = recommend_forecast_workloads(usage, kill)[0].to_dict(orient="records")
+    cpu_said, memory_said = str(row["explanation"]).split(". memory: ")
+    assert row["memory_target"] >= 800 * MIB
     assert "1 OOM kill(s)" in memory_said and "limit held" in memory_said
     assert cpu_said.startswith("cpu: ")
-    [busy] = recommend_forecast_workloads(usage[usage["pod"] == "web-2"])[0].itertuples()
-    assert busy.explanation.split(". memory: ")[0] == cpu_said  # the busy pod's CPU sentence
+    [busy] = recommend_forecast_workloads(usage[usage["pod"] == "web-2"])[0]["explanation"]
+    assert str(busy).split(". memory: ")[0] == cpu_said  # the busy pod's CPU sentence
