@@ -16,6 +16,7 @@ from recommender.change_budget import ChangeBudget
 from recommender.forecast.settings import DAY, ForecastSettings
 
 FREE_RIDE_DECREASE = 0.02  # a resize happening anyway also lowers memory by this much
+MEMORY_ALONE_DECREASE = 0.3  # a memory-only resize down must cut the limit by this share
 LAST_CHANGE_CUT = 0.7  # the budget's last change may go to a cut to this share or lower ...
 QUIET_HOURS = 2.0  # ... when usage stayed under the new level for this long
 
@@ -101,6 +102,22 @@ def kept_above_usage(
     return np.where(below, np.fmin(current, np.fmax(planned, using)), planned)
 
 
+def cut_worth_making(
+    planned: np.ndarray,
+    current: np.ndarray,
+    usage: np.ndarray,
+    scale: np.ndarray,
+    settings: ForecastSettings,
+) -> np.ndarray:
+    """A block boundary's planned CPU as it is made: a cut never below the `usage` right
+    now (`kept_above_usage`), and none at all that saves less than `min_decrease_share`
+    of the recent peak `scale` (such a change is not worth a resize). The live strategy
+    and the published schedule both apply this."""
+    planned = kept_above_usage(planned, current, usage, settings)
+    small = current - planned < settings.min_decrease_share * scale
+    return np.where((planned < current) & small, current, planned)
+
+
 def ride_with_memory(
     cpu: np.ndarray,
     required: np.ndarray,
@@ -166,13 +183,13 @@ def memory_step(
 
     Up as soon as the requirement eats into half the headroom (or at once when
     the container is being resized anyway); down only where allowed (no OOM
-    hold, budget left) and by more than the decrease threshold, or by a little
-    when the container is being resized anyway (`resizing`).
+    hold, budget left) and by `MEMORY_ALONE_DECREASE` alone, as the live strategy
+    lowers it, or by a little when the container is being resized anyway (`resizing`).
     """
     unset = np.isnan(current) & ~np.isnan(required)
     wanted_up = required > current * (1.0 + settings.memory_margin / 2.0)
     up = (may_increase & wanted_up) | (resizing & (required > current))
-    threshold = np.where(resizing, FREE_RIDE_DECREASE, settings.decrease_threshold)
+    threshold = np.where(resizing, FREE_RIDE_DECREASE, MEMORY_ALONE_DECREASE)
     down = may_decrease & (required < current * (1.0 - threshold))
     return np.where(unset | up | down, required, current)
 
@@ -306,6 +323,10 @@ def build_schedule(
     committed: np.ndarray | None = None,
     budget: ChangeBudget | None = None,
     start: float = 0.0,
+    *,
+    hold_until: np.ndarray | None = None,
+    scale: np.ndarray | None = None,
+    usage: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Requests per horizon block, starting from the requests in force.
 
@@ -315,10 +336,13 @@ def build_schedule(
     greedy scheduler, a level spending the last planned change covers until the
     budget frees one (`budget_reach`), `committed` (series, blocks) past
     `cover_blocks`, and a request under `floor` (series, blocks, see `rise_floor`)
-    rises. Memory follows block by block with the hysteresis of `memory_step`,
-    riding along with CPU changes. `budget`, with the block grid starting at
-    `start` (UNIX seconds), counts the changes already made (default: none yet).
-    Returns (cpu, memory), each (series, blocks).
+    rises. A cut is made as the strategy's block boundary makes it (`cut_worth_making`:
+    none under the recent peak `scale`'s `min_decrease_share`, and in the first block
+    none below the last `usage`). Memory follows block by block with the hysteresis of
+    `memory_step`, riding along with CPU changes, and never falls in a block that
+    starts before `hold_until` (UNIX seconds, per series: the OOM hold). `budget`, with
+    the block grid starting at `start` (UNIX seconds), counts the changes already made
+    (default: none yet). Returns (cpu, memory), each (series, blocks).
     """
     n, horizon = cpu_required.shape
     if settings.scheduler == "optimal":
@@ -332,6 +356,9 @@ def build_schedule(
     cpu_out = np.empty((n, horizon))
     memory_out = np.empty((n, horizon))
     cpu, memory = current_cpu.copy(), current_memory.copy()
+    held_until = np.full(n, -np.inf) if hold_until is None else hold_until
+    peak = np.zeros(n) if scale is None else scale
+    unknown = np.full(n, np.nan)
     for k in range(horizon):
         now = start + k * period
         left = budget.left(now)
@@ -344,9 +371,12 @@ def build_schedule(
             rise = None if floor is None else floor[:, k]
             ahead = covered_from(cpu_required, committed, k, settings.cover_blocks)
             new_cpu = cpu_step(cpu, ahead, settings, may_increase, may_decrease, reach, rise)
+        seen = usage if usage is not None and k == 0 else unknown
+        new_cpu = cut_worth_making(new_cpu, cpu, seen, peak, settings)
         cpu_moves = ~np.isclose(new_cpu, cpu, equal_nan=True)
+        may_lower = may_decrease & ~(held_until > now)
         new_memory = memory_step(
-            memory, memory_required[:, k], settings, may_increase, may_decrease, cpu_moves
+            memory, memory_required[:, k], settings, may_increase, may_lower, cpu_moves
         )
         moved = cpu_moves | ~np.isclose(new_memory, memory, equal_nan=True)
         first_setting = np.isnan(cpu) & np.isnan(memory)

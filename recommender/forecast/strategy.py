@@ -24,11 +24,12 @@ from recommender.forecast.margins import LEVEL_EDGES, level_bins
 from recommender.forecast.memory import OomHistory, implied_demand, recent_peak
 from recommender.forecast.planner import Plan, make_plan
 from recommender.forecast.schedule import (
+    MEMORY_ALONE_DECREASE,
     QUIET_HOURS,
     budget_reach,
     cover,
     covered_from,
-    kept_above_usage,
+    cut_worth_making,
     last_change_cut,
     plan_cpu,
     ride_with_memory,
@@ -37,8 +38,6 @@ from recommender.forecast.schedule import (
 from recommender.forecast.settings import DAY, HOUR, ForecastSettings
 from recommender.forecast.spikes import SpikeTracker
 from recommender.strategy import Fleet, Requests, Strategy, differs
-
-MEMORY_ALONE_DECREASE = 0.3  # a memory-only resize down must cut the limit by this share
 
 
 class ForecastStrategy:
@@ -153,13 +152,12 @@ class ForecastStrategy:
                 quiet_peak = recent_peak(cpu_seen, cpu_seen.shape[1])
                 cut = last_change_cut(cpu, committed, s, last, quiet_peak, reach)
                 planned_cpu = np.where(cut < cpu, cut, planned_cpu)
-            planned_cpu = kept_above_usage(planned_cpu, cpu, self.last_cpu, s)
-            # a decrease too small against the recent peak is not worth a change
-            small = cpu - planned_cpu < s.min_decrease_share * plan.calibration.scale
+            peak = plan.calibration.scale
+            planned_cpu = cut_worth_making(planned_cpu, cpu, self.last_cpu, peak, s)
             # an on/off container keeps its busy level through a job's dips: the change
             # a cut within the busy band costs is one the next lull drop needs
-            in_job = following & (planned_cpu >= LEVEL_EDGES[2] * plan.calibration.scale)
-            planned_cpu = np.where((planned_cpu < cpu) & (small | in_job), cpu, planned_cpu)
+            in_job = following & (planned_cpu >= LEVEL_EDGES[2] * peak)
+            planned_cpu = np.where((planned_cpu < cpu) & in_job, cpu, planned_cpu)
             # an on/off container in a lull, or whose usage is below its request, is
             # raised by a reaction, never by plan: a raise ahead of a forecast job
             # spends a change the next lull drop needs, and a job that does start is

@@ -194,3 +194,30 @@ def test_the_last_planned_change_of_a_schedule_covers_what_is_committed() -> Non
     held, _ = build_schedule(unset, unset, need, memory, SETTINGS, 24, None, committed)
     assert (held[0, 9:16] >= 0.9).all()  # (a level set from block 16 on sees it as near)
     assert held[0, 6] == 1.0  # an earlier fall covers its 3 blocks only: 0.9 is beyond
+
+
+def test_a_schedule_cuts_as_a_block_boundary_does() -> None:
+    # in force 1.0 everywhere, the need 0.6: a cut past the decrease threshold
+    current, need = np.ones(3), np.full((3, 4), 0.6)
+    memory = np.full((3, 4), 1.0)
+    scale = np.array([2.0, 10.0, 2.0])  # the second's recent peak makes 0.4 core a small cut
+    usage = np.array([0.2, 0.2, 0.8])  # the third uses 0.8 right now
+    cpu, _ = build_schedule(
+        current, np.ones(3), need, memory, SETTINGS, 24, scale=scale, usage=usage
+    )
+    np.testing.assert_allclose(cpu[:, 0], [0.6, 1.0, 0.88])  # not below the usage + 10 %
+    np.testing.assert_allclose(cpu[1], 1.0)  # a small cut is never made
+    # the usage is what the container uses now: it holds the first block only
+    np.testing.assert_allclose(cpu[2, 1:], 0.6)
+
+
+def test_a_schedule_lowers_memory_alone_by_a_large_share_and_not_in_an_oom_hold() -> None:
+    cpu_need = np.full((3, 4), 1.0)
+    memory_need = np.array([[0.8] * 4, [0.6] * 4, [0.6] * 4])
+    hold = np.array([-np.inf, -np.inf, 2 * 3600.0])  # the third held until block 2
+    _, memory = build_schedule(
+        np.ones(3), np.ones(3), cpu_need, memory_need, SETTINGS, 24, hold_until=hold
+    )
+    np.testing.assert_allclose(memory[0], 1.0)  # a 20 % cut alone is not worth a resize
+    np.testing.assert_allclose(memory[1], 0.6)  # a 40 % one is
+    np.testing.assert_allclose(memory[2], [1.0, 1.0, 0.6, 0.6])  # once the hold is over
