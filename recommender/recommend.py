@@ -23,7 +23,7 @@ from recommender.data.ooms import history_start, oom_kills
 from recommender.data.schema import validate_events, validate_usage
 from recommender.data.throttling import throttling_notes, with_cpu_demand
 from recommender.forecast.api import BOUND_COLUMNS, recommend_forecast
-from recommender.forecast.in_force import held_to_budget, requests_in_force
+from recommender.forecast.in_force import PLAY_COLUMNS, held_to_budget, requests_in_force
 from recommender.forecast.settings import ForecastSettings
 from recommender.oom_bumps import series_oom_bumps
 from recommender.vpa.model import VpaModel
@@ -241,10 +241,11 @@ def recommend_forecast_workloads(
     recommendations = recommendations.sort_values(list(AGGREGATE_COLUMNS)).reset_index(drop=True)
     if count_throttling:
         recommendations = with_throttling_notes(recommendations, kept)
+    played = pd.concat([result.schedule, result.rules], axis=1)  # the rules it plays
     schedule = (
-        result.schedule.loc[np.repeat(active, len(result.schedule) // arrays.n_series)]
+        played.loc[np.repeat(active, len(played) // arrays.n_series)]
         .groupby([*AGGREGATE_COLUMNS, "start", "end"], sort=True)[
-            ["cpu_request", "memory_request", "memory_limit"]
+            ["cpu_request", "memory_request", "memory_limit", *PLAY_COLUMNS]
         ]
         .max()
         .reset_index()

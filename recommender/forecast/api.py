@@ -19,6 +19,7 @@ import pandas as pd
 from recommender.data.arrays import KEY_COLUMNS, UsageArrays
 from recommender.data.ooms import history_start, oom_kills
 from recommender.forecast.explain import explain, explanation_columns
+from recommender.forecast.in_force import PLAY_COLUMNS
 from recommender.forecast.memory import OomHistory, SeriesBumps, implied_demand
 from recommender.forecast.planner import Plan, make_plan
 from recommender.forecast.schedule import build_schedule, rise_floor
@@ -53,11 +54,14 @@ class ForecastResult:
         and end are UTC timestamps.
     plans: (rows, plan) per fleet chunk: the raw per-series arrays behind both
         (rows index the input series).
+    rules: the `PLAY_COLUMNS` of each row of `schedule` (same index), what
+        replaying it from the requests in force needs (see `in_force.held_to_budget`).
     """
 
     recommendations: pd.DataFrame
     schedule: pd.DataFrame
     plans: tuple[tuple[np.ndarray, Plan], ...]
+    rules: pd.DataFrame
 
 
 def oom_history(
@@ -139,15 +143,32 @@ def _schedule_frame(
     return frame
 
 
+def _rules(floor: np.ndarray, plan: Plan, ooms: OomHistory, usage: np.ndarray) -> pd.DataFrame:
+    """The `PLAY_COLUMNS` per (series, block), in the schedule frame's row order."""
+    horizon = plan.horizon
+    per_series = (plan.calibration.scale, usage, ooms.hold_until)
+    return pd.DataFrame(
+        dict(
+            zip(
+                PLAY_COLUMNS,
+                [floor.ravel(), *(np.repeat(values, horizon) for values in per_series)],
+                strict=True,
+            )
+        )
+    )
+
+
 def _chunk(
     usage: UsageArrays, ooms: OomHistory, rows: np.ndarray, settings: ForecastSettings
-) -> tuple[pd.DataFrame, pd.DataFrame, Plan]:
+) -> tuple[pd.DataFrame, pd.DataFrame, Plan, pd.DataFrame]:
     """Plan, schedule and explain one chunk of series (one fleet for the allocation)."""
     part = usage.select(rows)
     chunk_ooms = ooms.select(rows)
     plan = make_plan(part, chunk_ooms, settings)
     blocks_per_day = max(1, round(DAY / plan.period))
     unset = np.full(part.n_series, np.nan)
+    floor = rise_floor(plan.cpu_forecast, plan.cpu_margin, settings)
+    last_cpu = part.cpu[:, -1] if part.n_windows else unset
     cpu, memory = build_schedule(
         unset,
         unset,
@@ -155,8 +176,11 @@ def _chunk(
         plan.memory.required,
         settings,
         blocks_per_day,
-        rise_floor(plan.cpu_forecast, plan.cpu_margin, settings),
+        floor,
         plan.cpu_committed,
+        hold_until=chunk_ooms.hold_until,
+        scale=plan.calibration.scale,
+        usage=last_cpu,
     )
     keys = part.keys.reset_index(drop=True)
     stable = _stable(plan, cpu, memory, part, settings)
@@ -165,7 +189,8 @@ def _chunk(
         axis=1,
     )
     frame.insert(len(KEY_COLUMNS) + 6, "explanation", explain(plan, chunk_ooms, settings))
-    return frame, _schedule_frame(keys, plan, cpu, memory), plan
+    rules = _rules(floor, plan, chunk_ooms, last_cpu)
+    return frame, _schedule_frame(keys, plan, cpu, memory), plan, rules
 
 
 def recommend_forecast(
@@ -197,4 +222,5 @@ def recommend_forecast(
     recommendations = pd.concat([part[0] for part in done], ignore_index=True)
     schedule = pd.concat([part[1] for part in done], ignore_index=True)
     plans = tuple((rows, part[2]) for rows, part in zip(chunks, done, strict=True))
-    return ForecastResult(recommendations, schedule, plans)
+    rules = pd.concat([part[3] for part in done], ignore_index=True)
+    return ForecastResult(recommendations, schedule, plans, rules)

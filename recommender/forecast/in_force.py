@@ -14,6 +14,7 @@ merged schedule through the same hysteresis and change budget.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import cast
 
 import numpy as np
 import pandas as pd
@@ -26,6 +27,11 @@ from recommender.forecast.settings import DAY, ForecastSettings
 KEYS = list(AGGREGATE_COLUMNS)
 REQUESTS = ["cpu_request", "memory_request"]
 EPOCH = pd.Timestamp(0, tz="UTC")
+# what the plan's own rules need, per block of the merged schedule (a workload's pods
+# merge by their largest): the CPU request under which a block rises whatever the
+# threshold (`rise_floor`), the recent peak a cut is measured against, the last CPU
+# usage, and the end of the OOM hold (UNIX seconds) before which memory does not fall
+PLAY_COLUMNS = ("cpu_rise_floor", "cpu_scale", "cpu_usage", "memory_hold_until")
 
 
 @dataclass(frozen=True)
@@ -76,16 +82,22 @@ def held_to_budget(
 ) -> pd.DataFrame:
     """The merged schedule played from the requests in force, within the change budget.
 
-    Each block's merged value is what that block needs: a request under it rises
-    (while the budget allows any change), and a cut waits for the budget and the
-    thresholds of `build_schedule`, as the live strategy's would. An aggregate with
-    no request on record starts unset with no change made, as before.
+    Each block's merged value is what that block needs, played through the thresholds
+    and the budget of `build_schedule` as the live strategy's block boundaries would:
+    a request rises past `increase_threshold` or under the `PLAY_COLUMNS` rise floor,
+    a cut waits for the budget and is not made under the last usage or when small
+    against the recent peak, and memory does not fall during an OOM hold. Without
+    those columns, only the thresholds apply. An aggregate with no request on record
+    starts unset with no change made, as before. The `PLAY_COLUMNS` are not returned.
     """
+    columns = [column for column in schedule.columns if column not in PLAY_COLUMNS]
     if schedule.empty:
-        return schedule
+        return schedule.loc[:, columns]
+    rules = [column for column in PLAY_COLUMNS if column in schedule.columns]
     # one row per aggregate (not pivot_table: with dropna=False it would cross every
     # namespace with every workload; with True it drops a CPU-only aggregate's memory)
-    wide = schedule.groupby([*KEYS, "start"], sort=True)[REQUESTS].max().unstack("start")
+    grouped = schedule.groupby([*KEYS, "start"], sort=True)
+    wide = cast(pd.DataFrame, grouped[[*REQUESTS, *rules]].max().unstack("start"))
     starts = wide["cpu_request"].columns
     period = (starts[1] - starts[0]).total_seconds() if len(starts) > 1 else float(DAY)
     on_record = pd.MultiIndex.from_tuples(in_force.keys, names=KEYS)
@@ -102,9 +114,12 @@ def held_to_budget(
         memory_need,
         settings,
         max(1, round(DAY / period)),
-        floor=cpu_need,
+        floor=_per_block(wide, "cpu_rise_floor"),
         budget=ChangeBudget.after(made, settings.max_changes_per_day),
         start=starts[0].timestamp(),
+        hold_until=_per_series(wide, "memory_hold_until", -np.inf),
+        scale=_per_series(wide, "cpu_scale", 0.0),
+        usage=_per_series(wide, "cpu_usage", np.nan),
     )
     # what was not measured stays unplanned (null), whatever is in force
     cpu = np.where(np.isnan(cpu_need), np.nan, cpu)
@@ -121,4 +136,21 @@ def held_to_budget(
     )
     out = schedule.set_index([*KEYS, "start"])
     out.update(played)
-    return out.reset_index().loc[:, list(schedule.columns)]
+    return out.reset_index().loc[:, columns]
+
+
+def _per_block(wide: pd.DataFrame, column: str) -> np.ndarray | None:
+    """(aggregates, blocks) of a rule column, None when the schedule has none."""
+    if column not in wide.columns.get_level_values(0):
+        return None
+    return wide[column].to_numpy(dtype=np.float64)
+
+
+def _per_series(wide: pd.DataFrame, column: str, default: float) -> np.ndarray:
+    """(aggregates,) of a rule column known per series (the largest over its blocks)."""
+    values = _per_block(wide, column)
+    if values is None:
+        return np.full(len(wide), default)
+    seen = ~np.isnan(values).all(axis=1)
+    peak = np.max(np.where(np.isnan(values), -np.inf, values), axis=1, initial=-np.inf)
+    return np.where(seen, peak, default)
