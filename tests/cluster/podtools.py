@@ -19,6 +19,20 @@ def container_resources(requests: dict[str, str] | None, limits: dict[str, str] 
     return resources
 
 
+def init_container(
+    name: str,
+    requests: dict[str, str] | None = None,
+    limits: dict[str, str] | None = None,
+    sidecar: bool = True,
+) -> Json:
+    """An init container; a native sidecar (restartPolicy Always) unless `sidecar` is off."""
+    body: Json = {"name": name, "image": "registry.k8s.io/pause:3.10"}
+    if sidecar:
+        body["restartPolicy"] = "Always"
+    body["resources"] = container_resources(requests, limits)
+    return body
+
+
 def pod_manifest(
     name: str,
     *,

@@ -37,7 +37,7 @@ from recommender.data.prometheus import PrometheusSettings, load_prometheus_hist
 from tailor.cli.main import app
 from tests.cluster.controlplane import ControlPlane
 from tests.cluster.kubelet_sim import KubeletSimulator, UsageSeries
-from tests.cluster.podtools import create_pod, pod_manifest, wait_for_pod
+from tests.cluster.podtools import create_pod, init_container, pod_manifest, wait_for_pod
 from tests.cluster.prometheus import PrometheusFactory, PrometheusInstance
 from tests.cluster.rawapi import Json, RawApi
 
@@ -74,15 +74,7 @@ def web_pod(node: str) -> Json:
     # a native sidecar: kube-state-metrics reports its requests and limits under the init
     # containers' names (kube_pod_init_container_resource_*), read with the app ones'
     manifest["spec"]["initContainers"] = [
-        {
-            "name": "proxy",
-            "image": "registry.k8s.io/pause:3.10",
-            "restartPolicy": "Always",
-            "resources": {
-                "requests": {"cpu": "250m", "memory": "64Mi"},
-                "limits": {"memory": "128Mi"},
-            },
-        }
+        init_container("proxy", {"cpu": "250m", "memory": "64Mi"}, {"memory": "128Mi"})
     ]
     return manifest
 

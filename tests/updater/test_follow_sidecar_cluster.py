@@ -7,7 +7,7 @@ from pathlib import Path
 
 from tests.cluster.controlplane import ControlPlane
 from tests.cluster.kubelet_sim import KubeletSimulator
-from tests.cluster.podtools import get_pod, pod_manifest, wait_for_pod
+from tests.cluster.podtools import get_pod, init_container, pod_manifest, wait_for_pod
 from tests.cluster.rawapi import Json, RawApi
 from tests.cluster.workloads import Mi
 from tests.updater.following import follow, period, start, write_schedule
@@ -33,20 +33,8 @@ def test_a_native_sidecar_is_resized_in_place_and_counted_in_the_nodes_room(
     kubelet_sim.register_node(node, cpu="1", memory="8Gi")
     manifest = pod_manifest("web", node=node, requests={"cpu": "500m", "memory": "128Mi"})
     manifest["spec"]["initContainers"] = [
-        {
-            "name": "setup",
-            "image": "registry.k8s.io/pause:3.10",
-            "resources": {"requests": {"cpu": "50m", "memory": "16Mi"}},
-        },
-        {
-            "name": "proxy",
-            "image": "registry.k8s.io/pause:3.10",
-            "restartPolicy": "Always",
-            "resources": {
-                "requests": {"cpu": "100m", "memory": "32Mi"},
-                "limits": {"memory": "64Mi"},
-            },
-        },
+        init_container("setup", {"cpu": "50m", "memory": "16Mi"}, sidecar=False),
+        init_container("proxy", {"cpu": "100m", "memory": "32Mi"}, {"memory": "64Mi"}),
     ]
     before = start(kube_api, kube_namespace, manifest)
     rows = [row(kube_namespace, "proxy", 0.3, 48 * Mi), row(kube_namespace, "setup", 0.2, 32 * Mi)]
