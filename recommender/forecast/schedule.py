@@ -374,7 +374,9 @@ def build_schedule(
         seen = usage if usage is not None and k == 0 else unknown
         new_cpu = cut_worth_making(new_cpu, cpu, seen, peak, settings)
         cpu_moves = ~np.isclose(new_cpu, cpu, equal_nan=True)
-        may_lower = may_decrease & ~(held_until > now)
+        # memory rides down with a CPU resize (one change for both), as the strategy's
+        # does, even one that spends the change kept for reactions; never in a hold
+        may_lower = (may_decrease | cpu_moves) & ~(held_until > now)
         new_memory = memory_step(
             memory, memory_required[:, k], settings, may_increase, may_lower, cpu_moves
         )

@@ -7,6 +7,7 @@ import itertools
 import numpy as np
 import pytest
 
+from recommender.change_budget import ChangeBudget
 from recommender.forecast.schedule import (
     build_schedule,
     cover,
@@ -221,3 +222,18 @@ def test_a_schedule_lowers_memory_alone_by_a_large_share_and_not_in_an_oom_hold(
     np.testing.assert_allclose(memory[0], 1.0)  # a 20 % cut alone is not worth a resize
     np.testing.assert_allclose(memory[1], 0.6)  # a 40 % one is
     np.testing.assert_allclose(memory[2], [1.0, 1.0, 0.6, 0.6])  # once the hold is over
+
+
+def test_memory_rides_down_with_a_cpu_resize_made_with_the_reserved_change() -> None:
+    """A CPU rise may spend the change kept for reactions; memory then moves in the same
+    resize, as the strategy moves it, though no planned change is left for it alone."""
+    hour = 3600.0
+    made = [np.array([-20, -18, -10, -5, -1]) * hour]  # 6 a day, 4 in 16 h: one left
+    budget = ChangeBudget.after(made, SETTINGS.max_changes_per_day)
+    assert budget.left(0.0)[0] == SETTINGS.reserved_changes
+    cpu, memory = build_schedule(
+        np.ones(1), np.ones(1), np.full((1, 4), 1.5), np.full((1, 4), 0.6), SETTINGS, 24,
+        budget=budget,
+    )  # fmt: skip
+    assert cpu[0, 0] == pytest.approx(1.5)  # the rise takes the reserved change
+    assert memory[0, 0] == pytest.approx(0.6)  # and memory rides along with it
