@@ -22,6 +22,7 @@ from recommender.data.arrays import (
 from recommender.data.ooms import history_start, oom_kills
 from recommender.data.schema import validate_events, validate_usage
 from recommender.data.throttling import throttling_notes, with_cpu_demand
+from recommender.data.timestamps import unix_seconds
 from recommender.forecast.api import BOUND_COLUMNS, recommend_forecast
 from recommender.forecast.in_force import PLAY_COLUMNS, held_to_budget, requests_in_force
 from recommender.forecast.settings import ForecastSettings
@@ -86,7 +87,7 @@ def fit_vpa_model(
     model = VpaModel(to_aggregate, len(aggregates), settings)
     if oom_bumps is not None:
         model.use_oom_bumps(*series_oom_bumps(series, oom_bumps))
-    seconds = usage["timestamp"].astype("datetime64[s, UTC]").astype("int64").to_numpy()
+    seconds = unix_seconds(usage["timestamp"])
     order = np.argsort(seconds, kind="stable")
     seconds = seconds[order]
     codes = codes[order]
@@ -267,10 +268,11 @@ def _workload_explanations(per_series: pd.DataFrame, workloads: pd.DataFrame) ->
         ranked = per_series.sort_values(column, ascending=False, kind="stable", na_position="last")
         return ranked.groupby(keys, sort=False)["explanation"].first()
 
-    by_cpu, by_memory = leading("cpu_target"), leading("memory_target")
+    index = pd.MultiIndex.from_frame(workloads[keys])
+    by_cpu = leading("cpu_target").reindex(index).astype(str)
+    by_memory = leading("memory_target").reindex(index).astype(str)
     said = []
-    for key in workloads[keys].itertuples(index=False, name=None):
-        cpu_text, memory_text = str(by_cpu.loc[key]), str(by_memory.loc[key])
+    for cpu_text, memory_text in zip(by_cpu, by_memory, strict=True):
         cpu_part, found, _ = cpu_text.partition(_MEMORY_PART)
         _, has_memory, memory_part = memory_text.partition(_MEMORY_PART)
         said.append(cpu_part + _MEMORY_PART + memory_part if found and has_memory else cpu_text)

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tailor.api.crd import WILDCARD_CONTAINER
-from tailor.api.meta import RESOURCE_CPU, RESOURCE_MEMORY
+from tailor.api.meta import RESOURCE_CPU, RESOURCE_MEMORY, api_group
 from tailor.api.vpa import ContainerResourcePolicy, UpdateMode, VerticalPodAutoscaler
 from tailor.scope import NamespaceScope
 
@@ -67,19 +67,12 @@ class _Metric:
 _DEFAULT_METRICS = (_Metric(RESOURCE_METRIC, RESOURCE_CPU, None, defaulted=True),)
 
 
-def _group(api_version: object) -> str | None:
-    """The API group of an apiVersion ("apps/v1" -> "apps", "v1" -> core ""); None if unset."""
-    if not isinstance(api_version, str) or not api_version:
-        return None
-    return api_version.rpartition("/")[0]
-
-
 def _targets_same(scale_target: Json, vpa: VerticalPodAutoscaler) -> bool:
     """Whether the HPA scales what the VPA targets; groups compared when both are given."""
     target = vpa.spec.target_ref
     if scale_target.get("kind") != target.kind or scale_target.get("name") != target.name:
         return False
-    hpa_group, vpa_group = _group(scale_target.get("apiVersion")), _group(target.api_version)
+    hpa_group, vpa_group = api_group(scale_target.get("apiVersion")), api_group(target.api_version)
     return hpa_group is None or vpa_group is None or hpa_group == vpa_group
 
 

@@ -89,6 +89,12 @@ CONTROLLER_KINDS = {
 }
 
 
+def controller_group(kind: str) -> str:
+    """The API group of a well-known controller kind (`CONTROLLER_KINDS`): its client's."""
+    client = CONTROLLER_KINDS[kind][0]
+    return "" if client == "core" else client
+
+
 class Cluster:
     """The handful of API calls the updater makes, on one authenticated client."""
 

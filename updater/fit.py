@@ -12,17 +12,12 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from tailor.pods import is_native_sidecar
+from tailor.pods import container_statuses, is_native_sidecar
 from updater.plan import ResizePlan
 from updater.progress import ResizeState, resize_status
 from updater.resources import Amounts, Json, requests_of, resource_list, sum_amounts, to_amounts
 
 _FINISHED = ("Succeeded", "Failed")
-
-
-def _status_by_name(pod: Json, field: str = "containerStatuses") -> dict[str, Json]:
-    statuses = (pod.get("status") or {}).get(field) or []
-    return {str(s.get("name")): s for s in statuses}
 
 
 def _container_effective(container: Json, status: Json | None, use_spec: bool) -> Amounts:
@@ -60,14 +55,13 @@ def effective_requests(pod: Json, plan: ResizePlan | None = None) -> Amounts:
         in_flight = _container_effective(container, status, use_spec=False)
         return in_flight.larger(change.request_amounts())
 
-    statuses = _status_by_name(pod)
+    statuses = container_statuses(pod)  # names are unique across both kinds of container
     app = [counted(c, statuses.get(str(c.get("name")))) for c in spec.get("containers") or []]
-    init_statuses = _status_by_name(pod, "initContainerStatuses")
     sidecars: list[Amounts] = []
     plain: list[Amounts] = []
     for container in spec.get("initContainers") or []:
         if is_native_sidecar(container):  # resizable: the same max rule
-            sidecars.append(counted(container, init_statuses.get(str(container.get("name")))))
+            sidecars.append(counted(container, statuses.get(str(container.get("name")))))
         else:  # runs beside the sidecars started before it (KEP-753)
             plain.append(sum_amounts(sidecars) + to_amounts(requests_of(container)))
     overhead = to_amounts(resource_list(spec.get("overhead")))

@@ -31,7 +31,7 @@ import numpy as np
 import pandas as pd
 
 from recommender.backtest.settings import BacktestInputError, ReplaySettings, format_duration
-from recommender.data.arrays import UsageArrays, from_long, infer_step
+from recommender.data.arrays import UsageArrays, from_long, most_common_gap, series_gaps
 from recommender.data.schema import (
     SERIES_COLUMNS,
     DataFormatError,
@@ -39,6 +39,7 @@ from recommender.data.schema import (
     validate_usage,
 )
 from recommender.data.throttling import with_cpu_demand
+from recommender.data.timestamps import unix_seconds
 from recommender.strategy import Requests
 from tailor.durations import DAY, HOUR
 
@@ -128,14 +129,15 @@ def _validated(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def _grid(frame: pd.DataFrame) -> UsageArrays:
-    seconds = frame["timestamp"].astype("datetime64[s, UTC]").astype("int64").to_numpy()
+    seconds = unix_seconds(frame["timestamp"])
     if np.unique(seconds).size < 2:
         raise BacktestInputError(
             "usage history has a single timestamp: a replay needs at least two windows"
         )
     codes = frame.groupby(list(EVENT_MATCH), sort=False).ngroup().to_numpy(np.int64)
-    step = infer_step(seconds, codes)  # series out of phase must not make a finer step
-    _check_one_period(frame, seconds, codes, step)
+    owners, gaps = series_gaps(seconds, codes)  # within a series: out of phase is no finer
+    step = most_common_gap(gaps)
+    _check_one_period(frame, codes, owners, gaps, step)
     windows = (int(seconds.max()) - int(seconds.min())) // step + 1
     series = int(codes.max()) + 1
     if series * windows > MAX_GRID_CELLS:
@@ -147,15 +149,12 @@ def _grid(frame: pd.DataFrame) -> UsageArrays:
 
 
 def _check_one_period(
-    frame: pd.DataFrame, seconds: np.ndarray, codes: np.ndarray, step: int
+    frame: pd.DataFrame, codes: np.ndarray, owners: np.ndarray, gaps: np.ndarray, step: int
 ) -> None:
     """Refuse series sampled at another period than the grid's: on a finer grid most of
-    their windows would be gaps, and every sum of theirs a fraction of the truth."""
-    order = np.lexsort((seconds, codes))
-    ordered_codes = codes[order]
-    same = ordered_codes[1:] == ordered_codes[:-1]
-    gaps = pd.DataFrame({"series": ordered_codes[1:][same], "gap": np.diff(seconds[order])[same]})
-    counts = gaps[gaps["gap"] > 0].value_counts().reset_index(name="count")
+    their windows would be gaps, and every sum of theirs a fraction of the truth.
+    (`owners`, `gaps`: `series_gaps` of the series `codes`.)"""
+    counts = pd.DataFrame({"series": owners, "gap": gaps}).value_counts().reset_index(name="count")
     modal = counts.sort_values(["series", "count"], ascending=[True, False])
     modal = modal.drop_duplicates("series")
     odd = modal[(modal["gap"] != step) & (modal["count"] >= 2)]
@@ -261,7 +260,7 @@ def _fold_events(
         raise BacktestInputError(str(error)) from error
     index = pd.MultiIndex.from_frame(arrays.keys.loc[:, list(EVENT_MATCH)])
     rows = index.get_indexer(pd.MultiIndex.from_frame(events.loc[:, list(EVENT_MATCH)]))
-    seconds = events["timestamp"].astype("datetime64[s, UTC]").astype("int64").to_numpy()
+    seconds = unix_seconds(events["timestamp"])
     cols = (seconds - arrays.start) // arrays.step
     owner = np.where(rows >= 0, rows, 0)
     known = (rows >= 0) & (cols >= first[owner]) & (cols <= last[owner])

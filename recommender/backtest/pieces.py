@@ -16,6 +16,7 @@ import pandas as pd
 from recommender.backtest.settings import BacktestInputError
 from recommender.data.arrays import SamplePeriodError, infer_step
 from recommender.data.schema import SERIES_COLUMNS
+from recommender.data.timestamps import unix_seconds
 from tailor.durations import DurationError, whole_windows
 
 SERIES = list(SERIES_COLUMNS)
@@ -44,7 +45,7 @@ def _renamed(frame: pd.DataFrame, piece: pd.Series, shift: pd.Series) -> pd.Data
 def _check_span_on_grid(usage: pd.DataFrame, span_seconds: int) -> None:
     """Pieces must hold whole windows (7-minute pieces of 5-minute data alternate 1 and 2),
     and two at least: a piece of one sample was reported as "a single timestamp"."""
-    seconds = usage["timestamp"].astype("datetime64[s, UTC]").astype("int64").to_numpy()
+    seconds = unix_seconds(usage["timestamp"])
     codes = usage.groupby(SERIES, sort=False).ngroup().to_numpy()
     try:
         step = infer_step(seconds, codes)

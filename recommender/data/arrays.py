@@ -13,6 +13,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from recommender.data.timestamps import unix_seconds
+
 KEY_COLUMNS = ("namespace", "workload", "pod", "container")
 # What a VPA recommends for: the pods of a workload merge into one container aggregate.
 AGGREGATE_COLUMNS = ("namespace", "workload", "container")
@@ -80,23 +82,37 @@ class SamplePeriodError(ValueError):
     """The history holds no two samples of one series: the grid's step is unknown."""
 
 
+def series_gaps(
+    timestamps: np.ndarray, series: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """Positive gaps between consecutive samples of each series (one code per timestamp in
+    `series`; one series when None): (the series of each gap, the gap in seconds)."""
+    timestamps = np.asarray(timestamps)
+    if series is None:
+        series = np.zeros(timestamps.shape, dtype=np.int64)
+    order = np.lexsort((timestamps, series))
+    ordered = series[order]
+    same = ordered[1:] == ordered[:-1]
+    diffs = np.diff(timestamps[order])
+    kept = same & (diffs > 0)
+    return ordered[1:][kept], diffs[kept]
+
+
+def most_common_gap(gaps: np.ndarray) -> int:
+    """The sample period `series_gaps` shows: its most common gap."""
+    if gaps.size == 0:
+        raise SamplePeriodError("need at least two distinct timestamps to infer the sample period")
+    values, counts = np.unique(gaps, return_counts=True)
+    return int(values[np.argmax(counts)])
+
+
 def infer_step(timestamps: np.ndarray, series: np.ndarray | None = None) -> int:
     """The most common positive gap between consecutive samples of a series, in seconds.
 
     With `series` (one code per timestamp), gaps are taken within each series only:
     series sampled at the same rate but out of phase must not make a finer step.
     """
-    timestamps = np.asarray(timestamps)
-    if series is None:
-        series = np.zeros(timestamps.shape, dtype=np.int64)
-    order = np.lexsort((timestamps, series))
-    same_series = series[order][1:] == series[order][:-1]
-    diffs = np.diff(timestamps[order])
-    diffs = diffs[same_series & (diffs > 0)]
-    if diffs.size == 0:
-        raise SamplePeriodError("need at least two distinct timestamps to infer the sample period")
-    values, counts = np.unique(diffs, return_counts=True)
-    return int(values[np.argmax(counts)])
+    return most_common_gap(series_gaps(timestamps, series)[1])
 
 
 def factorize_rows(frame: pd.DataFrame, columns: Sequence[str]) -> tuple[np.ndarray, pd.DataFrame]:
@@ -122,7 +138,7 @@ def from_long(frame: pd.DataFrame, step: int | None = None) -> UsageArrays:
     """
     if frame.empty:
         raise ValueError("usage history is empty")
-    seconds = frame["timestamp"].astype("datetime64[s, UTC]").astype("int64").to_numpy()
+    seconds = unix_seconds(frame["timestamp"])
     codes, keys = factorize_rows(frame, KEY_COLUMNS)
     if step is None:
         step = infer_step(seconds, codes)

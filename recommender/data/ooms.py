@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from recommender.data.timestamps import unix_seconds
 from tailor.durations import DAY
 
 MATCH_COLUMNS = ("namespace", "pod", "container")
@@ -74,7 +75,7 @@ def oom_kills(
         pd.MultiIndex.from_frame(kills.loc[:, list(MATCH_COLUMNS)].astype(str))
     )
     known = rows >= 0
-    seconds = kills["timestamp"].astype("datetime64[s, UTC]").astype("int64").to_numpy()
+    seconds = unix_seconds(kills["timestamp"])
     kept = known if since is None else known & (seconds >= since)
     seconds = seconds[kept]
     memory = kills["memory"].to_numpy(dtype=np.float64)[kept]

@@ -24,6 +24,11 @@ RANGE_TEXT: Final = "timestamps must be from 1970-01-01 on and before 2200-01-01
 MILLISECONDS_HINT: Final = "UNIX milliseconds? timestamps in seconds are expected"
 
 
+def unix_seconds(timestamps: pd.Series) -> np.ndarray:
+    """Whole UNIX seconds (int64) of a validated `timestamp` column (UTC)."""
+    return timestamps.astype("datetime64[s, UTC]").astype("int64").to_numpy()
+
+
 def parse_timestamps(values: pd.Series, source: str) -> pd.Series:
     """Timestamps as tz-aware UTC: datetimes, UNIX seconds or ISO-8601 text.
 

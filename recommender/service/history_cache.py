@@ -24,13 +24,10 @@ from recommender.data.prometheus import (
     PrometheusSettings,
     load_prometheus_history,
 )
+from recommender.data.timestamps import unix_seconds
 
 Loader = Callable[..., tuple[pd.DataFrame, pd.DataFrame]]
 SERIES = ["namespace", "pod", "container"]
-
-
-def _seconds(frame: pd.DataFrame) -> pd.Series:
-    return frame["timestamp"].astype("datetime64[s, UTC]").astype("int64")
 
 
 def _stamp(seconds: int) -> datetime:
@@ -116,10 +113,10 @@ class HistoryCache:
         """Old rows from the range start to the cut, new rows from the cut on."""
         parts = []
         if old is not None and not old.empty:
-            seconds = _seconds(old)
+            seconds = unix_seconds(old["timestamp"])
             parts.append(old[(seconds >= start) & (seconds < cut)])
         if new is not None and not new.empty:
-            parts.append(new[_seconds(new) >= cut])
+            parts.append(new[unix_seconds(new["timestamp"]) >= cut])
         if not parts:
             return (old if old is not None else new).iloc[0:0]  # type: ignore[union-attr]
         joined = pd.concat(parts, ignore_index=True)

@@ -215,20 +215,19 @@ def _unshared_containers(
     do not size (a plain init container, which ran before the pod started)."""
     unshared = set()
     for entry in entries:
-        namespace = entry.vpa.namespace
-        for workload in entry.workloads:
-            for container in entry.containers:
-                policy = entry.vpa.container_policy(container)
-                if policy is not None and policy.is_off:
-                    unshared.add((namespace, workload, container))
-        if not entry.containers:
-            continue
+        vpa = entry.vpa
+        sharing = {
+            c
+            for c in entry.containers
+            if (policy := vpa.container_policy(c)) is None or not policy.is_off
+        }
         mine = aggregates[
-            (aggregates["namespace"] == namespace) & aggregates["workload"].isin(entry.workloads)
+            (aggregates["namespace"] == vpa.namespace)
+            & aggregates["workload"].isin(entry.workloads)
         ]
         for workload, container in zip(mine["workload"], mine["container"], strict=True):
-            if container not in entry.containers:
-                unshared.add((namespace, str(workload), str(container)))
+            if container not in sharing:
+                unshared.add((vpa.namespace, str(workload), str(container)))
     return sorted(unshared)
 
 

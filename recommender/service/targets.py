@@ -14,8 +14,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from tailor.api.meta import api_group
 from tailor.api.vpa import VerticalPodAutoscaler
-from tailor.kube import Cluster, ClusterError
+from tailor.kube import CONTROLLER_KINDS, Cluster, ClusterError, controller_group
 
 # upstream's messages, word for word: tools match on them
 CANNOT_READ = "Cannot read targetRef"
@@ -23,23 +24,6 @@ HAS_PARENT = (
     "The targetRef controller has a parent but it should point to a topmost well-known "
     "or scalable controller"
 )
-
-# the API group of each well-known kind ("" is the core group)
-WELL_KNOWN_GROUPS = {
-    "Deployment": "apps",
-    "StatefulSet": "apps",
-    "DaemonSet": "apps",
-    "ReplicaSet": "apps",
-    "Job": "batch",
-    "CronJob": "batch",
-    "ReplicationController": "",
-}
-
-
-def _group(api_version: str | None) -> str | None:
-    if not api_version:
-        return None
-    return api_version.split("/", 1)[0] if "/" in api_version else ""
 
 
 def _controlled(found: Mapping[str, Any]) -> bool:
@@ -54,9 +38,10 @@ def target_problem(cluster: Cluster, vpa: VerticalPodAutoscaler) -> str | None:
     Raises ClusterError when the API server does not answer (or RBAC refuses the read).
     """
     ref = vpa.spec.target_ref
-    group = WELL_KNOWN_GROUPS.get(ref.kind)
-    if group is None or _group(ref.api_version) not in (group, None):
-        return None  # a custom kind, or a well-known name in another group
+    if ref.kind not in CONTROLLER_KINDS:
+        return None  # a custom kind
+    if api_group(ref.api_version) not in (controller_group(ref.kind), None):
+        return None  # a well-known name in another group
     found = cluster.controller(ref.kind, vpa.namespace, ref.name)
     if found is None:
         return f"{CANNOT_READ}. Reason: {ref.kind} {vpa.namespace}/{ref.name} not found"

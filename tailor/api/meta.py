@@ -271,6 +271,13 @@ class _Namespaced(Protocol):
 NamespacedT = TypeVar("NamespacedT", bound=_Namespaced)
 
 
+def api_group(api_version: object) -> str | None:
+    """The API group of an apiVersion ("apps/v1" -> "apps", "v1" -> core ""); None if unset."""
+    if not isinstance(api_version, str) or not api_version:
+        return None
+    return api_version.rpartition("/")[0]
+
+
 def object_key(obj: Mapping[str, Any]) -> tuple[str, str]:
     """(namespace, name) of an object as the API's JSON; "" where the metadata lacks one."""
     metadata = obj.get("metadata") or {}

@@ -13,7 +13,6 @@ from recommender.service.status import ServedVpa, vpa_status
 from recommender.service.targets import (
     CANNOT_READ,
     HAS_PARENT,
-    WELL_KNOWN_GROUPS,
     target_problem,
     target_problems,
 )
@@ -93,6 +92,6 @@ def test_the_condition_says_it_beside_no_pods_matched() -> None:
 
 def test_the_cluster_has_a_read_call_for_every_well_known_target_kind() -> None:
     clients = {"apps": AppsV1Api, "batch": BatchV1Api, "core": CoreV1Api}
-    for kind in WELL_KNOWN_GROUPS:
+    for kind in CONTROLLER_KINDS:
         client, _, read = CONTROLLER_KINDS[kind]
         assert callable(getattr(clients[client], read, None)), kind
