@@ -30,6 +30,8 @@ from recommender.backtest.hindsight import (
 )
 from recommender.backtest.history import ReplayHistory
 from recommender.backtest.level_reference import level_reference, peak_reference
+from recommender.backtest.peak_floor import forgetting_window, trailing_peak_floor
+from recommender.backtest.settings import format_duration
 from tailor.cli.backtest import (
     Dataset,
     Demo,
@@ -96,10 +98,27 @@ def hindsight_command(
             "mean usage: no container is starved to save slack.",
         ),
     ] = False,
+    peak_window: Annotated[
+        str | None,
+        typer.Option(
+            "--peak-window",
+            help="Memory only: also print the least slack of any limit never under the peak "
+            "of this much history before each window (e.g. 24h), OOM kills not counted.",
+        ),
+    ] = None,
+    slack_goal: Annotated[
+        float | None,
+        typer.Option(
+            "--slack-goal",
+            help="Memory only: also print how soon a limit must forget a peak for its least "
+            "slack to reach this relative slack (0 to 1).",
+        ),
+    ] = None,
 ) -> None:
     """Certified lower bound on the relative slack any strategy can reach on this history."""
     started = time.perf_counter()
     block = None if level_block is None else positive_duration(level_block, "--level-block")
+    memory_window = _peak_window_seconds(resource, peak_window, slack_goal)
     with _flag_errors():  # before the history is read
         check_budget_rate(resource.value, budget_rate)
         check_limits(changes_per_day, exempt_fraction)
@@ -131,6 +150,50 @@ def hindsight_command(
     )
     if windows is not None:
         _print_reference(history, resource, windows, budget_rate, at_least_mean)
+    _print_peak_floor(history, memory_window, slack_goal)
+
+
+def _peak_window_seconds(
+    resource: Resource, peak_window: str | None, slack_goal: float | None
+) -> int | None:
+    """--peak-window and --slack-goal checked before the history is read."""
+    for flag, value in (("--peak-window", peak_window), ("--slack-goal", slack_goal)):
+        if value is not None and resource is not Resource.memory:
+            raise typer.BadParameter("only for --resource memory", param_hint=flag)
+    if slack_goal is not None and not 0.0 <= slack_goal <= 1.0:
+        raise typer.BadParameter(f"{slack_goal} is not within 0 to 1", param_hint="--slack-goal")
+    return None if peak_window is None else positive_duration(peak_window, "--peak-window")
+
+
+def _print_peak_floor(
+    history: ReplayHistory, seconds: int | None, slack_goal: float | None
+) -> None:
+    """The trailing-peak floor of --peak-window and the forgetting time of --slack-goal."""
+    memory, start, step = history.usage.memory, history.evaluation_start, history.usage.step
+    if seconds is not None:
+        try:
+            window = whole_windows(seconds, step, "a peak window")
+        except DurationError as error:
+            raise typer.BadParameter(str(error), param_hint="--peak-window") from error
+        floor = trailing_peak_floor(memory, start, window)
+        typer.echo(
+            f"memory_relative_slack > {_bound_text(floor.relative_slack)} (certified, OOM kills "
+            f"not counted) for any limit never under the peak of the last "
+            f"{format_duration(window * step)}"
+        )
+    if slack_goal is not None:
+        longest = forgetting_window(memory, start, slack_goal)
+        if longest is None:
+            typer.echo(
+                f"memory_relative_slack <= {slack_goal:g} is not ruled out even for a limit "
+                "that never forgets a peak of this history"
+            )
+            return
+        typer.echo(
+            f"memory_relative_slack <= {slack_goal:g} needs a limit that forgets a peak within "
+            f"{format_duration(longest * step)} (any longer memory leaves more, OOM kills "
+            "not counted)"
+        )
 
 
 @contextmanager

@@ -145,3 +145,45 @@ def test_a_budget_rate_that_overflows_the_budget_is_refused(tmp_path: Path) -> N
     result = runner.invoke(app, args)
     assert result.exit_code == 2, result.output
     assert "a budget rate of 1e+308 is too large" in plain(result.output)
+
+
+def test_the_trailing_peak_floor_and_its_forgetting_time(tmp_path: Path) -> None:
+    # 1 GiB, and a 4 GiB job in the first window of every 6 h (72 windows)
+    memory = np.where(np.arange(3 * PER_DAY) % 72 == 0, 4 * GIB, GIB)
+    usage = write_usage(tmp_path, history(np.full(3 * PER_DAY, 0.5), memory))
+    base = ["hindsight", "--input", str(usage), "--resource", "memory"]
+    result = runner.invoke(app, [*base, "--peak-window", "1h", "--slack-goal", "0.5"])
+    assert result.exit_code == 0, result.output
+    found = re.search(r"memory_relative_slack > ([0-9.]+) \(certified, OOM kills", result.stdout)
+    assert found is not None
+    # each job's peak is held for 12 windows after it: 36 GiB-windows of slack per 6 h
+    assert float(found.group(1)) == pytest.approx(36 / (4 + 12 * 4 + 59), abs=1e-4)
+    # W windows of memory leave 3W / (75 + 3W) per 6 h: 0.5 at 25 windows, more at 26
+    assert "forgets a peak within 125m (any longer" in result.stdout
+    day = runner.invoke(app, [*base, "--peak-window", "1d"])
+    assert day.exit_code == 0, day.output
+    longer = re.search(r"memory_relative_slack > ([0-9.]+) \(certified, OOM", day.stdout)
+    assert longer is not None and float(longer.group(1)) > float(found.group(1))
+    lax = runner.invoke(app, [*base, "--slack-goal", "0.9"])
+    assert lax.exit_code == 0, lax.output
+    assert "is not ruled out even for a limit that never forgets" in lax.stdout
+
+
+@pytest.mark.parametrize(
+    ("args", "flag", "message"),
+    [
+        (["--peak-window", "1h"], "--peak-window", "only for --resource memory"),
+        (["--slack-goal", "0.5"], "--slack-goal", "only for --resource memory"),
+        (["--resource", "memory", "--slack-goal", "1.5"], "--slack-goal", "not within 0 to 1"),
+        (["--resource", "memory", "--peak-window", "7m"], "--peak-window", "sample period"),
+        (["--resource", "memory", "--peak-window", "-1h"], "--peak-window", ""),
+    ],
+)
+def test_bad_peak_floor_flags_are_refused(
+    tmp_path: Path, args: list[str], flag: str, message: str
+) -> None:
+    usage = write_usage(tmp_path, history(np.full(3 * PER_DAY, 0.5), np.full(3 * PER_DAY, GIB)))
+    result = runner.invoke(app, ["hindsight", "--input", str(usage), *args])
+    assert result.exit_code == 2, result.output
+    assert f"Invalid value for {flag}" in plain(result.output)
+    assert message in plain(result.output)
