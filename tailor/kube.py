@@ -21,6 +21,7 @@ import urllib3.exceptions
 from kubernetes.client.exceptions import ApiException
 
 from tailor.api.crd import CHECKPOINT_PLURAL, GROUP, VERSION, VPA_PLURAL
+from tailor.controller_kinds import CONTROLLER_KINDS, controller_group
 from tailor.kube_client import (
     ClusterError,
     Listing,
@@ -43,6 +44,7 @@ __all__ = [
     "WatchEvent",
     "api_client_from",
     "api_message",
+    "controller_group",
     "new_watch",
 ]
 
@@ -66,33 +68,6 @@ class Answer:
     status: int
     message: str = ""
     obj: Json | None = None
-
-
-# kind: (client, list-all call, read call) of the well-known controllers: those a pod's
-# owner chain passes, and those a VPA's targetRef names
-CONTROLLER_KINDS = {
-    "ReplicaSet": ("apps", "list_replica_set_for_all_namespaces", "read_namespaced_replica_set"),
-    "Job": ("batch", "list_job_for_all_namespaces", "read_namespaced_job"),
-    "StatefulSet": (
-        "apps",
-        "list_stateful_set_for_all_namespaces",
-        "read_namespaced_stateful_set",
-    ),
-    "DaemonSet": ("apps", "list_daemon_set_for_all_namespaces", "read_namespaced_daemon_set"),
-    "ReplicationController": (
-        "core",
-        "list_replication_controller_for_all_namespaces",
-        "read_namespaced_replication_controller",
-    ),
-    "Deployment": ("apps", "list_deployment_for_all_namespaces", "read_namespaced_deployment"),
-    "CronJob": ("batch", "list_cron_job_for_all_namespaces", "read_namespaced_cron_job"),
-}
-
-
-def controller_group(kind: str) -> str:
-    """The API group of a well-known controller kind (`CONTROLLER_KINDS`): its client's."""
-    client = CONTROLLER_KINDS[kind][0]
-    return "" if client == "core" else client
 
 
 class Cluster:
