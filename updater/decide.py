@@ -4,7 +4,10 @@ In-place first: a resize that fits the node is sent. A pod the kubelet cannot
 resize (Infeasible, an actuation Error, Deferred or in progress for too long, the
 upstream updater's timeouts) is evicted only when the operator allows it and a
 controller will replace it; the API server's eviction then also honours the
-pod's PodDisruptionBudgets.
+pod's PodDisruptionBudgets. A growth our node check finds no room for is judged
+as the kubelet would judge it: one larger than the whole node at once, one that
+only lacks room beside its neighbours after the Deferred timeout (a neighbour may
+shrink or leave meanwhile), timed by `NoRoomClock` across passes.
 """
 
 from __future__ import annotations
@@ -35,6 +38,21 @@ class Policy:
     no_eviction_reason: str = "eviction not allowed (--evict)"
 
 
+class NoRoomClock:
+    """Since when each pod's planned growth has found no room on its node, across passes."""
+
+    def __init__(self) -> None:
+        self._since: dict[str, datetime] = {}
+
+    def since(self, uid: str, now: datetime) -> datetime:
+        """When `uid` was first found without room, in the run of passes that ends now."""
+        return self._since.setdefault(uid, now)
+
+    def keep_only(self, uids: set[str]) -> None:
+        """Forget pods not short of room this pass: a later shortage starts a new wait."""
+        self._since = {uid: at for uid, at in self._since.items() if uid in uids}
+
+
 @dataclass(frozen=True)
 class Decision:
     action: Action
@@ -61,6 +79,18 @@ def _stuck(status: ResizeStatus, now: datetime, policy: Policy) -> str | None:
     return None
 
 
+def _no_room(
+    fit: Fit, since: datetime | None, now: datetime, policy: Policy, has_controller: bool
+) -> Decision:
+    """A growth without room: Infeasible-like at once, Deferred-like after the timeout."""
+    waited = now - since if since else timedelta(0)
+    if fit.never or not (policy.evict and has_controller):
+        return _evict_or_leave(fit.reason, policy, has_controller)
+    if waited >= policy.deferred_timeout:
+        return _evict_or_leave(f"{fit.reason} for {waited}", policy, has_controller)
+    return Decision(Action.WAIT, f"{fit.reason}; waiting up to {policy.deferred_timeout} for room")
+
+
 def decide(
     plan: ResizePlan | Skipped,
     status: ResizeStatus,
@@ -68,14 +98,16 @@ def decide(
     now: datetime,
     policy: Policy,
     has_controller: bool,
+    no_room_since: datetime | None = None,
 ) -> Decision:
-    """One pod's action; `fit` is the node check of `plan` (None when nothing changes)."""
+    """One pod's action; `fit` is the node check of `plan` (None when nothing changes) and
+    `no_room_since` when the pod was first found without room (None: now)."""
     if isinstance(plan, Skipped):
         return Decision(Action.NONE, plan.reason)
     if plan.changes:
         if fit is None or fit.fits:
             return Decision(Action.RESIZE, plan.describe())
-        return _evict_or_leave(fit.reason, policy, has_controller)
+        return _no_room(fit, no_room_since, now, policy, has_controller)
     stuck = _stuck(status, now, policy)
     if stuck:
         return _evict_or_leave(stuck, policy, has_controller)

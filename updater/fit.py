@@ -70,10 +70,15 @@ def effective_requests(pod: Json, plan: ResizePlan | None = None) -> Amounts:
 
 @dataclass(frozen=True)
 class Fit:
-    """Whether the resized pod fits; `reason` names the short resource when it does not."""
+    """Whether the resized pod fits; `reason` names the short resource when it does not.
+
+    `never`: it would not fit even alone on the node (the kubelet's Infeasible); otherwise
+    a pod that does not fit only lacks room beside its neighbours for now (Deferred).
+    """
 
     fits: bool
     reason: str = ""
+    never: bool = False
 
 
 class NodeUsage:
@@ -122,11 +127,18 @@ def fits_beside(pod: Json, plan: ResizePlan, node: Json, used: Amounts) -> Fit:
         for resource in ("cpu", "memory")
         if wanted.get(resource) > max(free.get(resource), now.get(resource))
     ]
-    if short:
-        node_name = (node.get("metadata") or {}).get("name")
-        unit = "(cpu in millicores, memory in bytes)"
-        return Fit(False, f"does not fit node {node_name}: {'; '.join(short)} {unit}")
-    return Fit(True)
+    if not short:
+        return Fit(True)
+    node_name = (node.get("metadata") or {}).get("name")
+    unit = "(cpu in millicores, memory in bytes)"
+    over = [  # more than the whole node: no neighbour leaving would make room
+        f"{resource} needs {wanted.get(resource)}, {allocatable.get(resource)} allocatable"
+        for resource in ("cpu", "memory")
+        if wanted.get(resource) > max(allocatable.get(resource), now.get(resource))
+    ]
+    if over:
+        return Fit(False, f"never fits node {node_name}: {'; '.join(over)} {unit}", never=True)
+    return Fit(False, f"does not fit node {node_name}: {'; '.join(short)} {unit}")
 
 
 def node_fit(pod: Json, plan: ResizePlan, node: Json, pods_on_node: Iterable[Json]) -> Fit:

@@ -23,7 +23,7 @@ from tailor.schedule_file import ScheduleRow
 from tailor.scope import NamespaceScope
 from tailor.workloads import pod_workload
 from updater.boost import StartupBoost, startup_boost
-from updater.decide import Action, Decision, Policy, decide
+from updater.decide import Action, Decision, NoRoomClock, Policy, decide
 from updater.fit import NodeUsage, fits_beside
 from updater.governance import Governance, limit_rules, pod_targets, vpa_governance
 from updater.plan import PodRules, ResizePlan, Skipped, plan_resize
@@ -74,6 +74,7 @@ class PassOptions:
     webhook_down: Callable[[datetime], str | None] | None = None
     update_rules: UpdateRules = field(default_factory=UpdateRules)  # upstream's thresholds
     eviction_rate: EvictionRate = field(default_factory=lambda: EvictionRate(0))  # shared by passes
+    no_room: NoRoomClock = field(default_factory=NoRoomClock)  # shared by passes
 
     def acts_in(self, namespace: str) -> bool:
         """In `-n`'s namespaces (all without it) and within the scope flags."""
@@ -112,6 +113,7 @@ def _decision(
     usage: NodeUsage,
     now: datetime,
     policy: Policy,
+    no_room: _NoRoomThisPass,
 ) -> Decision:
     if isinstance(planned, QuantityError):
         return Decision(Action.NONE, f"unreadable resources: {planned}")
@@ -125,7 +127,23 @@ def _decision(
             fit = fits_beside(pod, planned, node, usage.beside(pod))
         except QuantityError as error:
             return Decision(Action.NONE, f"unreadable resources: {error}")
-    return decide(planned, resize_status(pod), fit, now, policy, owner_of(pod) is not None)
+    since = None if fit is None or fit.fits else no_room.since(pod, now)
+    return decide(planned, resize_status(pod), fit, now, policy, owner_of(pod) is not None, since)
+
+
+class _NoRoomThisPass:
+    """The pass's view of the shared `NoRoomClock`: pods short of room now keep their wait."""
+
+    def __init__(self, clock: NoRoomClock) -> None:
+        self.clock, self.short = clock, set[str]()
+
+    def since(self, pod: Json, now: datetime) -> datetime:
+        uid = str((pod.get("metadata") or {}).get("uid"))
+        self.short.add(uid)
+        return self.clock.since(uid, now)
+
+    def close(self) -> None:
+        self.clock.keep_only(self.short)
 
 
 @dataclass(frozen=True)
@@ -303,6 +321,7 @@ def follow_once(
         pods, configured_replicas(governor.controllers), options.limits
     )
     usage = NodeUsage(pods)
+    no_room = _NoRoomThisPass(options.no_room)
     webhook = _WebhookStatus(options.webhook_down)
     outcomes: list[Outcome] = []
     candidates: list[_Candidate] = []
@@ -343,7 +362,7 @@ def follow_once(
         if governance.recreate:  # never resized: evicted, and the webhook sizes the new pod
             decision = _recreate_decision(item.reason, policy)
         else:
-            decision = _decision(pod, item.planned, nodes, usage, now, policy)
+            decision = _decision(pod, item.planned, nodes, usage, now, policy, no_room)
         detail, applied = decision.reason, True
         if item.reason == UNBOOST:
             detail = f"{UNBOOST}; {detail}"
@@ -374,4 +393,5 @@ def follow_once(
             detail = f"{detail}; {governance.hpa_note}"
         outcome = Outcome(item.namespace, item.name, item.workload, decision.action, detail)
         outcomes.append(replace(outcome, applied=applied))
+    no_room.close()
     return outcomes

@@ -200,7 +200,10 @@ def follow_command(
     eviction_rate_burst: Annotated[
         int, typer.Option(min=1, help="Evictions at once under --eviction-rate-limit.")
     ] = 1,
-    deferred_timeout: Annotated[str, typer.Option(help="Evict after Deferred this long.")] = "5m",
+    deferred_timeout: Annotated[
+        str,
+        typer.Option(help="Evict after Deferred, or without room on the node, this long."),
+    ] = "5m",
     evict_after_oom_threshold: Annotated[
         str,
         typer.Option(

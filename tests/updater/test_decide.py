@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from tailor.api.meta import ResourceList
-from updater.decide import Action, Decision, Policy, decide
+from updater.decide import Action, Decision, NoRoomClock, Policy, decide
 from updater.fit import Fit
 from updater.plan import ContainerResize, ResizePlan, Skipped
 from updater.progress import ResizeState, ResizeStatus
@@ -67,8 +67,34 @@ def test_a_plan_that_does_not_fit_is_not_sent_without_evict() -> None:
     assert decision.reason == f"{NO_ROOM.reason}; eviction not allowed (--evict)"
 
 
-def test_a_plan_that_does_not_fit_evicts_a_controlled_pod_with_evict() -> None:
-    assert decide(GROW, NONE, NO_ROOM, NOW, EVICT, True) == Decision(Action.EVICT, NO_ROOM.reason)
+def test_a_growth_short_of_room_waits_the_deferred_timeout_before_eviction() -> None:
+    """As the kubelet would defer it: a neighbour may shrink or leave meanwhile."""
+    waiting = decide(GROW, NONE, NO_ROOM, NOW, EVICT, True, NOW - timedelta(minutes=4))
+    assert waiting == Decision(Action.WAIT, f"{NO_ROOM.reason}; waiting up to 0:05:00 for room")
+    assert decide(GROW, NONE, NO_ROOM, NOW, EVICT, True).action is Action.WAIT  # first seen now
+    evicted = decide(GROW, NONE, NO_ROOM, NOW, EVICT, True, NOW - timedelta(minutes=5))
+    assert evicted == Decision(Action.EVICT, f"{NO_ROOM.reason} for 0:05:00")
+    at_once = Policy(evict=True, deferred_timeout=timedelta(0))
+    assert decide(GROW, NONE, NO_ROOM, NOW, at_once, True).action is Action.EVICT
+
+
+def test_a_growth_past_the_whole_node_is_evicted_at_once_with_evict() -> None:
+    """As the kubelet's Infeasible: waiting would not help."""
+    never = Fit(False, "never fits node node-a: cpu needs 5000, 4000 allocatable", never=True)
+    assert decide(GROW, NONE, never, NOW, EVICT, True) == Decision(Action.EVICT, never.reason)
+    left = decide(GROW, NONE, never, NOW, Policy(), True)
+    assert left == Decision(Action.NONE, f"{never.reason}; eviction not allowed (--evict)")
+
+
+def test_the_no_room_clock_keeps_a_wait_only_while_room_stays_short() -> None:
+    clock = NoRoomClock()
+    assert clock.since("a", NOW) == NOW
+    later = NOW + timedelta(minutes=3)
+    assert clock.since("a", later) == NOW  # the same shortage, still waiting
+    clock.keep_only({"a"})
+    assert clock.since("a", later) == NOW
+    clock.keep_only(set())  # room came (or the pod left): a new shortage starts anew
+    assert clock.since("a", later) == later
 
 
 def test_a_pod_without_a_controller_is_never_evicted() -> None:

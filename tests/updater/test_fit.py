@@ -256,3 +256,19 @@ def test_node_usage_counts_each_live_pod_once_and_recounts_a_resized_one() -> No
     grown = resident("a2", "1500m", "1Gi")
     usage.record(grown)  # accepted resize: counted at its new size, not twice
     assert usage.beside(a1) == Amounts(1500, 2**30)
+
+
+def test_a_growth_past_the_whole_node_never_fits() -> None:
+    """The kubelet's Infeasible: no neighbour leaving would make room."""
+    target = resident("web-1", "500m", "1Gi")
+    others = [resident("db-1", "2", "4Gi")]
+    crowded = node_fit(target, grow("app", 3000, GI), node(), others)
+    assert not crowded.fits and not crowded.never  # fits alone: room may come (Deferred)
+    whole = node_fit(target, grow("app", 4001, GI), node(), others)
+    assert not whole.fits and whole.never
+    assert whole.reason == (
+        "never fits node node-a: cpu needs 4001, 4000 allocatable "
+        "(cpu in millicores, memory in bytes)"
+    )
+    alone = node_fit(target, grow("app", 4000, GI), node(), [])
+    assert alone.fits

@@ -18,7 +18,10 @@ from tests.cluster.rawapi import Json, RawApi
 from tests.cluster.waiting import wait_until
 from tests.cluster.workloads import (
     Mi,
+    create_deployment,
+    deployment,
     running_pods,
+    wait_for_running,
 )
 from tests.updater.following import (
     NO_WEBHOOK,
@@ -128,6 +131,51 @@ def test_the_eviction_rate_limit_leaves_the_rest_for_a_later_pass(
             "left for a later pass"
         )
         for o in waiting
+    )
+
+
+def test_a_growth_without_room_waits_as_deferred_and_one_past_the_node_goes_at_once(
+    full_namespace: FullNamespace,
+    tmp_path: Path,
+) -> None:
+    """With --evict, a growth our node check finds no room for is judged as the kubelet
+    would: beside its neighbours it waits --deferred-timeout (a neighbour may leave), past
+    the whole node it is evicted at once."""
+    api, namespace, cluster = full_namespace.api, full_namespace.name, full_namespace.cluster
+    node = f"room-{namespace}"
+    full_namespace.sim.register_node(node, cpu="2", memory="8Gi", labels={"tailor-test": node})
+    web = deployment("web", node, {"requests": {"cpu": "250m", "memory": "64Mi"}}, replicas=2)
+    create_deployment(api, namespace, web)
+    wait_for_running(api, namespace, 2)
+    start(api, namespace, pod_manifest("filler", node=node, requests={"cpu": "1"}))
+    # a core each: 750m free beside either replica, though either fits the node alone
+    schedule = write_schedule(tmp_path / "s.json", [period(namespace, "web", 1.0, 64 * Mi)])
+    outcomes = follow(cluster, schedule, "--evict", NO_WEBHOOK)
+    assert [o["action"] for o in outcomes] == ["wait", "wait"], outcomes
+    assert all(
+        o["detail"].startswith(f"does not fit node {node}: cpu needs 1000, 750 free")
+        and o["detail"].endswith("waiting up to 0:05:00 for room")
+        for o in outcomes
+    )
+    assert len(running_pods(api, namespace)) == 3  # nobody evicted
+
+    command = ["follow", "--schedule", str(schedule), "--kubeconfig", str(cluster.kubeconfig)]
+    flags = ["--interval", "1s", "--deferred-timeout", "3s", "--evict", NO_WEBHOOK]
+    log = tmp_path / "follow.log"
+    with tailor_process([*command, *flags], log):
+        wait_until(lambda: "evict: evicted: does not fit node" in log.read_text(), timeout=30)
+    text = log.read_text()
+    assert text.index("waiting up to 0:00:03 for room") < text.index("evict: evicted:")
+    waited = text.split("evict: evicted: ")[1].split(" for ")[1].split()[0]
+    assert waited >= "0:00:03", text  # h:mm:ss sorts as text
+
+    wait_for_running(api, namespace, 3)  # the replacement runs
+    huge = write_schedule(tmp_path / "h.json", [period(namespace, "web", 3.0, 64 * Mi)])
+    outcomes = follow(cluster, huge, "--evict", NO_WEBHOOK)
+    evicted = [o for o in outcomes if o["action"] == "evict" and o["applied"]]
+    assert len(evicted) == 1, outcomes  # int(2 x 0.5): upstream's default tolerance
+    assert evicted[0]["detail"].startswith(
+        f"evicted: never fits node {node}: cpu needs 3000, 2000 allocatable"
     )
 
 

@@ -63,10 +63,12 @@ def test_a_native_sidecar_is_resized_in_place_and_counted_in_the_nodes_room(
     assert pod["metadata"]["uid"] == before["metadata"]["uid"]
     assert sidecar_status(pod)["restartCount"] == 0
 
-    # 500m app + 600m proxy on a 1-core node: refused before it is sent
+    # 500m app + 600m proxy on a 1-core node: refused before it is sent, as Infeasible
     too_big = write_schedule(tmp_path / "big.json", [row(kube_namespace, "proxy", 0.6, 48 * Mi)])
     [refused] = follow(kube_cluster, too_big)
     assert refused["action"] == "none"
-    assert refused["detail"].startswith(f"does not fit node {node}: cpu needs 1100, 1000 free")
+    assert refused["detail"].startswith(
+        f"never fits node {node}: cpu needs 1100, 1000 allocatable"
+    )
     after = get_pod(kube_api, kube_namespace, "web")
     assert after["metadata"]["generation"] == pod["metadata"]["generation"]
