@@ -67,8 +67,6 @@ def test_a_native_sidecar_is_resized_in_place_and_counted_in_the_nodes_room(
     too_big = write_schedule(tmp_path / "big.json", [row(kube_namespace, "proxy", 0.6, 48 * Mi)])
     [refused] = follow(kube_cluster, too_big)
     assert refused["action"] == "none"
-    assert refused["detail"].startswith(
-        f"never fits node {node}: cpu needs 1100, 1000 allocatable"
-    )
+    assert refused["detail"].startswith(f"never fits node {node}: cpu needs 1100, 1000 allocatable")
     after = get_pod(kube_api, kube_namespace, "web")
     assert after["metadata"]["generation"] == pod["metadata"]["generation"]
