@@ -16,12 +16,19 @@ from typing import Any, Protocol
 
 from pydantic import ValidationError
 
-from admission.patch import PodPatch, PodUnreadable, pod_containers, pod_patch
+from admission.patch import (
+    PodPatch,
+    PodUnreadable,
+    add_operation,
+    json_pointer,
+    pod_containers,
+    pod_patch,
+)
 from admission.review import AdmissionRequest, Verdict
 from tailor.api.limitrange import LimitRange
 from tailor.api.meta import OwnerReference
 from tailor.api.vpa import VerticalPodAutoscaler
-from tailor.api.vpa_validation import default_operations, vpa_problem
+from tailor.api.vpa_validation import update_policy_default, vpa_problem
 from tailor.hpa import acts, hpa_conflicts
 from tailor.kube import ClusterError
 from tailor.matching import (
@@ -153,6 +160,10 @@ def vpa_verdict(request: AdmissionRequest) -> Verdict:
     name = str(metadata.get("name", "")) if isinstance(metadata, Mapping) else ""
     if problem:
         return Verdict(denied=problem, reason=f"VPA {name} refused: {problem}")
-    defaults = default_operations(vpa)
-    said = f"VPA {name}: updatePolicy defaulted to updateMode Recreate" if defaults else ""
-    return Verdict(operations=tuple(defaults), reason=said or f"VPA {name} accepted")
+    default = update_policy_default(vpa)
+    if default is None:
+        return Verdict(reason=f"VPA {name} accepted")
+    return Verdict(
+        operations=(add_operation(json_pointer("spec", "updatePolicy"), default),),
+        reason=f"VPA {name}: updatePolicy defaulted to updateMode {default['updateMode']}",
+    )

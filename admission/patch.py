@@ -63,7 +63,7 @@ def json_pointer(*tokens: str | int) -> str:
     return "".join("/" + str(token).replace("~", "~0").replace("/", "~1") for token in tokens)
 
 
-def _add(path: str, value: object) -> dict[str, Any]:
+def add_operation(path: str, value: object) -> dict[str, Any]:
     """`add` creates the member or replaces it, so it serves for both."""
     return {"op": "add", "path": path, "value": value}
 
@@ -124,7 +124,7 @@ def _container_operations(
     resources = container.spec.get("resources")
     where = ("spec", container.field, container.index, "resources")
     if resources is None:
-        operations.append(_add(json_pointer(*where), {}))
+        operations.append(add_operation(json_pointer(*where), {}))
     for field, word, values in (
         ("requests", "request", new.requests),
         ("limits", "limit", new.limits),
@@ -139,9 +139,9 @@ def _container_operations(
             continue
         base = (*where, field)
         if written is None:
-            operations.append(_add(json_pointer(*base), {}))
+            operations.append(add_operation(json_pointer(*base), {}))
         for name, amount in changed:
-            operations.append(_add(json_pointer(*base, name), amount.canonical()))
+            operations.append(add_operation(json_pointer(*base, name), amount.canonical()))
             described.append(f"{name} {word}")
     return operations, described
 
@@ -157,11 +157,11 @@ def _annotation_operations(pod: Json, annotations: Mapping[str, str]) -> list[di
     metadata = _mapping_or_none(pod.get("metadata"), "metadata")
     operations: list[dict[str, Any]] = []
     if metadata is None:
-        operations.append(_add(json_pointer("metadata"), {}))
+        operations.append(add_operation(json_pointer("metadata"), {}))
     if _mapping_or_none((metadata or {}).get("annotations"), "metadata.annotations") is None:
-        operations.append(_add(json_pointer("metadata", "annotations"), {}))
+        operations.append(add_operation(json_pointer("metadata", "annotations"), {}))
     for key, value in annotations.items():
-        operations.append(_add(json_pointer("metadata", "annotations", key), value))
+        operations.append(add_operation(json_pointer("metadata", "annotations", key), value))
     return operations
 
 

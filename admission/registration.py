@@ -19,6 +19,7 @@ from typing import Any, cast
 import kubernetes.client
 from kubernetes.client.exceptions import ApiException
 
+from tailor.api.crd import GROUP, VERSION, VPA_PLURAL
 from tailor.kube import FIELD_MANAGER, UNREACHABLE, ClusterError, Json, api_message
 
 LOG = logging.getLogger("tailor.admission")
@@ -68,9 +69,9 @@ def registration(endpoint: Endpoint, ca_pem: bytes, timeout_seconds: int = 5) ->
             },
             {
                 "operations": ["CREATE", "UPDATE"],
-                "apiGroups": ["autoscaling.k8s.io"],
-                "apiVersions": ["v1"],
-                "resources": ["verticalpodautoscalers"],
+                "apiGroups": [GROUP],
+                "apiVersions": [VERSION],
+                "resources": [VPA_PLURAL],
                 "scope": "Namespaced",
             },
         ],

@@ -13,6 +13,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from tailor.api.crd import GROUP, VPA_PLURAL
+
 REVIEW_API_VERSION = "admission.k8s.io/v1"
 REVIEW_KIND = "AdmissionReview"
 
@@ -39,7 +41,7 @@ class AdmissionRequest:
         """A VerticalPodAutoscaler being created or changed (not its status)."""
         return (
             self.operation in ("CREATE", "UPDATE")
-            and (self.group, self.resource) == ("autoscaling.k8s.io", "verticalpodautoscalers")
+            and (self.group, self.resource) == (GROUP, VPA_PLURAL)
             and not self.sub_resource
         )
 

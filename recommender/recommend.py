@@ -24,6 +24,7 @@ from recommender.data.schema import validate_events, validate_usage
 from recommender.data.throttling import throttling_notes, with_cpu_demand
 from recommender.data.timestamps import unix_seconds
 from recommender.forecast.api import BOUND_COLUMNS, recommend_forecast
+from recommender.forecast.explain import with_memory_of
 from recommender.forecast.in_force import PLAY_COLUMNS, held_to_budget, requests_in_force
 from recommender.forecast.settings import ForecastSettings
 from recommender.oom_bumps import series_oom_bumps
@@ -255,9 +256,6 @@ def recommend_forecast_workloads(
     return _rounded(recommendations), _rounded(schedule)
 
 
-_MEMORY_PART = ". memory: "
-
-
 def _workload_explanations(per_series: pd.DataFrame, workloads: pd.DataFrame) -> list[str]:
     """Each workload's explanation, said of the pods its figures come from: its CPU
     sentence from the pod with the largest CPU target, its memory sentence from the pod
@@ -271,12 +269,7 @@ def _workload_explanations(per_series: pd.DataFrame, workloads: pd.DataFrame) ->
     index = pd.MultiIndex.from_frame(workloads[keys])
     by_cpu = leading("cpu_target").reindex(index).astype(str)
     by_memory = leading("memory_target").reindex(index).astype(str)
-    said = []
-    for cpu_text, memory_text in zip(by_cpu, by_memory, strict=True):
-        cpu_part, found, _ = cpu_text.partition(_MEMORY_PART)
-        _, has_memory, memory_part = memory_text.partition(_MEMORY_PART)
-        said.append(cpu_part + _MEMORY_PART + memory_part if found and has_memory else cpu_text)
-    return said
+    return [with_memory_of(cpu, memory) for cpu, memory in zip(by_cpu, by_memory, strict=True)]
 
 
 def _remembered(usage: pd.DataFrame, days: float) -> tuple[pd.DataFrame, pd.DataFrame | None]:

@@ -21,7 +21,7 @@ import urllib3.exceptions
 from kubernetes.client.exceptions import ApiException
 
 from tailor.api.crd import CHECKPOINT_PLURAL, GROUP, VERSION, VPA_PLURAL
-from tailor.controller_kinds import CONTROLLER_KINDS, controller_group
+from tailor.controller_kinds import CONTROLLER_KINDS
 from tailor.kube_client import (
     ClusterError,
     Listing,
@@ -33,7 +33,6 @@ from tailor.kube_client import (
 )
 
 __all__ = [
-    "CONTROLLER_KINDS",
     "UNREACHABLE",
     "Answer",
     "Cluster",
@@ -44,7 +43,6 @@ __all__ = [
     "WatchEvent",
     "api_client_from",
     "api_message",
-    "controller_group",
     "new_watch",
 ]
 
@@ -184,7 +182,7 @@ class Cluster:
         return self._watch(
             watch,
             self.custom.list_cluster_custom_object,
-            "verticalpodautoscalers",
+            VPA_PLURAL,
             resource_version,
             seconds,
             group=GROUP,

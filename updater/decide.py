@@ -43,14 +43,17 @@ class NoRoomClock:
 
     def __init__(self) -> None:
         self._since: dict[str, datetime] = {}
+        self._short: set[str] = set()  # asked about this pass
 
     def since(self, uid: str, now: datetime) -> datetime:
         """When `uid` was first found without room, in the run of passes that ends now."""
+        self._short.add(uid)
         return self._since.setdefault(uid, now)
 
-    def keep_only(self, uids: set[str]) -> None:
+    def end_pass(self) -> None:
         """Forget pods not short of room this pass: a later shortage starts a new wait."""
-        self._since = {uid: at for uid, at in self._since.items() if uid in uids}
+        self._since = {uid: at for uid, at in self._since.items() if uid in self._short}
+        self._short = set()
 
 
 @dataclass(frozen=True)

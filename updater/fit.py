@@ -121,21 +121,21 @@ def fits_beside(pod: Json, plan: ResizePlan, node: Json, used: Amounts) -> Fit:
     """Does `pod` resized by `plan` fit `node` next to `used` (the other pods' count)?"""
     allocatable = to_amounts(resource_list((node.get("status") or {}).get("allocatable")))
     wanted, now = effective_requests(pod, plan), effective_requests(pod)
-    free = allocatable - used
-    short = [  # a resource that does not grow always fits: it frees room, never takes it
-        f"{resource} needs {wanted.get(resource)}, {max(free.get(resource), 0)} free"
-        for resource in ("cpu", "memory")
-        if wanted.get(resource) > max(free.get(resource), now.get(resource))
-    ]
+
+    def past(room: Amounts, word: str) -> list[str]:
+        """Resources growing past `room` (one that does not grow frees room, never takes it)."""
+        return [
+            f"{resource} needs {wanted.get(resource)}, {max(room.get(resource), 0)} {word}"
+            for resource in ("cpu", "memory")
+            if wanted.get(resource) > max(room.get(resource), now.get(resource))
+        ]
+
+    short = past(allocatable - used, "free")
     if not short:
         return Fit(True)
     node_name = (node.get("metadata") or {}).get("name")
     unit = "(cpu in millicores, memory in bytes)"
-    over = [  # more than the whole node: no neighbour leaving would make room
-        f"{resource} needs {wanted.get(resource)}, {allocatable.get(resource)} allocatable"
-        for resource in ("cpu", "memory")
-        if wanted.get(resource) > max(allocatable.get(resource), now.get(resource))
-    ]
+    over = past(allocatable, "allocatable")  # past the whole node: no neighbour makes room
     if over:
         return Fit(False, f"never fits node {node_name}: {'; '.join(over)} {unit}", never=True)
     return Fit(False, f"does not fit node {node_name}: {'; '.join(short)} {unit}")

@@ -113,7 +113,7 @@ def _decision(
     usage: NodeUsage,
     now: datetime,
     policy: Policy,
-    no_room: _NoRoomThisPass,
+    no_room: NoRoomClock,
 ) -> Decision:
     if isinstance(planned, QuantityError):
         return Decision(Action.NONE, f"unreadable resources: {planned}")
@@ -127,23 +127,9 @@ def _decision(
             fit = fits_beside(pod, planned, node, usage.beside(pod))
         except QuantityError as error:
             return Decision(Action.NONE, f"unreadable resources: {error}")
-    since = None if fit is None or fit.fits else no_room.since(pod, now)
+    uid = str((pod.get("metadata") or {}).get("uid"))
+    since = None if fit is None or fit.fits else no_room.since(uid, now)
     return decide(planned, resize_status(pod), fit, now, policy, owner_of(pod) is not None, since)
-
-
-class _NoRoomThisPass:
-    """The pass's view of the shared `NoRoomClock`: pods short of room now keep their wait."""
-
-    def __init__(self, clock: NoRoomClock) -> None:
-        self.clock, self.short = clock, set[str]()
-
-    def since(self, pod: Json, now: datetime) -> datetime:
-        uid = str((pod.get("metadata") or {}).get("uid"))
-        self.short.add(uid)
-        return self.clock.since(uid, now)
-
-    def close(self) -> None:
-        self.clock.keep_only(self.short)
 
 
 @dataclass(frozen=True)
@@ -321,7 +307,6 @@ def follow_once(
         pods, configured_replicas(governor.controllers), options.limits
     )
     usage = NodeUsage(pods)
-    no_room = _NoRoomThisPass(options.no_room)
     webhook = _WebhookStatus(options.webhook_down)
     outcomes: list[Outcome] = []
     candidates: list[_Candidate] = []
@@ -362,7 +347,7 @@ def follow_once(
         if governance.recreate:  # never resized: evicted, and the webhook sizes the new pod
             decision = _recreate_decision(item.reason, policy)
         else:
-            decision = _decision(pod, item.planned, nodes, usage, now, policy, no_room)
+            decision = _decision(pod, item.planned, nodes, usage, now, policy, options.no_room)
         detail, applied = decision.reason, True
         if item.reason == UNBOOST:
             detail = f"{UNBOOST}; {detail}"
@@ -393,5 +378,5 @@ def follow_once(
             detail = f"{detail}; {governance.hpa_note}"
         outcome = Outcome(item.namespace, item.name, item.workload, decision.action, detail)
         outcomes.append(replace(outcome, applied=applied))
-    no_room.close()
+    options.no_room.end_pass()
     return outcomes

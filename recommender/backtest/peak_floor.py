@@ -31,11 +31,27 @@ class PeakFloor:
     windows: int  # evaluated windows (sampled, from each series' start)
 
 
-def _evaluated(memory: np.ndarray, start: np.ndarray) -> np.ndarray:
-    """Where a window is scored: sampled, at or after its series' evaluation start."""
-    start = np.asarray(start, dtype=np.int64)
-    after = np.arange(memory.shape[1])[None, :] >= start[:, None]
-    return after & ~np.isnan(memory)
+class _Floors:
+    """One history's evaluated windows and usage, prepared once for every floor length
+    (`forgetting_window` asks for a dozen)."""
+
+    def __init__(self, memory: np.ndarray, start: np.ndarray) -> None:
+        memory = np.asarray(memory, dtype=np.float64)
+        after = np.arange(memory.shape[1])[None, :] >= np.asarray(start, dtype=np.int64)[:, None]
+        self.evaluated = after & ~np.isnan(memory)  # scored: sampled, from the series' start
+        if not np.any(self.evaluated):
+            raise ValueError("no evaluated memory usage")
+        self.by_time = pd.DataFrame(memory.T)
+        self.used = float(np.sum(memory, where=self.evaluated))
+
+    def floor(self, window: int) -> PeakFloor:
+        if window < 1:
+            raise ValueError("the floor needs at least one window of memory")
+        # the window itself and the `window` before it: max(floor, usage) in one pass
+        optimum = self.by_time.rolling(window + 1, min_periods=1).max().to_numpy().T
+        limit = float(np.sum(optimum, where=self.evaluated))
+        slack = limit - self.used  # never negative: the optimum covers usage
+        return PeakFloor(slack / max(limit, 1e-12), window, int(self.evaluated.sum()))
 
 
 def trailing_peak_floor(memory: np.ndarray, start: np.ndarray, window: int) -> PeakFloor:
@@ -44,21 +60,7 @@ def trailing_peak_floor(memory: np.ndarray, start: np.ndarray, window: int) -> P
     memory: (series, windows) peak usage per window, NaN where unsampled; the
     floor reads the warm-up before `start` too, as a strategy would have.
     """
-    if window < 1:
-        raise ValueError("the floor needs at least one window of memory")
-    evaluated = _evaluated(memory, start)
-    if not np.any(evaluated):
-        raise ValueError("no evaluated memory usage")
-    by_time = pd.DataFrame(np.asarray(memory, dtype=np.float64).T)
-    # the window itself and the `window` before it: max(floor, usage) in one pass
-    optimum = by_time.rolling(window + 1, min_periods=1).max().to_numpy().T
-    usage = np.where(evaluated, memory, 0.0)
-    limit = np.where(evaluated, optimum, 0.0)
-    total = float(np.sum(limit))
-    slack = float(np.sum(limit - usage))  # never negative: the optimum covers usage
-    return PeakFloor(
-        relative_slack=slack / max(total, 1e-12), window=window, windows=int(evaluated.sum())
-    )
+    return _Floors(memory, start).floor(window)
 
 
 def forgetting_window(memory: np.ndarray, start: np.ndarray, goal: float) -> int | None:
@@ -67,12 +69,13 @@ def forgetting_window(memory: np.ndarray, start: np.ndarray, goal: float) -> int
     None when remembering the whole history still meets `goal` (nothing need be
     forgotten); 0 when even one window of memory leaves more than `goal`.
     """
+    floors = _Floors(memory, start)
     low, high = 0, int(memory.shape[1])
-    if trailing_peak_floor(memory, start, high).relative_slack <= goal:
+    if floors.floor(high).relative_slack <= goal:
         return None
     while high - low > 1:  # invariant: low meets the goal (or is 0), high does not
         middle = (low + high) // 2
-        if trailing_peak_floor(memory, start, middle).relative_slack <= goal:
+        if floors.floor(middle).relative_slack <= goal:
             low = middle
         else:
             high = middle

@@ -137,6 +137,9 @@ def _memory_sentence(plan: Plan, ooms: OomHistory, i: int, settings: ForecastSet
     return text
 
 
+_MEMORY_JOIN = ". memory: "  # between the CPU sentence and the memory one
+
+
 def explain(plan: Plan, ooms: OomHistory, settings: ForecastSettings) -> list[str]:
     """One sentence per series: shape, model, margin, memory rule and OOM history."""
     day_blocks = max(1, round(DAY / plan.period))
@@ -147,3 +150,12 @@ def explain(plan: Plan, ooms: OomHistory, settings: ForecastSettings) -> list[st
         f"{_memory_sentence(plan, ooms, i, settings)}."
         for i in range(plan.cpu_required.shape[0])
     ]
+
+
+def with_memory_of(cpu_said: str, memory_said: str) -> str:
+    """One explanation from two series' (`explain`): the CPU sentence of the first, the
+    memory sentence of the second, for a workload whose CPU and memory figures come from
+    different pods; the first unchanged when either lacks a memory sentence."""
+    cpu_part, found, _ = cpu_said.partition(_MEMORY_JOIN)
+    _, has_memory, memory_part = memory_said.partition(_MEMORY_JOIN)
+    return cpu_part + _MEMORY_JOIN + memory_part if found and has_memory else cpu_said

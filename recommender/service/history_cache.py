@@ -17,6 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
+import numpy as np
 import pandas as pd
 
 from recommender.data.prometheus import (
@@ -43,11 +44,7 @@ def _one_workload(usage: pd.DataFrame) -> pd.DataFrame:
     known = named.groupby(SERIES, sort=False)["workload"].last()
     keys = pd.MultiIndex.from_frame(usage[SERIES])
     found = known.reindex(keys).to_numpy()
-    usage = usage.copy()
-    usage["workload"] = [
-        w if isinstance(w, str) else p for w, p in zip(found, usage["pod"], strict=True)
-    ]
-    return usage
+    return usage.assign(workload=np.where(pd.isna(found), usage["pod"].to_numpy(), found))
 
 
 @dataclass

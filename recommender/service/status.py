@@ -215,13 +215,11 @@ def vpa_status(
     said by the same condition."""
     if own is not None and own.problem is not None:
         return _unsupported(entry, own.problem, now, *_conflict(conflicts))
-    config: tuple[Condition, ...] = (
-        (("ConfigUnsupported", True, _limited(target_problem)),)
-        if target_problem
-        else (("ConfigUnsupported", False, ""),)
-        if own is not None
-        else ()
-    )
+    config: tuple[Condition, ...] = ()
+    if target_problem:
+        config = (("ConfigUnsupported", True, _limited(target_problem)),)
+    elif own is not None:  # its settings annotation is fine: said so
+        config = (("ConfigUnsupported", False, ""),)
     kept = entry.vpa.status.recommendation if entry.vpa.status is not None else None
     has_kept = kept is not None and bool(kept.container_recommendations)
     matched = bool(entry.workloads)

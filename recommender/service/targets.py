@@ -16,7 +16,8 @@ from typing import Any
 
 from tailor.api.meta import api_group
 from tailor.api.vpa import VerticalPodAutoscaler
-from tailor.kube import CONTROLLER_KINDS, Cluster, ClusterError, controller_group
+from tailor.controller_kinds import CONTROLLER_KINDS, controller_group
+from tailor.kube import Cluster, ClusterError
 
 # upstream's messages, word for word: tools match on them
 CANNOT_READ = "Cannot read targetRef"

@@ -142,11 +142,11 @@ def vpa_problem(vpa: Json, is_create: bool) -> str | None:
     return None
 
 
-def default_operations(vpa: Json) -> list[dict[str, Any]]:
+def update_policy_default(vpa: Json) -> Json | None:
     """Upstream's one default: a VPA without updatePolicy gets updateMode Recreate, which
-    is what every component does with it; the stored object then says so."""
+    is what every component does with it (the webhook writes it, so the stored object
+    says so); None when the VPA has an updatePolicy."""
     spec = vpa.get("spec")
     if not isinstance(spec, Mapping) or spec.get("updatePolicy") is not None:
-        return []
-    value = {"updateMode": DEFAULT_UPDATE_MODE}
-    return [{"op": "add", "path": "/spec/updatePolicy", "value": value}]
+        return None
+    return {"updateMode": DEFAULT_UPDATE_MODE}

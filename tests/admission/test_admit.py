@@ -354,6 +354,9 @@ def test_a_vpa_without_update_policy_gets_upstreams_default_and_its_status_is_no
     bare = {"metadata": {"name": "web"}, "spec": {"targetRef": TARGET_REF}}
     verdict = admit(vpa_review(bare), View([]))
     assert not verdict.denied
+    assert list(verdict.operations) == [
+        {"op": "add", "path": "/spec/updatePolicy", "value": {"updateMode": "Recreate"}}
+    ]
     assert apply_patch(bare, verdict.operations)["spec"]["updatePolicy"] == {
         "updateMode": "Recreate"
     }

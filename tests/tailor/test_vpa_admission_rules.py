@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from tailor.api.vpa_validation import default_operations, vpa_problem
+from tailor.api.vpa_validation import update_policy_default, vpa_problem
 
 TARGET = {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"}
 
@@ -114,8 +114,7 @@ def test_fields_of_the_wrong_type_are_left_to_the_schema_check() -> None:
 
 
 def test_only_a_missing_update_policy_is_defaulted_to_recreate() -> None:
-    assert default_operations(vpa()) == [
-        {"op": "add", "path": "/spec/updatePolicy", "value": {"updateMode": "Recreate"}}
-    ]
-    assert default_operations(vpa(updatePolicy=None))[0]["value"] == {"updateMode": "Recreate"}
-    assert default_operations(vpa(updatePolicy={"updateMode": "Off"})) == []
+    # the JSON Patch that writes it: tests/admission/test_admit.py
+    assert update_policy_default(vpa()) == {"updateMode": "Recreate"}
+    assert update_policy_default(vpa(updatePolicy=None)) == {"updateMode": "Recreate"}
+    assert update_policy_default(vpa(updatePolicy={"updateMode": "Off"})) is None

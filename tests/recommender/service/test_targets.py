@@ -17,7 +17,8 @@ from recommender.service.targets import (
     target_problems,
 )
 from tailor.api.vpa import VerticalPodAutoscaler
-from tailor.kube import CONTROLLER_KINDS, ClusterError
+from tailor.controller_kinds import CONTROLLER_KINDS
+from tailor.kube import ClusterError
 from tests.recommender.service.test_status import NOW, rows
 
 
