@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: venv demo test test-fast lint bench controlplane helm cluster-up cluster-down clean
+.PHONY: venv demo test test-fast lint bench chaos controlplane helm cluster-up cluster-down clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -37,6 +37,10 @@ lint: venv
 
 bench: venv
 	$(BIN)/python -m benchmarks.run_all --out bench-results
+
+# Attacks and bad days on loopback only, each bounded in time (tests/chaos).
+chaos: venv controlplane
+	$(BIN)/pytest -q -m chaos tests/chaos
 
 cluster-up: venv controlplane
 	$(BIN)/python -m tests.cluster.up start
