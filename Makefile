@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: venv demo test test-fast lint bench chaos controlplane helm cluster-up cluster-down clean
+.PHONY: venv demo test test-fast lint docs bench chaos controlplane helm cluster-up cluster-down clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -35,6 +35,9 @@ lint: venv
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy tailor recommender updater admission benchmarks tests
 
+docs: venv
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet
+
 bench: venv
 	$(BIN)/python -m benchmarks.run_all --out bench-results
 
@@ -49,4 +52,4 @@ cluster-down:
 	$(BIN)/python -m tests.cluster.up stop
 
 clean:
-	rm -rf $(VENV) bench-results .cluster .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) site bench-results .cluster .pytest_cache .mypy_cache .ruff_cache
