@@ -1,0 +1,227 @@
+"""The project's figures: one implementation for the notebooks and the backtest's HTML report.
+
+Every function takes the library's own frames and results and returns a matplotlib
+`Figure` drawn on the Agg canvas directly: no pyplot, so no global backend switch and
+no figure kept alive by a registry (a notebook displays the returned figure; the report
+encodes it with `png`). matplotlib is imported inside `require_matplotlib`, never at
+module import, so a command that never draws (the CLI) never pays for it.
+
+The module only draws: what a figure shows is computed by the library first (a
+replay, a recommendation), so the figures import nothing but numpy and pandas at run time.
+Lines of different strategies differ in colour and in dash or marker, so they can be
+told apart in grey print and where they overlap; every axis carries its unit and every
+figure a title.
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from tailor.durations import HOUR
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
+
+    from recommender.backtest.blocks import ReplayBlock
+    from recommender.backtest.engine import Trajectory
+    from recommender.backtest.result import BacktestResult
+
+GIB = 2.0**30
+
+COLOURS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2")
+DASHES = ("-", "--", "-.", ":", (0, (5, 1, 1, 1)), (0, (3, 1)), (0, (1, 1)))
+MARKERS = ("o", "s", "^", "D", "v", "P", "X")
+USAGE_COLOUR = "black"
+FRONTIER_PAIRS = (
+    ("cpu_relative_slack", "cpu_shortfall_rate", "CPU", "CPU shortfall rate (share of windows)"),
+    ("memory_relative_slack", "oom_per_container_day", "memory", "OOM kills per container-day"),
+)
+
+
+class PlotUnavailableError(RuntimeError):
+    """A figure cannot be drawn here: matplotlib is not importable."""
+
+
+def require_matplotlib() -> type[Figure]:
+    """matplotlib's Figure, or PlotUnavailableError; a command that will draw checks this
+    before its work, so a missing matplotlib costs no run and writes no file."""
+    try:
+        from matplotlib.figure import Figure
+    except ImportError as error:
+        raise PlotUnavailableError("drawing needs matplotlib: pip install matplotlib") from error
+    return Figure
+
+
+def new_figure(width: float, height: float) -> Figure:
+    """An empty figure of `width` x `height` inches, laid out without overlaps."""
+    return require_matplotlib()(figsize=(width, height), dpi=100, layout="constrained")
+
+
+def png(figure: Figure) -> bytes:
+    """The figure as PNG bytes."""
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png")
+    return buffer.getvalue()
+
+
+def style(index: int) -> dict[str, Any]:
+    """Colour, dash and marker of the `index`-th line: two lines differ in all three."""
+    return {
+        "color": COLOURS[index % len(COLOURS)],
+        "linestyle": DASHES[index % len(DASHES)],
+        "marker": MARKERS[index % len(MARKERS)],
+    }
+
+
+def _finish(axes: Axes, title: str, xlabel: str, ylabel: str) -> None:
+    axes.set_title(title)
+    axes.set_xlabel(xlabel)
+    axes.set_ylabel(ylabel)
+    axes.grid(alpha=0.3)
+
+
+# --- backtests -------------------------------------------------------------------------
+
+
+def tradeoff_figure(result: BacktestResult) -> Figure:
+    """Each strategy's slack against its risk: small dots per container, a large one for the
+    fleet (memory slack vs OOM kills, CPU slack vs shortfall)."""
+    figure = new_figure(11, 4.4)
+    axes_pair = figure.subplots(1, 2)
+    for axes, (slack, risk, resource, label) in zip(axes_pair, FRONTIER_PAIRS[::-1], strict=True):
+        for index, name in enumerate(result.strategies):
+            look = style(index)
+            detail = result.per_container[result.per_container["strategy"] == name]
+            axes.scatter(
+                detail[slack], detail[risk], s=8, alpha=0.25, color=look["color"],
+                marker=look["marker"],
+            )  # fmt: skip
+            fleet = result.summary[name]
+            axes.scatter(
+                [fleet[slack]], [fleet[risk]], s=90, color=look["color"], marker=look["marker"],
+                edgecolor="black", label=name, zorder=3,
+            )  # fmt: skip
+        axes.set_yscale("symlog", linthresh=0.01)
+        _finish(
+            axes,
+            f"{resource}: slack against risk (large: fleet, small: containers)",
+            f"{resource} relative slack (share of the request not used)",
+            label,
+        )
+    axes_pair[0].legend(fontsize=8)
+    return figure
+
+
+def changes_figure(result: BacktestResult) -> Figure:
+    """The distribution of request changes per container-day, one curve per strategy."""
+    figure = new_figure(11, 3.8)
+    axes = figure.subplots()
+    days = result.per_container_day
+    for index, name in enumerate(result.strategies):
+        part = days[days["strategy"] == name]
+        rates = np.sort((part["changes"] / part["evaluated_days"]).to_numpy())
+        if rates.size:
+            share = np.arange(1, rates.size + 1) / rates.size
+            look = style(index)
+            axes.step(
+                rates, share, where="post", label=name, color=look["color"],
+                linestyle=look["linestyle"], lw=1.6,
+            )  # fmt: skip
+    axes.set_xscale("symlog", linthresh=1)
+    _finish(
+        axes,
+        "Request changes per container-day (curves further left change less)",
+        "changes in a container-day",
+        "share of container-days at or below",
+    )
+    axes.legend(fontsize=8)
+    return figure
+
+
+def changes_per_day_figure(result: BacktestResult) -> Figure:
+    """Mean request changes per day of the fleet, per strategy, over the replay's days."""
+    figure = new_figure(11, 3.6)
+    axes = figure.subplots()
+    days = result.per_container_day
+    for index, name in enumerate(result.strategies):
+        part = days[days["strategy"] == name].groupby("day")
+        per_day = part["changes"].sum() / part["evaluated_days"].sum()
+        look = style(index)
+        axes.plot(per_day.index + 1, per_day.to_numpy(), label=name, lw=1.6, markersize=4, **look)
+    axes.set_yscale("symlog", linthresh=1)
+    _finish(
+        axes,
+        "Request changes per container and day, over the replay",
+        "day after the warm-up",
+        "changes per container-day",
+    )
+    axes.legend(fontsize=8, ncols=min(len(result.strategies), 6))
+    return figure
+
+
+def _evaluated_max(values: np.ndarray, start: int) -> float:
+    tail = values[start:]
+    finite = tail[np.isfinite(tail)]
+    return float(finite.max()) if finite.size else 0.0
+
+
+def container_figure(
+    replays: Mapping[str, tuple[ReplayBlock, Trajectory]], title: str = ""
+) -> Figure:
+    """Usage of one container against each strategy's requests in force (`replays`:
+    strategy -> its `replay_rows` of that one container), its OOM kills (x) and its count
+    of changes and kills in the legend; the y range fits the evaluated windows (the data's
+    original requests before the first decision can be far larger)."""
+    figure = new_figure(11, 5.6)
+    cpu_axes, memory_axes = figure.subplots(2, 1, sharex=True)
+    if title:
+        figure.suptitle(title)
+    top = [0.0, 0.0]
+    block = None
+    for index, (name, (block, trajectory)) in enumerate(replays.items()):
+        start = int(block.evaluation_start[0])
+        hours = (np.arange(block.usage.n_windows) * block.usage.step) / HOUR
+        look = style(index)
+        width = 0.8 if name.startswith("oracle") else 1.5
+        cpu, memory = trajectory.cpu[:, 0], trajectory.memory[:, 0] / GIB
+        changes = int(trajectory.changed[start:, 0].sum())
+        killed = np.flatnonzero(trajectory.oom[:, 0])
+        label = f"{name} ({changes} changes, {killed.size} OOM)"
+        line = {"color": look["color"], "linestyle": look["linestyle"], "lw": width}
+        cpu_axes.step(hours, cpu, where="post", label=label, **line)
+        memory_axes.step(hours, memory, where="post", **line)
+        top = [max(top[0], _evaluated_max(cpu, start)), max(top[1], _evaluated_max(memory, start))]
+        if killed.size:
+            memory_axes.scatter(
+                hours[killed], block.usage.memory[0, killed] / GIB, marker="x",
+                color=look["color"], s=30, zorder=3,
+            )  # fmt: skip
+    if block is None:
+        return figure
+    start = int(block.evaluation_start[0])
+    hours = (np.arange(block.usage.n_windows) * block.usage.step) / HOUR
+    usage = {"color": USAGE_COLOUR, "lw": 0.6, "alpha": 0.8}
+    cpu_axes.plot(hours, block.usage.cpu[0], label="usage", **usage)
+    memory_axes.plot(hours, block.usage.memory[0] / GIB, **usage)
+    top = [
+        max(top[0], _evaluated_max(block.usage.cpu[0], start)),
+        max(top[1], _evaluated_max(block.usage.memory[0] / GIB, start)),
+    ]
+    warm_up = start * block.usage.step / HOUR
+    for axes, highest in zip((cpu_axes, memory_axes), top, strict=True):
+        axes.axvspan(0, warm_up, color="grey", alpha=0.12)
+        axes.grid(alpha=0.3)
+        if highest > 0:
+            axes.set_ylim(0, highest * 1.08)
+    cpu_axes.set_title("CPU request in force against usage")
+    memory_axes.set_title("memory request in force against usage (x: OOM kill)")
+    cpu_axes.set_ylabel("CPU (cores)")
+    memory_axes.set_ylabel("memory (GiB)")
+    memory_axes.set_xlabel("hours since the container's first sample (grey: warm-up)")
+    cpu_axes.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    return figure
