@@ -21,6 +21,7 @@ from recommender.data.ooms import history_start, oom_kills
 from recommender.forecast.explain import explain, explanation_columns
 from recommender.forecast.in_force import PLAY_COLUMNS
 from recommender.forecast.memory import OomHistory, SeriesBumps, implied_demand
+from recommender.forecast.mid_block import BlockInForce, block_in_force
 from recommender.forecast.planner import Plan, make_plan
 from recommender.forecast.schedule import build_schedule, rise_floor
 from recommender.forecast.settings import DAY, ForecastSettings
@@ -51,7 +52,8 @@ class ForecastResult:
     recommendations: one row per series, RECOMMENDATION_COLUMNS then the reasons
         as columns (season, workload_class, model, cpu_margin, ...).
     schedule: long table, one row per (series, block), SCHEDULE_COLUMNS; start
-        and end are UTC timestamps.
+        and end are UTC timestamps. The first block of each series is the one the
+        history ends in (the block in force, `mid_block`), then the plan's horizon.
     plans: (rows, plan) per fleet chunk: the raw per-series arrays behind both
         (rows index the input series).
     rules: the `PLAY_COLUMNS` of each row of `schedule` (same index), what
@@ -129,10 +131,10 @@ def _stable(
 
 
 def _schedule_frame(
-    keys: pd.DataFrame, plan: Plan, cpu: np.ndarray, memory: np.ndarray
+    keys: pd.DataFrame, plan: Plan, block: BlockInForce, cpu: np.ndarray, memory: np.ndarray
 ) -> pd.DataFrame:
     n, horizon = cpu.shape
-    starts = plan.block_starts()
+    starts = np.concatenate([[int(block.start)], plan.block_starts()])
     frame = keys.loc[np.repeat(np.arange(n), horizon), list(KEY_COLUMNS)].reset_index(drop=True)
     start = pd.to_datetime(np.tile(starts, n), unit="s", utc=True)
     frame["start"] = start
@@ -143,19 +145,24 @@ def _schedule_frame(
     return frame
 
 
-def _rules(floor: np.ndarray, plan: Plan, ooms: OomHistory, usage: np.ndarray) -> pd.DataFrame:
-    """The `PLAY_COLUMNS` per (series, block), in the schedule frame's row order."""
-    horizon = plan.horizon
-    per_series = (plan.calibration.scale, usage, ooms.hold_until)
-    return pd.DataFrame(
-        dict(
-            zip(
-                PLAY_COLUMNS,
-                [floor.ravel(), *(np.repeat(values, horizon) for values in per_series)],
-                strict=True,
-            )
-        )
+def _rules(
+    floor: np.ndarray, plan: Plan, ooms: OomHistory, usage: np.ndarray, block: BlockInForce
+) -> pd.DataFrame:
+    """The `PLAY_COLUMNS` per (series, block), in the schedule frame's row order (the
+    block in force first: no rise floor there, and the history's end only there)."""
+    n, blocks = floor.shape[0], plan.horizon + 1
+    unknown = np.full((n, 1), np.nan)
+    floors = np.column_stack([unknown, floor])
+    end = np.column_stack([np.full(n, block.at), np.full((n, plan.horizon), np.nan)])
+    per_series = (
+        plan.calibration.scale,
+        usage,
+        ooms.hold_until,
+        block.recent_low,
+        block.recent_high,
     )
+    columns = [floors.ravel(), *(np.repeat(values, blocks) for values in per_series), end.ravel()]
+    return pd.DataFrame(dict(zip(PLAY_COLUMNS, columns, strict=True)))
 
 
 def _chunk(
@@ -169,6 +176,7 @@ def _chunk(
     unset = np.full(part.n_series, np.nan)
     floor = rise_floor(plan.cpu_forecast, plan.cpu_margin, settings)
     last_cpu = part.cpu[:, -1] if part.n_windows else unset
+    block = block_in_force(part, plan.period, settings)
     cpu, memory = build_schedule(
         unset,
         unset,
@@ -181,16 +189,18 @@ def _chunk(
         hold_until=chunk_ooms.hold_until,
         scale=plan.calibration.scale,
         usage=last_cpu,
+        in_force=block,
     )
     keys = part.keys.reset_index(drop=True)
-    stable = _stable(plan, cpu, memory, part, settings)
+    # the recommendation is the plan's: the block in force only plays what is in force
+    stable = _stable(plan, cpu[:, 1:], memory[:, 1:], part, settings)
     frame = pd.concat(
         [keys.loc[:, list(KEY_COLUMNS)], stable, explanation_columns(plan, chunk_ooms, settings)],
         axis=1,
     )
     frame.insert(len(KEY_COLUMNS) + 6, "explanation", explain(plan, chunk_ooms, settings))
-    rules = _rules(floor, plan, chunk_ooms, last_cpu)
-    return frame, _schedule_frame(keys, plan, cpu, memory), plan, rules
+    rules = _rules(floor, plan, chunk_ooms, last_cpu, block)
+    return frame, _schedule_frame(keys, plan, block, cpu, memory), plan, rules
 
 
 def recommend_forecast(

@@ -21,6 +21,7 @@ import pandas as pd
 
 from recommender.change_budget import ChangeBudget
 from recommender.data.arrays import AGGREGATE_COLUMNS
+from recommender.forecast.mid_block import BlockInForce
 from recommender.forecast.schedule import build_schedule
 from recommender.forecast.settings import DAY, ForecastSettings
 
@@ -30,8 +31,18 @@ EPOCH = pd.Timestamp(0, tz="UTC")
 # what the plan's own rules need, per block of the merged schedule (a workload's pods
 # merge by their largest): the CPU request under which a block rises whatever the
 # threshold (`rise_floor`), the recent peak a cut is measured against, the last CPU
-# usage, and the end of the OOM hold (UNIX seconds) before which memory does not fall
-PLAY_COLUMNS = ("cpu_rise_floor", "cpu_scale", "cpu_usage", "memory_hold_until")
+# usage, the end of the OOM hold (UNIX seconds) before which memory does not fall, the
+# lowest and highest CPU usage a mid-block reaction reads (`mid_block`), and on the
+# block in force only, the history's end (UNIX seconds; NaN on the planned blocks)
+PLAY_COLUMNS = (
+    "cpu_rise_floor",
+    "cpu_scale",
+    "cpu_usage",
+    "memory_hold_until",
+    "cpu_recent_low",
+    "cpu_recent_high",
+    "history_end",
+)
 
 
 @dataclass(frozen=True)
@@ -107,19 +118,23 @@ def held_to_budget(
     made = [in_force.changes[row] if row >= 0 else np.empty(0) for row in rows]
     cpu_need = wide["cpu_request"].to_numpy(dtype=np.float64)
     memory_need = wide["memory_request"].to_numpy(dtype=np.float64)
+    block = _block_in_force(wide, starts[0].timestamp())
+    lead = 0 if block is None else 1  # the planned blocks start after the block in force
+    floor = _per_block(wide, "cpu_rise_floor")
     cpu, memory = build_schedule(
         current_cpu,
         current_memory,
-        cpu_need,
-        memory_need,
+        cpu_need[:, lead:],
+        memory_need[:, lead:],
         settings,
         max(1, round(DAY / period)),
-        floor=_per_block(wide, "cpu_rise_floor"),
+        floor=None if floor is None else floor[:, lead:],
         budget=ChangeBudget.after(made, settings.max_changes_per_day),
-        start=starts[0].timestamp(),
+        start=starts[lead].timestamp(),
         hold_until=_per_series(wide, "memory_hold_until", -np.inf),
         scale=_per_series(wide, "cpu_scale", 0.0),
         usage=_per_series(wide, "cpu_usage", np.nan),
+        in_force=block,
     )
     # what was not measured stays unplanned (null), whatever is in force
     cpu = np.where(np.isnan(cpu_need), np.nan, cpu)
@@ -137,6 +152,20 @@ def held_to_budget(
     out = schedule.set_index([*KEYS, "start"])
     out.update(played)
     return out.reset_index().loc[:, columns]
+
+
+def _block_in_force(wide: pd.DataFrame, start: float) -> BlockInForce | None:
+    """The merged schedule's first block as the block in force, if it is one (its
+    `history_end` is on record)."""
+    ends = _per_block(wide, "history_end")
+    if ends is None or np.isnan(ends[:, 0]).all():
+        return None
+    return BlockInForce(
+        start,
+        float(np.nanmax(ends[:, 0])),
+        _per_series(wide, "cpu_recent_low", np.nan),
+        _per_series(wide, "cpu_recent_high", np.nan),
+    )
 
 
 def _per_block(wide: pd.DataFrame, column: str) -> np.ndarray | None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from recommender.change_budget import ChangeBudget
+from recommender.forecast.mid_block import BlockInForce, play_block_in_force
 from recommender.forecast.settings import DAY, ForecastSettings
 
 FREE_RIDE_DECREASE = 0.02  # a resize happening anyway also lowers memory by this much
@@ -327,6 +328,7 @@ def build_schedule(
     hold_until: np.ndarray | None = None,
     scale: np.ndarray | None = None,
     usage: np.ndarray | None = None,
+    in_force: BlockInForce | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Requests per horizon block, starting from the requests in force.
 
@@ -342,22 +344,32 @@ def build_schedule(
     `memory_step`, riding along with CPU changes, and never falls in a block that
     starts before `hold_until` (UNIX seconds, per series: the OOM hold). `budget`, with
     the block grid starting at `start` (UNIX seconds), counts the changes already made
-    (default: none yet). Returns (cpu, memory), each (series, blocks).
+    (default: none yet). `in_force`: the block the history ends in, played first by the
+    strategy's mid-block rules (`mid_block`), returned as an extra first column.
+    Returns (cpu, memory), each (series, blocks).
     """
     n, horizon = cpu_required.shape
+    if budget is None:
+        budget = ChangeBudget(n, settings.max_changes_per_day)
+    cpu, memory = current_cpu.copy(), current_memory.copy()
+    held_until = np.full(n, -np.inf) if hold_until is None else hold_until
+    peak = np.zeros(n) if scale is None else scale
+    lead = None  # the block in force's requests, if played
+    if in_force is not None:
+        ahead = covered_from(cpu_required, committed, 0, settings.cover_blocks)
+        level = cover(ahead, settings.cover_blocks)
+        cpu, memory = play_block_in_force(
+            cpu, memory, level, memory_required[:, 0], settings, in_force, budget, peak, held_until
+        )
+        lead = (cpu, memory)
     if settings.scheduler == "optimal":
         planned = settings.max_changes_per_day - settings.reserved_changes
         budget_total = np.full(n, round(planned * max(1.0, horizon / blocks_per_day)))
         everything = np.ones(n, dtype=bool)
-        optimal = plan_cpu(current_cpu, cpu_required, settings, budget_total, everything)
+        optimal = plan_cpu(cpu, cpu_required, settings, budget_total, everything)
     period = DAY / blocks_per_day
-    if budget is None:
-        budget = ChangeBudget(n, settings.max_changes_per_day)
     cpu_out = np.empty((n, horizon))
     memory_out = np.empty((n, horizon))
-    cpu, memory = current_cpu.copy(), current_memory.copy()
-    held_until = np.full(n, -np.inf) if hold_until is None else hold_until
-    peak = np.zeros(n) if scale is None else scale
     unknown = np.full(n, np.nan)
     for k in range(horizon):
         now = start + k * period
@@ -385,4 +397,9 @@ def build_schedule(
         budget.record(moved & ~first_setting, np.zeros(n), now)
         cpu, memory = new_cpu, new_memory
         cpu_out[:, k], memory_out[:, k] = cpu, memory
+    if lead is not None:
+        cpu_out, memory_out = (
+            np.column_stack([lead[0], cpu_out]),
+            np.column_stack([lead[1], memory_out]),
+        )
     return cpu_out, memory_out

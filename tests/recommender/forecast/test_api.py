@@ -47,10 +47,10 @@ def test_the_schedule_covers_the_horizon_in_update_periods() -> None:
     result = recommend_forecast(usage)
     schedule = result.schedule
     assert list(schedule.columns) == list(SCHEDULE_COLUMNS)
-    assert len(schedule) == 3 * 24
-    end = pd.Timestamp(usage.start + usage.n_windows * usage.step, unit="s", tz="UTC")
+    assert len(schedule) == 3 * (1 + 24)  # the block in force, then the next 24 h
+    last = pd.Timestamp(usage.start + (usage.n_windows - 1) * usage.step, unit="s", tz="UTC")
     first = schedule.groupby("pod")["start"].min()
-    assert (first == end.ceil("h")).all()
+    assert (first == last.floor("h")).all()  # the block the last sample fell in
     assert ((schedule["end"] - schedule["start"]) == pd.Timedelta(hours=1)).all()
     assert (schedule["memory_limit"] == schedule["memory_request"]).all()
     daily = schedule[schedule.pod == "pod-0"]["cpu_request"].to_numpy()
@@ -112,7 +112,7 @@ def test_a_series_without_samples_gets_nan_not_an_error() -> None:
 def test_the_update_period_is_a_setting(period_hours: int) -> None:
     settings = ForecastSettings(update_period_seconds=period_hours * 3600)
     schedule = recommend_forecast(_usage(), settings=settings).schedule
-    assert len(schedule) == 3 * 24 // period_hours
+    assert len(schedule) == 3 * (1 + 24 // period_hours)
 
 
 @pytest.mark.parametrize(("shortfall", "quantile"), [(0.005, "P99.5"), (0.02, "P98")])
@@ -140,3 +140,27 @@ def test_memory_is_explained_as_sized_per_state_only_where_a_state_is_lower() ->
     text = result.recommendations["explanation"].tolist()
     assert "memory: covers the peak of the remembered history 2.00 GiB +20%" in text[0]
     assert "sized per CPU state" in text[1] and "idle 51 MiB" in text[1]
+
+
+def test_a_history_ending_mid_block_is_scheduled_from_the_block_in_force() -> None:
+    """A plan made at 01:15 covers 01:00-02:00 too: a follower starting then, or one
+    that missed the boundary's pass, has the period in force to apply."""
+    usage = _usage()
+    cut = usage.n_windows - 45 * 60 // usage.step  # the history ends 15 min into a block
+    cpu, memory = usage.cpu[:, :cut], usage.memory[:, :cut]
+    early = UsageArrays(usage.keys, usage.start, usage.step, cpu, memory)
+    end = pd.Timestamp(early.start + early.n_windows * early.step, unit="s", tz="UTC")
+    assert end.minute == 15
+    result = recommend_forecast(early)
+    schedule = result.schedule
+    starts = sorted(schedule["start"].unique())
+    assert starts[0] == end.floor("h") and starts[1] == end.ceil("h") and len(starts) == 25
+    # nothing in force: the block in force sets what the next boundary would, at once
+    by_pod = schedule.sort_values("start").groupby("pod")
+    first, second = by_pod.nth(0), by_pod.nth(1)
+    np.testing.assert_allclose(first["memory_request"], second["memory_request"])
+    assert (first["cpu_request"].to_numpy() >= second["cpu_request"].to_numpy() - 1e-12).all()
+    # the recommendation is the plan's: the same with or without the block in force
+    planned = schedule[schedule["start"] >= end.ceil("h")]
+    merged = planned.groupby("pod")["cpu_request"].max().to_numpy()
+    np.testing.assert_allclose(result.recommendations["cpu_target"], merged)

@@ -115,7 +115,7 @@ def test_schedule_from_prometheus_equals_the_library_on_the_written_history(
     url, usage, events = backfilled
     rows = pd.DataFrame(_cli(url, "schedule"))
     _, expected = recommend_forecast_workloads(usage, events)
-    assert len(rows) == len(expected) == 2 * 24
+    assert len(rows) == len(expected) == 2 * 25  # the hour in force, then 24
     rows = rows.sort_values(["workload", "start"]).reset_index(drop=True)
     expected = expected.sort_values(["workload", "start"]).reset_index(drop=True)
     assert rows["workload"].tolist() == expected["workload"].tolist()
@@ -133,7 +133,9 @@ def test_schedule_from_prometheus_follows_the_cycle_and_holds_after_the_kill(
     rows = pd.DataFrame(_cli(url, "schedule"))
     rows["start"] = pd.to_datetime(rows["start"])
     end = usage["timestamp"].max() + pd.Timedelta(seconds=STEP)
-    assert rows["start"].min() == end  # the plan starts where the history ends
+    # the schedule starts with the hour the last sample fell in, the plan where it ends
+    assert rows["start"].min() == (end - pd.Timedelta(seconds=STEP)).floor("h")
+    rows = rows[rows["start"] >= end]
     web = rows[rows["workload"] == "web"].set_index("start")["cpu"]
     peak = web[end + pd.Timedelta(hours=PEAK_AFTER_END)]
     night = web[end + pd.Timedelta(hours=PEAK_AFTER_END + 12)]

@@ -6,6 +6,7 @@ from collections.abc import Hashable
 
 import numpy as np
 import pandas as pd
+import pytest
 
 from recommender.data.synthetic import demo_fleet
 from recommender.forecast.in_force import held_to_budget, requests_in_force
@@ -112,8 +113,9 @@ def test_hourly_replans_that_are_followed_change_requests_at_most_6_times_a_day(
     for hour in range(hours):
         cut = end - (hours - hour) * HOUR
         _, schedule = recommend_forecast_workloads(usage[usage["timestamp"] <= cut], events)
-        first = schedule.sort_values("start").groupby(KEYS).first()
-        for key, row in first.iterrows():
+        coming_at = cut + HOUR  # the next sample: the follower applies the period then
+        due = schedule[(schedule["start"] <= coming_at) & (coming_at < schedule["end"])]
+        for key, row in due.set_index(KEYS).iterrows():
             applied.setdefault(key, []).append((row["cpu_request"], row["memory_request"]))
             coming = (usage["timestamp"] > cut) & (usage["timestamp"] <= cut + HOUR)
             rows = coming & (usage[KEYS] == pd.Series(key, index=KEYS)).all(axis=1)
@@ -132,3 +134,42 @@ def test_what_was_not_measured_stays_unplanned_whatever_is_in_force() -> None:
     played = held_to_budget(_schedule([0.6] * 24, memory=np.nan), in_force, ForecastSettings())
     assert played["memory_request"].isna().all() and played["memory_limit"].isna().all()
     assert played["cpu_request"].notna().all()
+
+
+def _mid_block(cpu: list[float], low: float, high: float) -> pd.DataFrame:
+    """A schedule whose first block is the one in force (the history ended in it), with
+    the lowest and highest CPU usage of the last windows."""
+    frame = _schedule(cpu)
+    frame["cpu_recent_low"], frame["cpu_recent_high"] = low, high
+    frame["cpu_scale"], frame["cpu_usage"] = 1.0, high
+    frame["history_end"] = np.nan
+    frame.loc[0, "history_end"] = (frame.loc[0, "start"] + pd.Timedelta(minutes=16)).timestamp()
+    return frame
+
+
+def test_the_block_in_force_keeps_the_requests_in_force_until_the_boundary() -> None:
+    in_force = requests_in_force(_history([1.0] * 30))
+    played = held_to_budget(
+        _mid_block([0.4] * 25, low=0.3, high=0.35), in_force, ForecastSettings()
+    )
+    cpu = played["cpu_request"].to_numpy()
+    assert cpu[0] == 1.0  # no cut between boundaries: the strategy cuts at a boundary
+    assert cpu[1] < 1.0  # ... the next one
+    assert "history_end" not in played.columns  # the rules are not published
+
+
+def test_the_block_in_force_reacts_to_usage_clearly_over_the_request() -> None:
+    settings = ForecastSettings()
+    in_force = requests_in_force(_history([1.0] * 30))
+    short = held_to_budget(_mid_block([1.0] * 25, low=1.3, high=1.5), in_force, settings)
+    assert short["cpu_request"].iloc[0] == pytest.approx(1.5 * (1.0 + settings.react_margin))
+    # one window under the request in the last `react_after_windows`: no reaction yet
+    once = held_to_budget(_mid_block([1.0] * 25, low=0.9, high=1.5), in_force, settings)
+    assert once["cpu_request"].iloc[0] == 1.0
+
+
+def test_with_nothing_in_force_the_block_in_force_sets_what_the_boundary_would() -> None:
+    unknown = requests_in_force(_history([np.nan] * 3))
+    need = [0.6, 0.9, 0.7] + [0.6] * 22
+    played = held_to_budget(_mid_block(need, low=0.5, high=0.6), unknown, ForecastSettings())
+    assert played["cpu_request"].iloc[0] == pytest.approx(0.9)  # covers the next blocks

@@ -209,7 +209,7 @@ def test_the_service_writes_the_libraries_recommendation_into_the_vpas_it_serves
         "schedule.json"
     ]
     rows = parse_schedule(text, "configmap")
-    assert len(rows) == 24
+    assert len(rows) == 25  # the hour in force, then the next 24
     assert {(r.namespace, r.workload, r.container) for r in rows} == {(namespace, "web", "app")}
     assert json.loads(text)[0]["cpu"] == rows[0].cpu
     # --leader-elect: the one pass took the Lease (under the shipped RBAC) and released it

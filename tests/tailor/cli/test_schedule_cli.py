@@ -50,14 +50,16 @@ def test_schedule_json_covers_the_next_day_per_workload(tmp_path: Path) -> None:
     result = runner.invoke(app, ["schedule", "--input", str(source), "--format", "json"])
     assert result.exit_code == 0, result.output
     rows = json.loads(result.stdout)
-    # One workload container, 24 hourly periods (the default update period).
-    assert len(rows) == 24
+    # One workload container: the hour in force, then 24 hourly periods (the default).
+    assert len(rows) == 25
     assert {(r["namespace"], r["workload"], r["container"]) for r in rows} == {
         ("shop", "web", "app")
     }
     starts = pd.to_datetime([r["start"] for r in rows])
     assert (starts[1:] - starts[:-1] == pd.Timedelta(hours=1)).all()
-    assert starts[0] == pd.Timestamp("2024-05-14", tz="UTC")
+    # the hour the history's last sample (23:55) fell in, then the next day
+    assert starts[0] == pd.Timestamp("2024-05-13 23:00", tz="UTC")
+    assert starts[1] == pd.Timestamp("2024-05-14", tz="UTC")
     cpu = np.array([r["cpu"] for r in rows])
     # Following the cycle: the night requests sit well below the afternoon peak ...
     assert cpu.min() < 0.7 * cpu.max()
@@ -92,7 +94,7 @@ def test_schedule_table_and_csv(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     frame = pd.read_csv(target)
     assert {"start", "end", "cpu_request", "memory_request"} <= set(frame.columns)
-    assert len(frame) == 7 * 24
+    assert len(frame) == 7 * 25
 
 
 def test_schedule_bad_input_exits_non_zero() -> None:
@@ -158,9 +160,10 @@ def test_a_history_without_a_sample_period_is_a_clear_error(
 def test_a_known_step_lets_one_sample_be_planned() -> None:
     """Prometheus knows its step: a pod scraped once still gets the cautious fallback."""
     recommendations, schedule = recommend_forecast_workloads(_single_sample(), step=300)
-    assert len(schedule) == 24
-    # the first update period boundary after the history (ending 12:05)
-    assert schedule["start"].iloc[0] == pd.Timestamp("2024-05-06 13:00", tz="UTC")
+    assert len(schedule) == 25
+    # the hour in force when the history ends (12:05), then the next boundary's
+    assert schedule["start"].iloc[0] == pd.Timestamp("2024-05-06 12:00", tz="UTC")
+    assert schedule["start"].iloc[1] == pd.Timestamp("2024-05-06 13:00", tz="UTC")
     assert (schedule["cpu_request"] >= 0.3).all()
     assert (schedule["memory_request"] >= 400e6).all()
     assert "too little history" in recommendations["explanation"].iloc[0]
@@ -197,7 +200,7 @@ def test_a_cpu_only_series_has_no_memory_recommendation_in_every_format(tmp_path
     periods = _strict_json(
         runner.invoke(app, ["schedule", "--input", str(source), "--format", "json"]).output
     )
-    assert isinstance(periods, list) and len(periods) == 24
+    assert isinstance(periods, list) and len(periods) == 25
     assert all(p["memory"] is None and p["memoryLimit"] is None for p in periods)
     assert all(p["cpu"] > 0 for p in periods)
 
@@ -258,10 +261,10 @@ def test_the_schedule_table_shows_each_step_once() -> None:
     frame["start"], frame["end"] = pd.to_datetime(frame["start"]), pd.to_datetime(frame["end"])
     steps = schedule_steps(frame)
     for _, container in steps.groupby(["namespace", "workload", "container"]):
-        # contiguous, and the whole day; no two neighbours alike
+        # contiguous, the hour in force and the whole day; no two neighbours alike
         starts, ends = container["start"].to_numpy(), container["end"].to_numpy()
         assert (starts[1:] == ends[:-1]).all()
-        assert container["end"].iloc[-1] - container["start"].iloc[0] == pd.Timedelta(hours=24)
+        assert container["end"].iloc[-1] - container["start"].iloc[0] == pd.Timedelta(hours=25)
         values = container[["cpu_request", "memory_request"]].to_numpy()
         assert (np.abs(np.diff(values, axis=0)).sum(axis=1) > 0).all()
     assert len(steps) < len(frame) / 3
