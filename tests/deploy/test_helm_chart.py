@@ -53,7 +53,8 @@ def plain_manifests(ca_bundle: str | None) -> dict[Key, Json]:
         if ca_bundle is not None:
             hook["clientConfig"]["caBundle"] = ca_bundle
     crds = [yaml.safe_load(p.read_text()) for p in sorted((DEPLOY / "crds").glob("*.yaml"))]
-    return by_key([*objects, webhook, *crds])
+    namespaced = [o for o in objects if o["kind"] != "Namespace"]  # the chart never creates it
+    return by_key([*namespaced, webhook, *crds])
 
 
 def test_the_chart_passes_helm_lint_strict(helm: Helm) -> None:
@@ -162,12 +163,11 @@ def test_a_disabled_component_renders_none_of_its_objects(helm: Helm, component:
     assert ("kube-tailor-admission" in names) == (component != "admission")  # the webhook
 
 
-def test_the_release_namespace_and_namespace_create(helm: Helm) -> None:
+def test_the_release_namespace_is_used_and_never_created(helm: Helm) -> None:
     done = helm.run("template", "tailor", str(CHART), "--namespace", "autoscaling")
     assert done.returncode == 0, done.stderr
     objects = [d for d in yaml.safe_load_all(done.stdout) if d]
-    namespace = find(objects, "Namespace", "autoscaling")
-    assert namespace["metadata"]["labels"]["pod-security.kubernetes.io/enforce"] == "restricted"
+    assert not [o for o in objects if o["kind"] == "Namespace"]  # never created nor adopted
     for document in objects:
         assert document["metadata"].get("namespace", "autoscaling") == "autoscaling"
         for subject in document.get("subjects", []):
@@ -179,8 +179,27 @@ def test_the_release_namespace_and_namespace_create(helm: Helm) -> None:
         "autoscaling/"
     )
 
-    without = helm.render("--set", "namespace.create=false")
-    assert not [o for o in without if o["kind"] == "Namespace"]
+
+@pytest.mark.parametrize("namespace", [None, "default", "kube-system"])
+def test_a_system_release_namespace_is_refused_unless_asked(
+    helm: Helm, namespace: str | None
+) -> None:
+    where = [] if namespace is None else ["--namespace", namespace]  # none: helm's default
+    refused = helm.run("template", "tailor", str(CHART), *where)
+    assert refused.returncode != 0
+    assert "refusing to install kube-tailor into namespace" in refused.stderr
+    assert f'"{namespace or "default"}"' in refused.stderr
+    assert refused.stdout == ""
+
+    allowed = helm.run(
+        "template", "tailor", str(CHART), *where, "--set", "namespace.allowSystem=true"
+    )
+    assert allowed.returncode == 0, allowed.stderr
+    objects = [d for d in yaml.safe_load_all(allowed.stdout) if d]
+    assert not [o for o in objects if o["kind"] == "Namespace"]
+    assert {o["metadata"].get("namespace", namespace or "default") for o in objects} == {
+        namespace or "default"
+    }
 
 
 def test_placement_and_pod_annotations_reach_every_pod(helm: Helm, tmp_path: Path) -> None:

@@ -1,7 +1,7 @@
 """The chart on the real API server with the real helm: a bad value installs nothing; the
-README's install (namespace first, then `helm install --take-ownership`) runs the three
-services on a simulated node under restricted Pod Security; `helm uninstall` removes
-everything, the namespace included.
+documented install (the namespace created and labelled first, then `helm install`) runs the
+three services on a simulated node under restricted Pod Security, leaving the namespace's
+labels as they were; `helm uninstall` removes what the chart made and keeps the namespace.
 
 Namespace kube-tailor is shared with test_deployments_cluster.py and the services' own
 cluster tests (plain manifests, kept objects): this test starts from and leaves no
@@ -63,7 +63,7 @@ def remove_kube_tailor(api: RawApi) -> None:
     for path in [*CLUSTER_SCOPED, NAMESPACE_PATH]:
         with contextlib.suppress(ApiException):
             api.delete(path)
-    for path in [*CLUSTER_SCOPED, NAMESPACE_PATH]:
+    for path in CLUSTER_SCOPED:
         wait_until(lambda: _gone(api, path), timeout=90, interval=0.5, what=f"{path} deleted")  # noqa: B023
 
 
@@ -107,8 +107,9 @@ def test_helm_installs_the_services_that_run_and_uninstalls_them(
 ) -> None:
     api, kubeconfig = cluster
     # the namespace first: helm keeps its release record there before creating anything
-    api.create("/api/v1/namespaces", {"metadata": {"name": NAMESPACE}})
-    install = ["install", RELEASE, str(CHART), "--namespace", NAMESPACE, "--take-ownership"]
+    labels = {"pod-security.kubernetes.io/enforce": "restricted"}
+    api.create("/api/v1/namespaces", {"metadata": {"name": NAMESPACE, "labels": labels}})
+    install = ["install", RELEASE, str(CHART), "--namespace", NAMESPACE]
 
     refused = helm.run(*install, "--set", "recommender.strategy=magic", kubeconfig=kubeconfig)
     assert refused.returncode != 0
@@ -124,9 +125,9 @@ def test_helm_installs_the_services_that_run_and_uninstalls_them(
     assert "kube-tailor 0.1.0 is installed in namespace kube-tailor" in done.stdout  # NOTES
     assert released(helm, kubeconfig) == [RELEASE]
 
-    labels = api.get(NAMESPACE_PATH)["metadata"]["labels"]
-    assert labels["pod-security.kubernetes.io/enforce"] == "restricted"  # the chart's, adopted
-    assert labels["app.kubernetes.io/managed-by"] == "Helm"
+    kept = api.get(NAMESPACE_PATH)["metadata"]
+    assert kept["labels"] == {**labels, "kubernetes.io/metadata.name": NAMESPACE}  # not adopted
+    assert "meta.helm.sh/release-name" not in kept.get("annotations", {})
     [hook] = api.get(f"{WEBHOOK}kube-tailor-admission")["webhooks"]
     assert base64.b64decode(hook["clientConfig"]["caBundle"]) == ca.cert_pem
 
@@ -160,5 +161,8 @@ def test_helm_installs_the_services_that_run_and_uninstalls_them(
 
     gone = helm.run("uninstall", RELEASE, "--namespace", NAMESPACE, kubeconfig=kubeconfig)
     assert gone.returncode == 0, gone.stderr
-    for path in [*CLUSTER_SCOPED, NAMESPACE_PATH]:
+    for path in CLUSTER_SCOPED:
         wait_until(lambda: _gone(api, path), timeout=90, interval=0.5, what=f"{path} uninstalled")  # noqa: B023
+    deployments = f"/apis/apps/v1/namespaces/{NAMESPACE}/deployments"
+    wait_until(lambda: not api.get(deployments)["items"], timeout=90, what="Deployments removed")
+    assert api.get(NAMESPACE_PATH)["metadata"]["labels"] == kept["labels"]  # the user's, kept
