@@ -16,7 +16,7 @@ figure a title.
 from __future__ import annotations
 
 import io
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -114,6 +114,64 @@ def tradeoff_figure(result: BacktestResult) -> Figure:
             label,
         )
     axes_pair[0].legend(fontsize=8)
+    return figure
+
+
+def frontier_figure(
+    frontiers: Mapping[str, Sequence[Mapping[str, Any]]],
+    readings: Mapping[str, Mapping[str, float]] | None = None,
+) -> Figure:
+    """Slack against risk for every point of every strategy's grid (small marks), its
+    efficient frontier (line), its default point (large mark), and where `readings` are
+    given (`recommender.backtest.frontier.readings`), `vpa`'s default risk (dotted) and
+    the slack read off there (crosses)."""
+    from recommender.backtest.frontier import efficient  # computed by the library
+
+    figure = new_figure(11, 4.4)
+    panels = figure.subplots(1, 2)
+    for axes, (slack, risk, resource, label) in zip(panels, FRONTIER_PAIRS, strict=True):
+        drawn = False
+        for index, (name, points) in enumerate(frontiers.items()):
+            look = style(index)
+            line = efficient(points, risk, slack)
+            if line.size == 0:
+                continue
+            drawn = True
+            cloud = np.array(
+                [(point[risk], point[slack]) for point in points], dtype=np.float64
+            ).reshape(-1, 2)
+            axes.scatter(
+                cloud[:, 0], cloud[:, 1], s=10, alpha=0.4, color=look["color"],
+                marker=look["marker"],
+            )  # fmt: skip
+            axes.plot(
+                line[:, 0], line[:, 1], color=look["color"], linestyle=look["linestyle"],
+                label=name,
+            )  # fmt: skip
+            default = [point for point in points if point["setting"].get("default")]
+            if default:
+                axes.scatter(
+                    [default[0][risk]], [default[0][slack]], s=80, color=look["color"],
+                    marker=look["marker"], edgecolor="black", zorder=3,
+                )  # fmt: skip
+            reading = (readings or {}).get(name, {})
+            if np.isfinite(reading.get(slack, np.nan)):
+                axes.scatter(
+                    [reading[risk]], [reading[slack]], marker="x", s=70, color=look["color"],
+                    zorder=4,
+                )  # fmt: skip
+        at = next(iter((readings or {}).values()), {}).get(risk, np.nan)
+        if drawn and np.isfinite(at):
+            axes.axvline(at, color="grey", linestyle=":", lw=1)
+        axes.set_xscale("symlog", linthresh=0.001)
+        _finish(
+            axes,
+            f"{resource} frontier (dotted: vpa's default risk; x: read off there)",
+            label,
+            f"{resource} relative slack (share of the request not used)",
+        )
+        if drawn:
+            axes.legend(fontsize=8)
     return figure
 
 

@@ -29,6 +29,7 @@ from recommender.strategy import Strategy
 from tailor.durations import HOUR
 
 if TYPE_CHECKING:
+    from recommender.backtest.strategies.vpa import VpaStrategySettings
     from recommender.forecast.settings import ForecastSettings
 
 StrategyFactory = Callable[[UsageArrays], Strategy]
@@ -59,10 +60,24 @@ class StrategySpec:
         return strategy
 
 
-def make_vpa(future: UsageArrays) -> Strategy:
+def make_vpa(future: UsageArrays, settings: VpaStrategySettings | None = None) -> Strategy:
     from recommender.backtest.strategies.vpa import VpaStrategy  # needs recommender.vpa
 
-    return VpaStrategy()
+    return VpaStrategy(settings)
+
+
+def vpa_settings() -> VpaStrategySettings:
+    """The `vpa` strategy's default settings (upstream's), imported when first needed."""
+    from recommender.backtest.strategies.vpa import VpaStrategySettings
+
+    return VpaStrategySettings()
+
+
+def forecast_settings() -> ForecastSettings:
+    """The forecast strategy's default settings, imported when first needed."""
+    from recommender.forecast.settings import ForecastSettings
+
+    return ForecastSettings()
 
 
 def make_krr(future: UsageArrays, settings: KrrSettings | None = None) -> Strategy:

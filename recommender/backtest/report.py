@@ -72,6 +72,34 @@ def metrics_table(result: BacktestResult) -> str:
     return f"<table><tr><th>metric</th>{head}</tr>{''.join(rows)}</table>"
 
 
+def frontier_section(result: BacktestResult) -> str:
+    """The frontiers' plot and the slack each strategy reaches at vpa's default risks."""
+    if not result.frontiers:
+        return ""
+    rows = []
+    for name in result.strategies:
+        reading = result.readings.get(name, {})
+        cells = "".join(
+            f"<td>{_number(reading.get(slack, math.nan))}</td>"
+            for slack in ("cpu_relative_slack", "memory_relative_slack")
+        )
+        points = len(result.frontiers.get(name, []))
+        rows.append(f"<tr><td>{html.escape(name)}</td><td>{points}</td>{cells}</tr>")
+    base = result.readings.get(BASELINE, {})
+    head = (
+        "<tr><th>strategy</th><th>points</th>"
+        f"<th>CPU slack at vpa's shortfall ({_number(base.get('cpu_shortfall_rate', math.nan))})"
+        "</th><th>memory slack at vpa's OOM rate "
+        f"({_number(base.get('oom_per_container_day', math.nan))})</th></tr>"
+    )
+    figure = _image(plots.frontier_figure(result.frontiers, result.readings))
+    return f"""<h2>Frontiers</h2>
+<p class="note">Each strategy swept over its risk knobs (small marks: every point; line: the
+points no other beats on both slack and risk; large mark: the default). Read off at vpa's
+default risks: the least slack reached at no more risk, linear between frontier points.</p>
+<table>{head}{"".join(rows)}</table>{figure}"""
+
+
 def render_report(
     history: ReplayHistory,
     result: BacktestResult,
@@ -110,6 +138,7 @@ force. Changes: resizes per container-day (first setting not counted). Autopilot
 oracle resizes every window: it bounds slack and footprint, not churn.</p>
 {metrics_table(result)}
 <h2>Slack against risk</h2>{_image(plots.tradeoff_figure(result))}
+{frontier_section(result)}
 <h2>Changes</h2>{_image(plots.changes_figure(result))}
 <h2>Representative containers</h2>
 <p class="note">The burstiest CPU, the most OOM-killed and the median container: usage (black)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -33,6 +33,9 @@ class BacktestResult:
         and every metric for that container alone.
     per_container_day: one row per (strategy, container, day) behind the
         changes distribution and Autopilot's job-day slack.
+    frontiers: with `--frontier`, strategy -> every point of its grid (the metrics
+        plus `setting`, the knob values; see `recommender.backtest.frontier`).
+    readings: strategy -> vpa's default risks and the slack read off its frontier there.
     """
 
     containers: int
@@ -46,17 +49,49 @@ class BacktestResult:
     unevaluated_containers: int = 0
     ignored_events: int = 0
     elapsed_seconds: float = 0.0
+    frontiers: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    readings: dict[str, dict[str, float]] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
-        """The JSON contract: containers, container_days, strategies -> metrics."""
+        """The JSON contract: containers, container_days, strategies -> metrics; with a
+        frontier, each strategy's object also holds `frontier` (its points, each with
+        `setting`) and `at_vpa_default` (slack read off it at vpa's default risks)."""
+        strategies: dict[str, dict[str, Any]] = {}
+        for name, values in self.summary.items():
+            entry: dict[str, Any] = {metric: _plain(values[metric]) for metric in METRIC_NAMES}
+            if name in self.frontiers:
+                entry["frontier"] = [
+                    {
+                        **{metric: _plain(point[metric]) for metric in METRIC_NAMES},
+                        "setting": point["setting"],
+                    }
+                    for point in self.frontiers[name]
+                ]
+            if name in self.readings:
+                entry["at_vpa_default"] = {
+                    key: _plain(value) for key, value in self.readings[name].items()
+                }
+            strategies[name] = entry
         return {
             "containers": self.containers,
             "container_days": round(self.container_days, 6),
-            "strategies": {
-                name: {metric: _plain(values[metric]) for metric in METRIC_NAMES}
-                for name, values in self.summary.items()
-            },
+            "strategies": strategies,
         }
+
+    def only(self, names: Sequence[str]) -> BacktestResult:
+        """This result for the strategies `names` alone (in that order)."""
+        keep = list(names)
+        return replace(
+            self,
+            strategies=tuple(keep),
+            summary={name: self.summary[name] for name in keep},
+            per_container=self.per_container[self.per_container["strategy"].isin(keep)].reset_index(
+                drop=True
+            ),
+            per_container_day=self.per_container_day[
+                self.per_container_day["strategy"].isin(keep)
+            ].reset_index(drop=True),
+        )
 
     def to_json(self, indent: int | None = 2) -> str:
         return json.dumps(self.to_dict(), indent=indent)

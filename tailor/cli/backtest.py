@@ -26,6 +26,7 @@ from recommender.backtest import (
     resolve_strategies,
     run_backtest,
 )
+from recommender.backtest.frontier import parse_budgets, run_frontier
 from recommender.backtest.history import ReplayHistory, WarmUpError
 from recommender.backtest.pieces import split_series
 from recommender.backtest.registry import with_baseline_settings, with_forecast_settings
@@ -253,6 +254,22 @@ def backtest_command(
     ] = True,
     forecast_set: ForecastSet = None,
     baseline_set: BaselineSet = None,
+    frontier: Annotated[
+        bool,
+        typer.Option(
+            "--frontier",
+            help="Also sweep each strategy's risk knobs over its grid (docs/reference/"
+            "frontier.md) and read its slack off the frontier at vpa's default risks.",
+        ),
+    ] = False,
+    budgets: Annotated[
+        str | None,
+        typer.Option(
+            "--budgets",
+            help="With --frontier: changes per day to sweep for strategies with a change "
+            "budget, e.g. 6,12,24,unlimited (default: each strategy's own).",
+        ),
+    ] = None,
 ) -> None:
     """Replay usage history through recommendation strategies and compare them."""
     chosen = output_format(fmt, BacktestFormat.table, output, OUTPUT_SUFFIXES)
@@ -270,6 +287,9 @@ def backtest_command(
             workers=workers,
             scheduler=scheduler,
         )
+        if budgets is not None and not frontier:
+            raise BacktestInputError("--budgets goes with --frontier")
+        swept = () if budgets is None else parse_budgets(budgets)
     except BacktestInputError as error:
         raise typer.BadParameter(str(error)) from error
     if report is not None:
@@ -302,7 +322,12 @@ def backtest_command(
             bar.update(task, completed=done * history.size / max(total, 1))
 
         try:
-            result = run_backtest(history, strategies=specs, execution=execution, progress=advance)
+            if frontier:
+                result = run_frontier(history, specs, execution, advance, swept)
+            else:
+                result = run_backtest(
+                    history, strategies=specs, execution=execution, progress=advance
+                )
         except BacktestInputError as error:
             raise typer.BadParameter(str(error)) from error
     page = None if report is None else render(history, result, specs, dataset)

@@ -14,6 +14,7 @@ import typer
 from rich.table import Table
 
 from recommender.backtest import METRIC_NAMES, BacktestInputError, BacktestResult
+from recommender.backtest.frontier import READINGS
 from recommender.backtest.history import ReplayHistory
 from recommender.backtest.registry import StrategySpec
 from recommender.backtest.result import BASELINE
@@ -60,9 +61,42 @@ def result_table(result: BacktestResult) -> Table:
             ratio = ratios[name][metric] if ratios and name != BASELINE else None
             cells.append(_cell(result.summary[name][metric], ratio))
         table.add_row(metric, *cells)
+    if result.readings:
+        for risk, slack in READINGS:
+            at = next(iter(result.readings.values()))[risk]
+            base = result.readings.get(BASELINE, {}).get(slack, float("nan"))
+            cells = []
+            for name in result.strategies:
+                value = result.readings.get(name, {}).get(slack, float("nan"))
+                ratio = value / base if base and name != BASELINE else None
+                cells.append(_cell(value, ratio))
+            label = f"{slack} at vpa's {risk} ({_cell(at, None)})"
+            table.add_row(f"[bold]{label}[/bold]", *cells)
     return table
 
 
+def frontier_table(result: BacktestResult) -> Table:
+    """Every point of every strategy's frontier: its setting and the figures it trades."""
+    table = Table(title="frontier: every grid point (* the default)", header_style="bold")
+    for column in ("strategy", "setting", *FRONTIER_COLUMNS):
+        table.add_column(column, justify="left" if column in ("strategy", "setting") else "right")
+    for name, points in result.frontiers.items():
+        for point in points:
+            setting = point["setting"]
+            text = ", ".join(f"{key}={value}" for key, value in setting.items() if key != "default")
+            mark = "*" if setting.get("default") else ""
+            figures = [_cell(point[metric], None) for metric in FRONTIER_COLUMNS]
+            table.add_row(name + mark, text or "(defaults)", *figures)
+    return table
+
+
+FRONTIER_COLUMNS = (
+    "cpu_relative_slack",
+    "cpu_shortfall_rate",
+    "memory_relative_slack",
+    "oom_per_container_day",
+    "changes_per_container_day",
+)
 PER_CONTAINER_SUFFIXES = (".csv", ".parquet", ".json")
 OUTPUT_SUFFIXES = {".txt": BacktestFormat.table, ".json": BacktestFormat.json}
 REPORT_SUFFIXES = (".html", ".htm")
@@ -120,9 +154,13 @@ def emit(result: BacktestResult, fmt: BacktestFormat, output: Path | None) -> No
         else:
             write_text(output, text)
         return
-    print_table(result_table(result))
+    tables = [result_table(result)]
+    if result.frontiers:
+        tables.append(frontier_table(result))
+    for table in tables:
+        print_table(table)
     if output is not None:
-        write_text(output, table_text(result_table(result)))
+        write_text(output, "\n".join(table_text(table) for table in tables))
 
 
 def report_possible() -> None:
