@@ -11,15 +11,25 @@ from __future__ import annotations
 import itertools
 import json
 import math
+import re
 from collections.abc import Iterable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+)
 
+from tailor.names import NAME_RULES, shown
 from tailor.quantity import MILLIS_PER_UNIT
+from tailor.special_files import regular_file
 
 # Amounts above a Kubernetes quantity's int64 range cannot be written back.
 MAX_AMOUNT = float(2**63 - 1) / MILLIS_PER_UNIT
@@ -66,6 +76,18 @@ class ScheduleRow(BaseModel):
     cpu: float | None
     memory: float | None
     memory_limit: float | None = Field(alias="memoryLimit")
+
+    @field_validator("namespace", "workload", "container")
+    @classmethod
+    def _kubernetes_name(cls, value: str, info: ValidationInfo) -> str:
+        """Names the updater looks pods up by: one Kubernetes could not hold matches none."""
+        pattern, most, allows = NAME_RULES[str(info.field_name)]
+        if len(value) > most or not re.fullmatch(pattern, value):
+            raise ValueError(
+                f"{shown(value)} is not a Kubernetes {info.field_name} name "
+                f"(at most {most} {allows})"
+            )
+        return value
 
     @field_validator("start", "end", mode="before")
     @classmethod
@@ -145,6 +167,7 @@ SCHEDULE_KEY = "schedule.json"  # the key of the ConfigMap `tailor recommender` 
 def read_schedule(path: Path) -> list[ScheduleRow]:
     """Read and validate a schedule file; ScheduleError for anything unreadable."""
     try:
+        regular_file(path)  # a FIFO would block the read forever
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as error:
         raise ScheduleError(f"cannot read schedule {path}: {error}") from None

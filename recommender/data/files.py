@@ -22,6 +22,7 @@ from typing import Literal, TextIO
 import numpy as np
 import pandas as pd
 
+from recommender.data.input_checks import kubernetes_names, parquet_types, regular_file
 from recommender.data.schema import (
     EVENT_COLUMNS,
     TEXT_COLUMNS,
@@ -171,12 +172,13 @@ def _read(
 ) -> pd.DataFrame:
     file = Path(path)
     kind = _format_of(file)
-    if file.is_dir():
-        raise IsADirectoryError(f"{file}: is a directory, not a file")
-    if not file.is_file():
-        raise FileNotFoundError(f"{file}: no such file")
+    regular_file(file)
+    if kind == "parquet":
+        parquet_types(file, TEXT_COLUMNS)
     raw = _read_parquet(file) if kind == "parquet" else _read_csv(file, columns)
-    return validate(raw, str(file))
+    table = validate(raw, str(file))
+    kubernetes_names(raw, str(file))  # after the table's own checks: names are non-empty
+    return table
 
 
 def _iso_utc(timestamps: pd.Series) -> np.ndarray:

@@ -28,6 +28,7 @@ from recommender.data.promql import (
     QueryNames,
     check_extra_matcher,
 )
+from tailor.names import namespace_name, object_name
 
 DEFAULT_CHUNK = timedelta(days=1)
 _DURATION = TypeAdapter(timedelta)
@@ -106,8 +107,17 @@ class PrometheusSettings(BaseModel):
 
     @model_validator(mode="after")
     def _matcher_names(self) -> PrometheusSettings:
-        for name in self.extra_matchers:
+        """Matchers on labels the queries allow; a namespace or pod matched by name holds a
+        name Kubernetes could hold (a typo or a 2 MB value is refused, not queried)."""
+        names_of = {}
+        for labels in (self.names.labels, self.names.state_labels):
+            names_of.update({labels.namespace: namespace_name, labels.pod: object_name})
+        for name, value in self.extra_matchers.items():
             check_extra_matcher(name, self.names)
+            if name in names_of:
+                names_of[name](value)
+        for namespace in self.namespaces:
+            namespace_name(namespace)
         return self
 
     @field_validator("start", "end")

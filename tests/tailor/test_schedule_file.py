@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -100,6 +101,14 @@ def test_read_schedule_names_an_unreadable_file(tmp_path: Path) -> None:
     good = tmp_path / "good.json"
     good.write_text(text(row()), encoding="utf-8")
     assert [r.container for r in read_schedule(good)] == ["app"]
+    fifo = tmp_path / "fifo.json"
+    os.mkfifo(fifo)  # read_text would wait for a writer for ever
+    with pytest.raises(ScheduleError, match=r"fifo\.json: a named pipe \(FIFO\)"):
+        read_schedule(fifo)
+    loop = tmp_path / "loop.json"
+    loop.symlink_to(loop)
+    with pytest.raises(ScheduleError, match=r"loop\.json: a symbolic link loop"):
+        read_schedule(loop)
 
 
 def test_not_json_names_the_source_and_line() -> None:
@@ -144,6 +153,9 @@ def _drop(name: str) -> dict[str, Any]:
         ({**_drop("memoryLimit"), "memory_limit": 1.0}, "memoryLimit", "Field required"),
         (row(namespace=""), "namespace", "at least 1 character"),
         (row(container=7), "container", "valid string"),
+        (row(namespace="Shop"), "namespace", "'Shop' is not a Kubernetes namespace name"),
+        (row(workload="w" * 254), "workload", "(254 characters) is not a Kubernetes workload"),
+        (row(container="a_b"), "container", "at most 63 lower-case letters, digits and '-'"),
         (row(replicas=2), "replicas", "Extra inputs are not permitted"),
         (row(cpu="0.25"), "cpu", "must be a number"),
         (row(memory="256Mi"), "memory", "must be a number"),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gzip
+import os
 from pathlib import Path
 
 import numpy as np
@@ -31,7 +32,7 @@ def awkward_usage() -> pd.DataFrame:
     return pd.DataFrame(
         {
             "timestamp": times,
-            "namespace": ["NA", "NA", "prod"],
+            "namespace": ["nan", "nan", "prod"],  # a name, not a missing value
             "workload": ["web", "web", "db"],
             "pod": ["web-1", "web-1", "db-0"],
             "container": ["app", "app", "postgres"],
@@ -88,7 +89,7 @@ def test_csv_is_iso_utc_with_empty_cells_for_nan(tmp_path: Path) -> None:
         "cpu_throttled"
     )
     # sorted by namespace: "NA" < "prod"; sub-second precision only because one value needs it
-    assert lines[1].startswith("2024-03-01T00:00:00.250Z,NA,web,web-1,app,")
+    assert lines[1].startswith("2024-03-01T00:00:00.250Z,nan,web,web-1,app,")
     assert (
         lines[3]
         == "2024-03-01T00:00:00.000Z,prod,db,db-0,postgres,9.094947017729282e-13,,,10000000000.0,"
@@ -119,9 +120,11 @@ def test_parquet_errors_name_the_file(tmp_path: Path) -> None:
     with pytest.raises(DataFormatError, match=r"usage\.parquet: not a readable Parquet file"):
         read_usage(broken)
     frame = awkward_usage()
-    frame["cpu"] = ["0.1", "0.2", "lots"]
+    frame["cpu"] = ["0.1", "0.2", "0.3"]  # numbers as text: refused, not converted
     frame.to_parquet(tmp_path / "typed.parquet")
-    with pytest.raises(DataFormatError, match=r"typed.parquet: row 3, column 'cpu': not a number"):
+    with pytest.raises(
+        DataFormatError, match=r"typed.parquet: column 'cpu': stored as (large_)?string, not numbers"
+    ):
         read_usage(tmp_path / "typed.parquet")
 
 
@@ -187,21 +190,88 @@ def test_csv_rows_shorter_than_the_header_are_refused(
 
 @pytest.mark.parametrize("suffix", ["csv", "csv.gz"])
 def test_empty_cells_and_quoted_commas_are_not_short_rows(tmp_path: Path, suffix: str) -> None:
-    """`...,0.5,` has its memory field (empty: not measured); a quoted comma is no separator."""
+    """`...,0.5,` has its memory field (empty: not measured); a quoted comma is no separator
+    (the row is whole: what is refused is the name Kubernetes could not hold)."""
     path = tmp_path / f"usage.{suffix}"
-    rows = [
-        '2024-01-01T00:00:00Z,"a,b",p,"c""x""",0.5,',
-        "",
-        '2024-01-01T00:05:00Z,"a,b",p,"c""x""",0.25,',
-    ]
+    rows = ['2024-01-01T00:00:00Z,"a",p,"c",0.5,', "", '2024-01-01T00:05:00Z,"a",p,"c",0.25,']
     _write_csv(path, "\n".join([SHORT_HEADER, *rows]) + "\n")
     loaded = read_usage(path)
     assert loaded["cpu"].tolist() == [0.5, 0.25]
     assert loaded["memory"].isna().all()
-    assert loaded["container"].tolist() == ['c"x"', 'c"x"']
+    assert loaded["container"].tolist() == ["c", "c"]
+    quoted = [row.replace('"c"', '"c,""x"""') for row in rows]
+    _write_csv(path, "\n".join([SHORT_HEADER, *quoted]) + "\n")
+    with pytest.raises(DataFormatError, match="""row 1, column 'container': 'c,"x"' is not a Kub"""):
+        read_usage(path)
 
 
 def test_a_header_only_events_file_still_means_no_events(tmp_path: Path) -> None:
     path = tmp_path / "events.csv"
     path.write_text("timestamp,namespace,pod,container,reason,memory\n")
     assert read_events(path).empty
+
+
+@pytest.mark.parametrize(
+    ("column", "values", "stored", "wanted"),
+    [
+        ("namespace", [1, 2, 3], "int64", "text"),
+        ("pod", [True, False, True], "bool", "text"),
+        ("memory", ["1", "2", "3"], "(large_)?string", "numbers"),
+        ("cpu", [True, False, True], "bool", "numbers"),
+        ("timestamp", ["2024-03-01T00:00:00Z"] * 3, "(large_)?string", "timestamps or UNIX"),
+    ],
+)
+def test_parquet_columns_of_the_wrong_type_are_refused_not_converted(
+    tmp_path: Path, column: str, values: list[object], stored: str, wanted: str
+) -> None:
+    frame = awkward_usage()
+    frame[column] = pd.Series(values)
+    frame.to_parquet(tmp_path / "typed.parquet")
+    with pytest.raises(
+        DataFormatError, match=rf"column '{column}': stored as {stored}, not {wanted}"
+    ):
+        read_usage(tmp_path / "typed.parquet")
+
+
+@pytest.mark.parametrize("suffix", SUFFIXES)
+@pytest.mark.parametrize(
+    ("column", "name", "problem"),
+    [
+        (
+            "pod",
+            "p" * 2_000_000,
+            r"'p{60}'\.\.\. \(2,000,000 characters\) is longer than a Kubernetes pod name may be \(253",
+        ),
+        ("namespace", "n" * 64, r"'n{60}'\.\.\. \(64 characters\) is longer than a Kubernetes namespace name may be \(63"),
+        ("container", "App", r"'App' is not a Kubernetes container name"),
+        ("workload", "web_1", r"'web_1' is not a Kubernetes workload name"),
+    ],
+)
+def test_names_kubernetes_cannot_hold_are_refused_with_their_row(
+    tmp_path: Path, suffix: str, column: str, name: str, problem: str
+) -> None:
+    frame = awkward_usage()
+    frame.loc[[0, 1], column] = name  # both samples of one series
+    path = tmp_path / f"usage.{suffix}"
+    (frame.to_parquet if suffix == "parquet" else frame.to_csv)(path, index=False)
+    with pytest.raises(DataFormatError, match=rf"row 1, column '{column}': {problem}"):
+        read_usage(path)
+
+
+def test_special_files_are_named_as_what_they_are(tmp_path: Path) -> None:
+    fifo = tmp_path / "usage.csv"
+    os.mkfifo(fifo)
+    with pytest.raises(OSError, match="usage.csv: a named pipe \\(FIFO\\), not a regular file"):
+        read_usage(fifo)  # opening it would block for ever
+    loop = tmp_path / "loop.csv"
+    loop.symlink_to(tmp_path / "loop.csv")
+    with pytest.raises(OSError, match="loop.csv: a symbolic link loop, not a file"):
+        read_usage(loop)
+    dangling = tmp_path / "gone.parquet"
+    dangling.symlink_to(tmp_path / "nowhere.parquet")
+    with pytest.raises(FileNotFoundError, match="gone.parquet: a broken symbolic link"):
+        read_usage(dangling)
+    folder = tmp_path / "folder.csv"
+    folder.mkdir()
+    with pytest.raises(IsADirectoryError, match="folder.csv: is a directory"):
+        read_usage(folder)

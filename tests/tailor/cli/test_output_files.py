@@ -18,8 +18,9 @@ from tests.cli_text import plain
 from tests.recommender.backtest.helpers import PER_DAY, history, write_usage
 
 runner = CliRunner()
-# no whitespace: a Kubernetes name cannot hold it, and the history refuses it
-NAMES = [("ns,a", 'wl"q', "*c"), ("ns-ü", "yes", "[c]"), ("plain", "w", "漢字")]
+# names Kubernetes allows that YAML or CSV would read as something else (a number, a
+# boolean, null) unless quoted; the history refuses a name Kubernetes could not hold
+NAMES = [("007", "null", "yes"), ("1e3", "on", "true"), ("plain", "w", "no-memory")]
 
 
 def _odd_names(tmp_path: Path) -> Path:
@@ -34,7 +35,7 @@ def _odd_names(tmp_path: Path) -> Path:
                 "pod": "p",
                 "container": container,
                 "cpu": 0.1 + 0.01 * (np.arange(600) % 7),
-                "memory": np.nan if container == "漢字" else 1e8 + 1e6 * (np.arange(600) % 5),
+                "memory": np.nan if container == "no-memory" else 1e8 + 1e6 * (np.arange(600) % 5),
             }
         )
         for namespace, workload, container in NAMES
@@ -57,6 +58,16 @@ def test_odd_names_round_trip_through_each_format(tmp_path: Path, fmt: str) -> N
         rows = json.loads(text) if fmt == "json" else yaml.safe_load(text)
     found = {(row["namespace"], row["workload"], row["container"]) for row in rows}
     assert found == set(NAMES)
+
+
+def test_a_name_kubernetes_cannot_hold_is_refused_with_its_row(tmp_path: Path) -> None:
+    path = _odd_names(tmp_path)
+    path.write_text(path.read_text().replace(",yes,", ',"a,b",', 1))
+    result = runner.invoke(app, ["recommend", "--input", str(path)])
+    assert result.exit_code == 2, result.output
+    assert "row 1, column 'container': 'a,b' is not a Kubernetes container name" in plain(
+        result.output
+    )
 
 
 @pytest.mark.parametrize("command", [["recommend"], ["schedule", "--format", "csv"]])
