@@ -122,9 +122,8 @@ def test_parquet_errors_name_the_file(tmp_path: Path) -> None:
     frame = awkward_usage()
     frame["cpu"] = ["0.1", "0.2", "0.3"]  # numbers as text: refused, not converted
     frame.to_parquet(tmp_path / "typed.parquet")
-    with pytest.raises(
-        DataFormatError, match=r"typed.parquet: column 'cpu': stored as (large_)?string, not numbers"
-    ):
+    stored = r"typed.parquet: column 'cpu': stored as (large_)?string, not numbers"
+    with pytest.raises(DataFormatError, match=stored):
         read_usage(tmp_path / "typed.parquet")
 
 
@@ -201,7 +200,8 @@ def test_empty_cells_and_quoted_commas_are_not_short_rows(tmp_path: Path, suffix
     assert loaded["container"].tolist() == ["c", "c"]
     quoted = [row.replace('"c"', '"c,""x"""') for row in rows]
     _write_csv(path, "\n".join([SHORT_HEADER, *quoted]) + "\n")
-    with pytest.raises(DataFormatError, match="""row 1, column 'container': 'c,"x"' is not a Kub"""):
+    refused = """row 1, column 'container': 'c,"x"' is not a Kubernetes container name"""
+    with pytest.raises(DataFormatError, match=refused):
         read_usage(path)
 
 
@@ -240,9 +240,9 @@ def test_parquet_columns_of_the_wrong_type_are_refused_not_converted(
         (
             "pod",
             "p" * 2_000_000,
-            r"'p{60}'\.\.\. \(2,000,000 characters\) is longer than a Kubernetes pod name may be \(253",
+            r"'p{60}'\.\.\. \(2,000,000 characters\) is longer than a Kubernetes pod name",
         ),
-        ("namespace", "n" * 64, r"'n{60}'\.\.\. \(64 characters\) is longer than a Kubernetes namespace name may be \(63"),
+        ("namespace", "n" * 64, r"'n{60}'\.\.\. \(64 characters\) is longer than a Kub"),
         ("container", "App", r"'App' is not a Kubernetes container name"),
         ("workload", "web_1", r"'web_1' is not a Kubernetes workload name"),
     ],
@@ -261,17 +261,17 @@ def test_names_kubernetes_cannot_hold_are_refused_with_their_row(
 def test_special_files_are_named_as_what_they_are(tmp_path: Path) -> None:
     fifo = tmp_path / "usage.csv"
     os.mkfifo(fifo)
-    with pytest.raises(OSError, match="usage.csv: a named pipe \\(FIFO\\), not a regular file"):
+    with pytest.raises(OSError, match=r"usage\.csv: a named pipe \(FIFO\), not a regular file"):
         read_usage(fifo)  # opening it would block for ever
     loop = tmp_path / "loop.csv"
     loop.symlink_to(tmp_path / "loop.csv")
-    with pytest.raises(OSError, match="loop.csv: a symbolic link loop, not a file"):
+    with pytest.raises(OSError, match=r"loop\.csv: a symbolic link loop, not a file"):
         read_usage(loop)
     dangling = tmp_path / "gone.parquet"
     dangling.symlink_to(tmp_path / "nowhere.parquet")
-    with pytest.raises(FileNotFoundError, match="gone.parquet: a broken symbolic link"):
+    with pytest.raises(FileNotFoundError, match=r"gone\.parquet: a broken symbolic link"):
         read_usage(dangling)
     folder = tmp_path / "folder.csv"
     folder.mkdir()
-    with pytest.raises(IsADirectoryError, match="folder.csv: is a directory"):
+    with pytest.raises(IsADirectoryError, match=r"folder\.csv: is a directory"):
         read_usage(folder)
