@@ -12,8 +12,6 @@ empirical-Bayes blend: own errors count fully once there are `PRIOR_ERRORS`).
 from __future__ import annotations
 
 import numpy as np
-from sklearn.cluster import KMeans
-from sklearn.preprocessing import StandardScaler
 
 from recommender.forecast.quantiles import error_quantiles
 from recommender.forecast.shape import ShapeReport
@@ -44,6 +42,11 @@ def shape_classes(shape: ShapeReport) -> np.ndarray:
     k = min(MAX_CLASSES, n // MIN_CLASS_SIZE)
     if k < 2:
         return np.zeros(n, dtype=np.int64)
+    # imported here: scikit-learn takes seconds to import, and only a fleet of 16
+    # containers or more is clustered (every other command, and `tailor --help`, skips it)
+    from sklearn.cluster import KMeans
+    from sklearn.preprocessing import StandardScaler
+
     scaled = StandardScaler().fit_transform(features)
     model = KMeans(n_clusters=k, n_init=3, random_state=0).fit(scaled)
     return np.asarray(model.labels_, dtype=np.int64)
