@@ -15,14 +15,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from pydantic import ValidationError
 
 from recommender.vpa.histogram import DecayingHistograms
 from recommender.vpa.settings import ZERO_TIME
-from tailor.api.checkpoint import HistogramCheckpoint, VerticalPodAutoscalerCheckpointStatus
+
+if TYPE_CHECKING:
+    from tailor.api.checkpoint import HistogramCheckpoint
 
 CHECKPOINT_VERSION = "v3"
 
@@ -129,6 +131,10 @@ class LoadedStatus:
 
 def load_status(status: object, cpu_buckets: int, memory_buckets: int) -> LoadedStatus:
     """Upstream AggregateContainerState.LoadFromCheckpoint's reading of a status object."""
+    # the API's models take a quarter second to build: only a model loading checkpoints
+    # needs them, not one fed from history (`tailor recommend`)
+    from tailor.api.checkpoint import VerticalPodAutoscalerCheckpointStatus
+
     try:
         checkpoint = VerticalPodAutoscalerCheckpointStatus.model_validate(status)
     except ValidationError as error:
