@@ -17,11 +17,10 @@ from pydantic import ValidationError
 from rich.console import Console
 
 from recommender.data.files import read_events, read_usage
-from recommender.data.prometheus import (
+from recommender.data.prometheus_settings import (
     EmptyHistoryError,
     PrometheusSettings,
     PrometheusSourceError,
-    load_prometheus_history,
 )
 from recommender.data.promql import QueryNames, check_extra_matcher
 from recommender.data.schema import DataFormatError, empty_events
@@ -217,6 +216,9 @@ def load_from_prometheus(
     options: PrometheusOptions, console: Console
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Read history chunk by chunk, with a progress bar on a terminal."""
+    # the HTTP stack (requests, prometheus-api-client) only for a command that reads
+    from recommender.data.prometheus import load_prometheus_history
+
     settings = prometheus_settings(options)
     progress = progress_bar(console)
     with progress:

@@ -1,35 +1,144 @@
-"""The `tailor` console script: one typer app, one module per command."""
+"""The `tailor` console script: one typer app, one module per command, loaded on use.
+
+Each command's module imports its component (the forecaster pulls in scikit-learn, the
+services the Kubernetes client, the report matplotlib), and importing them all cost about
+4 CPU-seconds before `tailor --help` printed a line. The app therefore lists its
+commands by name and one-line help only (`COMMANDS`), and imports a command's module
+when that command runs or shows its own help.
+"""
 
 from __future__ import annotations
 
-import typer
+import importlib
+from dataclasses import dataclass
+from typing import Any
 
-from tailor.cli.admission import admission_command
-from tailor.cli.backtest import backtest_command
-from tailor.cli.follow import follow_command
-from tailor.cli.hindsight import hindsight_command
-from tailor.cli.recommend import recommend_command
-from tailor.cli.recommender_service import recommender_command
-from tailor.cli.schedule import schedule_command
+import typer
+from typer import _click as click  # typer vendors click: its classes, not the package's
+from typer.core import TyperCommand, TyperGroup
+
+HELP = "kube-tailor: a forecasting vertical pod autoscaler for Kubernetes."
+
+
+@dataclass(frozen=True)
+class LazyCommand:
+    """Where a command lives, and the line `tailor --help` shows for it without loading it."""
+
+    module: str
+    function: str
+    summary: str
+
+
+COMMANDS = {
+    "recommend": LazyCommand(
+        "tailor.cli.recommend",
+        "recommend_command",
+        "Recommend cpu and memory requests per (namespace, workload, container).",
+    ),
+    "backtest": LazyCommand(
+        "tailor.cli.backtest",
+        "backtest_command",
+        "Replay usage history through recommendation strategies and compare them.",
+    ),
+    "schedule": LazyCommand(
+        "tailor.cli.schedule",
+        "schedule_command",
+        "Print the forecast schedule of requests per update period for the next 24 h.",
+    ),
+    "hindsight": LazyCommand(
+        "tailor.cli.hindsight",
+        "hindsight_command",
+        "Certified lower bound on the relative slack any strategy can reach on this history.",
+    ),
+    "follow": LazyCommand(
+        "tailor.cli.follow",
+        "follow_command",
+        "Resize running pods in place to the schedule's requests (pods/resize).",
+    ),
+    "recommender": LazyCommand(
+        "tailor.cli.recommender_service",
+        "recommender_command",
+        "Keep the status of every VPA we serve current, from Prometheus history.",
+    ),
+    "admission": LazyCommand(
+        "tailor.cli.admission",
+        "admission_command",
+        "Serve the webhook: pods being created get their VPA's recommendation (POST /mutate).",
+    ),
+}
+
+
+def load_command(name: str) -> click.Command:
+    """The click command of `name`, its module imported now."""
+    where = COMMANDS[name]
+    function = getattr(importlib.import_module(where.module), where.function)
+    single = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
+    single.command(name)(function)
+    command = typer.main.get_command(single)
+    command.name = name
+    return command
+
+
+class DeferredCommand(TyperCommand):
+    """Stands for a command in the group's listing; running it runs the loaded one."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__(name, help=COMMANDS[name].summary, short_help=COMMANDS[name].summary)
+        self._loaded: click.Command | None = None
+
+    def loaded(self) -> click.Command:
+        if self._loaded is None:
+            self._loaded = load_command(str(self.name))
+        return self._loaded
+
+    def make_context(
+        self,
+        info_name: str | None,
+        args: list[str],
+        parent: click.Context | None = None,
+        **extra: Any,
+    ) -> click.Context:
+        return self.loaded().make_context(info_name, args, parent=parent, **extra)
+
+
+class LazyGroup(TyperGroup):
+    """A group whose commands are `COMMANDS`, each imported only when it is invoked."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return list(COMMANDS)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        return DeferredCommand(cmd_name) if cmd_name in COMMANDS else None
+
+
+def _version(value: bool) -> None:
+    if value:
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            number = version("kube-tailor")
+        except PackageNotFoundError:  # run from a checkout that was never installed
+            number = "unknown (not installed)"
+        typer.echo(f"kube-tailor {number}")
+        raise typer.Exit()
+
 
 app = typer.Typer(
     name="tailor",
-    help="kube-tailor: a forecasting vertical pod autoscaler for Kubernetes.",
+    cls=LazyGroup,
+    help=HELP,
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
 )
-app.command("recommend")(recommend_command)
-app.command("backtest")(backtest_command)
-app.command("schedule")(schedule_command)
-app.command("hindsight")(hindsight_command)
-app.command("follow")(follow_command)
-app.command("recommender")(recommender_command)
-app.command("admission")(admission_command)
 
 
 @app.callback()
-def main() -> None:
+def main(
+    version: bool = typer.Option(
+        False, "--version", help="Print the version and exit.", callback=_version, is_eager=True
+    ),
+) -> None:
     """kube-tailor: a forecasting vertical pod autoscaler for Kubernetes."""
 
 

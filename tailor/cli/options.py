@@ -16,7 +16,6 @@ import pandas as pd
 import typer
 from rich.console import Console
 
-from recommender.backtest.registry import baseline_settings
 from recommender.data.arrays import SamplePeriodError
 from recommender.data.ooms import unmatched_oom_kills
 from recommender.forecast.settings import ForecastSettings
@@ -193,6 +192,8 @@ BaselineSet = Annotated[
 
 def baseline_settings_option(pairs: list[str] | None) -> dict[str, object]:
     """The baselines' settings `--baseline-set` asks for (empty: the defaults), checked."""
+    from recommender.backtest.registry import baseline_settings  # only backtest needs it
+
     try:
         return baseline_settings(pairs or [])
     except SettingsError as error:
