@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import importlib
 from dataclasses import dataclass
-from typing import Any
 
 import typer
 from typer import _click as click  # typer vendors click: its classes, not the package's
@@ -79,36 +78,33 @@ def load_command(name: str) -> click.Command:
     return command
 
 
-class DeferredCommand(TyperCommand):
-    """Stands for a command in the group's listing; running it runs the loaded one."""
-
-    def __init__(self, name: str) -> None:
-        super().__init__(name, help=COMMANDS[name].summary, short_help=COMMANDS[name].summary)
-        self._loaded: click.Command | None = None
-
-    def loaded(self) -> click.Command:
-        if self._loaded is None:
-            self._loaded = load_command(str(self.name))
-        return self._loaded
-
-    def make_context(
-        self,
-        info_name: str | None,
-        args: list[str],
-        parent: click.Context | None = None,
-        **extra: Any,
-    ) -> click.Context:
-        return self.loaded().make_context(info_name, args, parent=parent, **extra)
-
-
 class LazyGroup(TyperGroup):
-    """A group whose commands are `COMMANDS`, each imported only when it is invoked."""
+    """A group whose commands are `COMMANDS`, each imported only when it is asked for.
+
+    While the group's own help is drawn, a command is a stand-in with its one-line help,
+    so `tailor --help` imports no command module; anything else (running a command, its
+    help, the docs' reference) gets the loaded command.
+    """
+
+    listing = False
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return list(COMMANDS)
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
-        return DeferredCommand(cmd_name) if cmd_name in COMMANDS else None
+        if cmd_name not in COMMANDS:
+            return None
+        if self.listing:
+            summary = COMMANDS[cmd_name].summary
+            return TyperCommand(cmd_name, help=summary, short_help=summary)
+        return load_command(cmd_name)
+
+    def format_help(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        self.listing = True
+        try:
+            super().format_help(ctx, formatter)
+        finally:
+            self.listing = False
 
 
 def _version(value: bool) -> None:
