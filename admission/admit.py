@@ -57,6 +57,10 @@ class ClusterView(Protocol):
 
     def controller(self, kind: str, namespace: str, name: str) -> Json | None: ...
 
+    def has_controller(self, kind: str, namespace: str, name: str) -> bool:
+        """Whether `controller()` answers from memory, without asking the API server."""
+        ...
+
     def hpas(self, namespace: str) -> Sequence[Json]: ...
 
 
@@ -104,6 +108,23 @@ def _patch_for(
     pod_containers(pod)  # a pod that cannot be read is admitted as written, and says so
     conflicts = hpa_conflicts(vpa, hpas, sized_container_names(pod))
     return pod_patch(pod, vpa, view.limit_ranges(namespace), conflicts, max_cpu_boost)
+
+
+def needs_api(request: AdmissionRequest, view: ClusterView) -> bool:
+    """Whether deciding `request` may wait on the API server: a pod whose ReplicaSet or Job
+    the view does not hold yet. Everything else is decided from memory at once."""
+    if not request.is_pod_create() or not isinstance(request.obj, Mapping):
+        return False
+    metadata = request.obj.get("metadata")
+    owners = metadata.get("ownerReferences") if isinstance(metadata, Mapping) else None
+    if not isinstance(owners, list):
+        return False
+    for owner in owners:
+        if isinstance(owner, Mapping) and owner.get("controller") is True:
+            kind, name = owner.get("kind"), owner.get("name")
+            if isinstance(kind, str) and isinstance(name, str):
+                return not view.has_controller(kind, request.namespace, name)
+    return False
 
 
 def admit(

@@ -3,20 +3,29 @@
 A body that is not an AdmissionReview is the caller's mistake, answered 400 with
 the reason (`ReviewError`); anything readable gets a response that allows the
 object, since a webhook that sizes pods must never be the reason one is refused.
+
+Parsing is orjson (a few times faster than json, and no slower on hostile input),
+after a count of the body's objects and arrays: a body of millions of tiny objects
+(`[{},{},...]`, a memory bomb) would cost ~70 bytes of memory per input byte and
+hold the worker for a second, where a real pod of the same size is mostly strings.
 """
 
 from __future__ import annotations
 
 import base64
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
+
+import orjson
 
 from tailor.api.crd import GROUP, VPA_PLURAL
 
 REVIEW_API_VERSION = "admission.k8s.io/v1"
 REVIEW_KIND = "AdmissionReview"
+# Objects plus arrays a review may hold (counted as `{` and `[` bytes, strings included):
+# a pod with 100 containers of 100 env vars and its last-applied annotation is ~25,000.
+MAX_JSON_CONTAINERS = 100_000
 
 
 class ReviewError(ValueError):
@@ -73,11 +82,18 @@ def _text(value: object, where: str) -> str:
     return value
 
 
-def parse_review(body: bytes) -> AdmissionRequest:
-    """The request of an AdmissionReview v1 body; ReviewError for anything else."""
+def parse_review(body: bytes, max_containers: int = MAX_JSON_CONTAINERS) -> AdmissionRequest:
+    """The request of an AdmissionReview v1 body; ReviewError for anything else, including
+    a body of more than `max_containers` JSON objects and arrays (refused before parsing)."""
+    containers = body.count(b"{") + body.count(b"[")
+    if containers > max_containers:
+        raise ReviewError(
+            f"body has {containers} JSON objects and arrays, more than a pod needs "
+            f"({max_containers})"
+        )
     try:
-        document = json.loads(body)
-    except (ValueError, RecursionError) as error:  # bad UTF-8 or JSON, a number too long
+        document = orjson.loads(body)
+    except orjson.JSONDecodeError as error:  # bad UTF-8 or JSON, nested past 1024
         raise ReviewError(f"body is not JSON: {error}") from None
     if not isinstance(document, dict):
         raise ReviewError("body is not an AdmissionReview: expected a JSON object")
@@ -117,7 +133,7 @@ def review_response(request: AdmissionRequest, verdict: Verdict) -> dict[str, An
         response["status"] = {"code": 400, "reason": "BadRequest", "message": verdict.denied}
         return {"apiVersion": REVIEW_API_VERSION, "kind": REVIEW_KIND, "response": response}
     if verdict.operations:
-        patch = json.dumps(list(verdict.operations), separators=(",", ":")).encode()
+        patch = orjson.dumps(list(verdict.operations))
         response["patchType"] = "JSONPatch"
         response["patch"] = base64.b64encode(patch).decode()
     if verdict.warnings:

@@ -1,102 +1,160 @@
 """The webhook's HTTPS edge: POST /mutate (AdmissionReview v1) and GET /healthz (aiohttp).
 
-The decision runs in a worker thread (`admit` may fetch a ReplicaSet), so one
-slow read never stalls the event loop for other admissions. The server runs on
-its own thread and loop (`WebhookServer`), the same way under the CLI and in
-the tests.
+A review is decided on the event loop when the cluster view has what it needs in
+memory (the common case: everything comes from the watches), and in a worker thread,
+within the review's budget, when a controller must be read from the API server. A
+review that cannot be answered in time is answered "allowed, unchanged" at once
+(`shed`: the loop is too far behind; `timeout`: the read outlasted the budget), since
+with failurePolicy Ignore the API server would admit the pod unsized anyway, only
+later. Every connection is held to the deadlines of `admission.connections`.
+The server runs on its own thread and loop (`WebhookServer`), the same way in a
+worker process (`admission.workers`) and in the tests.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import socket
 import ssl
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field
 from typing import TypeVar
 
+import orjson
 from aiohttp import web
-from prometheus_client import Counter, Histogram
 
-from admission.admit import ClusterView, admit
+from admission.admit import ClusterView, admit, needs_api
+from admission.connections import BODY, BUSY, IDLE, ConnectionLimits, GuardedProtocols
+from admission.metrics import MetricsSink, ReviewMetrics
 from admission.review import AdmissionRequest, ReviewError, Verdict, parse_review, review_response
 from tailor.quantity import Quantity
 from tailor.scope import EVERYWHERE, NamespaceScope
-from tailor.telemetry import ServiceTelemetry
+
+__all__ = ["ReviewLimits", "ReviewMetrics", "WebhookServer", "make_app"]
 
 LOG = logging.getLogger("tailor.admission")
-# A pod's review carries the pod, and etcd takes objects up to 1.5 MiB.
-MAX_BODY_BYTES = 8 * 1024 * 1024
-
 Listener = Callable[[AdmissionRequest, Verdict], None]
 T = TypeVar("T")
+GUARD = web.AppKey("guard", GuardedProtocols)
+_LAG_TICK = 0.01
 
 
-class ReviewMetrics:
-    """Reviews answered, by outcome (patched, unchanged, denied, bad_request), and how long
-    each took."""
+@dataclass(frozen=True)
+class ReviewLimits:
+    """What one review may cost: its body (the API server's own request limit is 3 MiB),
+    the time to an answer, and when to stop deciding and answer unchanged at once."""
 
-    def __init__(self, telemetry: ServiceTelemetry) -> None:
-        self.reviews = Counter(
-            "tailor_admission_reviews",
-            "AdmissionReviews answered, by outcome (patched, unchanged, denied: a VPA refused, "
-            "bad_request).",
-            ["outcome"],
-            registry=telemetry.registry,
-        )
-        self.seconds = Histogram(
-            "tailor_admission_review_duration_seconds",
-            "Time from the request's body read to the answer.",
-            buckets=(0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5),
-            registry=telemetry.registry,
-        )
-        for outcome in ("patched", "unchanged", "denied", "bad_request"):
-            self.reviews.labels(outcome)
+    max_body_bytes: int = 3 * 1024 * 1024
+    # well inside the API server's webhook timeout (--webhook-timeout, 5s by default)
+    budget_seconds: float = 2.0
+    # the event loop this far behind: reviews waiting now could not be answered in time
+    shed_lag_seconds: float = 0.25
+    # reviews waiting on an API read at once; more are answered unchanged
+    max_api_reviews: int = 16
+    connections: ConnectionLimits = field(default_factory=ConnectionLimits)
 
-    def record(self, outcome: str, begun: float) -> None:
-        self.reviews.labels(outcome).inc()
-        self.seconds.observe(time.monotonic() - begun)
+
+class LoopLag:
+    """How late the event loop runs a callback due now: the wait every review sees."""
+
+    def __init__(self) -> None:
+        self.seconds = 0.0
+
+    async def follow(self) -> None:
+        loop = asyncio.get_running_loop()
+        while True:
+            due = loop.time() + _LAG_TICK
+            await asyncio.sleep(_LAG_TICK)
+            self.seconds = max(0.0, loop.time() - due)
+
+
+def _unchanged(reason: str, warning: str) -> Verdict:
+    """Allowed as written, saying why to the client (kubectl shows warnings)."""
+    warned = f"kube-tailor admission: {warning}, pod admitted as written"
+    return Verdict(warnings=(warned,), reason=reason)
 
 
 def make_app(
     view: ClusterView,
     ready: Callable[[], bool],
     listener: Listener | None = None,
-    metrics: ReviewMetrics | None = None,
+    metrics: MetricsSink | None = None,
     scope: NamespaceScope = EVERYWHERE,
     max_cpu_boost: Quantity | None = None,
+    limits: ReviewLimits = ReviewLimits(),
 ) -> web.Application:
     """The aiohttp application; `listener` sees every verdict (logging, tests)."""
+    lag = LoopLag()
+    guard = GuardedProtocols(None, limits.connections, metrics.connection_cut if metrics else None)
+    waiting_on_api = 0
+
+    def record(outcome: str, begun: float) -> None:
+        if metrics is not None:
+            metrics.review(outcome, time.monotonic() - begun)
+
+    async def decide(review: AdmissionRequest, begun: float) -> tuple[Verdict, str]:
+        nonlocal waiting_on_api
+        if lag.seconds > limits.shed_lag_seconds:
+            return _unchanged("shed: overloaded", "overloaded"), "shed"
+        if not needs_api(review, view):
+            verdict = admit(review, view, scope, max_cpu_boost)
+        elif waiting_on_api >= limits.max_api_reviews:
+            return _unchanged("shed: too many API reads", "overloaded"), "shed"
+        else:
+            waiting_on_api += 1
+            remaining = limits.budget_seconds - (time.monotonic() - begun)
+            try:
+                work = asyncio.to_thread(admit, review, view, scope, max_cpu_boost)
+                verdict = await asyncio.wait_for(work, max(remaining, 0.001))
+            except TimeoutError:
+                late = _unchanged("timeout: the API server did not answer", "API server slow")
+                return late, "timeout"
+            finally:
+                waiting_on_api -= 1
+        outcome = "denied" if verdict.denied else "patched" if verdict.operations else "unchanged"
+        return verdict, outcome
 
     async def mutate(request: web.Request) -> web.Response:
-        body = await request.read()
         begun = time.monotonic()
+        guard.phase(request.transport, BODY)
+        body = await request.read()  # past max_body_bytes: 413; too slow: cut (BODY deadline)
+        guard.phase(request.transport, BUSY)
         try:
             review = parse_review(body)
         except ReviewError as error:
-            if metrics is not None:
-                metrics.record("bad_request", begun)
+            record("bad_request", begun)
+            guard.phase(request.transport, IDLE)
             return web.Response(status=400, text=f"{error}\n")
-        verdict = await asyncio.to_thread(admit, review, view, scope, max_cpu_boost)
-        if metrics is not None:
-            outcome = (
-                "denied" if verdict.denied else "patched" if verdict.operations else "unchanged"
-            )
-            metrics.record(outcome, begun)
+        del body
+        verdict, outcome = await decide(review, begun)
+        record(outcome, begun)
         if listener is not None:
             listener(review, verdict)
-        if verdict.operations or verdict.warnings or verdict.denied:
+        if verdict.operations or verdict.denied or outcome in ("shed", "timeout"):
             LOG.info("%s/%s: %s", review.namespace, _pod_name(review), verdict.reason)
-        return web.json_response(review_response(review, verdict))
+        answer = orjson.dumps(review_response(review, verdict))
+        guard.phase(request.transport, IDLE)
+        return web.Response(body=answer, content_type="application/json")
 
     async def healthz(_: web.Request) -> web.Response:
         if ready():
             return web.Response(text="ok\n")
         return web.Response(status=503, text="VPAs and LimitRanges not loaded yet\n")
 
-    app = web.Application(client_max_size=MAX_BODY_BYTES)
+    async def follow_lag(_: web.Application) -> AsyncIterator[None]:
+        task = asyncio.create_task(lag.follow())
+        yield
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+
+    app = web.Application(client_max_size=limits.max_body_bytes)
+    app[GUARD] = guard
+    app.cleanup_ctx.append(follow_lag)
     app.router.add_post("/mutate", mutate)
     app.router.add_get("/healthz", healthz)
     return app
@@ -109,17 +167,36 @@ def _pod_name(review: AdmissionRequest) -> str:
     return str(metadata.get("name") or f"{metadata.get('generateName') or ''}*")
 
 
+def listening_socket(host: str, port: int) -> socket.socket:
+    """The listening socket, made before any worker starts (OSError: in use, bad address)."""
+    sock = socket.create_server((host, port), backlog=1024)
+    sock.setblocking(False)
+    return sock
+
+
 class WebhookServer:
-    """An aiohttp app served over TLS on its own thread; `start()` returns once it listens."""
+    """An aiohttp app served over TLS on its own thread; `start()` returns once it listens.
+
+    `sock` may be shared with other processes (the pre-fork workers accept from it).
+    """
 
     def __init__(
-        self, app: web.Application, context: ssl.SSLContext, host: str = "0.0.0.0", port: int = 0
+        self,
+        app: web.Application,
+        context: ssl.SSLContext,
+        host: str = "0.0.0.0",
+        port: int = 0,
+        sock: socket.socket | None = None,
     ) -> None:
         self.app, self.context, self.host = app, context, host
-        self.sock = socket.create_server((host, port), reuse_port=False)
+        self.sock = sock if sock is not None else listening_socket(host, port)
         self.port: int = self.sock.getsockname()[1]
+        self.guard = app[GUARD]
         self._loop = asyncio.new_event_loop()
-        self._runner = web.AppRunner(app, access_log=None)
+        # aiohttp's own keep-alive close only backs ours up (ours counts the cut)
+        keepalive = self.guard.limits.idle_seconds + 5
+        self._runner = web.AppRunner(app, access_log=None, keepalive_timeout=keepalive)
+        self._server: asyncio.Server | None = None
         self._thread = threading.Thread(target=self._loop.run_forever, name="tailor-webhook")
 
     def start(self) -> WebhookServer:
@@ -129,7 +206,13 @@ class WebhookServer:
 
     async def _serve(self) -> None:
         await self._runner.setup()
-        await web.SockSite(self._runner, self.sock, ssl_context=self.context).start()
+        self.guard.factory = self._runner.server  # set by setup()
+        self._server = await self._loop.create_server(
+            self.guard,
+            sock=self.sock,
+            ssl=self.context,
+            ssl_handshake_timeout=self.guard.limits.handshake_seconds,
+        )
 
     def call(self, function: Callable[[], T]) -> T:
         """`function()` run on the server's loop thread, where handshakes read the SSL context.
@@ -143,10 +226,15 @@ class WebhookServer:
 
         return asyncio.run_coroutine_threadsafe(run(), self._loop).result(timeout=30)
 
+    async def _shutdown(self) -> None:
+        if self._server is not None:
+            self._server.close()  # no new connection; the socket stays for other workers
+        await self._runner.cleanup()
+
     def stop(self) -> None:
-        """Stop listening, finish the loop and its thread."""
+        """Stop accepting, finish the reviews under way, end the loop and its thread."""
         if self._thread.is_alive():
-            future = asyncio.run_coroutine_threadsafe(self._runner.cleanup(), self._loop)
+            future = asyncio.run_coroutine_threadsafe(self._shutdown(), self._loop)
             future.result(timeout=30)
             self._loop.call_soon_threadsafe(self._loop.stop)
             self._thread.join(timeout=30)

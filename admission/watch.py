@@ -14,7 +14,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Generator, Iterable, Mapping
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
 import kubernetes.watch
 from pydantic import ValidationError
@@ -143,7 +143,21 @@ class Store(Generic[M]):
             self._objects.pop(namespace, None)
 
 
-class Watcher(Generic[M]):
+class Watched(Protocol):
+    """What a `Watcher` keeps current: a `Store`, or the owner links of `admission.owners`."""
+
+    kind: str
+
+    def position(self) -> tuple[int, str | None]: ...
+
+    def replace(self, items: Iterable[Mapping[str, Any]], resource_version: str | None) -> None: ...
+
+    def forget_version(self, epoch: int) -> None: ...
+
+    def apply(self, event: WatchEvent, epoch: int) -> bool: ...
+
+
+class Watcher:
     """Keeps one Store current on its own daemon thread: list, then watch, until `stop()`.
 
     Passes for the health check: every list (ok or failed) and every watch call that
@@ -153,7 +167,7 @@ class Watcher(Generic[M]):
 
     def __init__(
         self,
-        store: Store[M],
+        store: Watched,
         listing: Callable[[], Listing | None],
         watch: WatchCall,
         *,
@@ -161,7 +175,7 @@ class Watcher(Generic[M]):
         absent_retry_seconds: float = MAX_RETRY_SECONDS,
         watch_seconds: int = WATCH_SECONDS,
     ) -> None:
-        self.store: Store[M] = store
+        self.store = store
         self.listing, self.watch_call, self.record = listing, watch, record
         self.absent_retry, self.watch_seconds = absent_retry_seconds, watch_seconds
         self._watch = new_watch()
@@ -169,7 +183,7 @@ class Watcher(Generic[M]):
         self._wake = threading.Event()
         self._thread: threading.Thread | None = None
 
-    def start(self) -> Watcher[M]:
+    def start(self) -> Watcher:
         name = f"tailor-watch-{self.store.kind.lower()}"
         self._thread = threading.Thread(target=self._run, name=name, daemon=True)
         self._thread.start()

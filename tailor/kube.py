@@ -130,16 +130,33 @@ class Cluster:
             for o in listed.get("items") or []
         }
 
-    def controller(self, kind: str, namespace: str, name: str) -> Json | None:
+    def controller(
+        self, kind: str, namespace: str, name: str, timeout: float | None = None
+    ) -> Json | None:
         """One controller by name (None when it is not there): a pod created a moment ago's
-        ReplicaSet or Job, or a VPA's target."""
+        ReplicaSet or Job, or a VPA's target; `timeout` bounds the whole request."""
         client, _, read = CONTROLLER_KINDS[kind]
-        return self._read_if_served(
-            getattr(getattr(self, client), read),
-            f"{kind} {namespace}/{name}",
-            name=name,
-            namespace=namespace,
-        )
+        bounded = {} if timeout is None else {"_request_timeout": timeout}
+        what = f"{kind} {namespace}/{name}"
+        call = getattr(getattr(self, client), read)
+        return self._read_if_served(call, what, name=name, namespace=namespace, **bounded)
+
+    def listing_of(self, client: str, call: str, what: str) -> Listing:
+        """A list-for-all-namespaces call (`client`'s `call`) with its resourceVersion."""
+        return _listing(self._read(getattr(getattr(self, client), call), what))
+
+    def watch_of(
+        self,
+        client: str,
+        call: str,
+        what: str,
+        resource_version: str,
+        seconds: int,
+        watch: kubernetes.watch.Watch,
+    ) -> Generator[WatchEvent, None, None]:
+        """Changes seen by that list call after `resource_version` (see `_watch`)."""
+        listed = getattr(getattr(self, client), call)
+        return self._watch(watch, listed, what, resource_version, seconds)
 
     def hpas(self, namespace: str | None = None) -> list[Json]:
         """autoscaling/v2 HorizontalPodAutoscalers of one namespace (None: all), for conflicts."""

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from enum import StrEnum
 from fractions import Fraction
+from functools import lru_cache
 from typing import Any, SupportsIndex
 
 from pydantic import GetCoreSchemaHandler
@@ -115,6 +116,8 @@ class Quantity:
             text = repr(float(text))  # numpy floats repr as np.float64(...)
         if not isinstance(text, str):
             raise QuantityError(text, f"expected a string, got {type(text).__name__}")
+        if cls is Quantity:  # immutable: a text seen before (every pod of a rollout) is reused
+            return _parsed(text)
         return cls._parse_text(text)
 
     @classmethod
@@ -363,3 +366,9 @@ def format_memory_human(num_bytes: float) -> str:
     step = 2**20 if exact >= 2**20 else 2**10
     rounded = math.ceil(exact / step) * step
     return Quantity.from_value(rounded, QuantityFormat.BINARY_SI).canonical()
+
+
+@lru_cache(maxsize=4096)
+def _parsed(text: str) -> Quantity:
+    """`Quantity._parse_text`, remembered: the webhook parses the same few texts per review."""
+    return Quantity._parse_text(text)

@@ -19,8 +19,9 @@ from typing import Any
 
 from admission.admit import ClusterView
 from admission.certificates import CertificateReloader
+from admission.metrics import MetricsSink
 from admission.review import AdmissionRequest, Verdict
-from admission.server import WebhookServer, make_app
+from admission.server import ReviewLimits, WebhookServer, make_app
 from tests.cluster.certs import CertificateAuthority, KeyPair
 
 
@@ -53,11 +54,19 @@ def serve(
     folder: Path,
     ready: Callable[[], bool] = lambda: True,
     issued: tuple[CertificateAuthority, KeyPair] | None = None,
+    limits: ReviewLimits | None = None,
+    metrics: MetricsSink | None = None,
 ) -> Served:
     """The webhook on loopback with `issued` (default: a new CA's pair in `folder`)."""
     ca, pair = issued or serving_pair(folder)
     verdicts: list[tuple[AdmissionRequest, Verdict]] = []
-    app = make_app(view, ready, lambda request, verdict: verdicts.append((request, verdict)))
+    app = make_app(
+        view,
+        ready,
+        lambda request, verdict: verdicts.append((request, verdict)),
+        metrics=metrics,
+        limits=limits or ReviewLimits(),
+    )
     certificates = CertificateReloader(pair.cert_file, pair.key_file)
     server = WebhookServer(app, certificates.context, "127.0.0.1", 0)
     return Served(server.start(), ca, pair, verdicts, certificates)

@@ -78,6 +78,9 @@ class View:
         self.hpa_reads.append(namespace)
         return self._hpas
 
+    def has_controller(self, kind: str, namespace: str, name: str) -> bool:
+        return self.broken is None  # a broken view reads, and fails, in a thread
+
     def controller(self, kind: str, namespace: str, name: str) -> dict[str, Any] | None:
         self.controller_reads.append((namespace, name))
         if self.broken is not None:

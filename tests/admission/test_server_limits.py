@@ -1,0 +1,174 @@
+"""What no client can do to the webhook: bloat it, hold its connections, or make it queue.
+
+A real TLS server on loopback with short deadlines; the cluster view is a fake one
+that can be made slow, to stand for an event loop too far behind or an API server
+that does not answer.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import ssl
+import threading
+import time
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from admission.connections import ConnectionLimits
+from admission.metrics import Batch
+from admission.server import ReviewLimits
+from tests.admission.https import Served, answer, serve
+from tests.admission.objects import APP_TARGETS, vpa
+from tests.admission.test_admit import View, new_pod, review
+
+QUICK = ConnectionLimits(
+    header_seconds=0.5,
+    body_seconds=0.5,
+    idle_seconds=1.0,
+    handshake_seconds=0.5,
+    max_connections=3,
+)
+
+
+@pytest.fixture
+def quick(tmp_path: Path) -> Iterator[tuple[Served, Batch]]:
+    batch = Batch()
+    served = serve(
+        View([vpa("Auto", APP_TARGETS)]),
+        tmp_path,
+        limits=ReviewLimits(connections=QUICK),
+        metrics=batch,
+    )
+    try:
+        yield served, batch
+    finally:
+        served.server.stop()
+
+
+def tls(served: Served) -> ssl.SSLSocket:
+    context = ssl.create_default_context(cafile=str(served.ca.pair.cert_file))
+    raw = socket.create_connection(("127.0.0.1", served.server.port), timeout=10)
+    return context.wrap_socket(raw, server_hostname="127.0.0.1")
+
+
+def closed_by_server(conn: socket.socket) -> bool:
+    """Whether the server ends the connection (EOF or reset) before our 10 s read timeout."""
+    try:
+        return conn.recv(1024) == b""
+    except (ConnectionResetError, ssl.SSLError):
+        return True
+    except TimeoutError:
+        return False
+
+
+def cuts(batch: Batch) -> list[str]:
+    return [label for kind, label, _ in batch.records if kind == "cut"]
+
+
+def test_slow_headers_slow_bodies_silent_and_idle_connections_are_cut(
+    quick: tuple[Served, Batch],
+) -> None:
+    served, batch = quick
+    silent = socket.create_connection(("127.0.0.1", served.server.port), timeout=10)
+    with silent:  # TCP only, never a TLS hello: the handshake deadline
+        assert closed_by_server(silent)
+    with tls(served) as headers:
+        headers.sendall(b"POST /mutate HTTP/1.1\r\nHost: webhook\r\n")  # ... and no more
+        assert closed_by_server(headers)
+    with tls(served) as body:
+        body.sendall(b"POST /mutate HTTP/1.1\r\nHost: webhook\r\nContent-Length: 1000\r\n\r\n{")
+        assert closed_by_server(body)
+    with tls(served) as idle:
+        assert closed_by_server(idle)
+    assert sorted(cuts(batch)) == ["body_timeout", "headers_timeout", "idle_timeout"]
+    status, text = served.post("/mutate", review(new_pod()))  # others are still served
+    assert status == 200 and "patch" in answer(text)
+
+
+def test_connections_past_the_cap_are_cut_at_once(quick: tuple[Served, Batch]) -> None:
+    served, batch = quick
+    held = [tls(served) for _ in range(3)]
+    try:
+        with tls(served) as extra:
+            assert closed_by_server(extra)
+        assert cuts(batch) == ["too_many"]
+    finally:
+        for conn in held:
+            conn.close()
+
+
+def test_a_body_over_3_mib_is_413_and_a_bomb_of_tiny_objects_is_400_unparsed(
+    quick: tuple[Served, Batch],
+) -> None:
+    served, batch = quick
+    status, _ = served.post("/mutate", b" " * (3 * 1024 * 1024 + 1))
+    assert status == 413
+    bomb = review({"apiVersion": "v1", "kind": "Pod", "metadata": {"x": [{}] * 700_000}})
+    assert len(bomb) < 3 * 1024 * 1024
+    status, text = served.post("/mutate", bomb)
+    assert status == 400
+    assert "JSON objects and arrays, more than a pod needs" in text
+    assert [label for kind, label, _ in batch.records if kind == "review"] == ["bad_request"]
+
+
+class SlowView(View):
+    """Deciding takes `seconds` on the event loop (a worker far behind), or the API read
+    of the pod's ReplicaSet takes `api_seconds` (an API server that does not answer)."""
+
+    def __init__(self, seconds: float = 0.0, api_seconds: float = 0.0) -> None:
+        super().__init__([vpa("Auto", APP_TARGETS)])
+        self.seconds, self.api_seconds = seconds, api_seconds
+        self.read_done = threading.Event()
+
+    def vpas(self, namespace: str) -> Any:
+        time.sleep(self.seconds)
+        return super().vpas(namespace)
+
+    def has_controller(self, kind: str, namespace: str, name: str) -> bool:
+        return self.api_seconds == 0
+
+    def controller(self, kind: str, namespace: str, name: str) -> Any:
+        time.sleep(self.api_seconds)
+        self.read_done.set()
+        return super().controller(kind, namespace, name)
+
+
+def test_a_worker_too_far_behind_answers_unchanged_at_once_and_counts_it(
+    tmp_path: Path,
+) -> None:
+    batch = Batch()
+    limits = ReviewLimits(shed_lag_seconds=0.1)
+    served = serve(SlowView(seconds=0.3), tmp_path, limits=limits, metrics=batch)
+    try:
+        with ThreadPoolExecutor(8) as pool:
+            answers = list(pool.map(lambda _: served.post("/mutate", review(new_pod())), range(8)))
+    finally:
+        served.server.stop()
+    assert all(status == 200 and answer(text)["allowed"] for status, text in answers)
+    outcomes = [label for kind, label, _ in batch.records if kind == "review"]
+    assert "shed" in outcomes and "patched" in outcomes
+    shed = [answer(text) for _, text in answers if "patch" not in answer(text)]
+    assert shed and all("overloaded, pod admitted as written" in a["warnings"][0] for a in shed)
+
+
+def test_an_api_read_past_the_budget_is_answered_unchanged_before_it_ends(
+    tmp_path: Path,
+) -> None:
+    batch = Batch()
+    view = SlowView(api_seconds=3.0)
+    served = serve(view, tmp_path, limits=ReviewLimits(budget_seconds=0.3), metrics=batch)
+    try:
+        status, text = served.post("/mutate", review(new_pod()))
+        assert not view.read_done.is_set()  # the answer came while the read still hung
+    finally:
+        served.server.stop()
+    assert status == 200
+    response = json.loads(text)["response"]
+    assert response["allowed"] and "patch" not in response
+    assert "API server slow, pod admitted as written" in response["warnings"][0]
+    assert [label for kind, label, _ in batch.records if kind == "review"] == ["timeout"]
