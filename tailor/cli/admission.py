@@ -21,11 +21,12 @@ from typing import Annotated
 import typer
 
 from admission.certificates import CertificateReloader
-from admission.kube import ClusterCache
+from admission.metrics import ReviewMetrics
 from admission.periodic import Periodic
 from admission.registration import Endpoint, Registrar, read_ca
-from admission.server import ReviewMetrics, WebhookServer, make_app
+from admission.server import listening_socket
 from admission.watch import WATCH_SECONDS
+from admission.workers import Supervisor, WorkerConfig
 from tailor.cli.election import status_lease_flag
 from tailor.cli.service import (
     IgnoredNamespaces,
@@ -136,6 +137,14 @@ def admission_command(
         str | None,
         typer.Option(help="The most CPU a startup boost gives a container (e.g. 4 or 1500m)."),
     ] = None,
+    workers: Annotated[
+        int,
+        typer.Option(min=1, max=64, help="Worker processes accepting reviews on the one port."),
+    ] = 2,
+    worker_memory: Annotated[
+        str,
+        typer.Option(help="A worker holding more resident memory is replaced (after a burst)."),
+    ] = "256Mi",
     status_lease: Annotated[
         str | None,
         typer.Option(
@@ -150,10 +159,9 @@ def admission_command(
     most_boost = _cpu_flag(max_allowed_cpu_boost, "--max-allowed-cpu-boost")
     scope = namespace_scope(vpa_object_namespace, ignored_vpa_object_namespaces)
     cert_every = duration_flag(cert_check, "--cert-check", "1s").total_seconds()
+    memory_limit = _memory_flag(worker_memory, "--worker-memory")
     try:
-        certificates = CertificateReloader(
-            _readable(tls_cert, "--tls-cert"), _readable(tls_key, "--tls-key")
-        )
+        CertificateReloader(_readable(tls_cert, "--tls-cert"), _readable(tls_key, "--tls-key"))
     except (ssl.SSLError, OSError) as error:
         raise typer.BadParameter(f"cannot use the certificate and key: {error}") from error
     endpoint = (
@@ -166,36 +174,27 @@ def admission_command(
     telemetry = service_telemetry("admission", metrics_port, period)
     try:
         client = api_client_from(kubeconfig)
-        cache = ClusterCache(client, every, telemetry, read_hpas=not allow_hpa_conflicts)
     except ClusterError as error:
         raise typer.BadParameter(str(error), param_hint="--kubeconfig") from error
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
     try:
-        cache.refresh()
-    except ClusterError as error:  # serve anyway: pods are admitted unchanged until it loads
-        LOG.error("%s; listing again in the background", error)
-    try:
-        metrics = ReviewMetrics(telemetry) if telemetry is not None else None
-        app = make_app(
-            cache, lambda: cache.loaded, metrics=metrics, scope=scope, max_cpu_boost=most_boost
-        )
-        server = WebhookServer(app, certificates.context, address, port)
+        sock = listening_socket(address, port)
     except OSError as error:
         raise typer.BadParameter(f"cannot listen on {address}:{port}: {error}") from error
+    config = WorkerConfig(
+        tls_cert, tls_key, kubeconfig, every, cert_every, not allow_hpa_conflicts, scope, most_boost
+    )
+    metrics = ReviewMetrics(telemetry) if telemetry is not None else None
+    record = telemetry.record_pass if telemetry is not None else None
+    server = Supervisor(config, sock, workers, metrics, record, memory_limit)
     try:
         metrics_server = serve_telemetry(telemetry, metrics_port)
     except typer.BadParameter:
-        server.sock.close()
+        sock.close()
         raise
     stopping = threading.Event()
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: stopping.set())
-    checker = Periodic(
-        lambda: server.call(certificates.check),  # swapped where handshakes happen
-        cert_every,
-        name="tailor-certificates",
-        failure="certificate check failed; still serving the previous certificate",
-    )
     registering: Periodic | None = None
     if endpoint is not None:
         registrar = Registrar(client, *endpoint)
@@ -212,26 +211,37 @@ def admission_command(
         name="tailor-status-lease",
         failure="status Lease renewal failed",
     )
-    cache.start()
     server.start()
-    checker.start()
     heartbeat.beat()  # serving now: the updater may evict from here on
     beating.start()
     if registering is not None:
         _register(registrar)  # once it listens: the API server calls it from now on
         registering.start()
-    LOG.info("admission webhook listening on https://%s:%d/mutate", address, server.port)
+    port = sock.getsockname()[1]
+    LOG.info(
+        "admission webhook listening on https://%s:%d/mutate (%d workers)", address, port, workers
+    )
     while not stopping.wait(1.0):
         pass
     LOG.info("stopping")
     beating.stop()
-    checker.stop()
     if registering is not None:
         registering.stop()
     server.stop()
-    cache.stop()
+    sock.close()
     if metrics_server is not None:
         metrics_server.stop()
+
+
+def _memory_flag(text: str, option: str) -> int:
+    """A positive memory quantity flag in bytes (exit 2 otherwise)."""
+    try:
+        amount = Quantity.parse(text)
+    except QuantityError as error:
+        raise typer.BadParameter(str(error), param_hint=option) from None
+    if amount.milli_value() <= 0:
+        raise typer.BadParameter(f"must be above 0, got {text!r}", param_hint=option)
+    return amount.milli_value() // 1000
 
 
 def _cpu_flag(text: str | None, option: str) -> Quantity | None:
