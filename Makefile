@@ -43,7 +43,7 @@ bench: venv
 
 # Attacks and bad days on loopback only, each bounded in time (tests/chaos).
 chaos: venv controlplane
-	$(BIN)/pytest -q -m chaos tests/chaos
+	TAILOR_CHAOS_OUT=chaos-results $(BIN)/pytest -q -s -m chaos tests/chaos
 
 cluster-up: venv controlplane
 	$(BIN)/python -m tests.cluster.up start
