@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-SCRIPTS = ("bench_vpa", "bench_forecast", "bench_backtest", "bench_startup")
+SCRIPTS = ("bench_vpa", "bench_forecast", "bench_backtest", "bench_startup", "bench_webhook")
 
 
 def main(argv: list[str] | None = None) -> int:
