@@ -49,6 +49,9 @@ class ReviewLimits:
     the time to an answer, and when to stop deciding and answer unchanged at once."""
 
     max_body_bytes: int = 3 * 1024 * 1024
+    # bodies above this are read and parsed `max_large_bodies` at a time (a pod is ~10 KiB)
+    large_body_bytes: int = 256 * 1024
+    max_large_bodies: int = 2
     # well inside the API server's webhook timeout (--webhook-timeout, 5s by default)
     budget_seconds: float = 2.0
     # the event loop this far behind: reviews waiting now could not be answered in time
@@ -89,6 +92,7 @@ def make_app(
 ) -> web.Application:
     """The aiohttp application; `listener` sees every verdict (logging, tests)."""
     lag = LoopLag()
+    large_bodies = asyncio.Semaphore(limits.max_large_bodies)
     guard = GuardedProtocols(None, limits.connections, metrics.connection_cut if metrics else None)
     waiting_on_api = 0
 
@@ -118,18 +122,24 @@ def make_app(
         outcome = "denied" if verdict.denied else "patched" if verdict.operations else "unchanged"
         return verdict, outcome
 
+    async def read(request: web.Request) -> AdmissionRequest:
+        """The parsed review; a large body waits for one of `max_large_bodies` turns, so no
+        crowd of them is held in memory at once (the others stay in their sockets)."""
+        guard.phase(request.transport, BODY)
+        large = (request.content_length or 0) > limits.large_body_bytes
+        async with large_bodies if large else contextlib.nullcontext():
+            body = await request.read()  # past max_body_bytes: 413; slow: cut (BODY deadline)
+            guard.phase(request.transport, BUSY)
+            return parse_review(body)
+
     async def mutate(request: web.Request) -> web.Response:
         begun = time.monotonic()
-        guard.phase(request.transport, BODY)
-        body = await request.read()  # past max_body_bytes: 413; too slow: cut (BODY deadline)
-        guard.phase(request.transport, BUSY)
         try:
-            review = parse_review(body)
+            review = await read(request)
         except ReviewError as error:
             record("bad_request", begun)
             guard.phase(request.transport, IDLE)
             return web.Response(status=400, text=f"{error}\n")
-        del body
         verdict, outcome = await decide(review, begun)
         record(outcome, begun)
         if listener is not None:
