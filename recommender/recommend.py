@@ -8,6 +8,7 @@ it selects, feeds the vectorised model, and returns a tidy DataFrame.
 from __future__ import annotations
 
 from collections.abc import Callable, Collection
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -23,7 +24,7 @@ from recommender.data.ooms import history_start, oom_kills
 from recommender.data.schema import validate_events, validate_usage
 from recommender.data.throttling import throttling_notes, with_cpu_demand
 from recommender.data.timestamps import unix_seconds
-from recommender.forecast.api import BOUND_COLUMNS, recommend_forecast
+from recommender.forecast.api import BOUND_COLUMNS, ForecastResult, recommend_forecast
 from recommender.forecast.explain import with_memory_of
 from recommender.forecast.in_force import PLAY_COLUMNS, held_to_budget, requests_in_force
 from recommender.forecast.settings import ForecastSettings
@@ -200,6 +201,21 @@ def _checked(
     )
 
 
+@dataclass(frozen=True)
+class WorkloadForecast:
+    """What `forecast_workloads` computes: the rows `recommend_forecast_workloads` returns,
+    and the per-series plan behind them (a notebook draws its forecast and margin).
+
+    series: the planned series (`arrays.keys` row order), `result` their plans, `active`
+    per series whether its workload's figures are taken from it (see `_active`)."""
+
+    recommendations: pd.DataFrame
+    schedule: pd.DataFrame
+    arrays: UsageArrays
+    result: ForecastResult
+    active: np.ndarray
+
+
 def recommend_forecast_workloads(
     usage: pd.DataFrame,
     events: pd.DataFrame | None = None,
@@ -222,6 +238,29 @@ def recommend_forecast_workloads(
     demand, and the explanation says so, unless not `count_throttling`. `oom_bumps`
     (see `fit_vpa_model`) scale the forecaster's bump after a kill (`OomHistory`).
     """
+    done = forecast_workloads(
+        usage,
+        events,
+        settings,
+        step,
+        checked=checked,
+        count_throttling=count_throttling,
+        oom_bumps=oom_bumps,
+    )
+    return done.recommendations, done.schedule
+
+
+def forecast_workloads(
+    usage: pd.DataFrame,
+    events: pd.DataFrame | None = None,
+    settings: ForecastSettings | None = None,
+    step: int | None = None,
+    *,
+    checked: bool = False,
+    count_throttling: bool = True,
+    oom_bumps: pd.DataFrame | None = None,
+) -> WorkloadForecast:
+    """`recommend_forecast_workloads`, with the per-series plans kept (see WorkloadForecast)."""
     if not checked:
         usage, events = _checked(usage, events)
     settings = settings or ForecastSettings()
@@ -253,7 +292,7 @@ def recommend_forecast_workloads(
         .reset_index()
     )
     schedule = held_to_budget(schedule, requests_in_force(kept), settings)
-    return _rounded(recommendations), _rounded(schedule)
+    return WorkloadForecast(_rounded(recommendations), _rounded(schedule), arrays, result, active)
 
 
 def _workload_explanations(per_series: pd.DataFrame, workloads: pd.DataFrame) -> list[str]:

@@ -253,7 +253,7 @@ def test_a_report_that_cannot_be_drawn_writes_nothing(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fails: str
 ) -> None:
     """Without matplotlib, --output and --per-container were written, then a traceback."""
-    from recommender import plots
+    from recommender.plots import canvas
     from recommender.backtest import report
 
     if fails == "import":
@@ -264,7 +264,7 @@ def test_a_report_that_cannot_be_drawn_writes_nothing(
         def broken(width: float, height: float) -> None:
             raise report.ReportUnavailableError("no canvas")
 
-        monkeypatch.setattr(plots, "new_figure", broken)
+        monkeypatch.setattr(canvas, "new_figure", broken)
     usage = write_usage(tmp_path, history(np.full(2 * PER_DAY, 0.5)))
     written = [tmp_path / "out.json", tmp_path / "per.csv", tmp_path / "report.html"]
     code, output = invoke(

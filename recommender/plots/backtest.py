@@ -1,97 +1,28 @@
-"""The project's figures: one implementation for the notebooks and the backtest's HTML report.
-
-Every function takes the library's own frames and results and returns a matplotlib
-`Figure` drawn on the Agg canvas directly: no pyplot, so no global backend switch and
-no figure kept alive by a registry (a notebook displays the returned figure; the report
-encodes it with `png`). matplotlib is imported inside `require_matplotlib`, never at
-module import, so a command that never draws (the CLI) never pays for it.
-
-The module only draws: what a figure shows is computed by the library first (a
-replay, a recommendation), so the figures import nothing but numpy and pandas at run time.
-Lines of different strategies differ in colour and in dash or marker, so they can be
-told apart in grey print and where they overlap; every axis carries its unit and every
-figure a title.
-"""
+"""Backtest figures: slack against risk, frontiers, changes, one container's replay."""
 
 from __future__ import annotations
 
-import io
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from recommender.plots import canvas
+from recommender.plots.canvas import FRONTIER_PAIRS, GIB, USAGE_COLOUR, finish, style
 from tailor.durations import HOUR
 
 if TYPE_CHECKING:
-    from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
     from recommender.backtest.blocks import ReplayBlock
     from recommender.backtest.engine import Trajectory
     from recommender.backtest.result import BacktestResult
 
-GIB = 2.0**30
-
-COLOURS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2")
-DASHES = ("-", "--", "-.", ":", (0, (5, 1, 1, 1)), (0, (3, 1)), (0, (1, 1)))
-MARKERS = ("o", "s", "^", "D", "v", "P", "X")
-USAGE_COLOUR = "black"
-FRONTIER_PAIRS = (
-    ("cpu_relative_slack", "cpu_shortfall_rate", "CPU", "CPU shortfall rate (share of windows)"),
-    ("memory_relative_slack", "oom_per_container_day", "memory", "OOM kills per container-day"),
-)
-
-
-class PlotUnavailableError(RuntimeError):
-    """A figure cannot be drawn here: matplotlib is not importable."""
-
-
-def require_matplotlib() -> type[Figure]:
-    """matplotlib's Figure, or PlotUnavailableError; a command that will draw checks this
-    before its work, so a missing matplotlib costs no run and writes no file."""
-    try:
-        from matplotlib.figure import Figure
-    except ImportError as error:
-        raise PlotUnavailableError("drawing needs matplotlib: pip install matplotlib") from error
-    return Figure
-
-
-def new_figure(width: float, height: float) -> Figure:
-    """An empty figure of `width` x `height` inches, laid out without overlaps."""
-    return require_matplotlib()(figsize=(width, height), dpi=100, layout="constrained")
-
-
-def png(figure: Figure) -> bytes:
-    """The figure as PNG bytes."""
-    buffer = io.BytesIO()
-    figure.savefig(buffer, format="png")
-    return buffer.getvalue()
-
-
-def style(index: int) -> dict[str, Any]:
-    """Colour, dash and marker of the `index`-th line: two lines differ in all three."""
-    return {
-        "color": COLOURS[index % len(COLOURS)],
-        "linestyle": DASHES[index % len(DASHES)],
-        "marker": MARKERS[index % len(MARKERS)],
-    }
-
-
-def _finish(axes: Axes, title: str, xlabel: str, ylabel: str) -> None:
-    axes.set_title(title)
-    axes.set_xlabel(xlabel)
-    axes.set_ylabel(ylabel)
-    axes.grid(alpha=0.3)
-
-
-# --- backtests -------------------------------------------------------------------------
-
 
 def tradeoff_figure(result: BacktestResult) -> Figure:
     """Each strategy's slack against its risk: small dots per container, a large one for the
     fleet (memory slack vs OOM kills, CPU slack vs shortfall)."""
-    figure = new_figure(11, 4.4)
+    figure = canvas.new_figure(11, 4.4)
     axes_pair = figure.subplots(1, 2)
     for axes, (slack, risk, resource, label) in zip(axes_pair, FRONTIER_PAIRS[::-1], strict=True):
         for index, name in enumerate(result.strategies):
@@ -107,7 +38,7 @@ def tradeoff_figure(result: BacktestResult) -> Figure:
                 edgecolor="black", label=name, zorder=3,
             )  # fmt: skip
         axes.set_yscale("symlog", linthresh=0.01)
-        _finish(
+        finish(
             axes,
             f"{resource}: slack against risk (large: fleet, small: containers)",
             f"{resource} relative slack (share of the request not used)",
@@ -127,7 +58,7 @@ def frontier_figure(
     the slack read off there (crosses)."""
     from recommender.backtest.frontier import efficient  # computed by the library
 
-    figure = new_figure(11, 4.4)
+    figure = canvas.new_figure(11, 4.4)
     panels = figure.subplots(1, 2)
     for axes, (slack, risk, resource, label) in zip(panels, FRONTIER_PAIRS, strict=True):
         drawn = False
@@ -164,7 +95,7 @@ def frontier_figure(
         if drawn and np.isfinite(at):
             axes.axvline(at, color="grey", linestyle=":", lw=1)
         axes.set_xscale("symlog", linthresh=0.001)
-        _finish(
+        finish(
             axes,
             f"{resource} frontier (dotted: vpa's default risk; x: read off there)",
             label,
@@ -177,7 +108,7 @@ def frontier_figure(
 
 def changes_figure(result: BacktestResult) -> Figure:
     """The distribution of request changes per container-day, one curve per strategy."""
-    figure = new_figure(11, 3.8)
+    figure = canvas.new_figure(11, 3.8)
     axes = figure.subplots()
     days = result.per_container_day
     for index, name in enumerate(result.strategies):
@@ -191,7 +122,7 @@ def changes_figure(result: BacktestResult) -> Figure:
                 linestyle=look["linestyle"], lw=1.6,
             )  # fmt: skip
     axes.set_xscale("symlog", linthresh=1)
-    _finish(
+    finish(
         axes,
         "Request changes per container-day (curves further left change less)",
         "changes in a container-day",
@@ -203,7 +134,7 @@ def changes_figure(result: BacktestResult) -> Figure:
 
 def changes_per_day_figure(result: BacktestResult) -> Figure:
     """Mean request changes per day of the fleet, per strategy, over the replay's days."""
-    figure = new_figure(11, 3.6)
+    figure = canvas.new_figure(11, 3.6)
     axes = figure.subplots()
     days = result.per_container_day
     for index, name in enumerate(result.strategies):
@@ -212,7 +143,7 @@ def changes_per_day_figure(result: BacktestResult) -> Figure:
         look = style(index)
         axes.plot(per_day.index + 1, per_day.to_numpy(), label=name, lw=1.6, markersize=4, **look)
     axes.set_yscale("symlog", linthresh=1)
-    _finish(
+    finish(
         axes,
         "Request changes per container and day, over the replay",
         "day after the warm-up",
@@ -235,7 +166,7 @@ def container_figure(
     strategy -> its `replay_rows` of that one container), its OOM kills (x) and its count
     of changes and kills in the legend; the y range fits the evaluated windows (the data's
     original requests before the first decision can be far larger)."""
-    figure = new_figure(11, 5.6)
+    figure = canvas.new_figure(11, 5.6)
     cpu_axes, memory_axes = figure.subplots(2, 1, sharex=True)
     if title:
         figure.suptitle(title)
