@@ -28,9 +28,17 @@ from recommender.data.promql import (
     QueryNames,
     check_extra_matcher,
 )
-from tailor.names import namespace_name, object_name
+from tailor.names import NAME_RULES, shown
 
 DEFAULT_CHUNK = timedelta(days=1)
+
+
+def _not_too_long(value: str, kind: str) -> None:
+    most = NAME_RULES[kind][1]
+    if len(value) > most:
+        raise ValueError(f"{shown(value)} is longer than a Kubernetes {kind} name ({most})")
+
+
 _DURATION = TypeAdapter(timedelta)
 
 
@@ -107,17 +115,18 @@ class PrometheusSettings(BaseModel):
 
     @model_validator(mode="after")
     def _matcher_names(self) -> PrometheusSettings:
-        """Matchers on labels the queries allow; a namespace or pod matched by name holds a
-        name Kubernetes could hold (a typo or a 2 MB value is refused, not queried)."""
-        names_of = {}
+        """Matchers on labels the queries allow; a namespace or pod matched by name no longer
+        than Kubernetes allows (a 2 MB value is refused, not sent). Their characters are
+        left to Prometheus: a relabelled source may hold values no API server would."""
+        most = {}
         for labels in (self.names.labels, self.names.state_labels):
-            names_of.update({labels.namespace: namespace_name, labels.pod: object_name})
+            most.update({labels.namespace: "namespace", labels.pod: "pod"})
         for name, value in self.extra_matchers.items():
             check_extra_matcher(name, self.names)
-            if name in names_of:
-                names_of[name](value)
+            if name in most:
+                _not_too_long(value, most[name])
         for namespace in self.namespaces:
-            namespace_name(namespace)
+            _not_too_long(namespace, "namespace")
         return self
 
     @field_validator("start", "end")
