@@ -20,6 +20,7 @@ them into its own registry, which its /metrics port serves.
 
 from __future__ import annotations
 
+import copy
 import logging
 import multiprocessing.connection
 import os
@@ -66,6 +67,8 @@ class WorkerConfig:
 def worker_main(config: WorkerConfig, sock: socket.socket, channel: Connection) -> None:
     """A worker's life: load the cluster, serve on `sock` until SIGTERM, report to `channel`."""
     # imported here: the parent process never needs the server's dependencies loaded twice
+    import kubernetes.client
+
     from admission.certificates import CertificateReloader
     from admission.kube import ClusterCache
     from admission.periodic import Periodic
@@ -79,8 +82,13 @@ def worker_main(config: WorkerConfig, sock: socket.socket, channel: Connection) 
     batch = Batch()
     passes: list[tuple[bool, float]] = []
     certificates = CertificateReloader(config.tls_cert, config.tls_key)
+    loaded = api_client_from(config.kubeconfig)
+    configuration = copy.copy(loaded.configuration)
+    configuration.retries = 0  # a read in a review has its budget: no hidden retries
+    client = kubernetes.client.ApiClient(configuration)
+    loaded.close()
     cache = ClusterCache(
-        api_client_from(config.kubeconfig),
+        client,
         config.refresh_seconds,
         read_hpas=config.read_hpas,
         metrics=batch,
