@@ -102,7 +102,8 @@ def make_app(
 
     async def decide(review: AdmissionRequest, begun: float) -> tuple[Verdict, str]:
         nonlocal waiting_on_api
-        if lag.seconds > limits.shed_lag_seconds:
+        # a VPA being written is always checked (cheap, and an invalid one must be refused)
+        if lag.seconds > limits.shed_lag_seconds and review.is_pod_create():
             return _unchanged("shed: overloaded", "overloaded"), "shed"
         if not needs_api(review, view):
             verdict = admit(review, view, scope, max_cpu_boost)
@@ -133,12 +134,17 @@ def make_app(
             return parse_review(body)
 
     async def mutate(request: web.Request) -> web.Response:
+        try:
+            return await answer(request)
+        finally:  # answered, refused or failed: the connection waits for its next request
+            guard.phase(request.transport, IDLE)
+
+    async def answer(request: web.Request) -> web.Response:
         begun = time.monotonic()
         try:
             review = await read(request)
         except ReviewError as error:
             record("bad_request", begun)
-            guard.phase(request.transport, IDLE)
             return web.Response(status=400, text=f"{error}\n")
         verdict, outcome = await decide(review, begun)
         record(outcome, begun)
@@ -146,9 +152,8 @@ def make_app(
             listener(review, verdict)
         if verdict.operations or verdict.denied or outcome in ("shed", "timeout"):
             LOG.info("%s/%s: %s", review.namespace, _pod_name(review), verdict.reason)
-        answer = orjson.dumps(review_response(review, verdict))
-        guard.phase(request.transport, IDLE)
-        return web.Response(body=answer, content_type="application/json")
+        body = orjson.dumps(review_response(review, verdict))
+        return web.Response(body=body, content_type="application/json")
 
     async def healthz(_: web.Request) -> web.Response:
         if ready():

@@ -24,7 +24,7 @@ from admission.metrics import Batch
 from admission.server import ReviewLimits
 from tests.admission.https import Served, answer, serve
 from tests.admission.objects import APP_TARGETS, vpa
-from tests.admission.test_admit import View, new_pod, review
+from tests.admission.test_admit import BAD_BOUNDS, View, new_pod, review
 
 QUICK = ConnectionLimits(
     header_seconds=0.5,
@@ -144,11 +144,18 @@ def test_a_worker_too_far_behind_answers_unchanged_at_once_and_counts_it(
     batch = Batch()
     limits = ReviewLimits(shed_lag_seconds=0.1)
     served = serve(SlowView(seconds=0.3), tmp_path, limits=limits, metrics=batch)
+    bad_vpa = json.loads(review(BAD_BOUNDS, "CREATE", "verticalpodautoscalers"))
+    bad_vpa["request"]["resource"]["group"] = "autoscaling.k8s.io"
     try:
-        with ThreadPoolExecutor(8) as pool:
-            answers = list(pool.map(lambda _: served.post("/mutate", review(new_pod())), range(8)))
+        with ThreadPoolExecutor(9) as pool:
+            pods = [pool.submit(served.post, "/mutate", review(new_pod())) for _ in range(4)]
+            vpa_write = pool.submit(served.post, "/mutate", json.dumps(bad_vpa).encode())
+            pods += [pool.submit(served.post, "/mutate", review(new_pod())) for _ in range(4)]
+            answers = [pod.result() for pod in pods]
+            status, text = vpa_write.result()
     finally:
         served.server.stop()
+    assert status == 200 and answer(text)["allowed"] is False  # never shed: always checked
     assert all(status == 200 and answer(text)["allowed"] for status, text in answers)
     outcomes = [label for kind, label, _ in batch.records if kind == "review"]
     assert "shed" in outcomes and "patched" in outcomes
