@@ -33,6 +33,7 @@ test-fast: venv
 lint: venv
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/nbstripout --verify --keep-id notebooks/*.ipynb  # stored without outputs
 	$(BIN)/mypy tailor recommender updater admission benchmarks tests
 
 docs: venv
