@@ -1,0 +1,59 @@
+"""Run a notebook headless as a user would (nbclient, its own kernel) and read what it made."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import nbformat
+from nbclient import NotebookClient
+
+NOTEBOOKS = Path(__file__).parents[2] / "notebooks"
+CELL_TIMEOUT = 600  # seconds: a hung cell fails the test instead of hanging CI
+
+
+def execute(name: str, *probes: str) -> tuple[nbformat.NotebookNode, list[Any]]:
+    """The executed notebook `name`, and what each probe printed as JSON: a probe is code
+    run after the notebook's last cell, in its kernel, printing one JSON document, so a
+    test asserts on the notebook's own variables without the stored notebook printing
+    them for it."""
+    path = NOTEBOOKS / name
+    notebook = nbformat.read(path, as_version=4)
+    stored = len(notebook.cells)
+    notebook.cells.extend(nbformat.v4.new_code_cell(probe) for probe in probes)
+    client = NotebookClient(
+        notebook,
+        timeout=CELL_TIMEOUT,
+        kernel_name="python3",
+        resources={"metadata": {"path": str(path.parent)}},
+    )
+    client.execute()  # raises CellExecutionError on the first cell that fails
+    answers = [json.loads(_text(cell)) for cell in notebook.cells[stored:]]
+    del notebook.cells[stored:]
+    return notebook, answers
+
+
+def _text(cell: nbformat.NotebookNode) -> str:
+    return "".join(output.get("text", "") for output in cell.outputs)
+
+
+def tagged(notebook: nbformat.NotebookNode, tag: str) -> nbformat.NotebookNode:
+    """The one code cell tagged `tag`."""
+    cells = [cell for cell in notebook.cells if tag in cell.metadata.get("tags", [])]
+    assert len(cells) == 1, f"{len(cells)} cells tagged {tag!r}"
+    return cells[0]
+
+
+def images(cell: nbformat.NotebookNode) -> int:
+    """PNG figures the cell displayed."""
+    return sum("image/png" in output.get("data", {}) for output in cell.outputs)
+
+
+def markdown(cell: nbformat.NotebookNode) -> list[str]:
+    """Markdown the cell displayed."""
+    return [
+        output["data"]["text/markdown"]
+        for output in cell.outputs
+        if "text/markdown" in output.get("data", {})
+    ]
