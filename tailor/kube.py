@@ -292,6 +292,19 @@ class Cluster:
             )
         )
 
+    def annotate(self, pod: Json, annotations: Mapping[str, str]) -> Answer:
+        """Merge `annotations` into the pod's metadata (a JSON merge patch of the pod)."""
+        metadata = pod["metadata"]
+        return self._answer(
+            lambda: self._write(
+                self.core.patch_namespaced_pod,
+                metadata["name"],
+                metadata["namespace"],
+                {"metadata": {"annotations": dict(annotations)}},
+                _content_type="application/merge-patch+json",
+            )
+        )
+
     def evict(self, pod: Json, dry_run: bool = False) -> Answer:
         """POST pods/eviction: the API server refuses (429) what a PodDisruptionBudget forbids."""
         metadata = pod["metadata"]

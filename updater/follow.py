@@ -16,6 +16,7 @@ from typing import Any
 from tailor.api.limitrange import LimitRange
 from tailor.api.meta import by_namespace, object_key
 from tailor.api.vpa import VerticalPodAutoscaler
+from tailor.change_budget import CHANGES_PER_DAY, BudgetError, changes_per_day
 from tailor.hpa import hpas_by_namespace
 from tailor.kube import Answer, Cluster
 from tailor.quantity import QuantityError
@@ -23,6 +24,8 @@ from tailor.schedule_file import ScheduleRow
 from tailor.scope import NamespaceScope
 from tailor.workloads import pod_workload
 from updater.boost import StartupBoost, startup_boost
+from updater.budget import RESIZED_AT, recorded, resized_at
+from updater.budget import refusal as budget_refusal
 from updater.decide import Action, Decision, NoRoomClock, Policy, decide
 from updater.fit import NodeUsage, fits_beside
 from updater.governance import Governance, limit_rules, pod_targets, vpa_governance
@@ -75,6 +78,7 @@ class PassOptions:
     update_rules: UpdateRules = field(default_factory=UpdateRules)  # upstream's thresholds
     eviction_rate: EvictionRate = field(default_factory=lambda: EvictionRate(0))  # shared by passes
     no_room: NoRoomClock = field(default_factory=NoRoomClock)  # shared by passes
+    changes_per_day: int | None = None  # resizes a pod may take in any 24 h (None: no cap)
 
     def acts_in(self, namespace: str) -> bool:
         """In `-n`'s namespaces (all without it) and within the scope flags."""
@@ -294,6 +298,34 @@ def _recreate_decision(reason: str, policy: Policy) -> Decision:
     return Decision(Action.EVICT, f"{reason}; updateMode Recreate")
 
 
+def _budget_of(governance: Governance, options: PassOptions) -> int | None:
+    """The pod's change budget: its VPA's annotation, else --changes-per-day; BudgetError
+    when the annotation cannot be read."""
+    annotations = governance.vpa.metadata.annotations if governance.vpa is not None else None
+    text = (annotations or {}).get(CHANGES_PER_DAY)
+    return options.changes_per_day if text is None else changes_per_day(text)
+
+
+def _within_budget(
+    pod: Json, governance: Governance, decision: Decision, now: datetime, options: PassOptions
+) -> Decision:
+    """A resize the pod's change budget has no room for waits (see `updater.budget`)."""
+    try:
+        cap = _budget_of(governance, options)
+    except BudgetError as error:
+        return Decision(Action.NONE, f"{decision.reason}; not resized: {error}")
+    why = None if cap is None else budget_refusal(resized_at(pod), now, cap)
+    if why is None:
+        return decision
+    return Decision(Action.NONE, f"{decision.reason}; not resized: {why}")
+
+
+def _record_resize(cluster: Cluster, pod: Json, now: datetime) -> str:
+    """Count the resize on the pod itself (a restart keeps the count); "" or what failed."""
+    answer = cluster.annotate(pod, {RESIZED_AT: recorded(resized_at(pod), now)})
+    return "" if answer.accepted else f"; {_refused(answer, 'recording the resize')}"
+
+
 def follow_once(
     cluster: Cluster,
     rows: Iterable[ScheduleRow],
@@ -348,6 +380,8 @@ def follow_once(
             decision = _recreate_decision(item.reason, policy)
         else:
             decision = _decision(pod, item.planned, nodes, usage, now, policy, options.no_room)
+        if decision.action is Action.RESIZE and item.reason != UNBOOST:
+            decision = _within_budget(pod, governance, decision, now, options)
         detail, applied = decision.reason, True
         if item.reason == UNBOOST:
             detail = f"{UNBOOST}; {detail}"
@@ -358,6 +392,8 @@ def follow_once(
                 usage.record(answer.obj)
             elif not answer.accepted:
                 detail = _refused(answer, "resize")
+            if answer.accepted and not options.dry_run:
+                detail += _record_resize(cluster, pod, now)
         elif decision.action is Action.EVICT:
             refusal = (
                 unmet_eviction_requirements(pod, item.targets, governance.eviction_requirements)

@@ -19,7 +19,7 @@ from typing import cast
 import numpy as np
 import pandas as pd
 
-from recommender.change_budget import ChangeBudget
+from tailor.change_budget import ChangeBudget
 from recommender.data.arrays import AGGREGATE_COLUMNS
 from recommender.forecast.mid_block import BlockInForce
 from recommender.forecast.schedule import build_schedule

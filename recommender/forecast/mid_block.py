@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from recommender.change_budget import ChangeBudget
+from tailor.change_budget import ChangeBudget
 from recommender.data.arrays import UsageArrays
 from recommender.forecast.settings import ForecastSettings
 

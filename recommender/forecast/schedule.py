@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from recommender.change_budget import ChangeBudget
+from tailor.change_budget import ChangeBudget
 from recommender.forecast.mid_block import BlockInForce, play_block_in_force
 from recommender.forecast.settings import DAY, ForecastSettings
 

@@ -7,7 +7,7 @@ from globals or the environment. Defaults were tuned on the Bitbrains months
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from recommender.overrides import SettingsError, require
@@ -364,6 +364,12 @@ class ForecastSettings:
             *_spans_within_the_history_limit(self),
         ]
         require(checks, ForecastSettingsError)
+
+    def with_budget(self, changes_per_day: int) -> ForecastSettings:
+        """These settings at another change budget (the user's dial: `--changes-per-day`,
+        a VPA's `kube-tailor.io/changes-per-day`); the reserve for reactions stays below it."""
+        reserved = min(self.reserved_changes, changes_per_day - 1)
+        return replace(self, max_changes_per_day=changes_per_day, reserved_changes=reserved)
 
     def blocks_per(self, seconds: float) -> int:
         """How many update periods fit in `seconds` (at least one)."""

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from recommender.change_budget import ChangeBudget
+from tailor.change_budget import ChangeBudget
 from recommender.data.arrays import UsageArrays
 from recommender.forecast.buffer import UsageBuffer
 from recommender.forecast.feedback import ReferenceLoop, ShortfallFeedback

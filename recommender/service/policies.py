@@ -3,23 +3,26 @@
 Upstream's AEP-8026 lets a VPA's containerPolicies set `oomBumpUpRatio` and
 `oomMinBumpUp` for its containers, over the recommender's flags: the container's
 own policy, else the "*" one, and a field left unset keeps the flag's value.
-Beyond upstream, an annotation sets any of the model's settings for one VPA.
+Beyond upstream, an annotation sets any of the model's settings for one VPA, and
+`kube-tailor.io/changes-per-day` the forecaster's change budget for its workloads.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from typing import TypeVar
+from typing import TypeVar, cast
 
 import numpy as np
 import pandas as pd
 
 from recommender.data.arrays import AGGREGATE_COLUMNS
+from recommender.forecast.settings import ForecastSettings
 from recommender.oom_bumps import OOM_BUMP_COLUMNS
 from recommender.overrides import SettingsError, settings_with
 from recommender.service.status import OwnSettings, ServedVpa
 from tailor.api.vpa import VerticalPodAutoscaler
+from tailor.change_budget import CHANGES_PER_DAY, BudgetError, changes_per_day
 
 Settings = TypeVar("Settings")
 
@@ -80,5 +83,13 @@ def settings_groups(
                 own[key] = OwnSettings(annotation, f"{annotation}: {error}")
                 continue
             own[key] = OwnSettings(annotation)
+        budget = (entry.vpa.metadata.annotations or {}).get(CHANGES_PER_DAY)
+        if budget is not None and isinstance(settings, ForecastSettings):
+            try:
+                settings = cast(Settings, settings.with_budget(changes_per_day(budget)))
+            except BudgetError as error:
+                own[key] = OwnSettings(CHANGES_PER_DAY, str(error))
+                continue
+            own.setdefault(key, OwnSettings(CHANGES_PER_DAY))
         groups.setdefault(settings, []).append(entry)
     return groups, own

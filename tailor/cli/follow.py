@@ -265,6 +265,16 @@ def follow_command(
             f"[default: the pod's namespace, else kube-tailor, /{STATUS_LEASE}]."
         ),
     ] = None,
+    changes_per_day: Annotated[
+        int,
+        typer.Option(
+            "--changes-per-day",
+            min=0,
+            help="Resizes a pod may take in any 24 h (and 2/3 of them in 16 h), counted on "
+            "the pod (annotation kube-tailor.io/resized-at); a VPA's annotation "
+            "kube-tailor.io/changes-per-day wins; 0: no cap.",
+        ),
+    ] = 6,
     dry_run: Annotated[
         bool, typer.Option("--dry-run", help="Send writes with dryRun=All: validated, not applied.")
     ] = False,
@@ -339,6 +349,7 @@ def follow_command(
             if evict and use_admission_controller_status
             else None
         ),
+        changes_per_day=changes_per_day or None,
     )
     if once:
         try:

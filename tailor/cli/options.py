@@ -159,6 +159,26 @@ ForecastSet = Annotated[
     ),
 ]
 
+ChangesPerDay = Annotated[
+    int | None,
+    typer.Option(
+        "--changes-per-day",
+        min=1,
+        help="The change budget: request changes a container may take in any 24 h (the "
+        "forecast's max_changes_per_day, default 6); a VPA's annotation "
+        "kube-tailor.io/changes-per-day wins for its workloads.",
+    ),
+]
+
+
+def with_budget(
+    settings: ForecastSettings | None, changes_per_day: int | None
+) -> ForecastSettings | None:
+    """`settings` (or the defaults) at the `--changes-per-day` budget, when one is given."""
+    if changes_per_day is None:
+        return settings
+    return (settings or ForecastSettings()).with_budget(changes_per_day)
+
 
 IgnoreThrottling = Annotated[
     bool,

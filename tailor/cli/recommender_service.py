@@ -139,6 +139,7 @@ def recommender_command(
     kubeconfig: Kubeconfig = None,
     strategy: Annotated[Model, typer.Option(help="The model: upstream's or ours.")] = Model.vpa,
     forecast_set: options.ForecastSet = None,
+    changes_per_day: options.ChangesPerDay = None,
     vpa_set: options.VpaSet = None,
     ignore_throttling: options.IgnoreThrottling = False,
     name: Annotated[
@@ -173,6 +174,8 @@ def recommender_command(
     """Keep the status of every VPA we serve current, from Prometheus history."""
     if forecast_set and strategy is not Model.forecast:
         raise typer.BadParameter("goes with --strategy forecast", param_hint="--forecast-set")
+    if changes_per_day is not None and strategy is not Model.forecast:
+        raise typer.BadParameter("goes with --strategy forecast", param_hint="--changes-per-day")
     if vpa_set and strategy is not Model.vpa:
         raise typer.BadParameter("goes with --strategy vpa", param_hint="--vpa-set")
     source = PrometheusOptions(
@@ -192,7 +195,7 @@ def recommender_command(
         model=strategy,
         recommender_name=name,
         is_default=default or name == DEFAULT_RECOMMENDER_NAME,
-        forecast=options.forecast_settings(forecast_set),
+        forecast=options.with_budget(options.forecast_settings(forecast_set), changes_per_day),
         vpa=options.vpa_settings(vpa_set),
         scope=namespace_scope(vpa_object_namespace, ignored_vpa_object_namespaces),
         schedule_config_map=_config_map(schedule_configmap, strategy),

@@ -96,11 +96,12 @@ def schedule_command(
     ] = None,
     output: options.Output = None,
     forecast_set: options.ForecastSet = None,
+    changes_per_day: options.ChangesPerDay = None,
     ignore_throttling: options.IgnoreThrottling = False,
 ) -> None:
     """Print the forecast schedule of requests per update period for the next 24 h."""
     chosen = options.output_format(fmt, ScheduleFormat.table, output, SUFFIXES)
-    settings = options.forecast_settings(forecast_set)
+    settings = options.with_budget(options.forecast_settings(forecast_set), changes_per_day)
     err_console = Console(stderr=True)
     source = options.prometheus_options(
         prometheus,

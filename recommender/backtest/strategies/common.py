@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from recommender.change_budget import ChangeBudget
+from tailor.change_budget import ChangeBudget
 from recommender.overrides import SettingsError, require
 from recommender.strategy import Fleet, Requests, differs
 from tailor.durations import DurationError, whole_windows
@@ -146,7 +146,7 @@ class HysteresisPolicy:
     since the last decision, or when the CPU or memory recommendation differs
     from the request in force by at least `min_relative_change`. With
     `max_changes_per_day` (0 = no cap) the last reason also needs the container's
-    change budget (`recommender.change_budget`): a baseline held to the same
+    change budget (`tailor.change_budget`): a baseline held to the same
     constraint as `forecast`. The restart after an OOM kill is never held back.
     """
 

@@ -7,7 +7,7 @@ import itertools
 import numpy as np
 import pytest
 
-from recommender.change_budget import ChangeBudget
+from tailor.change_budget import ChangeBudget
 from recommender.forecast.schedule import (
     build_schedule,
     cover,

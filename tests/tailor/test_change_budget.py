@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from recommender.change_budget import DAY, ChangeBudget
+from tailor.change_budget import DAY, ChangeBudget
 
 HOUR = 3600
 SET = np.ones(2)  # both containers had a request before

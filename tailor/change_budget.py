@@ -1,11 +1,12 @@
 """How many request changes each container may still make: a cap per trailing day.
 
-Autopilot's bar, and the project's, is at most 6 changes per container-day. A
-replayed strategy that must honour it (the `forecast` strategy, and the
-baselines when they are held to the same constraint) keeps the times of each
-container's last changes and checks the cap over trailing windows: over 24 h,
-and over shorter spans at the same daily rate, so that the part-days at the
-start or end of a series stay near that rate too.
+How many changes a day a container may take is the user's dial (the strategy's
+`max_changes_per_day`, `--changes-per-day`, a VPA's `kube-tailor.io/changes-per-day`).
+The strategy that plans within it (`forecast`, and the baselines when held to the same
+constraint) and `tailor follow`, which never resizes a pod more often, share this rule:
+the times of each container's last changes, checked over trailing windows: over 24 h,
+and over shorter spans at the same daily rate, so that the part-days at the start or
+end of a series stay near that rate too.
 """
 
 from __future__ import annotations
@@ -17,6 +18,23 @@ import numpy as np
 from tailor.durations import DAY
 
 DEFAULT_SPANS = (2 / 3, 1.0)  # trailing windows, in days, the cap is checked over
+#: a VPA's own budget (changes per day) for its containers, over the flags'
+CHANGES_PER_DAY = "kube-tailor.io/changes-per-day"
+
+
+class BudgetError(ValueError):
+    """A changes-per-day value that is not a whole number of at least one."""
+
+
+def changes_per_day(text: str) -> int:
+    """A budget as an annotation writes it: a whole number of at least 1."""
+    try:
+        value = int(text.strip())
+    except ValueError:
+        raise BudgetError(f"{CHANGES_PER_DAY}: {text!r} is not a whole number") from None
+    if value < 1:
+        raise BudgetError(f"{CHANGES_PER_DAY}: must be at least 1, got {value}")
+    return value
 
 
 class ChangeBudget:
@@ -36,7 +54,8 @@ class ChangeBudget:
         at most cap x span changes in every trailing span (n, k)."""
         room = np.full(ends.shape, self.cap, dtype=np.int64)
         for span in self.spans:
-            allowed = int(self.cap * span + 1e-9)
+            # at least one: a cap of 1 a day allowed none at all in the 16 h span
+            allowed = max(1, int(self.cap * span + 1e-9))
             start = ends[:, :, None] - span * DAY
             inside = (times[:, None, :] > start) & (times[:, None, :] <= ends[:, :, None])
             room = np.minimum(room, allowed - inside.sum(axis=2))
