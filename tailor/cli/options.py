@@ -7,7 +7,8 @@ and `read_history` turns them into the canonical (usage, events) pair.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, TypeVar
@@ -240,21 +241,19 @@ def vpa_settings(pairs: list[str] | None) -> VpaSettings | None:
         raise typer.BadParameter(str(error), param_hint="--vpa-set") from error
 
 
-def forecast_workloads(
-    usage: pd.DataFrame,
-    events: pd.DataFrame,
-    settings: ForecastSettings | None,
-    source: PrometheusOptions | None,
-    count_throttling: bool = True,
-) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """The forecaster's recommendations and schedule, on Prometheus' own grid when it is the
-    source; a history with no two samples of a series is a clear error, not a traceback."""
-    step = None if source is None else int(parse_duration(source.step).total_seconds())
+def sample_step(source: PrometheusOptions | None) -> int | None:
+    """Prometheus' own grid (seconds) when it is the source; else the history's is inferred."""
+    return None if source is None else int(parse_duration(source.step).total_seconds())
+
+
+@contextmanager
+def forecast_errors(
+    settings: ForecastSettings | None, source: PrometheusOptions | None
+) -> Iterator[None]:
+    """The forecaster's refusals as errors naming the flag at fault: a history with no two
+    samples of a series is a clear error, not a traceback."""
     try:
-        # read_history's sources validate what they return
-        return recommend_forecast_workloads(
-            usage, events, settings, step, checked=True, count_throttling=count_throttling
-        )
+        yield
     except SamplePeriodError as error:
         raise typer.BadParameter(
             f"{error}: the forecaster needs a series with two samples or more",
@@ -270,6 +269,26 @@ def forecast_workloads(
             f"{error} (the sample period is the most common gap between a series' timestamps)",
             param_hint="--input",
         ) from error
+
+
+def forecast_workloads(
+    usage: pd.DataFrame,
+    events: pd.DataFrame,
+    settings: ForecastSettings | None,
+    source: PrometheusOptions | None,
+    count_throttling: bool = True,
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The forecaster's recommendations and schedule (see `forecast_errors`)."""
+    with forecast_errors(settings, source):
+        # read_history's sources validate what they return
+        return recommend_forecast_workloads(
+            usage,
+            events,
+            settings,
+            sample_step(source),
+            checked=True,
+            count_throttling=count_throttling,
+        )
 
 
 def read_history(

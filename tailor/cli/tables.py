@@ -10,7 +10,7 @@ from __future__ import annotations
 import io
 from typing import TextIO
 
-from rich.console import Console
+from rich.console import Console, RenderableType
 from rich.measure import Measurement
 from rich.table import Table
 
@@ -18,22 +18,30 @@ NARROWEST = 80  # a table never needs less; a title still centres on a normal li
 UNBOUNDED = 100_000  # width to measure against, so no column is squeezed
 
 
-def natural_width(table: Table) -> int:
+def natural_width(table: RenderableType) -> int:
     """Columns the table takes when no cell is cut or wrapped."""
     wide = Console(width=UNBOUNDED)
     return max(NARROWEST, Measurement.get(wide, wide.options, table).maximum)
 
 
-def print_table(table: Table, file: TextIO | None = None) -> None:
+def print_table(table: RenderableType, file: TextIO | None = None) -> None:
     """Print to `file` (stdout by default): a terminal's width, else the table's own."""
     console = Console(file=file)
     if not console.is_terminal:
-        console = Console(file=file, width=natural_width(table))
+        console.file.write(text_of(table))
+        return
     console.print(table)
 
 
 def table_text(table: Table) -> str:
     """The table as plain text at its natural width (for files and `render`)."""
+    return text_of(table)
+
+
+def text_of(renderable: RenderableType, width: int | None = None) -> str:
+    """Plain text of a table (or tables): at `width` columns, else at its natural width."""
     buffer = io.StringIO()
-    Console(file=buffer, width=natural_width(table), no_color=True).print(table)
-    return buffer.getvalue()
+    chosen = natural_width(renderable) if width is None else width
+    Console(file=buffer, width=chosen, no_color=True).print(renderable)
+    # a table pads every line to its width: trailing blanks only lengthen files and diffs
+    return "".join(line.rstrip() + "\n" for line in buffer.getvalue().splitlines())
