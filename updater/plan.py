@@ -11,7 +11,7 @@ is planned: such a pod is Skipped with the reason.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
@@ -31,7 +31,7 @@ from tailor.pods import (
     plain_init_container_names,
     sized_containers,
 )
-from tailor.quantity import Quantity
+from tailor.quantity import Quantity, memory_quantity
 from updater.resources import Amounts, Json, limits_of, requests_of
 from updater.targets import Target
 
@@ -184,9 +184,41 @@ def plan_resize(
         rules.container_limit_range,
         rules.pod_limit_range,
     )
+    changes, lowered = _changes(current, capped.recommendations, rules, targets, sidecars, True)
+    after = qos_of(_resized(every, changes))
+    kept_ratio: tuple[str, ...] = ()
+    if after is not qos:  # the plan's memory limit would change the class: keep the ratio
+        changes, lowered = _changes(current, capped.recommendations, rules, targets, sidecars)
+        kept_ratio = (f"memory limit kept in proportion: the plan's would make the pod {after}",)
+        after = qos_of(_resized(every, changes))
+    if after is not qos:
+        return Skipped(f"the scheduled amounts would make a {qos} pod {after}")
+    notes = (
+        kept_ratio
+        + tuple(note for notes in capped.notes.values() for note in notes)
+        + tuple(
+            f"{name}: {resource} limit lowered to fit the Pod maxLimitRequestRatio"
+            for name, resource in lowered
+        )
+    )
+    restarts = _restarts(containers, changes, current)
+    notes = (notes + restarts) if changes else ()
+    return ResizePlan(tuple(changes.values()), notes + _not_followed(pod, targets))
+
+
+def _changes(
+    current: Mapping[str, ContainerResources],
+    recommendations: Sequence[RecommendedContainerResources],
+    rules: PodRules,
+    targets: Mapping[str, Target],
+    sidecars: Collection[str],
+    plan_limits: bool = False,
+) -> tuple[dict[str, ContainerResize], list[tuple[str, str]]]:
+    """The containers that change, and which limits the Pod ratio lowered. Limits keep
+    their ratio to requests, or with `plan_limits`, memory takes the plan's limit."""
     updated = dict(current)
     movable: set[tuple[str, str]] = set()
-    for recommendation in capped.recommendations:
+    for recommendation in recommendations:
         name = recommendation.container_name or ""
         policy = rules.resource_policy.policy_for(name) if rules.resource_policy else None
         update = new_container_resources(
@@ -195,6 +227,10 @@ def plan_resize(
         updated[name] = update.resources
         if limits_follow(policy):
             movable.update((name, resource) for resource in recommendation.target or {})
+            if plan_limits and "memory" in (recommendation.target or {}):
+                updated[name] = with_planned_memory_limit(
+                    update.resources, targets[name], rules.container_limit_range
+                )
     fitted, lowered = fit_pod_limit_ratio(list(updated.values()), movable, rules.pod_limit_range)
     changes: dict[str, ContainerResize] = {}
     for new in fitted:
@@ -202,16 +238,30 @@ def plan_resize(
             changes[new.name] = ContainerResize(
                 new.name, dict(new.requests), dict(new.limits), new.name in sidecars
             )
-    after = qos_of(_resized(every, changes))
-    if after is not qos:
-        return Skipped(f"the scheduled amounts would make a {qos} pod {after}")
-    notes = tuple(note for notes in capped.notes.values() for note in notes) + tuple(
-        f"{name}: {resource} limit lowered to fit the Pod maxLimitRequestRatio"
-        for name, resource in lowered
-    )
-    restarts = _restarts(containers, changes, current)
-    notes = (notes + restarts) if changes else ()
-    return ResizePlan(tuple(changes.values()), notes + _not_followed(pod, targets))
+    return changes, lowered
+
+
+def with_planned_memory_limit(
+    resources: ContainerResources, target: Target, limit_range: LimitRangeItem | None
+) -> ContainerResources:
+    """The plan's memory limit in place of the proportional one, where the plan gives one
+    and the container has a memory limit (none is added): never under the new request,
+    nor over the LimitRange's max or request x maxLimitRequestRatio."""
+    planned, request = target.memory_limit_bytes, resources.requests.get("memory")
+    if planned is None or "memory" not in resources.limits or request is None:
+        return resources
+    bound = math.ceil(planned)
+    most = limit_range.max if limit_range else None
+    ratios = limit_range.max_limit_request_ratio if limit_range else None
+    ceiling = most.get("memory") if most else None
+    ratio = ratios.get("memory") if ratios else None
+    if ceiling is not None:
+        bound = min(bound, ceiling.int_value())
+    if ratio is not None:
+        bound = min(bound, math.floor(request.int_value() * ratio.value))
+    limits = ResourceList(resources.limits)
+    limits["memory"] = memory_quantity(max(bound, request.int_value()))
+    return ContainerResources(name=resources.name, requests=resources.requests, limits=limits)
 
 
 def _restarts(

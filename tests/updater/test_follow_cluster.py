@@ -38,7 +38,8 @@ def test_a_running_pod_is_resized_in_place_to_the_period_in_force(
     )
     before = start(kube_api, kube_namespace, manifest)
     schedule = write_schedule(
-        tmp_path / "schedule.json", [period(kube_namespace, "web", 0.75, 200 * Mi)]
+        tmp_path / "schedule.json",
+        [period(kube_namespace, "web", 0.75, 200 * Mi, memory_limit=300 * Mi)],
     )
 
     [outcome] = follow(kube_cluster, schedule)
@@ -52,7 +53,7 @@ def test_a_running_pod_is_resized_in_place_to_the_period_in_force(
     )
     resources = pod["spec"]["containers"][0]["resources"]
     assert resources["requests"] == {"cpu": "750m", "memory": str(200 * Mi)}
-    assert resources["limits"] == {"memory": "400Mi"}  # 2x the request, as before
+    assert resources["limits"] == {"memory": "300Mi"}  # the plan's memoryLimit, not 2x
     assert pod["metadata"]["uid"] == before["metadata"]["uid"]
     assert container_status(pod)["restartCount"] == 0
 

@@ -45,7 +45,9 @@ def test_cpu_an_hpa_scales_on_is_not_resized_and_memory_is(
     api.create(hpas, hpa("web", "web", "cpu"))
     create_deployment(api, namespace, deployment("web", node))
     [before] = wait_for_running(api, namespace, 1)
-    schedule = write_schedule(tmp_path / "s.json", [period(namespace, "web", 1.0, 200 * Mi)])
+    schedule = write_schedule(
+        tmp_path / "s.json", [period(namespace, "web", 1.0, 200 * Mi, memory_limit=None)]
+    )
 
     [outcome] = follow(full_namespace.cluster, schedule, "--vpa")
     assert (outcome["action"], outcome["applied"]) == ("resize", True), outcome
@@ -55,7 +57,7 @@ def test_cpu_an_hpa_scales_on_is_not_resized_and_memory_is(
     )
     after = resources(api, namespace)
     assert after["requests"] == {"cpu": "250m", "memory": str(200 * Mi)}  # cpu as it was
-    assert after["limits"] == {"memory": "400Mi"}  # in proportion, as ever
+    assert after["limits"] == {"memory": "400Mi"}  # no memoryLimit planned: in proportion
     [pod] = running_pods(api, namespace)
     assert pod["metadata"]["uid"] == before["metadata"]["uid"]  # in place
 

@@ -19,7 +19,8 @@ def sidecar_status(pod: Json, name: str = "proxy") -> Json:
 
 
 def row(namespace: str, container: str, cpu: float, memory: float) -> Json:
-    return {**period(namespace, "web", cpu, memory), "container": container}
+    # no memoryLimit planned: limits keep their ratio to the requests
+    return {**period(namespace, "web", cpu, memory, memory_limit=None), "container": container}
 
 
 def test_a_native_sidecar_is_resized_in_place_and_counted_in_the_nodes_room(

@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from tailor.api.limitrange import LimitRangeItem
+from tailor.api.meta import ResourceList
 from tailor.api.vpa import PodResourcePolicy
 from tailor.quantity import Quantity
 from tests.updater.pods import container, pod
@@ -26,8 +27,10 @@ MI = 2**20
 GI = 2**30
 
 
-def resized(pod_json: dict[str, Any], targets: dict[str, Target]) -> ResizePlan:
-    plan = plan_resize(pod_json, targets)
+def resized(
+    pod_json: dict[str, Any], targets: dict[str, Target], rules: PodRules | None = None
+) -> ResizePlan:
+    plan = plan_resize(pod_json, targets, rules)
     assert isinstance(plan, ResizePlan), plan
     return plan
 
@@ -73,19 +76,45 @@ def test_qos_of_app_containers(containers: list[dict[str, Any]], qos: Qos) -> No
     assert qos_of(containers) is qos
 
 
-def test_burstable_limits_keep_their_ratio_to_the_request() -> None:
+def test_burstable_memory_limits_are_the_plans_and_cpu_limits_keep_their_ratio() -> None:
     plan = resized(pod([BURSTABLE]), {"app": Target(0.5, 300 * MI, 400 * MI)})
     change = only(plan)
     assert ints(change.requests) == {"cpu": 500, "memory": 300 * MI}
-    assert ints(change.limits) == {"cpu": 1000, "memory": 600 * MI}  # 2x, above memoryLimit
+    assert ints(change.limits) == {"cpu": 1000, "memory": 400 * MI}  # the plan's memoryLimit
     assert qos_of([{"name": "app", "resources": change.resources()}]) is Qos.BURSTABLE
 
 
-def test_burstable_limits_follow_the_ratio_not_the_schedules_memory_limit() -> None:
-    plan = resized(pod([BURSTABLE]), {"app": Target(0.25, 100 * MI, 900 * MI)})
+def test_without_a_planned_memory_limit_the_ratio_is_kept() -> None:
+    plan = resized(pod([BURSTABLE]), {"app": Target(0.25, 100 * MI, None)})
     change = only(plan)
     assert ints(change.requests) == {"cpu": 250, "memory": 100 * MI}
     assert ints(change.limits) == {"cpu": 500, "memory": 200 * MI}  # upstream's proportional rule
+
+
+def test_the_plans_memory_limit_stays_within_the_limit_ranges_caps() -> None:
+    capped = LimitRangeItem(
+        type="Container",
+        max=ResourceList({"memory": Quantity.parse("700Mi")}),
+        max_limit_request_ratio=ResourceList({"memory": Quantity.parse("4")}),
+    )
+    rules = PodRules(container_limit_range=capped)
+    over_max = only(resized(pod([BURSTABLE]), {"app": Target(0.25, 200 * MI, 900 * MI)}, rules))
+    assert ints(over_max.limits)["memory"] == 700 * MI
+    over_ratio = only(resized(pod([BURSTABLE]), {"app": Target(0.25, 100 * MI, 600 * MI)}, rules))
+    assert ints(over_ratio.limits)["memory"] == 400 * MI  # request x maxLimitRequestRatio
+    under = only(resized(pod([BURSTABLE]), {"app": Target(0.25, 300 * MI, 100 * MI)}, rules))
+    assert ints(under.limits)["memory"] == 300 * MI  # never under the request
+
+
+def test_a_planned_memory_limit_that_would_change_the_qos_class_keeps_the_ratio() -> None:
+    app = container(
+        "app", requests={"cpu": "1", "memory": "256Mi"}, limits={"cpu": "1", "memory": "512Mi"}
+    )
+    plan = resized(pod([app]), {"app": Target(None, 300 * MI, 300 * MI)})
+    assert isinstance(plan, ResizePlan)
+    change = only(plan)
+    assert ints(change.limits) == {"cpu": 1000, "memory": 600 * MI}  # Guaranteed otherwise
+    assert any("memory limit kept in proportion" in note for note in plan.notes)
 
 
 def test_a_memory_limit_alone_changes_nothing_in_a_burstable_pod() -> None:
