@@ -125,6 +125,7 @@ def test_the_role_grants_exactly_the_lists_watches_and_gets_the_webhook_makes() 
         if d["kind"] == "ClusterRole"
     ]
     assert role["rules"] == [
+        {"apiGroups": [""], "resources": ["events"], "verbs": ["create", "patch"]},  # PodSized
         {
             "apiGroups": [VPA_GROUP],
             "resources": ["verticalpodautoscalers"],

@@ -264,3 +264,16 @@ def test_a_drain_takes_at_most_one_replica_of_each_service(component: str) -> No
     assert budget["spec"]["selector"] == deployment["spec"]["selector"]
     assert budget["spec"]["maxUnavailable"] == 1  # never blocks a drain, even at one replica
     assert deployment["spec"]["replicas"] > 1  # so one keeps working through a drain
+
+
+@pytest.mark.parametrize("component", ["recommender", "admission", "updater"])
+def test_each_service_may_record_events_and_do_nothing_else_with_them(component: str) -> None:
+    """Events on the VPAs and pods: create a new one, patch a repeat's count."""
+    roles = [d for d in documents(f"{component}/rbac.yaml") if d["kind"] == "ClusterRole"]
+    granted = [
+        rule
+        for role in roles
+        for rule in role["rules"]
+        if "events" in rule["resources"] or "events.k8s.io" in rule["apiGroups"]
+    ]
+    assert granted == [{"apiGroups": [""], "resources": ["events"], "verbs": ["create", "patch"]}]
