@@ -25,6 +25,7 @@ from recommender.forecast.settings import ForecastSettings
 from recommender.overrides import SettingsError
 from recommender.recommend import fit_vpa_model, recommend_forecast_workloads, vpa_rows
 from recommender.service.checkpoints import checkpoint_objects, orphaned_checkpoints
+from recommender.service.events import RecommenderEvents
 from recommender.service.history_cache import HistoryCache
 from recommender.service.policies import (
     FORECAST_SET_ANNOTATION,
@@ -43,6 +44,7 @@ from recommender.service.targets import target_problems
 from recommender.vpa.settings import VpaSettings
 from tailor.api.meta import object_key
 from tailor.api.vpa import VerticalPodAutoscaler
+from tailor.events import ObjectRef
 from tailor.hpa import HpaConflict, conflict_message, hpa_conflicts, hpas_by_namespace
 from tailor.kube import Cluster, ClusterError, Json
 from tailor.schedule_configmap import encode_schedule
@@ -99,6 +101,7 @@ class _Fitted:
     rows: pd.DataFrame
     schedule: pd.DataFrame | None = None
     checkpoints: list[dict[str, Any]] = field(default_factory=list)
+    ooms: pd.DataFrame | None = None  # the history's OOM kills (for the Events)
 
 
 def _fit(
@@ -142,11 +145,13 @@ def _fit(
     if not parts:  # every group's settings failed on this history
         return empty, own
     schedules = [part.schedule for part in parts if part.schedule is not None]
+    kills = events[events["reason"] == "OOMKilled"] if "reason" in events else None
     return (
         _Fitted(
             pd.concat([part.rows for part in parts], ignore_index=True),
             pd.concat(schedules, ignore_index=True) if schedules else None,
             [checkpoint for part in parts for checkpoint in part.checkpoints],
+            kills,
         ),
         own,
     )
@@ -261,12 +266,14 @@ def recommend_once(
     now: datetime | None = None,
     collect_checkpoints: bool = False,
     history: HistoryCache | None = None,
+    events: RecommenderEvents | None = None,
 ) -> PassReport:
     """Recompute and write every served VPA's status; raises on an unreachable source.
 
     With `collect_checkpoints` (and upstream's model, which keeps checkpoints) the
     checkpoints of VPAs that no longer exist are deleted too, as upstream's GC does.
     `history`: the service's cache of what earlier passes read (a full read without it).
+    `events`: where each written VPA's Events go (none without it).
     """
     now = now or datetime.now(UTC)
     in_scope = options.scope.includes
@@ -293,6 +300,15 @@ def recommend_once(
         status = vpa_status(entry, rows, now, conflicts, settings, targets.get(key))
         reference = {"metadata": {"namespace": entry.vpa.namespace, "name": entry.vpa.name}}
         answer = cluster.write_vpa_status(reference, status)
+        if events is not None and answer.accepted:
+            before = entry.vpa.status.recommendation if entry.vpa.status else None
+            events.after_write(
+                ObjectRef.vpa(entry.vpa.to_api()),
+                before.to_api() if before is not None else None,
+                status.get("recommendation"),
+                entry.workloads,
+                fitted.ooms,
+            )
         label = f"{entry.vpa.namespace}/{entry.vpa.name}"
         if not answer.accepted:
             report.refused.append(f"{label}: {answer.message}")

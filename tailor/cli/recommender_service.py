@@ -16,6 +16,7 @@ from prometheus_client import Counter, Gauge
 from rich.console import Console
 
 from recommender.data.prometheus import PrometheusSourceError
+from recommender.service.events import RecommenderEvents, recommender_events
 from recommender.service.history_cache import HistoryCache
 from recommender.service.passes import Model, PassReport, ServiceOptions, recommend_once
 from tailor.api.crd import DEFAULT_RECOMMENDER_NAME
@@ -74,12 +75,18 @@ def _report_lines(report: PassReport) -> list[str]:
 
 
 def _one_pass(
-    cluster: Cluster, service: ServiceOptions, collect: bool, cache: HistoryCache
+    cluster: Cluster,
+    service: ServiceOptions,
+    collect: bool,
+    cache: HistoryCache,
+    events: RecommenderEvents | None = None,
 ) -> PassReport | None:
     """A pass, or None when a source was unreachable: one log line (run_every logs other
     failures' traces)."""
     try:
-        return recommend_once(cluster, service, collect_checkpoints=collect, history=cache)
+        return recommend_once(
+            cluster, service, collect_checkpoints=collect, history=cache, events=events
+        )
     except (ClusterError, PrometheusSourceError) as error:
         LOG.error("%s; retrying next pass", error)
         return None
@@ -219,7 +226,8 @@ def recommender_command(
                 if holder is not None:
                     Console(stderr=True).print(f"standby: {holder} leads; no pass run")
                     return
-                report = recommend_once(cluster, service, collect_checkpoints=True)
+                events = RecommenderEvents(recommender_events(cluster.core))
+                report = recommend_once(cluster, service, collect_checkpoints=True, events=events)
         except (ClusterError, PrometheusSourceError) as error:
             Console(stderr=True).print(f"error: {error}")
             raise typer.Exit(1) from None
@@ -236,6 +244,7 @@ def recommender_command(
     last_collected: float | None = None  # when the checkpoint GC last ran (monotonic)
     # each pass reads only the history that is new since the last; every chunk read counts
     # as life for the health check, so a first pass over a large cluster is not restarted
+    events = RecommenderEvents(recommender_events(cluster.core))  # across passes
     cache = HistoryCache(
         progress=(lambda done, total: telemetry.record_activity()) if telemetry else None
     )
@@ -244,7 +253,7 @@ def recommender_command(
         nonlocal last_collected
         now = time.monotonic()
         due = last_collected is None or now - last_collected >= gc_every.total_seconds()
-        report = _one_pass(cluster, service, due, cache)
+        report = _one_pass(cluster, service, due, cache, events)
         if report is not None and due:
             last_collected = now
         if report is None:
