@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any, Protocol
 
 from pydantic import ValidationError
@@ -107,7 +108,8 @@ def _patch_for(
     hpas = view.hpas(namespace) if acts(vpa) else []  # a VPA in mode Off fights nothing
     pod_containers(pod)  # a pod that cannot be read is admitted as written, and says so
     conflicts = hpa_conflicts(vpa, hpas, sized_container_names(pod))
-    return pod_patch(pod, vpa, view.limit_ranges(namespace), conflicts, max_cpu_boost)
+    patch = pod_patch(pod, vpa, view.limit_ranges(namespace), conflicts, max_cpu_boost)
+    return replace(patch, vpa=vpa)
 
 
 def needs_api(request: AdmissionRequest, view: ClusterView) -> bool:
@@ -166,7 +168,8 @@ def admit(
             warnings=(f"{WARNING_PREFIX}: internal error, pod admitted as written",),
             reason="internal error",
         )
-    return Verdict(operations=patch.operations, reason=patch.reason)
+    sized_by = patch.vpa if patch.operations else None
+    return Verdict(operations=patch.operations, reason=patch.reason, sized_by=sized_by)
 
 
 def vpa_verdict(request: AdmissionRequest) -> Verdict:

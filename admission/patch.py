@@ -56,6 +56,7 @@ class PodPatch:
 
     operations: tuple[dict[str, Any], ...] = ()
     reason: str = ""
+    vpa: Any = None  # the VerticalPodAutoscaler that sized it (for the Events)
 
 
 def json_pointer(*tokens: str | int) -> str:

@@ -72,6 +72,7 @@ class Verdict:
     warnings: Sequence[str] = ()
     reason: str = ""
     denied: str = ""
+    sized_by: Any = None  # the VerticalPodAutoscaler whose recommendation patched the pod
 
 
 def _text(value: object, where: str) -> str:

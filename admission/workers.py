@@ -70,6 +70,7 @@ def worker_main(config: WorkerConfig, sock: socket.socket, channel: Connection) 
     import kubernetes.client
 
     from admission.certificates import CertificateReloader
+    from admission.events import events_listener, webhook_recorder
     from admission.kube import ClusterCache
     from admission.periodic import Periodic
     from admission.server import WebhookServer, make_app
@@ -101,6 +102,7 @@ def worker_main(config: WorkerConfig, sock: socket.socket, channel: Connection) 
     app = make_app(
         cache,
         lambda: cache.loaded,
+        events_listener(webhook_recorder(client)),  # each worker its own recorder
         metrics=batch,
         scope=config.scope,
         max_cpu_boost=config.max_cpu_boost,

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from kubernetes.client.exceptions import ApiException
 
+from admission.events import events_listener, webhook_recorder
 from admission.kube import ClusterCache
 from admission.registration import Endpoint, registration
 from tests.admission.https import Served, serve
@@ -22,12 +23,16 @@ _probes = itertools.count()
 
 
 @contextlib.contextmanager
-def webhook(cluster: ControlPlane, folder: Path) -> Iterator[tuple[Served, ClusterCache]]:
-    """The webhook on loopback reading `cluster`, its cache watching (re-listed every 5 min)."""
+def webhook(
+    cluster: ControlPlane, folder: Path, events: bool = False
+) -> Iterator[tuple[Served, ClusterCache]]:
+    """The webhook on loopback reading `cluster`, its cache watching (re-listed every 5 min);
+    with `events`, recording the service's Events."""
     client = cluster.api_client()
     cache = ClusterCache(client)
     cache.refresh()
-    served = serve(cache, folder, lambda: cache.loaded)
+    listener = events_listener(webhook_recorder(client)) if events else None
+    served = serve(cache, folder, lambda: cache.loaded, also=listener)
     cache.start()
     try:
         yield served, cache

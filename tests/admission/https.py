@@ -56,17 +56,19 @@ def serve(
     issued: tuple[CertificateAuthority, KeyPair] | None = None,
     limits: ReviewLimits | None = None,
     metrics: MetricsSink | None = None,
+    also: Callable[[AdmissionRequest, Verdict], None] | None = None,
 ) -> Served:
-    """The webhook on loopback with `issued` (default: a new CA's pair in `folder`)."""
+    """The webhook on loopback with `issued` (default: a new CA's pair in `folder`); `also`
+    sees every verdict too (the service's Events listener)."""
     ca, pair = issued or serving_pair(folder)
     verdicts: list[tuple[AdmissionRequest, Verdict]] = []
-    app = make_app(
-        view,
-        ready,
-        lambda request, verdict: verdicts.append((request, verdict)),
-        metrics=metrics,
-        limits=limits or ReviewLimits(),
-    )
+
+    def listen(request: AdmissionRequest, verdict: Verdict) -> None:
+        verdicts.append((request, verdict))
+        if also is not None:
+            also(request, verdict)
+
+    app = make_app(view, ready, listen, metrics=metrics, limits=limits or ReviewLimits())
     certificates = CertificateReloader(pair.cert_file, pair.key_file)
     server = WebhookServer(app, certificates.context, "127.0.0.1", 0)
     return Served(server.start(), ca, pair, verdicts, certificates)
