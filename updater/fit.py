@@ -116,6 +116,14 @@ class NodeUsage:
         total = self._totals.get(node, Amounts())
         return total - own[1] if own else total
 
+    def on(self, node: str, without: Json | None = None) -> Amounts:
+        """What the live pods bound to `node` are counted for, `without` one of them."""
+        total = self._totals.get(node, Amounts())
+        if without is None:
+            return total
+        own = self._counted.get(str((without.get("metadata") or {}).get("uid")))
+        return total - own[1] if own and own[0] == node else total
+
 
 def fits_beside(pod: Json, plan: ResizePlan, node: Json, used: Amounts) -> Fit:
     """Does `pod` resized by `plan` fit `node` next to `used` (the other pods' count)?"""

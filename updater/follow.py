@@ -7,34 +7,43 @@ checks of the node's next pods, so one pass never promises a node's room twice.
 
 from __future__ import annotations
 
-from collections import defaultdict
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime
-from typing import Any
 
 from tailor.api.limitrange import LimitRange
 from tailor.api.meta import by_namespace, object_key
 from tailor.api.vpa import VerticalPodAutoscaler
 from tailor.change_budget import CHANGES_PER_DAY, BudgetError, changes_per_day
+from tailor.events import NoEvents, Recorder
 from tailor.hpa import hpas_by_namespace
-from tailor.kube import Answer, Cluster
+from tailor.kube import FIELD_MANAGER, Answer, Cluster
 from tailor.quantity import QuantityError
 from tailor.schedule_file import ScheduleRow
 from tailor.scope import NamespaceScope
-from tailor.workloads import pod_workload
 from updater.boost import StartupBoost, startup_boost
 from updater.budget import RESIZED_AT, recorded, resized_at
 from updater.budget import refusal as budget_refusal
 from updater.decide import Action, Decision, NoRoomClock, Policy, decide
 from updater.fit import NodeUsage, fits_beside
 from updater.governance import Governance, limit_rules, pod_targets, vpa_governance
+from updater.others import awaited
 from updater.plan import PodRules, ResizePlan, Skipped, plan_resize
 from updater.priority import priority
 from updater.progress import resize_status
 from updater.rate import EvictionRate
 from updater.recommendations import (
     UpdateRules,
+)
+from updater.replacement import eviction_landing
+from updater.report import (
+    EVICTED,
+    OTHERS_RESIZE,
+    REPLACEMENT_WOULD_NOT_FIT,
+    RESIZED,
+    eviction_refused,
+    pending_event,
+    record_outcome,
 )
 from updater.resources import Json
 from updater.restriction import (
@@ -45,7 +54,8 @@ from updater.restriction import (
     owner_of,
     unmet_eviction_requirements,
 )
-from updater.targets import Target, due_targets
+from updater.targets import Target, boosted_elsewhere, recommended, why_nothing
+from updater.targets import scheduled as due_now
 
 
 @dataclass(frozen=True)
@@ -58,6 +68,13 @@ class Outcome:
     action: Action
     detail: str
     applied: bool = True
+    event: str = ""  # the Event reason recorded on the pod (updater.report), "" for none
+
+
+class Outcomes(list[Outcome]):
+    """A pass's outcomes, one per pod considered; `why_nothing` says why there are none."""
+
+    why_nothing: str = ""
 
 
 @dataclass(frozen=True)
@@ -79,25 +96,15 @@ class PassOptions:
     eviction_rate: EvictionRate = field(default_factory=lambda: EvictionRate(0))  # shared by passes
     no_room: NoRoomClock = field(default_factory=NoRoomClock)  # shared by passes
     changes_per_day: int | None = None  # resizes a pod may take in any 24 h (None: no cap)
+    events: Recorder = field(default_factory=NoEvents)  # Kubernetes Events of each outcome
+    overwrite_others: bool = (
+        False  # resize over another actor's resize (--overwrite-others-resizes)
+    )
 
     def acts_in(self, namespace: str) -> bool:
         """In `-n`'s namespaces (all without it) and within the scope flags."""
         named = self.namespaces is None or namespace in self.namespaces
         return named and self.scope.includes(namespace)
-
-
-def _targets_by_workload(
-    rows: Iterable[ScheduleRow], now: datetime
-) -> Mapping[tuple[str, str], dict[str, Target]]:
-    grouped: dict[tuple[str, str], dict[str, Target]] = defaultdict(dict)
-    for (namespace, workload, container), target in due_targets(rows, now).items():
-        grouped[(namespace, workload)][container] = target
-    return grouped
-
-
-def _live(pod: Json) -> bool:
-    metadata, status = pod.get("metadata") or {}, pod.get("status") or {}
-    return status.get("phase") == "Running" and not metadata.get("deletionTimestamp")
 
 
 Planned = ResizePlan | Skipped | QuantityError
@@ -217,23 +224,6 @@ def _refused(answer: Answer, verb: str) -> str:
     return f"{verb} refused ({answer.status}): {answer.message}"
 
 
-def _scheduled(
-    pods: Iterable[Json],
-    rows: Iterable[ScheduleRow],
-    now: datetime,
-    acts_in: Callable[[str], bool],
-) -> Iterator[tuple[Json, str, str, Mapping[str, Target]]]:
-    """Each running pod whose workload has a period in force now: (pod, namespace, workload,
-    targets per container)."""
-    wanted = _targets_by_workload(rows, now)
-    for pod in pods:
-        namespace = object_key(pod)[0]
-        workload = pod_workload(pod)
-        targets = wanted.get((namespace, workload))
-        if targets and _live(pod) and acts_in(namespace):
-            yield pod, namespace, workload, targets
-
-
 UNBOOST = "startup CPU boost over"
 UNBOOST_NOT_EVICTED = "not evicted: it would come back boosted"
 
@@ -260,34 +250,6 @@ def _unboost(
     return _Candidate(
         pod, namespace, name, workload, governance, targets, planned, UNBOOST, UNBOOST_NOT_EVICTED
     )
-
-
-def _boosted_elsewhere(
-    pods: Iterable[Json],
-    due: list[tuple[Json, str, str, Any]],
-    boosted: Mapping[int, StartupBoost],
-    acts_in: Callable[[str], bool],
-) -> list[tuple[Json, str, str, None]]:
-    """Boosted pods nothing else plans for this pass (no schedule row): their boost ends too."""
-    listed = {id(pod) for pod, *_ in due}
-    return [
-        (pod, namespace, pod_workload(pod), None)
-        for pod in pods
-        if id(pod) in boosted
-        and id(pod) not in listed
-        and _live(pod)
-        and acts_in(namespace := object_key(pod)[0])
-    ]
-
-
-def _recommended(
-    pods: Iterable[Json], acts_in: Callable[[str], bool]
-) -> Iterator[tuple[Json, str, str, None]]:
-    """Every running pod (its VPA, if any, says what it should have)."""
-    for pod in pods:
-        namespace = object_key(pod)[0]
-        if _live(pod) and acts_in(namespace):
-            yield pod, namespace, pod_workload(pod), None
 
 
 def _recreate_decision(reason: str, policy: Policy) -> Decision:
@@ -326,13 +288,88 @@ def _record_resize(cluster: Cluster, pod: Json, now: datetime) -> str:
     return "" if answer.accepted else f"; {_refused(answer, 'recording the resize')}"
 
 
+@dataclass
+class _Run:
+    """What one pass acts with, read once."""
+
+    cluster: Cluster
+    nodes: Mapping[str, Json]
+    usage: NodeUsage
+    restriction: EvictionRestriction
+    webhook: _WebhookStatus
+    options: PassOptions
+    now: datetime
+
+    def _decide(self, item: _Candidate) -> tuple[Decision, str]:
+        """The pod's decision and its Event (a pending resize's, or another actor's)."""
+        options, pod, governance = self.options, item.pod, item.governance
+        policy = _pod_policy(options.policy, governance)
+        if item.no_eviction is not None:
+            policy = replace(policy, evict=False, no_eviction_reason=item.no_eviction)
+        others = None if options.overwrite_others else awaited(pod, item.planned, FIELD_MANAGER)
+        if others is not None:
+            return Decision(Action.WAIT, others), OTHERS_RESIZE
+        if governance.recreate:  # never resized: evicted, and the webhook sizes the new pod
+            decision = _recreate_decision(item.reason, policy)
+        else:
+            decision = _decision(
+                pod, item.planned, self.nodes, self.usage, self.now, policy, options.no_room
+            )
+        if decision.action is Action.RESIZE and item.reason != UNBOOST:
+            decision = _within_budget(pod, governance, decision, self.now, options)
+        return decision, pending_event(pod, decision.action)
+
+    def act(self, item: _Candidate) -> Outcome:
+        """Decide for one pod and write what that takes."""
+        pod, governance = item.pod, item.governance
+        decision, event = self._decide(item)
+        detail, applied = decision.reason, True
+        if item.reason == UNBOOST:
+            detail = f"{UNBOOST}; {detail}"
+        if decision.action is Action.RESIZE and isinstance(item.planned, ResizePlan):
+            answer = self.cluster.resize(pod, item.planned.patch(), self.options.dry_run)
+            applied = answer.accepted
+            if answer.accepted and answer.obj:  # a dry run's answer too: the pass's own count
+                self.usage.record(answer.obj)
+                event = RESIZED
+            elif not answer.accepted:
+                detail = _refused(answer, "resize")
+            if answer.accepted and not self.options.dry_run:
+                detail += _record_resize(self.cluster, pod, self.now)
+        elif decision.action is Action.EVICT:
+            landing = eviction_landing(pod, item.planned, self.nodes, self.usage)
+            refusal = (
+                unmet_eviction_requirements(pod, item.targets, governance.eviction_requirements)
+                or landing
+                or self.restriction.refusal(pod, governance.min_replicas)
+                or self.webhook.refusal(self.now)
+                or self.options.eviction_rate.refusal()
+            )
+            if refusal is not None:
+                decision = Decision(Action.NONE, f"{detail}; not evicted: {refusal}")
+                detail = decision.reason
+                event = REPLACEMENT_WOULD_NOT_FIT if refusal == landing else event
+            else:
+                answer = self.cluster.evict(pod, self.options.dry_run)
+                applied = answer.accepted
+                detail = f"evicted: {detail}" if applied else _refused(answer, "eviction")
+                event = EVICTED if applied else eviction_refused(answer.status, event)
+                if applied:
+                    self.restriction.record(pod)
+        if governance.conflicts:
+            detail = f"{detail}; {governance.hpa_note}"
+        action = decision.action
+        return Outcome(item.namespace, item.name, item.workload, action, detail, applied, event)
+
+
 def follow_once(
     cluster: Cluster,
     rows: Iterable[ScheduleRow],
     now: datetime,
     options: PassOptions,
-) -> list[Outcome]:
+) -> Outcomes:
     """Bring every scheduled pod towards its target; one Outcome per pod considered."""
+    rows = list(rows)
     pods, nodes = cluster.pods(), cluster.nodes()
     governor = _Governor(cluster, options)
     restriction = EvictionRestriction(
@@ -343,12 +380,12 @@ def follow_once(
     outcomes: list[Outcome] = []
     candidates: list[_Candidate] = []
     due = list(
-        _recommended(pods, options.acts_in)
+        recommended(pods, options.acts_in)
         if options.recommendations
-        else _scheduled(pods, rows, now, options.acts_in)
+        else due_now(pods, rows, now, options.acts_in)
     )
     boosted = {id(pod): boost for pod in pods if (boost := startup_boost(pod)) is not None}
-    due += _boosted_elsewhere(pods, due, boosted, options.acts_in)
+    due += boosted_elsewhere(pods, due, boosted, options.acts_in)
     for pod, namespace, workload, scheduled in due:
         name = object_key(pod)[1]
         boost = boosted.get(id(pod))
@@ -371,48 +408,20 @@ def follow_once(
         candidates.append(
             _Candidate(pod, namespace, name, workload, governance, targets, planned, reason)
         )
+    run = _Run(cluster, nodes, usage, restriction, webhook, options, now)
     for item in sorted(candidates, key=_Candidate.order):  # stable: ties keep listing order
-        pod, governance = item.pod, item.governance
-        policy = _pod_policy(options.policy, governance)
-        if item.no_eviction is not None:
-            policy = replace(policy, evict=False, no_eviction_reason=item.no_eviction)
-        if governance.recreate:  # never resized: evicted, and the webhook sizes the new pod
-            decision = _recreate_decision(item.reason, policy)
-        else:
-            decision = _decision(pod, item.planned, nodes, usage, now, policy, options.no_room)
-        if decision.action is Action.RESIZE and item.reason != UNBOOST:
-            decision = _within_budget(pod, governance, decision, now, options)
-        detail, applied = decision.reason, True
-        if item.reason == UNBOOST:
-            detail = f"{UNBOOST}; {detail}"
-        if decision.action is Action.RESIZE and isinstance(item.planned, ResizePlan):
-            answer = cluster.resize(pod, item.planned.patch(), options.dry_run)
-            applied = answer.accepted
-            if answer.accepted and answer.obj:  # a dry run's answer too: the pass's own count
-                usage.record(answer.obj)
-            elif not answer.accepted:
-                detail = _refused(answer, "resize")
-            if answer.accepted and not options.dry_run:
-                detail += _record_resize(cluster, pod, now)
-        elif decision.action is Action.EVICT:
-            refusal = (
-                unmet_eviction_requirements(pod, item.targets, governance.eviction_requirements)
-                or restriction.refusal(pod, governance.min_replicas)
-                or webhook.refusal(now)
-                or options.eviction_rate.refusal()
+        outcome = run.act(item)
+        outcomes.append(outcome)
+        if not options.dry_run:
+            record_outcome(
+                options.events, item.pod, item.governance.vpa, outcome.event, outcome.detail
             )
-            if refusal is not None:
-                decision = Decision(Action.NONE, f"{detail}; not evicted: {refusal}")
-                detail = decision.reason
-            else:
-                answer = cluster.evict(pod, options.dry_run)
-                applied = answer.accepted
-                detail = f"evicted: {detail}" if applied else _refused(answer, "eviction")
-                if applied:
-                    restriction.record(pod)
-        if governance.conflicts:
-            detail = f"{detail}; {governance.hpa_note}"
-        outcome = Outcome(item.namespace, item.name, item.workload, decision.action, detail)
-        outcomes.append(replace(outcome, applied=applied))
     options.no_room.end_pass()
-    return outcomes
+    result = Outcomes(outcomes)
+    if not result:
+        result.why_nothing = (
+            "no running pod in the namespaces served"
+            if options.recommendations
+            else why_nothing(pods, rows, now, options.acts_in)
+        )
+    return result

@@ -53,9 +53,10 @@ from tailor.schedule_file import (
 from tailor.status_lease import STATUS_LEASE, StatusCheck
 from tailor.telemetry import DEFAULT_PORTS, ServiceTelemetry
 from updater.decide import Policy
-from updater.follow import Outcome, PassOptions, follow_once
+from updater.follow import Outcome, Outcomes, PassOptions, follow_once
 from updater.rate import EvictionRate
 from updater.recommendations import UpdateRules
+from updater.report import updater_events
 from updater.restriction import DisruptionLimits
 
 LOG = logging.getLogger("tailor.follow")
@@ -85,11 +86,13 @@ def outcome_table(outcomes: list[Outcome]) -> Table:
     return table
 
 
-def _print(outcomes: list[Outcome], fmt: FollowFormat) -> None:
+def _print(outcomes: Outcomes, fmt: FollowFormat) -> None:
     if fmt is FollowFormat.json:
         sys.stdout.write(json.dumps([asdict(o) for o in outcomes], indent=2) + "\n")
     else:
         print_table(outcome_table(outcomes))
+    if outcomes.why_nothing:
+        Console(stderr=fmt is FollowFormat.json).print(f"nothing to do: {outcomes.why_nothing}")
 
 
 @dataclass(frozen=True)
@@ -158,6 +161,8 @@ class _Follower:
         except ClusterError as error:
             LOG.error("%s; retrying next pass", error)
             return False
+        if outcomes.why_nothing:
+            LOG.info("nothing to do: %s", outcomes.why_nothing)
         for item in outcomes:
             if item.action.value != "none" or not item.applied:
                 LOG.info("%s/%s %s: %s", item.namespace, item.pod, item.action.value, item.detail)
@@ -278,6 +283,13 @@ def follow_command(
     dry_run: Annotated[
         bool, typer.Option("--dry-run", help="Send writes with dryRun=All: validated, not applied.")
     ] = False,
+    overwrite_others_resizes: Annotated[
+        bool,
+        typer.Option(
+            "--overwrite-others-resizes",
+            help="Resize over a resize another actor made (default: await it and report it).",
+        ),
+    ] = False,
     at: Annotated[
         str | None, typer.Option("--at", help="With --once: follow the period in force then.")
     ] = None,
@@ -344,6 +356,8 @@ def follow_command(
             ),
             pod_update_threshold,
         ),
+        events=updater_events(cluster.core),
+        overwrite_others=overwrite_others_resizes,
         webhook_down=(
             StatusCheck(ApiLease(cluster.core.api_client, *status_lease))
             if evict and use_admission_controller_status
