@@ -35,6 +35,7 @@ lint: venv
 	$(BIN)/ruff format --check .
 	$(BIN)/nbstripout --verify --keep-id notebooks/*.ipynb  # stored without outputs
 	$(BIN)/mypy tailor recommender updater admission benchmarks tests
+	$(BIN)/lint-imports
 
 docs: venv
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet
@@ -53,4 +54,4 @@ cluster-down:
 	$(BIN)/python -m tests.cluster.up stop
 
 clean:
-	rm -rf $(VENV) site bench-results .cluster .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) site bench-results .cluster .pytest_cache .mypy_cache .ruff_cache .import_linter_cache

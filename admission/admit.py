@@ -30,8 +30,8 @@ from tailor.api.limitrange import LimitRange
 from tailor.api.meta import OwnerReference
 from tailor.api.vpa import VerticalPodAutoscaler
 from tailor.api.vpa_validation import update_policy_default, vpa_problem
+from tailor.cluster_port import ClusterError
 from tailor.hpa import acts, hpa_conflicts
-from tailor.kube import ClusterError
 from tailor.matching import (
     OwnerReferenceError,
     PodRef,

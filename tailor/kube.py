@@ -11,7 +11,6 @@ from __future__ import annotations
 import contextlib
 import json
 from collections.abc import Callable, Generator, Mapping
-from dataclasses import dataclass
 from typing import Any, cast
 
 import kubernetes.client
@@ -21,6 +20,7 @@ import urllib3.exceptions
 from kubernetes.client.exceptions import ApiException
 
 from tailor.api.crd import CHECKPOINT_PLURAL, GROUP, VERSION, VPA_PLURAL
+from tailor.cluster_port import Answer
 from tailor.controller_kinds import CONTROLLER_KINDS
 from tailor.kube_client import (
     ClusterError,
@@ -56,16 +56,6 @@ UNREACHABLE = (OSError, urllib3.exceptions.HTTPError)
 def _listing(listed: Json) -> Listing:
     metadata = listed.get("metadata") or {}
     return Listing(list(listed.get("items") or []), str(metadata.get("resourceVersion") or ""))
-
-
-@dataclass(frozen=True)
-class Answer:
-    """What the API server said to a write: accepted (with the new object) or why not."""
-
-    accepted: bool
-    status: int
-    message: str = ""
-    obj: Json | None = None
 
 
 class Cluster:

@@ -7,10 +7,7 @@ edge catches are small and read on their own; `tailor.kube` re-exports them.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, NamedTuple
 
 import kubernetes.client
 import kubernetes.config
@@ -18,30 +15,9 @@ import kubernetes.watch
 from kubernetes.client.exceptions import ApiException
 from kubernetes.config.config_exception import ConfigException
 
-Json = Mapping[str, Any]
+from tailor.cluster_port import ClusterError, Json, Listing, ResourceVersionGone, WatchEvent
 
-
-class ClusterError(RuntimeError):
-    """The API server could not be reached or refused a read the updater needs."""
-
-
-class ResourceVersionGone(ClusterError):
-    """410: a watch asked for changes older than the API server keeps; list again."""
-
-
-@dataclass(frozen=True)
-class Listing:
-    """A list's items and its resourceVersion, where a watch of the same kind continues."""
-
-    items: list[Json]
-    resource_version: str
-
-
-class WatchEvent(NamedTuple):
-    """One line of a watch: ADDED, MODIFIED, DELETED or BOOKMARK, and the object as JSON."""
-
-    type: str
-    obj: Json
+__all__ = ["ClusterError", "Json", "Listing", "ResourceVersionGone", "WatchEvent"]
 
 
 def new_watch() -> kubernetes.watch.Watch:
