@@ -5,7 +5,7 @@ its CPU request and limit multiplied by the factor, or the quantity added, on to
 what the VPA would set (or, in mode Off or without a recommendation, of what the pod
 asked). The pod's annotation (`tailor.startup_boost`) records the boosted and the
 unboosted CPU of each container and how long the boost stays once the pod is Ready; the
-updater (`updater/boost.py`) reads it to resize the pod back in place. The boost may go
+updater (`updater/unboost.py`) reads it to resize the pod back in place. The boost may go
 past maxAllowed, as upstream's does.
 """
 

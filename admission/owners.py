@@ -5,7 +5,7 @@ it. Upstream's admission controller walks that link through informers; so does t
 index: each ReplicaSet and Job is kept as its name and owner references only (a few
 hundred bytes, not the whole object with its pod template), listed once and then
 changed by each watch event (`admission.watch.Watcher`). A controller the watch has
-not delivered yet is read by name, once, through the breaker (`admission.kube`).
+not delivered yet is read by name, once, through the breaker (`admission.cluster_cache`).
 HPAs are kept whole, by namespace, for the conflict check (`tailor.hpa`).
 """
 

@@ -70,8 +70,8 @@ def worker_main(config: WorkerConfig, sock: socket.socket, channel: Connection) 
     import kubernetes.client
 
     from admission.certificates import CertificateReloader
+    from admission.cluster_cache import ClusterCache
     from admission.events import events_listener, webhook_recorder
-    from admission.kube import ClusterCache
     from admission.periodic import Periodic
     from admission.server import WebhookServer, make_app
     from tailor.kube import ClusterError, api_client_from

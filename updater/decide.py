@@ -18,7 +18,7 @@ from enum import StrEnum
 
 from updater.fit import Fit
 from updater.plan import ResizePlan, Skipped
-from updater.progress import ResizeState, ResizeStatus
+from updater.resize_status import ResizeState, ResizeStatus
 
 
 class Action(StrEnum):

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from tailor.pods import container_statuses, is_native_sidecar
 from updater.plan import ResizePlan
-from updater.progress import ResizeState, resize_status
+from updater.resize_status import ResizeState, resize_status
 from updater.resources import Amounts, Json, requests_of, resource_list, sum_amounts, to_amounts
 
 _FINISHED = ("Succeeded", "Failed")

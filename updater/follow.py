@@ -21,16 +21,16 @@ from tailor.kube import FIELD_MANAGER, Answer, Cluster
 from tailor.quantity import QuantityError
 from tailor.schedule_file import ScheduleRow
 from tailor.scope import NamespaceScope
-from updater.boost import StartupBoost, startup_boost
 from updater.budget import RESIZED_AT, recorded, resized_at
 from updater.budget import refusal as budget_refusal
 from updater.decide import Action, Decision, NoRoomClock, Policy, decide
+from updater.due_targets import Target, boosted_elsewhere, recommended, why_nothing
+from updater.due_targets import scheduled as due_now
 from updater.fit import NodeUsage, fits_beside
 from updater.governance import Governance, limit_rules, pod_targets, vpa_governance
 from updater.others import awaited
 from updater.plan import PodRules, ResizePlan, Skipped, plan_resize
 from updater.priority import priority
-from updater.progress import resize_status
 from updater.rate import EvictionRate
 from updater.recommendations import (
     UpdateRules,
@@ -45,6 +45,7 @@ from updater.report import (
     pending_event,
     record_outcome,
 )
+from updater.resize_status import resize_status
 from updater.resources import Json
 from updater.restriction import (
     GROUP_KINDS,
@@ -54,8 +55,7 @@ from updater.restriction import (
     owner_of,
     unmet_eviction_requirements,
 )
-from updater.targets import Target, boosted_elsewhere, recommended, why_nothing
-from updater.targets import scheduled as due_now
+from updater.unboost import StartupBoost, startup_boost
 
 
 @dataclass(frozen=True)

@@ -28,16 +28,16 @@ from tailor.api.vpa import (
 from tailor.hpa import HpaConflict, conflict_message, contested, hpa_conflicts
 from tailor.matching import OwnerReferenceError, PodRef, controlling_vpa, pod_controller
 from tailor.pods import sized_container_names
+from updater.due_targets import Target, without_contested
 from updater.plan import PodRules
-from updater.progress import ResizeState, resize_status
 from updater.recommendations import (
     UpdateRules,
     processed_recommendation,
     recommended_targets,
     update_reason,
 )
+from updater.resize_status import ResizeState, resize_status
 from updater.resources import Json
-from updater.targets import Target, without_contested
 
 IN_PLACE_MODES = (UpdateMode.IN_PLACE, UpdateMode.IN_PLACE_OR_RECREATE)
 

@@ -18,7 +18,7 @@ from typing import Any
 
 from tailor.pods import APP_FIELD, INIT_FIELD
 from updater.plan import ResizePlan
-from updater.progress import ResizeState, resize_status
+from updater.resize_status import ResizeState, resize_status
 from updater.resources import Json
 
 RESIZE_SUBRESOURCE = "resize"

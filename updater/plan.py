@@ -32,8 +32,8 @@ from tailor.pods import (
     sized_containers,
 )
 from tailor.quantity import Quantity, memory_quantity
+from updater.due_targets import Target
 from updater.resources import Amounts, Json, limits_of, requests_of
-from updater.targets import Target
 
 
 class Qos(StrEnum):

@@ -22,9 +22,9 @@ from tailor.capping import cap_recommendations_for_pod
 from tailor.limits import ContainerResources
 from tailor.pods import container_statuses, sized_containers
 from tailor.schedule_file import aware_time
+from updater.due_targets import Target
 from updater.plan import PodRules
 from updater.resources import RESOURCES, Json, amount, relative_change, requests_of
-from updater.targets import Target
 
 QUICK_OOM = timedelta(minutes=10)
 LONG_LIVED = timedelta(hours=12)

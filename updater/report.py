@@ -22,7 +22,7 @@ from tailor.events import (
     Recorder,
 )
 from updater.decide import Action
-from updater.progress import ResizeState, resize_status
+from updater.resize_status import ResizeState, resize_status
 from updater.resources import Json
 
 RESIZED = "InPlaceResizedByVPA"  # upstream's, on the pod

@@ -16,8 +16,8 @@ from dataclasses import dataclass
 
 from tailor.api.vpa import EvictionChangeRequirement, EvictionRequirement
 from tailor.pods import container_statuses, sized_containers
+from updater.due_targets import Target
 from updater.resources import Json, requests_of, resource_list
-from updater.targets import Target
 
 Owner = tuple[str, str, str]  # (namespace, kind, name) of the controlling owner
 

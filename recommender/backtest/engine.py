@@ -27,8 +27,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from recommender.backtest.blocks import ReplayBlock
-from recommender.strategy import Requests, Strategy, admit, differs, observe_window
+from recommender.backtest.container_blocks import ReplayBlock
+from recommender.replay import Requests, Strategy, admit, differs, observe_window
 
 
 @dataclass(frozen=True)

@@ -40,7 +40,7 @@ from recommender.data.schema import (
 )
 from recommender.data.throttling import with_cpu_demand
 from recommender.data.timestamps import unix_seconds
-from recommender.strategy import Requests
+from recommender.replay import Requests
 from tailor.durations import DAY, HOUR
 
 MAX_GRID_CELLS = 400_000_000  # containers x windows: beyond this the history is too sparse

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from recommender.backtest.blocks import ReplayBlock
+from recommender.backtest.container_blocks import ReplayBlock
 from recommender.backtest.engine import Trajectory
 from tailor.durations import DAY, HOUR
 

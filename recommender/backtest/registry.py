@@ -25,7 +25,7 @@ from recommender.backtest.strategies.krr import KrrSettings, KrrStrategy
 from recommender.backtest.strategies.oracle import OracleSettings, OracleStrategy
 from recommender.data.arrays import UsageArrays
 from recommender.overrides import SettingsError, settings_with
-from recommender.strategy import Strategy
+from recommender.replay import Strategy
 from tailor.durations import HOUR
 
 if TYPE_CHECKING:
@@ -55,7 +55,7 @@ class StrategySpec:
         if missing:
             raise BacktestInputError(
                 f"strategy {self.name!r}: its factory returned a {type(strategy).__name__}, "
-                f"without {', '.join(missing)} (see recommender/strategy.py)"
+                f"without {', '.join(missing)} (see recommender/replay.py)"
             )
         return strategy
 

@@ -19,7 +19,7 @@ from multiprocessing.context import BaseContext
 import numpy as np
 import pandas as pd
 
-from recommender.backtest.blocks import ReplayBlock, cut_block, plan_blocks
+from recommender.backtest.container_blocks import ReplayBlock, cut_block, plan_blocks
 from recommender.backtest.engine import Trajectory, replay
 from recommender.backtest.history import ReplayHistory, prepare_history
 from recommender.backtest.metrics import BlockMetrics, block_metrics

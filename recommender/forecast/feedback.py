@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from recommender.forecast.settings import DAY, FeedbackSettings
-from recommender.strategy import Fleet, Requests, Strategy, admit, observe_window
+from recommender.replay import Fleet, Requests, Strategy, admit, observe_window
 
 MIN_FACTOR = 0.2  # the planned share of the VPA's rate stays within these bounds,
 MAX_FACTOR = 1.5  # whatever a short or odd stretch of history suggests

@@ -19,11 +19,11 @@ from typing import cast
 import numpy as np
 import pandas as pd
 
-from tailor.change_budget import ChangeBudget
 from recommender.data.arrays import AGGREGATE_COLUMNS
 from recommender.forecast.mid_block import BlockInForce
 from recommender.forecast.schedule import build_schedule
 from recommender.forecast.settings import DAY, ForecastSettings
+from tailor.change_budget import ChangeBudget
 
 KEYS = list(AGGREGATE_COLUMNS)
 REQUESTS = ["cpu_request", "memory_request"]

@@ -16,9 +16,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tailor.change_budget import ChangeBudget
 from recommender.data.arrays import UsageArrays
 from recommender.forecast.settings import ForecastSettings
+from tailor.change_budget import ChangeBudget
 
 
 @dataclass(frozen=True)

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from tailor.change_budget import ChangeBudget
 from recommender.forecast.mid_block import BlockInForce, play_block_in_force
 from recommender.forecast.settings import DAY, ForecastSettings
+from tailor.change_budget import ChangeBudget
 
 FREE_RIDE_DECREASE = 0.02  # a resize happening anyway also lowers memory by this much
 MEMORY_ALONE_DECREASE = 0.3  # a memory-only resize down must cut the limit by this share

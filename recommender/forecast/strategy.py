@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from tailor.change_budget import ChangeBudget
 from recommender.data.arrays import UsageArrays
 from recommender.forecast.buffer import UsageBuffer
 from recommender.forecast.feedback import ReferenceLoop, ShortfallFeedback
@@ -37,11 +36,12 @@ from recommender.forecast.schedule import (
 )
 from recommender.forecast.settings import DAY, HOUR, ForecastSettings
 from recommender.forecast.spikes import SpikeTracker
-from recommender.strategy import Fleet, Requests, Strategy, differs
+from recommender.replay import Fleet, Requests, Strategy, differs
+from tailor.change_budget import ChangeBudget
 
 
 class ForecastStrategy:
-    """Steppable over a block of containers; see `recommender.strategy.Strategy`."""
+    """Steppable over a block of containers; see `recommender.replay.Strategy`."""
 
     name = "forecast"
 

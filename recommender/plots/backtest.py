@@ -14,7 +14,7 @@ from tailor.durations import HOUR
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-    from recommender.backtest.blocks import ReplayBlock
+    from recommender.backtest.container_blocks import ReplayBlock
     from recommender.backtest.engine import Trajectory
     from recommender.backtest.result import BacktestResult
 

@@ -40,7 +40,7 @@ from recommender.service.status import (
     served_vpas,
     vpa_status,
 )
-from recommender.service.targets import target_problems
+from recommender.service.target_refs import target_problems
 from recommender.vpa.settings import VpaSettings
 from tailor.api.meta import object_key
 from tailor.api.vpa import VerticalPodAutoscaler

@@ -211,7 +211,7 @@ def vpa_status(
     the HPAs could not be read: the condition is then left out rather than guessed. `own`:
     what became of the VPA's settings annotation (None: it has none), said by the
     condition ConfigUnsupported, as upstream's recommender says an unsupported config;
-    `target_problem`: why its targetRef can match no pod (`recommender.service.targets`),
+    `target_problem`: why its targetRef can match no pod (`recommender.service.target_refs`),
     said by the same condition."""
     if own is not None and own.problem is not None:
         return _unsupported(entry, own.problem, now, *_conflict(conflicts))

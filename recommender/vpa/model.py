@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from recommender.vpa.buckets import cpu_buckets, memory_buckets
-from recommender.vpa.checkpoint import CheckpointError, load_status, status_dicts
+from recommender.vpa.checkpoint_codec import CheckpointError, load_status, status_dicts
 from recommender.vpa.estimators import (
     VpaRecommendation,
     confidence_days,

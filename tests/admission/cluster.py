@@ -10,8 +10,8 @@ from pathlib import Path
 
 from kubernetes.client.exceptions import ApiException
 
+from admission.cluster_cache import ClusterCache
 from admission.events import events_listener, webhook_recorder
-from admission.kube import ClusterCache
 from admission.registration import Endpoint, registration
 from tests.admission.https import Served, serve
 from tests.cluster.controlplane import ControlPlane

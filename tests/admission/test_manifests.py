@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from admission.admit import admit
-from admission.kube import ClusterCache
+from admission.cluster_cache import ClusterCache
 from admission.review import parse_review
 from tailor.api.crd import GROUP as VPA_GROUP
 from tailor.kube import ClusterError, api_client_from

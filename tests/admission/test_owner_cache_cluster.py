@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from admission.breaker import CircuitBreaker
-from admission.kube import ClusterCache
+from admission.cluster_cache import ClusterCache
 from admission.metrics import Batch
 from tailor.kube import ClusterError, api_client_from
 from tests.cluster.controlplane import ControlPlane

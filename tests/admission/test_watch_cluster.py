@@ -16,7 +16,7 @@ from urllib.parse import urlsplit
 import kubernetes.client
 import pytest
 
-from admission.kube import ClusterCache
+from admission.cluster_cache import ClusterCache
 from admission.watch import Store, Watcher
 from tailor.api.vpa import UpdateMode, VerticalPodAutoscaler
 from tailor.kube import Cluster

@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 
 from tailor.cli.main import app
 from tailor.schedule_file import ScheduleError, parse_schedule, read_schedule, schedule_records
-from updater.targets import Target, due_targets
+from updater.due_targets import Target, due_targets
 
 T0 = datetime(2024, 5, 14, tzinfo=UTC)
 

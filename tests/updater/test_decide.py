@@ -10,7 +10,7 @@ from tailor.api.meta import ResourceList
 from updater.decide import Action, Decision, NoRoomClock, Policy, decide
 from updater.fit import Fit
 from updater.plan import ContainerResize, ResizePlan, Skipped
-from updater.progress import ResizeState, ResizeStatus
+from updater.resize_status import ResizeState, ResizeStatus
 
 NOW = datetime(2024, 5, 14, 12, 0, tzinfo=UTC)
 GROW = ResizePlan(

@@ -12,6 +12,7 @@ from tailor.api.meta import ResourceList
 from tailor.api.vpa import PodResourcePolicy
 from tailor.quantity import Quantity
 from tests.updater.pods import container, pod
+from updater.due_targets import Target
 from updater.plan import (
     ContainerResize,
     PodRules,
@@ -21,7 +22,6 @@ from updater.plan import (
     plan_resize,
     qos_of,
 )
-from updater.targets import Target
 
 MI = 2**20
 GI = 2**30

@@ -7,6 +7,7 @@ from typing import Any
 
 from tailor.api.limitrange import LimitRangeItem
 from tailor.api.vpa import VerticalPodAutoscaler
+from updater.due_targets import Target, without_contested
 from updater.plan import PodRules
 from updater.recommendations import (
     UpdateRules,
@@ -16,7 +17,6 @@ from updater.recommendations import (
     update_reason,
 )
 from updater.resources import Json
-from updater.targets import Target, without_contested
 
 NOW = datetime(2026, 11, 23, 12, tzinfo=UTC)
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 from tests.updater.pods import container, pod
+from updater.due_targets import Target
 from updater.fit import NodeUsage
 from updater.plan import ResizePlan, plan_resize
 from updater.replacement import eviction_landing, untolerated_taint, where_it_lands
-from updater.targets import Target
 
 MI = 2**20
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from tailor.api.vpa import EvictionRequirement
+from updater.due_targets import Target
 from updater.resources import Json
 from updater.restriction import (
     DisruptionLimits,
@@ -14,7 +15,6 @@ from updater.restriction import (
     owner_of,
     unmet_eviction_requirements,
 )
-from updater.targets import Target
 
 
 def pod(

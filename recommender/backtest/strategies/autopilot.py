@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from recommender.backtest.strategies.common import (
+from recommender.backtest.strategies.building_blocks import (
     DecayingHistograms,
     Floor,
     HysteresisPolicy,
@@ -28,7 +28,7 @@ from recommender.backtest.strategies.common import (
     round_requests,
 )
 from recommender.overrides import require
-from recommender.strategy import Fleet, Requests
+from recommender.replay import Fleet, Requests
 from tailor.durations import HOUR
 
 

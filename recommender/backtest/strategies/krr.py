@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from recommender.backtest.strategies.common import (
+from recommender.backtest.strategies.building_blocks import (
     Floor,
     HysteresisPolicy,
     PolicyUpdates,
@@ -24,7 +24,7 @@ from recommender.backtest.strategies.common import (
     row_quantile,
 )
 from recommender.overrides import require
-from recommender.strategy import Fleet, Requests
+from recommender.replay import Fleet, Requests
 from tailor.durations import DAY, HOUR
 
 

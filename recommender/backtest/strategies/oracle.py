@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from recommender.data.arrays import UsageArrays
-from recommender.strategy import Fleet, Requests
+from recommender.replay import Fleet, Requests
 
 
 @dataclass(frozen=True)

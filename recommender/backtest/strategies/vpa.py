@@ -15,9 +15,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from recommender.backtest.strategies.common import grid_windows
+from recommender.backtest.strategies.building_blocks import grid_windows
 from recommender.backtest.strategies.vpa_updater import VpaUpdaterSettings, update_candidates
-from recommender.strategy import Fleet, Requests
+from recommender.replay import Fleet, Requests
 from recommender.vpa.estimators import VpaRecommendation
 from recommender.vpa.model import VpaModel
 from recommender.vpa.settings import VpaSettings

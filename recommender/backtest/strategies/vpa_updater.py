@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from recommender.strategy import Requests
+from recommender.replay import Requests
 from recommender.vpa.estimators import VpaRecommendation
 from tailor.durations import HOUR
 

@@ -10,7 +10,7 @@ import pandas as pd
 
 from recommender.data.files import PathLike
 from recommender.data.schema import DataFormatError, numeric_values
-from recommender.data.traces.common import TRACE_STEP, check_limit, reading, series_frame
+from recommender.data.traces.long_frame import TRACE_STEP, check_limit, reading, series_frame
 
 AZURE_DIR = "azure-v1-cpu"
 AZURE_EPOCH = pd.Timestamp("2017-01-01T00:00:00Z")  # step 1 of the trace is stamped here

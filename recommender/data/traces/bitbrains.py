@@ -11,7 +11,7 @@ import pandas as pd
 
 from recommender.data.files import PathLike
 from recommender.data.schema import STRING_DTYPE, DataFormatError, numeric_values
-from recommender.data.traces.common import reading, series_frame
+from recommender.data.traces.long_frame import reading, series_frame
 
 log = logging.getLogger(__name__)
 

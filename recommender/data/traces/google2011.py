@@ -11,7 +11,7 @@ import pandas as pd
 
 from recommender.data.files import PathLike
 from recommender.data.schema import DataFormatError
-from recommender.data.traces.common import GIB, TRACE_STEP, check_limit, reading, series_frame
+from recommender.data.traces.long_frame import GIB, TRACE_STEP, check_limit, reading, series_frame
 
 GOOGLE2011_DIR = "google-2011-jobs"
 GOOGLE2011_ARCHIVE = "GCD_VMs.tar.gz"

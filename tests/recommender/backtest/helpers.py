@@ -10,7 +10,7 @@ import pandas as pd
 from recommender.backtest import StrategySpec
 from recommender.data import files
 from recommender.data.arrays import UsageArrays
-from recommender.strategy import Fleet, Requests, Strategy
+from recommender.replay import Fleet, Requests, Strategy
 
 STEP = 300
 PER_DAY = 86_400 // STEP

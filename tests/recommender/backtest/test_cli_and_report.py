@@ -253,8 +253,8 @@ def test_a_report_that_cannot_be_drawn_writes_nothing(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fails: str
 ) -> None:
     """Without matplotlib, --output and --per-container were written, then a traceback."""
-    from recommender.plots import canvas
     from recommender.backtest import report
+    from recommender.plots import canvas
 
     if fails == "import":
         monkeypatch.setitem(sys.modules, "matplotlib", None)  # import matplotlib fails

@@ -7,9 +7,9 @@ import pandas as pd
 import pytest
 
 from recommender.backtest import ReplaySettings, prepare_history
-from recommender.backtest.blocks import ReplayBlock, cut_block, plan_blocks
+from recommender.backtest.container_blocks import ReplayBlock, cut_block, plan_blocks
 from recommender.backtest.engine import replay
-from recommender.strategy import Fleet, Requests
+from recommender.replay import Fleet, Requests
 from tests.recommender.backtest.helpers import GIB, MIB, PER_DAY, FixedStrategy, days, history
 
 

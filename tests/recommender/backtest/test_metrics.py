@@ -8,7 +8,7 @@ import pytest
 
 from recommender.backtest import ExecutionSettings, StrategySpec, run_backtest
 from recommender.backtest.metrics import METRIC_NAMES, grouped_quantile
-from recommender.strategy import Requests
+from recommender.replay import Requests
 from tests.recommender.backtest.helpers import (
     GIB,
     MIB,

@@ -9,17 +9,17 @@ import pandas as pd
 import pytest
 
 from recommender.backtest import ExecutionSettings, ReplaySettings, prepare_history, run_backtest
-from recommender.backtest.blocks import ReplayBlock, cut_block, plan_blocks
+from recommender.backtest.container_blocks import ReplayBlock, cut_block, plan_blocks
 from recommender.backtest.engine import Trajectory, replay
 from recommender.backtest.registry import builtin_strategies
 from recommender.backtest.strategies.autopilot import AutopilotSettings, AutopilotStrategy
-from recommender.backtest.strategies.common import HysteresisPolicy, row_quantile
+from recommender.backtest.strategies.building_blocks import HysteresisPolicy, row_quantile
 from recommender.backtest.strategies.krr import KrrSettings, KrrStrategy
 from recommender.backtest.strategies.vpa import VpaStrategy, VpaStrategySettings
 from recommender.backtest.strategies.vpa_updater import VpaUpdaterSettings, update_candidates
 from recommender.data.synthetic import demo_fleet
 from recommender.overrides import SettingsError
-from recommender.strategy import Requests, Strategy
+from recommender.replay import Requests, Strategy
 from recommender.vpa.estimators import VpaRecommendation
 from tests.recommender.backtest.helpers import (
     GIB,

@@ -22,8 +22,8 @@ from recommender.data.schema import DataFormatError
 from recommender.data.traces import DATA_ENV, REPO_ROOT, default_data_root, load_dataset
 from recommender.data.traces.azure import AZURE_EPOCH, load_azure
 from recommender.data.traces.bitbrains import load_bitbrains
-from recommender.data.traces.common import GIB
 from recommender.data.traces.google2011 import GOOGLE2011_EPOCH, load_google2011
+from recommender.data.traces.long_frame import GIB
 
 BITBRAINS_HEADER = (
     "Timestamp [ms];\tCPU cores;\tCPU capacity provisioned [MHZ];\tCPU usage [MHZ];\t"

@@ -7,7 +7,7 @@ import pytest
 
 from recommender.forecast.feedback import MAX_FACTOR, MIN_FACTOR, ReferenceLoop, ShortfallFeedback
 from recommender.forecast.settings import FeedbackSettings, ForecastSettings, ForecastSettingsError
-from recommender.strategy import Fleet, Requests
+from recommender.replay import Fleet, Requests
 from tests.recommender.forecast import synthetic as syn
 from tests.recommender.forecast.test_strategy import replay
 

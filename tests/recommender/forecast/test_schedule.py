@@ -7,7 +7,6 @@ import itertools
 import numpy as np
 import pytest
 
-from tailor.change_budget import ChangeBudget
 from recommender.forecast.schedule import (
     build_schedule,
     cover,
@@ -18,6 +17,7 @@ from recommender.forecast.schedule import (
     rise_floor,
 )
 from recommender.forecast.settings import ForecastSettings, Scheduler
+from tailor.change_budget import ChangeBudget
 
 SETTINGS = ForecastSettings()
 YES = np.array([True])

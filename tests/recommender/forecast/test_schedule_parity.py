@@ -14,7 +14,7 @@ import pandas as pd
 from recommender.forecast.settings import ForecastSettings
 from recommender.forecast.strategy import ForecastStrategy
 from recommender.recommend import recommend_forecast_workloads
-from recommender.strategy import Fleet, Requests
+from recommender.replay import Fleet, Requests
 from tests.recommender.forecast import synthetic as syn
 
 WINDOWS = 3 * syn.PER_DAY  # three days of history, ending on a block boundary

@@ -7,7 +7,7 @@ import pytest
 
 from recommender.forecast.settings import ForecastSettings, ShortfallMode
 from recommender.forecast.strategy import ForecastStrategy
-from recommender.strategy import Fleet, Requests, Strategy, admit, observe_window
+from recommender.replay import Fleet, Requests, Strategy, admit, observe_window
 from tests.recommender.forecast import synthetic as syn
 
 

@@ -16,7 +16,7 @@ import numpy as np
 
 from recommender.backtest.history import ReplayHistory
 from recommender.data.arrays import UsageArrays
-from recommender.strategy import Fleet, Requests
+from recommender.replay import Fleet, Requests
 
 DEFAULT_BLOCK_SIZE = 256
 

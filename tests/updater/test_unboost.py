@@ -7,8 +7,8 @@ from typing import Any
 
 from tailor.quantity import Quantity
 from tailor.startup_boost import BOOST_ANNOTATION, BoostedCpu, BoostRecord
-from updater.boost import startup_boost
-from updater.targets import Target
+from updater.due_targets import Target
+from updater.unboost import startup_boost
 
 NOW = datetime(2026, 11, 23, 12, tzinfo=UTC)
 

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from recommender.vpa.checkpoint import CheckpointError, format_time, time_seconds
+from recommender.vpa.checkpoint_codec import CheckpointError, format_time, time_seconds
 from recommender.vpa.model import VpaModel
 from recommender.vpa.settings import ZERO_TIME
 from tailor.api.checkpoint import VerticalPodAutoscalerCheckpointStatus

@@ -13,8 +13,8 @@ from tailor.schedule_file import ContainerKey, ScheduleRow
 from tailor.workloads import pod_workload
 from updater.resources import Json
 
-if TYPE_CHECKING:  # updater.boost reads Target from here
-    from updater.boost import StartupBoost
+if TYPE_CHECKING:  # updater.unboost reads Target from here
+    from updater.unboost import StartupBoost
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from tests.updater.pods import condition, container, pod
-from updater.progress import ResizeState, ResizeStatus, resize_status
+from updater.resize_status import ResizeState, ResizeStatus, resize_status
 
 SINCE = datetime(2024, 5, 1, 10, 0, tzinfo=UTC)
 

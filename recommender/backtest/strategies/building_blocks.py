@@ -11,9 +11,9 @@ from typing import Any
 
 import numpy as np
 
-from tailor.change_budget import ChangeBudget
 from recommender.overrides import SettingsError, require
-from recommender.strategy import Fleet, Requests, differs
+from recommender.replay import Fleet, Requests, differs
+from tailor.change_budget import ChangeBudget
 from tailor.durations import DurationError, whole_windows
 
 MIB = 2.0**20

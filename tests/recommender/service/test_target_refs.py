@@ -10,7 +10,7 @@ import pytest
 from kubernetes.client import AppsV1Api, BatchV1Api, CoreV1Api
 
 from recommender.service.status import ServedVpa, vpa_status
-from recommender.service.targets import (
+from recommender.service.target_refs import (
     CANNOT_READ,
     HAS_PARENT,
     target_problem,

@@ -18,8 +18,8 @@ from datetime import datetime, timedelta
 from tailor.pods import sized_containers
 from tailor.schedule_file import aware_time
 from tailor.startup_boost import BoostRecord
+from updater.due_targets import Target
 from updater.resources import Json, requests_of
-from updater.targets import Target
 
 
 @dataclass(frozen=True)
