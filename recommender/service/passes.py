@@ -17,13 +17,14 @@ from typing import Any
 import pandas as pd
 from pydantic import ValidationError
 
+from recommender.aggregates import vpa_rows
 from recommender.data.prometheus import (
     EmptyHistoryError,
     PrometheusSettings,
 )
 from recommender.forecast.settings import ForecastSettings
 from recommender.overrides import SettingsError
-from recommender.recommend import fit_vpa_model, recommend_forecast_workloads, vpa_rows
+from recommender.recommend import fit_vpa_model, recommend_forecast_workloads
 from recommender.service.checkpoints import checkpoint_objects, orphaned_checkpoints
 from recommender.service.events import RecommenderEvents
 from recommender.service.history_cache import HistoryCache

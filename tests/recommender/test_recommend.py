@@ -8,14 +8,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from recommender.aggregates import vpa_rows
 from recommender.data.schema import DataFormatError, validate_usage
 from recommender.forecast.settings import ForecastSettings
-from recommender.recommend import (
-    fit_vpa_model,
-    recommend_forecast_workloads,
-    recommend_vpa,
-    vpa_rows,
-)
+from recommender.recommend import fit_vpa_model, recommend_forecast_workloads, recommend_vpa
 
 MIB = 2**20
 
