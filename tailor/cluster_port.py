@@ -1,17 +1,22 @@
-"""What the components read from and write to the cluster, as types with no client behind.
+"""The cluster port: what the components read from and write to the cluster, no client behind.
 
-The edge (`tailor.kube`) speaks to the API server; the updater, the recommender service
-and the admission webhook are written against these names, so their logic is imported,
-run and tested without the Kubernetes client (see docs/architecture.md).
+`tailor.kube.Cluster` is the one implementation that speaks to the API server. The
+updater's pass takes an `UpdaterCluster`, the recommender service's pass a
+`RecommenderCluster` (as the webhook's review takes its `admission.admit.ClusterView`),
+so their pass logic is imported, run and tested without the Kubernetes client: the
+tests drive both passes through an in-memory cluster as well as through a real API
+server. The import contracts (pyproject.toml) keep the updater and the recommender
+from importing `tailor.kube`; the CLI wires the real one in.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Protocol
 
 Json = Mapping[str, Any]
+FIELD_MANAGER = "kube-tailor"  # the field manager of every write of ours
 
 
 class ClusterError(RuntimeError):
@@ -45,3 +50,75 @@ class Answer:
     status: int
     message: str = ""
     obj: Json | None = None
+
+
+class ClusterReads(Protocol):
+    """The reads both the updater and the recommender service make, once per pass."""
+
+    def pods(self) -> list[Json]:
+        """Every pod of the cluster."""
+        ...
+
+    def vpas(self) -> list[Json]:
+        """Every VerticalPodAutoscaler (ClusterError when the CRD is not installed)."""
+        ...
+
+    def hpas(self, namespace: str | None = None) -> list[Json]:
+        """The HorizontalPodAutoscalers of one namespace (None: all)."""
+        ...
+
+    def controllers(self, kind: str) -> dict[tuple[str, str], Json]:
+        """Every object of a controller kind by (namespace, name)."""
+        ...
+
+
+class UpdaterCluster(ClusterReads, Protocol):
+    """What the updater's pass (`updater.follow.follow_once`) reads and writes."""
+
+    def nodes(self) -> dict[str, Json]:
+        """Every node by name (allocatable room for the fit checks)."""
+        ...
+
+    def limit_ranges(self) -> list[Json]:
+        """Every LimitRange of the cluster."""
+        ...
+
+    def resize(self, pod: Json, patch: Json, dry_run: bool = False) -> Answer:
+        """Resize a pod in place (pods/resize, a strategic merge patch of its containers)."""
+        ...
+
+    def evict(self, pod: Json, dry_run: bool = False) -> Answer:
+        """Evict a pod (pods/eviction: a PodDisruptionBudget may refuse it, 429)."""
+        ...
+
+    def annotate(self, pod: Json, annotations: Mapping[str, str]) -> Answer:
+        """Merge `annotations` into the pod's metadata (when it was last resized)."""
+        ...
+
+
+class RecommenderCluster(ClusterReads, Protocol):
+    """What the recommender service's pass (`recommender.service.passes`) reads and writes."""
+
+    def controller(self, kind: str, namespace: str, name: str) -> Json | None:
+        """One controller by name; None when it is not there (a VPA's targetRef)."""
+        ...
+
+    def write_vpa_status(self, vpa: Json, status: Json) -> Answer:
+        """Merge `status` into the VPA's status subresource."""
+        ...
+
+    def checkpoints(self) -> list[Json]:
+        """Every VerticalPodAutoscalerCheckpoint (none without the CRD)."""
+        ...
+
+    def write_checkpoint(self, checkpoint: Json) -> Answer:
+        """Create a checkpoint, or replace its spec and status."""
+        ...
+
+    def delete_checkpoint(self, namespace: str, name: str) -> Answer:
+        """Delete a checkpoint (404 when it is gone already)."""
+        ...
+
+    def write_config_map(self, namespace: str, name: str, data: Mapping[str, str | None]) -> Answer:
+        """Create a ConfigMap or merge its keys (None deletes a key): the published schedule."""
+        ...

@@ -20,7 +20,7 @@ import urllib3.exceptions
 from kubernetes.client.exceptions import ApiException
 
 from tailor.api.crd import CHECKPOINT_PLURAL, GROUP, VERSION, VPA_PLURAL
-from tailor.cluster_port import Answer
+from tailor.cluster_port import FIELD_MANAGER, Answer
 from tailor.controller_kinds import CONTROLLER_KINDS
 from tailor.kube_client import (
     ClusterError,
@@ -47,7 +47,6 @@ __all__ = [
 ]
 
 Json = Mapping[str, Any]
-FIELD_MANAGER = "kube-tailor"
 # No answer at all: urllib3 raises MaxRetryError (refused, DNS, TLS), ProtocolError (a
 # connection cut mid-answer) or ReadTimeoutError, none of them OSError.
 UNREACHABLE = (OSError, urllib3.exceptions.HTTPError)

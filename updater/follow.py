@@ -15,9 +15,9 @@ from tailor.api.limitrange import LimitRange
 from tailor.api.meta import by_namespace, object_key
 from tailor.api.vpa import VerticalPodAutoscaler
 from tailor.change_budget import CHANGES_PER_DAY, BudgetError, changes_per_day
+from tailor.cluster_port import FIELD_MANAGER, Answer, UpdaterCluster
 from tailor.events import NoEvents, Recorder
 from tailor.hpa import hpas_by_namespace
-from tailor.kube import FIELD_MANAGER, Answer, Cluster
 from tailor.quantity import QuantityError
 from tailor.schedule_file import ScheduleRow
 from tailor.scope import NamespaceScope
@@ -167,7 +167,7 @@ class _Candidate:
 class _Governor:
     """Each pod's Governance, from the objects read once per pass."""
 
-    def __init__(self, cluster: Cluster, options: PassOptions) -> None:
+    def __init__(self, cluster: UpdaterCluster, options: PassOptions) -> None:
         ranges = by_namespace(LimitRange.valid_among(cluster.limit_ranges()))
         self.limits = {namespace: limit_rules(found) for namespace, found in ranges.items()}
         use_vpa, evict = options.use_vpa, options.policy.evict
@@ -282,7 +282,7 @@ def _within_budget(
     return Decision(Action.NONE, f"{decision.reason}; not resized: {why}")
 
 
-def _record_resize(cluster: Cluster, pod: Json, now: datetime) -> str:
+def _record_resize(cluster: UpdaterCluster, pod: Json, now: datetime) -> str:
     """Count the resize on the pod itself (a restart keeps the count); "" or what failed."""
     answer = cluster.annotate(pod, {RESIZED_AT: recorded(resized_at(pod), now)})
     return "" if answer.accepted else f"; {_refused(answer, 'recording the resize')}"
@@ -292,7 +292,7 @@ def _record_resize(cluster: Cluster, pod: Json, now: datetime) -> str:
 class _Run:
     """What one pass acts with, read once."""
 
-    cluster: Cluster
+    cluster: UpdaterCluster
     nodes: Mapping[str, Json]
     usage: NodeUsage
     restriction: EvictionRestriction
@@ -363,7 +363,7 @@ class _Run:
 
 
 def follow_once(
-    cluster: Cluster,
+    cluster: UpdaterCluster,
     rows: Iterable[ScheduleRow],
     now: datetime,
     options: PassOptions,

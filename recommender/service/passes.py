@@ -45,9 +45,9 @@ from recommender.service.target_refs import target_problems
 from recommender.vpa.settings import VpaSettings
 from tailor.api.meta import object_key
 from tailor.api.vpa import VerticalPodAutoscaler
+from tailor.cluster_port import ClusterError, Json, RecommenderCluster
 from tailor.events import ObjectRef
 from tailor.hpa import HpaConflict, conflict_message, hpa_conflicts, hpas_by_namespace
-from tailor.kube import Cluster, ClusterError, Json
 from tailor.schedule_configmap import encode_schedule
 from tailor.schedule_file import ScheduleRow, schedule_records
 from tailor.scope import NamespaceScope
@@ -238,7 +238,7 @@ def _unshared_containers(
 
 
 def _hpas(
-    cluster: Cluster, options: ServiceOptions, report: PassReport
+    cluster: RecommenderCluster, options: ServiceOptions, report: PassReport
 ) -> dict[str, list[Json]] | None:
     """The HPAs in scope by namespace; None (and why, in the report) when unreadable: the
     recommendation is still written, without the conflict condition."""
@@ -262,7 +262,7 @@ def _conflicts(
 
 
 def recommend_once(
-    cluster: Cluster,
+    cluster: RecommenderCluster,
     options: ServiceOptions,
     now: datetime | None = None,
     collect_checkpoints: bool = False,
@@ -363,7 +363,7 @@ def served_schedule(
 
 
 def _write_schedule(
-    cluster: Cluster, where: tuple[str, str], schedule: pd.DataFrame, report: PassReport
+    cluster: RecommenderCluster, where: tuple[str, str], schedule: pd.DataFrame, report: PassReport
 ) -> None:
     """Write the plan's valid rows; a workload with a row `tailor follow` would refuse
     (an amount out of range) is left out and named, so one VPA cannot void everyone's."""

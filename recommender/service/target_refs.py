@@ -16,8 +16,8 @@ from typing import Any
 
 from tailor.api.meta import api_group
 from tailor.api.vpa import VerticalPodAutoscaler
+from tailor.cluster_port import ClusterError, RecommenderCluster
 from tailor.controller_kinds import CONTROLLER_KINDS, controller_group
-from tailor.kube import Cluster, ClusterError
 
 # upstream's messages, word for word: tools match on them
 CANNOT_READ = "Cannot read targetRef"
@@ -32,7 +32,7 @@ def _controlled(found: Mapping[str, Any]) -> bool:
     return any(isinstance(o, Mapping) and o.get("controller") is True for o in owners)
 
 
-def target_problem(cluster: Cluster, vpa: VerticalPodAutoscaler) -> str | None:
+def target_problem(cluster: RecommenderCluster, vpa: VerticalPodAutoscaler) -> str | None:
     """Upstream's ConfigUnsupported message for the VPA's targetRef; None when it is a
     top-most well-known controller, or a kind we do not read.
 
@@ -50,7 +50,7 @@ def target_problem(cluster: Cluster, vpa: VerticalPodAutoscaler) -> str | None:
 
 
 def target_problems(
-    cluster: Cluster, vpas: list[VerticalPodAutoscaler]
+    cluster: RecommenderCluster, vpas: list[VerticalPodAutoscaler]
 ) -> tuple[dict[tuple[str, str], str], list[str]]:
     """The problem of each VPA's target, by (namespace, name), and the reads that failed
     ("ns/vpa: why"): such a VPA gets no claim either way."""
