@@ -133,6 +133,96 @@ def _counter_samples(times: np.ndarray, cpu: np.ndarray, step: float) -> tuple[l
     return values, stamps
 
 
+Key = tuple[str, str, str]  # namespace, pod, container
+
+
+class _ContainerFamilies:
+    """The per-container metric families (cAdvisor's and kube-state-metrics'), filled one
+    series at a time."""
+
+    def __init__(
+        self,
+        names: QueryNames,
+        extra: dict[str, str],
+        period: float,
+        oom_times: dict[Key, np.ndarray],
+    ) -> None:
+        metric = self.metric = names.metrics
+        self.names, self.extra, self.period, self.oom_times = names, extra, period, oom_times
+        self.cpu = _Family.counter(metric.cpu_usage, "Cumulative cpu time consumed")
+        self.throttled = _Family.counter(
+            metric.cpu_throttled, "Total time duration the container has been throttled"
+        )
+        self.memory = _Family(metric.memory_working_set, "gauge", "Current working set")
+        self.resources = {
+            field: _Family(
+                getattr(metric, field), "gauge", "Resources of a container (kube-state-metrics)"
+            )
+            for field in RESOURCE_COLUMNS
+        }
+        self.restarts = _Family.counter(metric.restarts, "Container restarts")
+        self.reasons = _Family(metric.last_terminated_reason, "gauge", "Last termination reason")
+
+    def families(self) -> list[_Family]:
+        fixed = [self.cpu, self.throttled, self.memory]
+        return [*fixed, *self.resources.values(), self.restarts, self.reasons]
+
+    def add(self, key: Key, rows: pd.DataFrame) -> None:
+        """One container's series: its cAdvisor samples, then its kube-state-metrics ones."""
+        times = _seconds(rows["timestamp"])
+        self._add_cadvisor(key, rows, times)
+        self._add_state(key, rows, times)
+
+    def _add_cadvisor(
+        self, key: tuple[str, str, str], rows: pd.DataFrame, times: np.ndarray
+    ) -> None:
+        namespace, pod, container = key
+        metric = self.metric
+        cadvisor = format_labels(
+            {
+                **self.extra,
+                "image": f"registry.local/{container}:history",
+                "name": f"k8s_{container}_{pod}_{namespace}_0",
+                **_ids(
+                    self.names.labels, *key
+                ),  # last: a setup may name its container label "name"
+            }
+        )
+        counter_values, counter_times = _counter_samples(
+            times, rows["cpu"].to_numpy(dtype=np.float64), self.period
+        )
+        self.cpu.add(metric.cpu_usage, cadvisor, counter_values, counter_times)
+        if THROTTLED_COLUMN in rows and rows[THROTTLED_COLUMN].notna().any():
+            # cAdvisor exports it for containers with a CPU limit: 0 where not throttled
+            held_back = np.nan_to_num(rows[THROTTLED_COLUMN].to_numpy(dtype=np.float64))
+            held_back[np.isnan(rows["cpu"].to_numpy(dtype=np.float64))] = np.nan
+            held, stamps = _counter_samples(times, held_back, self.period)
+            self.throttled.add(metric.cpu_throttled, cadvisor, held, stamps)
+        mem = rows["memory"].to_numpy(dtype=np.float64)
+        has_memory = ~np.isnan(mem)
+        self.memory.add(self.memory.name, cadvisor, mem[has_memory], times[has_memory])
+
+    def _add_state(self, key: Key, rows: pd.DataFrame, times: np.ndarray) -> None:
+        extra, state_ids = self.extra, _ids(self.names.state_labels, *key)
+        for field, columns in RESOURCE_COLUMNS.items():
+            for column, resource, unit in columns:
+                if column not in rows:
+                    continue
+                values = rows[column].to_numpy(dtype=np.float64)
+                known = ~np.isnan(values)
+                labels = format_labels({**extra, **state_ids, "resource": resource, "unit": unit})
+                family = self.resources[field]
+                family.add(family.name, labels, values[known], times[known])
+        ksm = format_labels({**extra, **state_ids})
+        kills = np.sort(self.oom_times.get(key, np.array([])))
+        counts = np.searchsorted(kills, times, side="right")
+        self.restarts.add(self.metric.restarts, ksm, counts, times)
+        if kills.size:
+            after = times >= kills[0]
+            oom = format_labels({**extra, **state_ids, "reason": "OOMKilled"})
+            self.reasons.add(self.reasons.name, oom, np.ones(int(after.sum())), times[after])
+
+
 def usage_to_openmetrics(
     usage: pd.DataFrame,
     events: pd.DataFrame | None = None,
@@ -152,7 +242,6 @@ def usage_to_openmetrics(
     if usage.empty:
         raise ValueError("usage history is empty: nothing to write")
     names = names or QueryNames()
-    metric = names.metrics
     extra = dict(extra_labels or {})
     for name in extra:
         validate_label_name(name)
@@ -160,69 +249,10 @@ def usage_to_openmetrics(
     seconds_all = _seconds(usage["timestamp"])
     period = float(step if step is not None else infer_step(seconds_all.astype(np.int64)))
     events = events if events is not None else _empty_events()
-
-    cpu = _Family.counter(metric.cpu_usage, "Cumulative cpu time consumed")
-    throttled = _Family.counter(
-        metric.cpu_throttled, "Total time duration the container has been throttled"
-    )
-    memory = _Family(metric.memory_working_set, "gauge", "Current working set")
-    resources = {
-        field: _Family(
-            getattr(metric, field), "gauge", "Resources of a container (kube-state-metrics)"
-        )
-        for field in RESOURCE_COLUMNS
-    }
-    restarts = _Family.counter(metric.restarts, "Container restarts")
-    reasons = _Family(metric.last_terminated_reason, "gauge", "Last termination reason")
-    oom_times = _events_by_container(events, "OOMKilled")
-
+    containers = _ContainerFamilies(names, extra, period, _events_by_container(events, "OOMKilled"))
     for (namespace, pod, container), rows in usage.groupby(SERIES_KEYS, sort=False):
-        key = (str(namespace), str(pod), str(container))
-        ids = _ids(names.labels, *key)
-        state_ids = _ids(names.state_labels, *key)
-        times = _seconds(rows["timestamp"])
-        cadvisor = format_labels(
-            {
-                **extra,
-                "image": f"registry.local/{container}:history",
-                "name": f"k8s_{container}_{pod}_{namespace}_0",
-                **ids,  # last: a setup may name its container label "name"
-            }
-        )
-        counter_values, counter_times = _counter_samples(
-            times, rows["cpu"].to_numpy(dtype=np.float64), period
-        )
-        cpu.add(metric.cpu_usage, cadvisor, counter_values, counter_times)
-        if THROTTLED_COLUMN in rows and rows[THROTTLED_COLUMN].notna().any():
-            # cAdvisor exports it for containers with a CPU limit: 0 where not throttled
-            held_back = np.nan_to_num(rows[THROTTLED_COLUMN].to_numpy(dtype=np.float64))
-            held_back[np.isnan(rows["cpu"].to_numpy(dtype=np.float64))] = np.nan
-            held, stamps = _counter_samples(times, held_back, period)
-            throttled.add(metric.cpu_throttled, cadvisor, held, stamps)
-        mem = rows["memory"].to_numpy(dtype=np.float64)
-        has_memory = ~np.isnan(mem)
-        memory.add(memory.name, cadvisor, mem[has_memory], times[has_memory])
-
-        for field, columns in RESOURCE_COLUMNS.items():
-            for column, resource, unit in columns:
-                if column not in rows:
-                    continue
-                values = rows[column].to_numpy(dtype=np.float64)
-                known = ~np.isnan(values)
-                labels = format_labels({**extra, **state_ids, "resource": resource, "unit": unit})
-                family = resources[field]
-                family.add(family.name, labels, values[known], times[known])
-
-        ksm = format_labels({**extra, **state_ids})
-        kills = np.sort(oom_times.get(key, np.array([])))
-        counts = np.searchsorted(kills, times, side="right")
-        restarts.add(metric.restarts, ksm, counts, times)
-        if kills.size:
-            after = times >= kills[0]
-            oom = format_labels({**extra, **state_ids, "reason": "OOMKilled"})
-            reasons.add(reasons.name, oom, np.ones(int(after.sum())), times[after])
-
-    families = [cpu, throttled, memory, *resources.values(), restarts, reasons]
+        containers.add((str(namespace), str(pod), str(container)), rows)
+    families = containers.families()
     families.append(_pod_status_reasons(usage, events, extra, names))
     if "workload" in usage:
         families.append(_pod_owners(usage, extra, names))
