@@ -9,6 +9,7 @@ running `tailor follow` mounts as its schedule file.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from enum import StrEnum
@@ -321,27 +322,43 @@ def recommend_once(
             report.recommended.append(label)
         else:
             report.without.append(label)
-    for checkpoint in fitted.checkpoints:
+    _write_checkpoints(cluster, fitted.checkpoints, report)
+    if collect_checkpoints and options.model is Model.vpa:
+        _collect_checkpoints(cluster, listed, in_scope, report)
+    if options.schedule_config_map is not None and schedule is not None:
+        _write_schedule(
+            cluster, options.schedule_config_map, served_schedule(schedule, entries, own), report
+        )
+    return report
+
+
+def _write_checkpoints(
+    cluster: RecommenderCluster, checkpoints: list[dict[str, Any]], report: PassReport
+) -> None:
+    for checkpoint in checkpoints:
         answer = cluster.write_checkpoint(checkpoint)
         name = f"{checkpoint['metadata']['namespace']}/{checkpoint['metadata']['name']}"
         if answer.accepted:
             report.checkpoints += 1
         else:
             report.writes_refused.append(f"checkpoint {name}: {answer.message}")
-    if collect_checkpoints and options.model is Model.vpa:
-        ours = [c for c in cluster.checkpoints() if in_scope(object_key(c)[0])]
-        for namespace, name in orphaned_checkpoints(ours, listed):
-            answer = cluster.delete_checkpoint(namespace, name)
-            if answer.accepted or answer.status == 404:
-                report.checkpoints_deleted += 1
-            else:
-                said = f"deleting checkpoint {namespace}/{name}: {answer.message}"
-                report.writes_refused.append(said)
-    if options.schedule_config_map is not None and schedule is not None:
-        _write_schedule(
-            cluster, options.schedule_config_map, served_schedule(schedule, entries, own), report
-        )
-    return report
+
+
+def _collect_checkpoints(
+    cluster: RecommenderCluster,
+    listed: list[Json],
+    in_scope: Callable[[str], bool],
+    report: PassReport,
+) -> None:
+    """Delete our checkpoints whose VPA is gone, as upstream's garbage collection does."""
+    ours = [c for c in cluster.checkpoints() if in_scope(object_key(c)[0])]
+    for namespace, name in orphaned_checkpoints(ours, listed):
+        answer = cluster.delete_checkpoint(namespace, name)
+        if answer.accepted or answer.status == 404:
+            report.checkpoints_deleted += 1
+        else:
+            said = f"deleting checkpoint {namespace}/{name}: {answer.message}"
+            report.writes_refused.append(said)
 
 
 def served_schedule(
