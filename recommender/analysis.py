@@ -1,9 +1,10 @@
 """Recommendations of both models side by side, per workload views and what-ifs.
 
 What `notebooks/analyse_recommendations.ipynb` shows, as frames: the notebook only
-chooses its source and draws. Both models run through the library entry points
-`tailor recommend` calls (`recommend_vpa`, `forecast_workloads`), so every number here
-is the one the CLI prints for the same history and settings.
+chooses its source and draws. Both models run through the library path `tailor
+recommend` takes (`recommender.advice`: the rows with current requests, changes and
+explanations; `recommender.savings`: the totals), so every number here is the one the
+CLI prints for the same history and settings.
 """
 
 from __future__ import annotations
@@ -15,10 +16,18 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from recommender.advice import advise
 from recommender.data.arrays import AGGREGATE_COLUMNS
 from recommender.forecast.settings import ForecastSettings
 from recommender.overrides import settings_with
 from recommender.recommend import WorkloadForecast, forecast_workloads, recommend_vpa
+from recommender.savings import (
+    Prices,
+    current_requests,
+    savings_summary,
+    with_changes,
+    with_current,
+)
 from recommender.vpa.settings import VpaSettings
 
 KEYS = list(AGGREGATE_COLUMNS)
@@ -36,10 +45,11 @@ KNOBS: dict[str, tuple[str, str]] = {
 class Recommendations:
     """Both models' recommendations for one history.
 
-    vpa: `recommend_vpa`'s rows; forecast: `recommend_forecast_workloads`' rows and
-    schedule (next 24 h per workload container); bands: per workload container and
-    schedule block, the forecast mean CPU and the request that covers it with its
-    margin (the largest over the workload's pods, as the schedule takes them)."""
+    vpa, forecast: each model's `recommender.advice.advise` rows (bounds, explanation,
+    current requests and pods, changes, severity); schedule: the forecaster's next 24 h
+    per workload container; bands: per workload container and schedule block, the
+    forecast mean CPU and the request that covers it with its margin (the largest over
+    the workload's pods, as the schedule takes them)."""
 
     usage: pd.DataFrame
     events: pd.DataFrame
@@ -56,14 +66,16 @@ def recommend_both(
     forecast: ForecastSettings | None = None,
     step: int | None = None,
 ) -> Recommendations:
-    """Both models on one validated history (`step`: the source's sample period, if known)."""
-    vpa_rows = recommend_vpa(usage, events, vpa, checked=True)
+    """Both models on one validated history (`step`: the source's sample period, if known),
+    as `tailor recommend --strategy vpa` and `--strategy forecast` make them."""
+    vpa_rows = advise(usage, events, "vpa", vpa=vpa, step=step, checked=True)
     planned = forecast_workloads(usage, events, forecast, step, checked=True)
+    forecast_rows = with_changes(with_current(planned.recommendations, current_requests(usage)))
     return Recommendations(
         usage,
         events,
         vpa_rows,
-        planned.recommendations,
+        forecast_rows,
         planned.schedule,
         forecast_bands(planned),
     )
@@ -90,28 +102,24 @@ def forecast_bands(planned: WorkloadForecast) -> pd.DataFrame:
     return grouped[["cpu_forecast", "cpu_required"]].max().reset_index()
 
 
-def current_requests(usage: pd.DataFrame) -> pd.DataFrame:
-    """Requests in force at the history's last sample of each workload container (the
-    largest over its pods then); NaN where the history carries none."""
-    columns = [column for column in ("cpu_request", "memory_request") if column in usage]
-    last = usage.groupby(KEYS, sort=True)["timestamp"].transform("max")
-    latest = usage.loc[usage["timestamp"] == last, [*KEYS, *columns]]
-    current = latest.groupby(KEYS, sort=True).max().reset_index()
-    for column in ("cpu_request", "memory_request"):
-        if column not in current:
-            current[column] = np.nan
-    return current.rename(
-        columns={"cpu_request": "cpu_current", "memory_request": "memory_current"}
-    )
-
-
 def side_by_side(recommendations: Recommendations) -> pd.DataFrame:
-    """Per workload container: the current requests and both models' targets."""
+    """Per workload container: its pods, the current requests and both models' targets."""
+    now = recommendations.vpa[[*KEYS, "pods", "cpu_current", "memory_current"]]
     vpa = recommendations.vpa[[*KEYS, "cpu_target", "memory_target"]]
     forecast = recommendations.forecast[[*KEYS, "cpu_target", "memory_target"]]
     both = vpa.merge(forecast, on=KEYS, how="outer", suffixes=("_vpa", "_forecast"))
-    table = current_requests(recommendations.usage).merge(both, on=KEYS, how="right")
-    return table.sort_values(KEYS).reset_index(drop=True)
+    return now.merge(both, on=KEYS, how="right").sort_values(KEYS).reset_index(drop=True)
+
+
+def savings(recommendations: Recommendations, prices: Prices | None = None) -> pd.DataFrame:
+    """`recommender.savings.savings_summary` of each model (the CLI's `--summary`), side by
+    side: per namespace, then "total", the columns (model, figure)."""
+    parts = {}
+    for model, rows in (("vpa", recommendations.vpa), ("forecast", recommendations.forecast)):
+        summary = savings_summary(rows, prices)
+        summary["namespace"] = summary["namespace"].fillna("total")
+        parts[model] = summary.set_index("namespace")
+    return pd.concat(parts, axis=1, names=["model", "figure"])
 
 
 @dataclass(frozen=True)
@@ -222,54 +230,29 @@ def knob_defaults() -> dict[str, float]:
     return {knob: getattr(models[model], setting) for knob, (model, setting) in KNOBS.items()}
 
 
-def namespace_totals(table: pd.DataFrame) -> pd.DataFrame:
-    """`side_by_side` summed per namespace and over all (row "all"): CPU (cores) and memory
-    (GiB) requested now and by each model, and what each saves against now, counted over
-    the containers whose current request is known (the others' savings are unknown)."""
-    parts = {}
-    for resource, scale, label in (("cpu", 1.0, "cpu"), ("memory", 2.0**30, "memory_gib")):
-        now = table[f"{resource}_current"] / scale
-        known = now.notna()
-        columns = {"now": now}
-        for model in ("vpa", "forecast"):
-            target = table[f"{resource}_target_{model}"] / scale
-            columns[model] = target
-            columns[f"saved_{model}"] = (now - target).where(known & target.notna())
-        frame = pd.DataFrame(columns)
-        frame["namespace"] = table["namespace"]
-        per_namespace = frame.groupby("namespace", sort=True).sum(min_count=1)
-        per_namespace.loc["all"] = frame.drop(columns="namespace").sum(min_count=1)
-        parts[label] = per_namespace
-    return pd.concat(parts, axis=1, names=["resource", ""])
-
-
 def _quantity(value: float, resource: str) -> str:
     if pd.isna(value):
         return "n/a"
     return f"{value:.3f} cores" if resource == "cpu" else f"{value / 2**30:.3f} GiB"
 
 
-def explanation_markdown(view: WorkloadView, vpa: VpaSettings | None = None) -> str:
-    """Each number of `view`'s figure in words: the VPA's bounds and how the model makes
-    them, the forecaster's target with its own explanation, and its schedule's range."""
-    settings = vpa or VpaSettings()
-    lines = [f"**{'/'.join(view.keys)}**", ""]
+def explanation_markdown(view: WorkloadView) -> str:
+    """Each number of `view`'s figure in words: each model's bounds with its own
+    explanation, the forecaster's schedule's range, the current requests and the kills."""
+    row = view.vpa
+    lines = [
+        f"**{'/'.join(view.keys)}**",
+        "",
+        f"- now, per pod ({row['pods']} pod(s)): cpu {_quantity(row['cpu_current'], 'cpu')}, "
+        f"memory {_quantity(row['memory_current'], 'memory')}; `vpa` {row['severity']}, "
+        f"`forecast` {view.forecast['severity']} (how far the request is from the target).",
+    ]
     for resource in ("cpu", "memory"):
-        row = view.vpa
         lines.append(
             f"- `vpa` {resource}: target {_quantity(row[f'{resource}_target'], resource)}, "
             f"lower {_quantity(row[f'{resource}_lower'], resource)}, "
             f"upper {_quantity(row[f'{resource}_upper'], resource)}."
         )
-    lines.append(
-        f"  The target is the P{settings.target_percentile * 100:g} of the usage histogram "
-        f"(samples decay with a half-life of {settings.cpu_half_life / 3600:g} h; memory counts "
-        f"each day's peak) plus a {settings.safety_margin:.0%} safety margin; lower and upper "
-        f"are the P{settings.lower_percentile * 100:g} and P{settings.upper_percentile * 100:g} "
-        "with the same margin, widened while the history is short (upstream's confidence "
-        "interval); an OOM kill counts as usage of its memory bumped by "
-        f"{settings.oom_bump_ratio - 1:.0%}."
-    )
     said = view.vpa.get("explanation")
     if isinstance(said, str) and said:
         lines.append(f"  {said}")

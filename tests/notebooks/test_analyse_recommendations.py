@@ -12,22 +12,28 @@ from typer.testing import CliRunner
 from tailor.cli.main import app
 from tests.notebooks.running import execute, images, markdown, tagged
 
-GIB = 2.0**30
 TOTALS = """
 import json
 print(json.dumps({
-    f"{resource}:{name}": float(savings.loc["all", (resource, name)])
-    for resource in ("cpu", "memory_gib") for name in ("now", "vpa", "forecast")
+    model: {name: float(value) for name, value in savings.loc["total", model].items()}
+    for model in ("vpa", "forecast")
 }))
 """
 CHOSEN = "import json; print(json.dumps([list(keys) for keys in chosen]))"
 
 
-def cli_records(*flags: str) -> list[dict[str, Any]]:
-    result = CliRunner().invoke(app, ["recommend", "--demo", "--format", "json", *flags])
+def cli_summary(model: str) -> dict[str, Any]:
+    """The total of `tailor recommend --demo --format json --summary --strategy MODEL`: its
+    second JSON document."""
+    flags = ["recommend", "--demo", "--format", "json", "--summary", "--strategy", model]
+    result = CliRunner().invoke(app, flags)
     assert result.exit_code == 0, result.output
-    records: list[dict[str, Any]] = json.loads(result.stdout)
-    return records
+    decoder = json.JSONDecoder()
+    rows, end = decoder.raw_decode(result.stdout)
+    summary, _ = decoder.raw_decode(result.stdout[end:].lstrip())
+    assert len(rows) == 7
+    total: dict[str, Any] = summary["summary"]["total"]
+    return total
 
 
 @pytest.fixture(scope="module")
@@ -40,17 +46,16 @@ def test_its_savings_totals_are_the_cli_totals_on_the_same_history(
 ) -> None:
     _, (totals, _) = ran
     for model in ("vpa", "forecast"):
-        records = cli_records("--strategy", model)
-        cpu = sum(record["cpu"]["target"] for record in records)
-        memory = sum(record["memory"]["target"] for record in records) / GIB
-        assert totals[f"cpu:{model}"] == pytest.approx(cpu, rel=1e-12)
-        assert totals[f"memory_gib:{model}"] == pytest.approx(memory, rel=1e-12)
-    # the demo fleet's manifests: one pod's requests per workload container (web's two
-    # pods share a spec)
-    assert totals["cpu:now"] == pytest.approx((1.0 + 0.1) + 0.5 + 2.0 + 0.25 + 0.2 + 1.0)
-    assert totals["memory_gib:now"] == pytest.approx(
-        (768 + 64 + 1536 + 3072 + 512 + 256 + 3072) / 1024
-    )
+        mine, cli = totals[model], cli_summary(model)
+        assert mine["containers"] == cli["containers"] == 7 and mine["known"] == cli["known"]
+        for resource, name in (("cpu", "cpu"), ("memory", "memoryGiB")):
+            assert mine[f"{resource}_now"] == pytest.approx(cli[name]["now"], rel=1e-9)
+            assert mine[f"{resource}_after"] == pytest.approx(cli[name]["recommended"], rel=1e-9)
+        assert mine["cost_now"] == pytest.approx(cli["costPerMonth"]["now"], rel=1e-9)
+        assert mine["saving"] == pytest.approx(cli["savingPerMonth"], rel=1e-9, abs=1e-9)
+    # the demo fleet's manifests over its pods (web runs two), known to both models alike
+    assert totals["vpa"]["cpu_now"] == pytest.approx(2 * (1.0 + 0.1) + 0.5 + 2.0 + 0.25 + 0.2 + 1.0)
+    assert totals["forecast"]["cpu_now"] == totals["vpa"]["cpu_now"]
 
 
 def test_it_draws_the_savings_every_chosen_workload_and_the_what_if(

@@ -7,8 +7,10 @@ import pandas as pd
 import pytest
 
 from recommender import analysis
+from recommender.advice import advise
 from recommender.data.synthetic import demo_fleet
-from recommender.recommend import recommend_forecast_workloads, recommend_vpa
+from recommender.recommend import recommend_forecast_workloads
+from recommender.savings import savings_summary
 
 
 @pytest.fixture(scope="module")
@@ -21,12 +23,12 @@ def both(demo: tuple[pd.DataFrame, pd.DataFrame]) -> analysis.Recommendations:
     return analysis.recommend_both(*demo)
 
 
-def test_both_models_give_the_library_entry_points_rows(
+def test_both_models_give_the_recommend_library_paths_rows(
     demo: tuple[pd.DataFrame, pd.DataFrame], both: analysis.Recommendations
 ) -> None:
-    pd.testing.assert_frame_equal(both.vpa, recommend_vpa(*demo))
-    forecast, schedule = recommend_forecast_workloads(*demo)
-    pd.testing.assert_frame_equal(both.forecast, forecast)
+    pd.testing.assert_frame_equal(both.vpa, advise(*demo, "vpa"))
+    pd.testing.assert_frame_equal(both.forecast, advise(*demo, "forecast"))
+    _, schedule = recommend_forecast_workloads(*demo)
     pd.testing.assert_frame_equal(both.schedule, schedule)
 
 
@@ -41,47 +43,26 @@ def test_the_bands_cover_the_schedule_blocks_with_the_margin_on_top(
     assert (planned["cpu_required"] >= planned["cpu_forecast"] - 1e-12).all()
 
 
-def test_current_requests_are_the_last_samples_largest_pod() -> None:
-    stamp = pd.Timestamp("2024-01-01T00:00:00Z")
-    usage = pd.DataFrame(
-        {
-            "timestamp": [stamp, stamp + pd.Timedelta("5min"), stamp + pd.Timedelta("5min")],
-            "namespace": "ns",
-            "workload": "w",
-            "pod": ["a", "a", "b"],
-            "container": "c",
-            "cpu": 0.1,
-            "memory": 1.0,
-            "cpu_request": [9.0, 0.5, 0.7],
-            "memory_request": [9.0, 100.0, np.nan],
-        }
-    )
-    current = analysis.current_requests(usage)
-    assert current[["cpu_current", "memory_current"]].iloc[0].tolist() == [0.7, 100.0]
+def test_savings_are_each_models_summary_side_by_side(both: analysis.Recommendations) -> None:
+    table = analysis.savings(both)
+    assert list(table.index) == ["demo", "total"]
+    for model in ("vpa", "forecast"):
+        summary = savings_summary(getattr(both, model))
+        expected = summary.set_index(summary["namespace"].fillna("total")).drop(columns="namespace")
+        mine = pd.DataFrame(table.xs(model, axis=1, level="model"))
+        pd.testing.assert_frame_equal(mine, expected, check_names=False)
+    assert table[("vpa", "cpu_now")].equals(table[("forecast", "cpu_now")])  # the same now
 
 
-def test_namespace_totals_add_up_and_count_savings_only_where_now_is_known() -> None:
-    table = pd.DataFrame(
-        {
-            "namespace": ["a", "a", "b"],
-            "workload": ["x", "y", "z"],
-            "container": "c",
-            "cpu_current": [1.0, np.nan, 2.0],
-            "memory_current": [2.0**30, 2.0**30, np.nan],
-            "cpu_target_vpa": [0.5, 0.25, 1.0],
-            "memory_target_vpa": [2.0**29, 2.0**29, 2.0**30],
-            "cpu_target_forecast": [0.4, 0.2, 3.0],
-            "memory_target_forecast": [2.0**30, 2.0**30, 2.0**30],
-        }
+def test_side_by_side_puts_now_beside_both_targets(both: analysis.Recommendations) -> None:
+    table = analysis.side_by_side(both)
+    web = table[(table["workload"] == "web") & (table["container"] == "app")].iloc[0]
+    assert web["pods"] == 2 and web["cpu_current"] == 1.0
+    assert (
+        web["cpu_target_vpa"]
+        == both.vpa.set_index(analysis.KEYS).loc[("demo", "web", "app"), "cpu_target"]
     )
-    totals = analysis.namespace_totals(table)
-    cpu = totals["cpu"]
-    assert cpu.loc["a"].tolist() == pytest.approx([1.0, 0.75, 0.5, 0.6, 0.6])  # y's unknown
-    assert cpu.loc["all", "forecast"] == pytest.approx(3.6)
-    assert cpu.loc["all", "saved_forecast"] == pytest.approx(0.6 - 1.0)
-    memory = totals["memory_gib"]
-    assert memory.loc["b", "now"] != memory.loc["b", "now"]  # NaN: nothing known
-    assert memory.loc["all", "saved_vpa"] == pytest.approx(1.0)
+    assert not np.isnan(web["cpu_target_forecast"])
 
 
 def test_a_view_holds_one_containers_usage_kills_and_rows(
@@ -94,7 +75,7 @@ def test_a_view_holds_one_containers_usage_kills_and_rows(
     assert len(view.bands) == 24  # the coming day's blocks, the block in force before them
     assert view.schedule["start"].iloc[1:].tolist() == view.bands["start"].tolist()
     text = analysis.explanation_markdown(view)
-    assert "**demo/ledger/app**" in text and "P90" in text and "OOM kill" in text
+    assert "**demo/ledger/app**" in text and "p90" in text and "OOM kill" in text
     with pytest.raises(KeyError, match="no container demo/ledger/nope"):
         analysis.workload_view(both, ("demo", "ledger", "nope"))
 
