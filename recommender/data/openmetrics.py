@@ -25,6 +25,8 @@ from collections.abc import Iterable, Iterator, Mapping
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pa_compute
 
 from recommender.data.arrays import infer_step
 from recommender.data.promql import LabelNames, QueryNames, validate_label_name
@@ -98,11 +100,12 @@ class _Family:
     def add(
         self, sample_name: str, labels: str, values: Iterable[float], times: Iterable[float]
     ) -> None:
-        prefix = sample_name + labels + " "
-        self.lines.extend(
-            prefix + format_value(float(v)) + " " + format_timestamp(float(t))
-            for v, t in zip(values, times, strict=True)
-        )
+        numbers = np.asarray(values, dtype=np.float64)
+        stamps = np.asarray(times, dtype=np.float64)
+        if numbers.size != stamps.size:
+            raise ValueError(f"{numbers.size} values for {stamps.size} timestamps")
+        if numbers.size:
+            self.lines.append(_sample_lines(sample_name + labels, numbers, stamps))
 
     def render(self) -> Iterator[str]:
         if not self.lines:
@@ -112,25 +115,48 @@ class _Family:
         yield from self.lines
 
 
-def _counter_samples(times: np.ndarray, cpu: np.ndarray, step: float) -> tuple[list, list]:
-    """Counter (values, timestamps) for one container's sorted windows; NaN cpu = gap."""
-    values: list[float] = []
-    stamps: list[float] = []
-    total = 0.0
-    last_end: float | None = None
-    for start, cores in zip(times, cpu, strict=True):
-        if math.isnan(cores):
-            continue
-        if last_end != start:
-            if last_end is not None and total > 0:
-                total = 0.0
-            values.append(total)
-            stamps.append(start)
-        total += cores * step
-        values.append(total)
-        stamps.append(start + step)
-        last_end = start + step
-    return values, stamps
+def _sample_lines(prefix: str, values: np.ndarray, times: np.ndarray) -> str:
+    """`prefix value timestamp` lines (no final newline), as `format_value` and
+    `format_timestamp` spell them. Arrow's float-to-text cast writes the same shortest
+    round-trip text as repr() for finite values, integers without a decimal point,
+    in C: a Python call per sample made backfilling 10,000 containers take hours."""
+    whole = np.all(times == np.floor(times)) and np.all(np.abs(times) < 2**53)
+    if not (np.isfinite(values).all() and whole):  # rare: NaN/Inf, sub-second stamps
+        return "\n".join(
+            f"{prefix} {format_value(float(v))} {format_timestamp(float(t))}"
+            for v, t in zip(values, times, strict=True)
+        )
+    text = pa_compute.binary_join_element_wise(
+        pa.scalar(prefix),
+        pa_compute.cast(pa.array(values), pa.string()),
+        pa_compute.cast(pa.array(times.astype(np.int64)), pa.string()),
+        " ",
+    )
+    one_list = pa.ListArray.from_arrays(pa.array([0, len(text)], pa.int32()), text)
+    return str(pa_compute.binary_join(one_list, "\n")[0].as_py())
+
+
+def _counter_samples(
+    times: np.ndarray, cpu: np.ndarray, step: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """Counter (values, timestamps) for one container's sorted windows; NaN cpu = gap.
+
+    Each run of consecutive windows starts a counter at 0 at its first window's start
+    (a new container instance, as cAdvisor shows after a restart) and adds cpu x step
+    per window, in order (np.cumsum adds one after another, as a running total does).
+    """
+    measured = ~np.isnan(cpu)
+    starts, cores = times[measured], cpu[measured]
+    if starts.size == 0:
+        return np.zeros(0), np.zeros(0)
+    breaks = np.flatnonzero(starts[1:] != starts[:-1] + step) + 1
+    values, stamps = [], []
+    for run_starts, run_cores in zip(
+        np.split(starts, breaks), np.split(cores, breaks), strict=True
+    ):
+        values += [np.zeros(1), np.cumsum(run_cores * step)]
+        stamps += [run_starts[:1], run_starts + step]
+    return np.concatenate(values), np.concatenate(stamps)
 
 
 Key = tuple[str, str, str]  # namespace, pod, container
