@@ -122,11 +122,16 @@ def factorize_rows(frame: pd.DataFrame, columns: Sequence[str]) -> tuple[np.ndar
     code. groupby codes, not MultiIndex.factorize: that builds a Python tuple per
     row (10x slower on millions of rows).
     """
-    keys_frame = frame.loc[:, list(columns)].astype(str)
+    chosen = frame.loc[:, list(columns)]
+    if all(isinstance(chosen[c].dtype, pd.CategoricalDtype) for c in columns):
+        # columnar history: group the integer codes, turn only the distinct keys to text
+        keys_frame = pd.DataFrame({c: chosen[c].cat.codes.to_numpy() for c in columns})
+    else:
+        keys_frame = chosen.astype(str)
     grouped = keys_frame.groupby(list(columns), sort=False, dropna=False)
     codes = grouped.ngroup().to_numpy(np.int64)
     _, first_rows = np.unique(codes, return_index=True)  # first_rows[c]: first row of code c
-    keys = keys_frame.iloc[first_rows].reset_index(drop=True)
+    keys = chosen.iloc[first_rows].astype(str).reset_index(drop=True)
     return codes, keys
 
 

@@ -86,6 +86,7 @@ class PrometheusSettings(BaseModel):
     ca_file: Path | None = None
     timeout_seconds: float = 60.0
     retries: int = Field(default=3, ge=0)
+    concurrency: int = Field(default=4, ge=1, le=32)  # queries in flight at once
 
     @model_validator(mode="before")
     @classmethod

@@ -331,12 +331,17 @@ class HistoryQueries:
         by = self._by(self.names.state_labels, per_container=False)
         return self._state(self.metrics.pod_status_reason, Matcher("reason", "=", "Evicted"), by=by)
 
-    def owners(self) -> str:
+    def owners(self, over: int = 0) -> str:
         """Every owner of each pod, with whether it is the pod's controller (the owner
-        its workload is named after, as `tailor.workloads.pod_workload` does)."""
+        its workload is named after, as `tailor.workloads.pod_workload` does); with
+        `over`, every owner seen in the `over` seconds up to the evaluation time (one
+        point per owner, where reading it on every grid point sent thousands)."""
         labels = self.names.state_labels
         by = self._by(labels, *OWNER_LABELS, per_container=False)
-        return self._state(self.metrics.pod_owner, by=by)
+        if not over:
+            return self._state(self.metrics.pod_owner, by=by)
+        inner = selector(self.metrics.pod_owner, self._base(labels))
+        return f"{by} (max_over_time({inner}[{duration(over)}]))"
 
 
 def plan_chunks(start: int, end: int, step: int, chunk: int) -> list[tuple[int, int]]:

@@ -20,6 +20,7 @@ from datetime import UTC, datetime
 import numpy as np
 import pandas as pd
 
+from recommender.data.columnar import concat_frames
 from recommender.data.prometheus import (
     EmptyHistoryError,
     PrometheusSettings,
@@ -44,7 +45,8 @@ def _one_workload(usage: pd.DataFrame) -> pd.DataFrame:
     known = named.groupby(SERIES, sort=False)["workload"].last()
     keys = pd.MultiIndex.from_frame(usage[SERIES])
     found = known.reindex(keys).to_numpy()
-    return usage.assign(workload=np.where(pd.isna(found), usage["pod"].to_numpy(), found))
+    workload = np.where(pd.isna(found), usage["pod"].to_numpy(dtype=object), found)
+    return usage.assign(workload=pd.Series(workload, dtype=usage["workload"].dtype))
 
 
 @dataclass
@@ -116,6 +118,6 @@ class HistoryCache:
             parts.append(new[unix_seconds(new["timestamp"]) >= cut])
         if not parts:
             return (old if old is not None else new).iloc[0:0]  # type: ignore[union-attr]
-        joined = pd.concat(parts, ignore_index=True)
+        joined = concat_frames(parts)
         order = [c for c in (*SERIES, "timestamp") if c in joined.columns]
         return joined.sort_values(order, kind="stable", ignore_index=True)

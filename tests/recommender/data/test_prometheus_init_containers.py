@@ -20,7 +20,7 @@ import pytest
 from recommender.data.openmetrics import usage_to_openmetrics
 from recommender.data.prometheus import PrometheusSettings, load_prometheus_history
 from recommender.data.promql import MetricNames, QueryNames
-from recommender.data.schema import validate_usage
+from recommender.data.schema import KEY_LABELS, validate_usage
 from tests.cluster.prometheus import PrometheusFactory, backfill_end
 
 pytestmark = pytest.mark.prometheus
@@ -153,8 +153,9 @@ def test_a_sidecars_requests_and_limits_reach_the_history(read_back: ReadBack) -
     # everything as written, the app container's columns included
     assert len(loaded) == len(usage)
     exact = [column for column in usage.columns if column != "cpu"]
+    as_text = {name: usage[name].dtype for name in KEY_LABELS}  # loaded: categorical
     pd.testing.assert_frame_equal(
-        loaded[exact].reset_index(drop=True), usage[exact].reset_index(drop=True)
+        loaded[exact].astype(as_text).reset_index(drop=True), usage[exact].reset_index(drop=True)
     )
     np.testing.assert_allclose(loaded["cpu"], usage["cpu"], rtol=1e-9)
 

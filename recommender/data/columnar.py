@@ -1,0 +1,49 @@
+"""History held columnar: the key columns (namespace, workload, pod, container) as
+categoricals sharing one set of names, so a row costs a small integer per key instead
+of a reference to a string, and columns compare with each other (workload == pod).
+
+Frames of different loads have different names; `concat_frames` joins them over the
+union (pandas would fall back to strings for categoricals that differ).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+import numpy as np
+import pandas as pd
+
+from recommender.data.schema import KEY_LABELS
+
+
+def shared_categories(columns: Iterable[pd.Series | np.ndarray]) -> pd.CategoricalDtype:
+    """One categorical type holding every name of `columns`, sorted (so sorting by codes
+    sorts by name)."""
+    names: set[str] = set()
+    for column in columns:
+        if isinstance(getattr(column, "dtype", None), pd.CategoricalDtype):
+            names.update(column.cat.categories)  # type: ignore[union-attr]
+        else:
+            names.update(pd.unique(np.asarray(column, dtype=object)))
+    return pd.CategoricalDtype(sorted(names))
+
+
+def is_columnar(frame: pd.DataFrame) -> bool:
+    return all(
+        isinstance(frame[name].dtype, pd.CategoricalDtype) for name in KEY_LABELS if name in frame
+    )
+
+
+def with_keys(frame: pd.DataFrame, dtype: pd.CategoricalDtype) -> pd.DataFrame:
+    """`frame` with its key columns recast to `dtype` (which must hold their names)."""
+    present = [name for name in KEY_LABELS if name in frame]
+    return frame.assign(**{name: frame[name].astype(dtype) for name in present})
+
+
+def concat_frames(parts: Sequence[pd.DataFrame]) -> pd.DataFrame:
+    """pd.concat, keeping categorical keys categorical over the union of their names."""
+    if not parts or not all(is_columnar(part) for part in parts):
+        return pd.concat(parts, ignore_index=True)
+    present = [name for name in KEY_LABELS if name in parts[0]]
+    dtype = shared_categories(part[name] for part in parts for name in present)
+    return pd.concat([with_keys(part, dtype) for part in parts], ignore_index=True)

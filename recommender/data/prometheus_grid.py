@@ -1,0 +1,131 @@
+"""Query answers placed on the step grid, one row per container (pure: no I/O).
+
+Grid point g is T_g = start + g * step, g = 0 .. W (W = windows in [start, end)).
+Each answer fills a float64 array of containers x grid points. Holding 8 bytes per
+container and grid point, rather than a long frame with label strings on every row,
+is what lets 10,000 containers fit in memory.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+
+import numpy as np
+import pandas as pd
+
+from recommender.data.prometheus_matrix import Matrix
+from recommender.data.prometheus_settings import PrometheusSourceError
+from recommender.data.schema import CEILINGS
+
+LOG = logging.getLogger(__name__)
+Key = tuple[str, str, str]
+
+
+def label_values(matrix: Matrix, label: str) -> list[str]:
+    """Each series' value of `label` ("" when absent), refusing anything but text."""
+    values = []
+    for metric in matrix.labels:
+        value = metric.get(label, "")
+        if not isinstance(value, str):
+            raise PrometheusSourceError(f"label {label} of {metric!r} is not text")
+        values.append(value)
+    return values
+
+
+class SeriesIndex:
+    """Containers (namespace, pod, container) numbered in the order first seen."""
+
+    def __init__(self) -> None:
+        self.ids: dict[Key, int] = {}
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def rows(self, matrix: Matrix, labels: tuple[str, str, str]) -> np.ndarray:
+        """The row of each series of `matrix`, its key read from `labels`."""
+        columns = [label_values(matrix, label) for label in labels]
+        ids = self.ids
+        return np.fromiter(
+            (ids.setdefault(key, len(ids)) for key in zip(*columns, strict=True)),
+            np.int64,
+            count=len(matrix.labels),
+        )
+
+    def keys(self) -> pd.DataFrame:
+        """namespace, pod, container of each row, in row order."""
+        return pd.DataFrame(list(self.ids), columns=["namespace", "pod", "container"])
+
+
+class Grid:
+    """A float64 value per container row and grid point (NaN: none), growing with rows."""
+
+    def __init__(self, start: int, step: int, points: int) -> None:
+        self.start, self.step, self.points = start, step, points
+        self.values = np.full((0, points), np.nan)
+
+    def _grow(self, need: int) -> None:
+        if need > self.values.shape[0]:
+            grown = np.full((max(need, self.values.shape[0] * 5 // 4), self.points), np.nan)
+            grown[: self.values.shape[0]] = self.values
+            self.values = grown
+
+    def put(self, rows: np.ndarray, matrix: Matrix) -> None:
+        if rows.size == 0:
+            return
+        self._grow(int(rows.max()) + 1)
+        row_of_point = np.repeat(rows, matrix.counts)
+        offset = matrix.times - self.start
+        column = offset // self.step
+        on_grid = (offset % self.step == 0) & (column >= 0) & (column < self.points)
+        self.values[row_of_point[on_grid], column[on_grid]] = matrix.values[on_grid]
+
+    def rows(self, count: int) -> np.ndarray:
+        """The first `count` rows (NaN for rows no answer reached)."""
+        self._grow(count)
+        return self.values[:count]
+
+
+def drop_implausible(
+    values: np.ndarray, resource: str, what: str, where: Callable[[int, int], tuple[pd.Series, int]]
+) -> None:
+    """NaN in place of values no container can have (infinite, negative, above what a
+    Kubernetes quantity holds), with a warning naming the first; NaN is left as it is.
+
+    An exporter glitch in one sample used to fail the whole load in validation; the
+    window holding it is dropped instead, as a gap would be. `where(row, column)`: the
+    keys (namespace, pod, container) and the UNIX time of a value, for the warning.
+    """
+    ceiling = CEILINGS[resource][0]
+    with np.errstate(invalid="ignore"):
+        bad = ~np.isnan(values) & ~((values >= 0) & (values <= ceiling))
+    count = int(bad.sum())
+    if not count:
+        return
+    row, column = (int(i[0]) for i in np.nonzero(bad))
+    key, seconds = where(row, column)
+    LOG.warning(
+        "skipped %d %s value(s) no container can have (infinite, negative or above what "
+        "a Kubernetes quantity holds), e.g. %g for %s/%s/%s at %s",
+        count,
+        what,
+        values[row, column],
+        key["namespace"],
+        key["pod"],
+        key["container"],
+        pd.Timestamp(int(seconds), unit="s", tz="UTC").isoformat(),
+    )
+    values[bad] = np.nan
+
+
+def matrix_frame(matrix: Matrix, columns: dict[str, str]) -> pd.DataFrame:
+    """A sparse answer as a samples frame: label columns, `time`, `value`."""
+    frame = pd.DataFrame(
+        {
+            column: np.repeat(np.array(label_values(matrix, label), dtype=object), matrix.counts)
+            for column, label in columns.items()
+        }
+    )
+    frame["time"] = matrix.times
+    frame["value"] = matrix.values
+    return frame
