@@ -81,6 +81,100 @@ def _unchanged(reason: str, warning: str) -> Verdict:
     return Verdict(warnings=(warned,), reason=reason)
 
 
+class _Reviews:
+    """The webhook's handlers and what they share: the loop's lag, the turns for large
+    bodies and for API reads, the connection guard."""
+
+    def __init__(
+        self,
+        view: ClusterView,
+        ready: Callable[[], bool],
+        listener: Listener | None,
+        metrics: MetricsSink | None,
+        scope: NamespaceScope,
+        max_cpu_boost: Quantity | None,
+        limits: ReviewLimits,
+    ) -> None:
+        self.view, self.ready, self.listener, self.metrics = view, ready, listener, metrics
+        self.scope, self.max_cpu_boost, self.limits = scope, max_cpu_boost, limits
+        self.lag = LoopLag()
+        self.large_bodies = asyncio.Semaphore(limits.max_large_bodies)
+        cut = metrics.connection_cut if metrics else None
+        self.guard = GuardedProtocols(None, limits.connections, cut)
+        self.waiting_on_api = 0
+
+    def record(self, outcome: str, begun: float) -> None:
+        if self.metrics is not None:
+            self.metrics.review(outcome, time.monotonic() - begun)
+
+    async def decide(self, review: AdmissionRequest, begun: float) -> tuple[Verdict, str]:
+        limits, view, scope, boost = self.limits, self.view, self.scope, self.max_cpu_boost
+        # a VPA being written is always checked (cheap, and an invalid one must be refused)
+        if self.lag.seconds > limits.shed_lag_seconds and review.is_pod_create():
+            return _unchanged("shed: overloaded", "overloaded"), "shed"
+        if not needs_api(review, view):
+            verdict = admit(review, view, scope, boost)
+        elif self.waiting_on_api >= limits.max_api_reviews:
+            return _unchanged("shed: too many API reads", "overloaded"), "shed"
+        else:
+            self.waiting_on_api += 1
+            remaining = limits.budget_seconds - (time.monotonic() - begun)
+            try:
+                work = asyncio.to_thread(admit, review, view, scope, boost)
+                verdict = await asyncio.wait_for(work, max(remaining, 0.001))
+            except TimeoutError:
+                late = _unchanged("timeout: the API server did not answer", "API server slow")
+                return late, "timeout"
+            finally:
+                self.waiting_on_api -= 1
+        outcome = "denied" if verdict.denied else "patched" if verdict.operations else "unchanged"
+        return verdict, outcome
+
+    async def read(self, request: web.Request) -> AdmissionRequest:
+        """The parsed review; a large body waits for one of `max_large_bodies` turns, so no
+        crowd of them is held in memory at once (the others stay in their sockets)."""
+        self.guard.phase(request.transport, BODY)
+        large = (request.content_length or 0) > self.limits.large_body_bytes
+        async with self.large_bodies if large else contextlib.nullcontext():
+            body = await request.read()  # past max_body_bytes: 413; slow: cut (BODY deadline)
+            self.guard.phase(request.transport, BUSY)
+            return parse_review(body)
+
+    async def mutate(self, request: web.Request) -> web.Response:
+        try:
+            return await self.answer(request)
+        finally:  # answered, refused or failed: the connection waits for its next request
+            self.guard.phase(request.transport, IDLE)
+
+    async def answer(self, request: web.Request) -> web.Response:
+        begun = time.monotonic()
+        try:
+            review = await self.read(request)
+        except ReviewError as error:
+            self.record("bad_request", begun)
+            return web.Response(status=400, text=f"{error}\n")
+        verdict, outcome = await self.decide(review, begun)
+        self.record(outcome, begun)
+        if self.listener is not None:
+            self.listener(review, verdict)
+        if verdict.operations or verdict.denied or outcome in ("shed", "timeout"):
+            LOG.info("%s/%s: %s", review.namespace, _pod_name(review), verdict.reason)
+        body = orjson.dumps(review_response(review, verdict))
+        return web.Response(body=body, content_type="application/json")
+
+    async def healthz(self, _: web.Request) -> web.Response:
+        if self.ready():
+            return web.Response(text="ok\n")
+        return web.Response(status=503, text="VPAs and LimitRanges not loaded yet\n")
+
+    async def follow_lag(self, _: web.Application) -> AsyncIterator[None]:
+        task = asyncio.create_task(self.lag.follow())
+        yield
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+
+
 def make_app(
     view: ClusterView,
     ready: Callable[[], bool],
@@ -91,87 +185,12 @@ def make_app(
     limits: ReviewLimits = ReviewLimits(),
 ) -> web.Application:
     """The aiohttp application; `listener` sees every verdict (logging, tests)."""
-    lag = LoopLag()
-    large_bodies = asyncio.Semaphore(limits.max_large_bodies)
-    guard = GuardedProtocols(None, limits.connections, metrics.connection_cut if metrics else None)
-    waiting_on_api = 0
-
-    def record(outcome: str, begun: float) -> None:
-        if metrics is not None:
-            metrics.review(outcome, time.monotonic() - begun)
-
-    async def decide(review: AdmissionRequest, begun: float) -> tuple[Verdict, str]:
-        nonlocal waiting_on_api
-        # a VPA being written is always checked (cheap, and an invalid one must be refused)
-        if lag.seconds > limits.shed_lag_seconds and review.is_pod_create():
-            return _unchanged("shed: overloaded", "overloaded"), "shed"
-        if not needs_api(review, view):
-            verdict = admit(review, view, scope, max_cpu_boost)
-        elif waiting_on_api >= limits.max_api_reviews:
-            return _unchanged("shed: too many API reads", "overloaded"), "shed"
-        else:
-            waiting_on_api += 1
-            remaining = limits.budget_seconds - (time.monotonic() - begun)
-            try:
-                work = asyncio.to_thread(admit, review, view, scope, max_cpu_boost)
-                verdict = await asyncio.wait_for(work, max(remaining, 0.001))
-            except TimeoutError:
-                late = _unchanged("timeout: the API server did not answer", "API server slow")
-                return late, "timeout"
-            finally:
-                waiting_on_api -= 1
-        outcome = "denied" if verdict.denied else "patched" if verdict.operations else "unchanged"
-        return verdict, outcome
-
-    async def read(request: web.Request) -> AdmissionRequest:
-        """The parsed review; a large body waits for one of `max_large_bodies` turns, so no
-        crowd of them is held in memory at once (the others stay in their sockets)."""
-        guard.phase(request.transport, BODY)
-        large = (request.content_length or 0) > limits.large_body_bytes
-        async with large_bodies if large else contextlib.nullcontext():
-            body = await request.read()  # past max_body_bytes: 413; slow: cut (BODY deadline)
-            guard.phase(request.transport, BUSY)
-            return parse_review(body)
-
-    async def mutate(request: web.Request) -> web.Response:
-        try:
-            return await answer(request)
-        finally:  # answered, refused or failed: the connection waits for its next request
-            guard.phase(request.transport, IDLE)
-
-    async def answer(request: web.Request) -> web.Response:
-        begun = time.monotonic()
-        try:
-            review = await read(request)
-        except ReviewError as error:
-            record("bad_request", begun)
-            return web.Response(status=400, text=f"{error}\n")
-        verdict, outcome = await decide(review, begun)
-        record(outcome, begun)
-        if listener is not None:
-            listener(review, verdict)
-        if verdict.operations or verdict.denied or outcome in ("shed", "timeout"):
-            LOG.info("%s/%s: %s", review.namespace, _pod_name(review), verdict.reason)
-        body = orjson.dumps(review_response(review, verdict))
-        return web.Response(body=body, content_type="application/json")
-
-    async def healthz(_: web.Request) -> web.Response:
-        if ready():
-            return web.Response(text="ok\n")
-        return web.Response(status=503, text="VPAs and LimitRanges not loaded yet\n")
-
-    async def follow_lag(_: web.Application) -> AsyncIterator[None]:
-        task = asyncio.create_task(lag.follow())
-        yield
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
-
+    reviews = _Reviews(view, ready, listener, metrics, scope, max_cpu_boost, limits)
     app = web.Application(client_max_size=limits.max_body_bytes)
-    app[GUARD] = guard
-    app.cleanup_ctx.append(follow_lag)
-    app.router.add_post("/mutate", mutate)
-    app.router.add_get("/healthz", healthz)
+    app[GUARD] = reviews.guard
+    app.cleanup_ctx.append(reviews.follow_lag)
+    app.router.add_post("/mutate", reviews.mutate)
+    app.router.add_get("/healthz", reviews.healthz)
     return app
 
 
