@@ -265,6 +265,8 @@ class Cluster:
                 response = replace()
         except ApiException as error:
             return Answer(False, int(error.status or 0), api_message(error))
+        except UNREACHABLE as error:  # ends the pass: every later write would wait as long
+            raise ClusterError(f"cannot reach the API server to write: {error}") from None
         return Answer(True, int(response.status), obj=self._json(response))
 
     def resize(self, pod: Json, patch: Json, dry_run: bool = False) -> Answer:

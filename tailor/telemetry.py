@@ -8,6 +8,7 @@ notebook can run several services in one process.
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -27,6 +28,62 @@ _PASS_BUCKETS = (0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600)
 StartResponse = Callable[[str, list[tuple[str, str]]], Any]
 
 
+class Dependencies:
+    """The state of each outside service a component calls (the API server, Prometheus):
+    up, or down since when and why, for /metrics and the /health-check answer.
+
+    A dependency is down from a pass that failed on it until a pass that reached it; each
+    change is logged once (an error going down, a notice coming back), not every pass.
+    """
+
+    def __init__(
+        self,
+        component: str,
+        names: Iterable[str],
+        registry: CollectorRegistry,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.clock = clock
+        self.up = Gauge(
+            f"tailor_{component}_dependency_up",
+            "1 while the last call to the dependency answered, 0 from a failed one.",
+            ["dependency"],
+            registry=registry,
+        )
+        self.failures = Counter(
+            f"tailor_{component}_dependency_failures",
+            "Passes ended by a dependency that did not answer or refused.",
+            ["dependency"],
+            registry=registry,
+        )
+        self.down: dict[str, tuple[float, str]] = {}  # name -> (since, why)
+        for name in names:  # every series exists from the start, up until shown otherwise
+            self.up.labels(name).set(1)
+            self.failures.labels(name)
+
+    def failed(self, name: str, why: str) -> bool:
+        """Record a failure; True when the dependency was up until now."""
+        self.up.labels(name).set(0)
+        self.failures.labels(name).inc()
+        first = name not in self.down
+        since = self.down[name][0] if not first else self.clock()
+        self.down[name] = (since, why)
+        return first
+
+    def answered(self, name: str) -> float | None:
+        """Record an answer; how long it had been down (None: it was up)."""
+        self.up.labels(name).set(1)
+        gone = self.down.pop(name, None)
+        return None if gone is None else self.clock() - gone[0]
+
+    def lines(self) -> list[str]:
+        now = self.clock()
+        return [
+            f"{name} down for {now - since:.0f}s: {why}"
+            for name, (since, why) in sorted(self.down.items())
+        ]
+
+
 class ServiceTelemetry:
     """Counts a service's passes; healthy while a pass succeeded within `stale_after_seconds`,
     or within three times the slowest successful pass, whichever is longer.
@@ -41,9 +98,11 @@ class ServiceTelemetry:
         stale_after_seconds: float,
         clock: Callable[[], float] = time.time,
         elected: bool = False,
+        dependencies: Iterable[str] = (),
     ) -> None:
         self.component, self.stale_after, self.clock = component, stale_after_seconds, clock
         self.registry = CollectorRegistry()
+        self.dependencies = Dependencies(component, dependencies, self.registry, clock)
         prefix = f"tailor_{component}"
         self.passes = Counter(
             f"{prefix}_passes",
@@ -95,12 +154,17 @@ class ServiceTelemetry:
         self._alive_since = self.clock()
 
     def health(self) -> tuple[bool, str]:
-        """(healthy, why) for /health-check."""
+        """(healthy, why) for /health-check: unhealthy only while the loop is stuck (a
+        restart can cure that, not a dependency's outage: a restarted service would only
+        re-read what it had); every dependency that is down is named below either way."""
         age = self.clock() - self._alive_since
         allowed = max(self.stale_after, SLOW_PASS_FACTOR * self._slowest_pass)
+        down = self.dependencies.lines()
         if age <= allowed:
-            return True, "ok"
-        return False, f"no pass finished for {age:.0f}s (allowed {allowed:.0f}s)"
+            return True, "\n".join(["ok", *down])
+        return False, "\n".join(
+            [f"no pass finished for {age:.0f}s (allowed {allowed:.0f}s)", *down]
+        )
 
     def wsgi(self, environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
         """GET /metrics (Prometheus text) and /health-check (200 or 500); 404 elsewhere."""
@@ -159,3 +223,31 @@ class TelemetryServer:
             self._server.shutdown()
             self._thread.join(timeout=10)
         self._server.server_close()
+
+
+# The outside services, as logs, metrics and /health-check name them.
+API_SERVER = "api-server"
+PROMETHEUS = "prometheus"
+
+
+def outage(
+    log: logging.Logger,
+    telemetry: ServiceTelemetry | None,
+    dependency: str,
+    error: object,
+    kept: str,
+) -> None:
+    """One error line for a pass a dependency ended: which, why, and what stays as it was."""
+    log.error("%s unavailable: %s; kept: %s; retrying next pass", dependency, error, kept)
+    if telemetry is not None:
+        telemetry.dependencies.failed(dependency, f"{error}; kept: {kept}")
+
+
+def answered(log: logging.Logger, telemetry: ServiceTelemetry | None, *dependencies: str) -> None:
+    """The pass reached `dependencies`: a notice for each that was down until now."""
+    if telemetry is None:
+        return
+    for dependency in dependencies:
+        gone = telemetry.dependencies.answered(dependency)
+        if gone is not None:
+            log.info("%s answers again, after %.0fs down", dependency, gone)

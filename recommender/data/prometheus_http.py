@@ -25,8 +25,11 @@ def connect(settings: PrometheusSettings) -> PrometheusConnect:
         headers["Authorization"] = f"Bearer {settings.bearer_token.get_secret_value()}"
     if settings.username is not None and settings.password is not None:
         session.auth = (settings.username, settings.password.get_secret_value())
+    # A refused connection or a busy answer (429, 5xx) is retried; a read timeout is not: a
+    # Prometheus that accepts but does not answer would cost (retries + 1) timeouts.
     retry = Retry(
         total=settings.retries,
+        read=0,
         backoff_factor=0.5,
         status_forcelist=[429, 502, 503, 504],
         allowed_methods=["GET"],
@@ -71,6 +74,11 @@ class Fetcher:
                 timeout=self.settings.timeout_seconds,
             )
         except requests.exceptions.RequestException as error:
+            if isinstance(error, requests.exceptions.Timeout) or "timed out" in str(error):
+                raise PrometheusSourceError(
+                    f"Prometheus at {url} did not answer within "
+                    f"{self.settings.timeout_seconds:g} s (a query of {query[:60]!r})"
+                ) from error
             raise PrometheusSourceError(f"cannot reach Prometheus at {url}: {error}") from error
         if response.status_code != 200:
             problem = f"HTTP Status Code {response.status_code} ({response.content[:500]!r})"

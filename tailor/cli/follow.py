@@ -31,6 +31,7 @@ from tailor.cli.service import (
     MetricsPort,
     Once,
     VpaNamespace,
+    call_timeout,
     connect,
     duration_flag,
     interval_flag,
@@ -51,7 +52,7 @@ from tailor.schedule_file import (
     read_schedule,
 )
 from tailor.status_lease import STATUS_LEASE, StatusCheck
-from tailor.telemetry import DEFAULT_PORTS, ServiceTelemetry
+from tailor.telemetry import API_SERVER, DEFAULT_PORTS, ServiceTelemetry, answered, outage
 from updater.decide import Policy
 from updater.follow import Outcome, Outcomes, PassOptions, follow_once
 from updater.rate import EvictionRate
@@ -129,6 +130,10 @@ def _source(path: Path | None, config_map: str | None, recommendations: bool) ->
     return _Source(None, namespaced_name_flag(config_map, "--schedule-configmap"))
 
 
+KEPT_SCHEDULE = "the last schedule read; no pod resized nor evicted this pass"
+KEPT_PODS = "every pod not yet resized or evicted this pass, as it runs"
+
+
 class _Follower:
     """The service's state between passes: the last schedule that read cleanly."""
 
@@ -141,6 +146,7 @@ class _Follower:
         telemetry: ServiceTelemetry | None,
     ) -> None:
         self.cluster, self.source, self.rows, self.options = cluster, source, rows, options
+        self.telemetry = telemetry
         self.pods: Counter | None = None
         if telemetry is not None:
             self.pods = Counter(
@@ -156,11 +162,15 @@ class _Follower:
             self.rows = self.source.read(self.cluster)
         except ScheduleError as error:
             LOG.error("%s; keeping the last good schedule", error)
+        except ClusterError as error:
+            outage(LOG, self.telemetry, API_SERVER, error, KEPT_SCHEDULE)
+            return False
         try:
             outcomes = follow_once(self.cluster, self.rows, datetime.now(UTC), self.options)
         except ClusterError as error:
-            LOG.error("%s; retrying next pass", error)
+            outage(LOG, self.telemetry, API_SERVER, error, KEPT_PODS)
             return False
+        answered(LOG, self.telemetry, API_SERVER)
         if outcomes.why_nothing:
             LOG.info("nothing to do: %s", outcomes.why_nothing)
         for item in outcomes:
@@ -334,7 +344,7 @@ def follow_command(
     try:
         # a file is read before any connection, so a broken one is refused first
         rows = read_schedule(schedule) if schedule is not None else None
-        cluster = connect(kubeconfig)
+        cluster = connect(kubeconfig, call_timeout(period))
         rows = rows if rows is not None else source.read(cluster)
     except ScheduleError as error:
         raise typer.BadParameter(str(error), param_hint=hint) from error

@@ -30,6 +30,7 @@ from tailor.cli.service import (
     MetricsPort,
     Once,
     VpaNamespace,
+    call_timeout,
     connect,
     duration_flag,
     interval_flag,
@@ -40,7 +41,14 @@ from tailor.cli.service import (
     service_telemetry,
 )
 from tailor.kube import Cluster, ClusterError
-from tailor.telemetry import DEFAULT_PORTS, ServiceTelemetry
+from tailor.telemetry import (
+    API_SERVER,
+    DEFAULT_PORTS,
+    PROMETHEUS,
+    ServiceTelemetry,
+    answered,
+    outage,
+)
 
 LOG = logging.getLogger("tailor.recommender")
 
@@ -74,22 +82,36 @@ def _report_lines(report: PassReport) -> list[str]:
     return lines
 
 
+# what a pass that a dependency ended leaves as it was
+KEPT_ON_PROMETHEUS = (
+    "every VPA's last recommendation and conditions, and the schedule's last plan "
+    "(nothing is written before the history is read)"
+)
+KEPT_ON_API_SERVER = "the last recommendation of every VPA not written this pass"
+
+
 def _one_pass(
     cluster: Cluster,
     service: ServiceOptions,
     collect: bool,
     cache: HistoryCache,
+    telemetry: ServiceTelemetry | None,
     events: RecommenderEvents | None = None,
 ) -> PassReport | None:
-    """A pass, or None when a source was unreachable: one log line (run_every logs other
-    failures' traces)."""
+    """A pass, or None when a dependency did not answer or refused: one error line naming
+    it and what was kept (run_every logs other failures' traces)."""
     try:
-        return recommend_once(
+        report = recommend_once(
             cluster, service, collect_checkpoints=collect, history=cache, events=events
         )
-    except (ClusterError, PrometheusSourceError) as error:
-        LOG.error("%s; retrying next pass", error)
+    except PrometheusSourceError as error:
+        outage(LOG, telemetry, PROMETHEUS, error, KEPT_ON_PROMETHEUS)
         return None
+    except ClusterError as error:
+        outage(LOG, telemetry, API_SERVER, error, KEPT_ON_API_SERVER)
+        return None
+    answered(LOG, telemetry, API_SERVER, PROMETHEUS)
+    return report
 
 
 class _PassMetrics:
@@ -197,8 +219,10 @@ def recommender_command(
         username=prometheus_username,
         password_file=prometheus_password_file,
     )
+    period = interval_flag(interval, once)
+    bounded = {"timeout_seconds": call_timeout(period)}  # a frozen Prometheus costs one pass
     service = ServiceOptions(
-        prometheus=prometheus_settings(source),
+        prometheus=prometheus_settings(source).model_copy(update=bounded),
         model=strategy,
         recommender_name=name,
         is_default=default or name == DEFAULT_RECOMMENDER_NAME,
@@ -208,7 +232,6 @@ def recommender_command(
         schedule_config_map=_config_map(schedule_configmap, strategy),
         count_throttling=not ignore_throttling,
     )
-    period = interval_flag(interval, once)
     gc_every = duration_flag(checkpoints_gc_interval, "--checkpoints-gc-interval", "1s")
     chosen = election_flags.election(
         "recommender",
@@ -219,7 +242,7 @@ def recommender_command(
         lease_name,
         lease_namespace,
     )
-    cluster = connect(kubeconfig)
+    cluster = connect(kubeconfig, call_timeout(period))
     if once:
         try:
             with election_flags.held_once(chosen, cluster) as holder:
@@ -237,7 +260,9 @@ def recommender_command(
             Console(stderr=True).print(f"HPA conflicts not checked: {report.hpas_unread}")
         return
 
-    telemetry = service_telemetry("recommender", metrics_port, period, elected=chosen is not None)
+    telemetry = service_telemetry(
+        "recommender", metrics_port, period, chosen is not None, (API_SERVER, PROMETHEUS)
+    )
     serve_telemetry(telemetry, metrics_port)
     metrics = _PassMetrics(telemetry) if telemetry is not None else None
 
@@ -253,7 +278,7 @@ def recommender_command(
         nonlocal last_collected
         now = time.monotonic()
         due = last_collected is None or now - last_collected >= gc_every.total_seconds()
-        report = _one_pass(cluster, service, due, cache, events)
+        report = _one_pass(cluster, service, due, cache, telemetry, events)
         if report is not None and due:
             last_collected = now
         if report is None:

@@ -23,10 +23,11 @@ from apscheduler.triggers.interval import IntervalTrigger
 
 from tailor.durations import DurationError, parse_duration
 from tailor.kube import Cluster, ClusterError, api_client_from
+from tailor.kube_client import DEFAULT_TIMEOUT
 from tailor.leader import LeaderElector
 from tailor.names import InvalidName, namespace_name, object_name
 from tailor.scope import NamespaceScope, ScopeError
-from tailor.telemetry import STALE_INTERVALS, ServiceTelemetry, TelemetryServer
+from tailor.telemetry import API_SERVER, STALE_INTERVALS, ServiceTelemetry, TelemetryServer
 
 Kubeconfig = Annotated[
     Path | None, typer.Option(help="Kubeconfig (default: in-cluster, else ~/.kube/config).")
@@ -70,23 +71,36 @@ def namespaced_name_flag(text: str, option: str) -> tuple[str, str]:
         raise typer.BadParameter(str(error), param_hint=option) from None
 
 
-def connect(kubeconfig: Path | None) -> Cluster:
-    """The API server the kubeconfig names; a missing or broken one is exit 2."""
+def call_timeout(period: timedelta) -> float:
+    """Seconds one call to a dependency may wait for an answer: half the interval, within
+    10 s and 30 s, so an outage costs one pass at most, not the service (the floor keeps
+    a busy API server or Prometheus from failing passes that are merely slow)."""
+    return min(30.0, max(10.0, period.total_seconds() / 2))
+
+
+def connect(kubeconfig: Path | None, read_timeout: float = DEFAULT_TIMEOUT[1]) -> Cluster:
+    """The API server the kubeconfig names, each call waiting `read_timeout` seconds at
+    most for an answer; a missing or broken kubeconfig is exit 2."""
     try:
-        return Cluster(api_client_from(kubeconfig))
+        return Cluster(api_client_from(kubeconfig, (DEFAULT_TIMEOUT[0], read_timeout)))
     except ClusterError as error:
         raise typer.BadParameter(str(error), param_hint="--kubeconfig") from error
 
 
 def service_telemetry(
-    component: str, port: int, period: timedelta, elected: bool = False
+    component: str,
+    port: int,
+    period: timedelta,
+    elected: bool = False,
+    dependencies: tuple[str, ...] = (API_SERVER,),
 ) -> ServiceTelemetry | None:
     """The service's counters (None with port 0); healthy while a pass ends every 5 periods.
-    `elected`: the replica works only once it holds the leader lease."""
+    `elected`: the replica works only once it holds the leader lease; `dependencies`: the
+    outside services it calls, each with a metric and a line in /health-check when down."""
     if port == 0:
         return None
     stale = STALE_INTERVALS * period.total_seconds()
-    return ServiceTelemetry(component, stale_after_seconds=stale, elected=elected)
+    return ServiceTelemetry(component, stale, elected=elected, dependencies=dependencies)
 
 
 def serve_telemetry(telemetry: ServiceTelemetry | None, port: int) -> TelemetryServer | None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import socket
 import urllib.error
 import urllib.request
@@ -9,7 +10,14 @@ import urllib.request
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from tailor.telemetry import ServiceTelemetry, TelemetryServer
+from tailor.telemetry import (
+    API_SERVER,
+    PROMETHEUS,
+    ServiceTelemetry,
+    TelemetryServer,
+    answered,
+    outage,
+)
 
 
 class Clock:
@@ -129,3 +137,39 @@ def test_a_port_in_use_is_refused_before_serving() -> None:
         port = busy.getsockname()[1]
         with pytest.raises(OSError):
             TelemetryServer(ServiceTelemetry("updater", 60), "127.0.0.1", port)
+
+
+def test_a_dependency_down_is_named_in_the_health_answer_and_its_metrics(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The probe's code stays 200 while passes run (a restart cures no outage); the answer
+    names the dependency, since when, why and what was kept; the metrics say it too."""
+    clock = Clock()
+    telemetry = ServiceTelemetry(
+        "recommender", 300, clock=clock, dependencies=(API_SERVER, PROMETHEUS)
+    )
+    log = logging.getLogger("test.outage")
+    before = samples(telemetry)
+    assert before[("tailor_recommender_dependency_up", (("dependency", "prometheus"),))] == 1
+    with caplog.at_level(logging.INFO, logger="test.outage"):
+        outage(log, telemetry, PROMETHEUS, "Prometheus at http://p did not answer", "the lot")
+        clock.now += 75
+        outage(log, telemetry, PROMETHEUS, "Prometheus at http://p did not answer", "the lot")
+        telemetry.record_pass(False, 5.0)
+        healthy, why = telemetry.health()
+        assert healthy
+        assert why.splitlines()[1] == (
+            "prometheus down for 75s: Prometheus at http://p did not answer; kept: the lot"
+        )
+        during = samples(telemetry)
+        answered(log, telemetry, API_SERVER, PROMETHEUS)
+    assert during[("tailor_recommender_dependency_up", (("dependency", "prometheus"),))] == 0
+    assert during[("tailor_recommender_dependency_up", (("dependency", "api-server"),))] == 1
+    key = ("tailor_recommender_dependency_failures_total", (("dependency", "prometheus"),))
+    assert during[key] == 2
+    errors = [r.getMessage() for r in caplog.records if r.levelno == logging.ERROR]
+    said = "prometheus unavailable: Prometheus at http://p did not answer; kept: the lot; "
+    assert errors == [said + "retrying next pass"] * 2
+    infos = [r.getMessage() for r in caplog.records if r.levelno == logging.INFO]
+    assert infos == ["prometheus answers again, after 75s down"]
+    assert telemetry.health() == (True, "ok")
