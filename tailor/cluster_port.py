@@ -11,7 +11,7 @@ from importing `tailor.kube`; the CLI wires the real one in.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, NamedTuple, Protocol
 
@@ -103,8 +103,11 @@ class RecommenderCluster(ClusterReads, Protocol):
         """One controller by name; None when it is not there (a VPA's targetRef)."""
         ...
 
-    def write_vpa_status(self, vpa: Json, status: Json) -> Answer:
-        """Merge `status` into the VPA's status subresource."""
+    def write_vpa_status(
+        self, vpa: Json, status_over: Callable[[Json | None], Json], attempts: int = 8
+    ) -> Answer:
+        """Write `status_over(current status)` over the VPA's status as last read, again
+        over a fresh read when another writer was first (409)."""
         ...
 
     def checkpoints(self) -> list[Json]:

@@ -10,7 +10,10 @@ from __future__ import annotations
 
 import contextlib
 import json
+import random
+import time
 from collections.abc import Callable, Generator, Mapping
+from functools import partial
 from typing import Any, cast
 
 import kubernetes.client
@@ -312,21 +315,42 @@ class Cluster:
             )
         )
 
-    def write_vpa_status(self, vpa: Json, status: Json) -> Answer:
-        """Merge `status` into the VPA's status subresource (its spec is the owner's)."""
-        metadata = vpa["metadata"]
-        return self._answer(
-            lambda: self._write(
-                self.custom.patch_namespaced_custom_object_status,
-                GROUP,
-                VERSION,
-                metadata["namespace"],
-                VPA_PLURAL,
-                metadata["name"],
-                {"status": dict(status)},
-                _content_type="application/merge-patch+json",
+    def write_vpa_status(
+        self, vpa: Json, status_over: Callable[[Json | None], Json], attempts: int = 8
+    ) -> Answer:
+        """Write the VPA's status subresource (its spec is the owner's) without losing what
+        other writers put there: `status_over(current status)` is sent with the
+        resourceVersion that status was read at, so a write that raced another is refused
+        (409) and made again over a fresh read, up to `attempts` times, waiting a little
+        longer each time (2.5 s at most in all) so that a busy writer beside it lets it in.
+        `vpa` is the object as listed (with its resourceVersion), or just its namespace and
+        name (read first)."""
+        namespace, name = vpa["metadata"]["namespace"], vpa["metadata"]["name"]
+        where = {"group": GROUP, "version": VERSION, "plural": VPA_PLURAL}
+        where.update(namespace=namespace, name=name)
+        current = vpa if vpa["metadata"].get("resourceVersion") else None
+        answer = Answer(False, 0, "not written")
+        for attempt in range(attempts):
+            if attempt:
+                time.sleep(random.uniform(0, 0.01 * 2**attempt))  # jittered: 0.02 s .. 1.28 s
+            read = self.custom.get_namespaced_custom_object
+            current = current or self._read_if_served(read, f"VPA {namespace}/{name}", **where)
+            if current is None:
+                return Answer(False, 404, f"VerticalPodAutoscaler {namespace}/{name} is gone")
+            version = current["metadata"]["resourceVersion"]
+            body = {
+                "metadata": {"resourceVersion": version},
+                "status": status_over(current.get("status")),
+            }
+            send = self.custom.patch_namespaced_custom_object_status
+            merge = "application/merge-patch+json"
+            answer = self._answer(
+                partial(self._write, send, body=body, _content_type=merge, **where)
             )
-        )
+            if answer.status != 409:
+                return answer
+            current = None  # another writer was first: read what it wrote, then again
+        return answer
 
     def write_config_map(self, namespace: str, name: str, data: Mapping[str, str | None]) -> Answer:
         """Create the ConfigMap, or merge its keys (None deletes one): where `tailor follow`

@@ -13,7 +13,7 @@ write is logged in `writes` so a test can say what a pass sent.
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -165,13 +165,16 @@ class InMemoryCluster:
         self.pod_objects[index] = merge_patch(self.pod_objects[index], patch)
         return Answer(True, 200, obj=copy.deepcopy(self.pod_objects[index]))
 
-    def write_vpa_status(self, vpa: Json, status: Json) -> Answer:
+    def write_vpa_status(
+        self, vpa: Json, status_over: Callable[[Json | None], Json], attempts: int = 8
+    ) -> Answer:
         key = _key(vpa)
         refused = self._refused("vpa-status", key)
         if refused is not None:
             return refused
         for index, found in enumerate(self.vpa_objects):
-            if _key(found) == key:
+            if _key(found) == key:  # one writer at a time here: the current status is this one
+                status = status_over(found.get("status"))
                 self.vpa_objects[index] = merge_patch(found, {"status": status})
                 return Answer(True, 200, obj=copy.deepcopy(self.vpa_objects[index]))
         return Answer(False, 404, f'verticalpodautoscalers "{key[1]}" not found')

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from enum import StrEnum
+from functools import partial
 from typing import Any
 
 import pandas as pd
@@ -39,6 +40,7 @@ from recommender.service.status import (
     ROW_COLUMNS,
     OwnSettings,
     ServedVpa,
+    merged_status,
     served_vpas,
     vpa_status,
 )
@@ -281,6 +283,7 @@ def recommend_once(
     in_scope = options.scope.includes
     listed = [v for v in cluster.vpas() if in_scope(object_key(v)[0])]
     vpas, unreadable = VerticalPodAutoscaler.sorted_out(listed)
+    as_listed = {object_key(v): v for v in listed}  # with the resourceVersion to write over
     entries = served_vpas(
         vpas,
         cluster.pods(),
@@ -300,8 +303,7 @@ def recommend_once(
         settings = own.get(key)
         conflicts = _conflicts(entry, hpas, report)
         status = vpa_status(entry, rows, now, conflicts, settings, targets.get(key))
-        reference = {"metadata": {"namespace": entry.vpa.namespace, "name": entry.vpa.name}}
-        answer = cluster.write_vpa_status(reference, status)
+        answer = cluster.write_vpa_status(as_listed[key], partial(merged_status, ours=status))
         if events is not None and answer.accepted:
             before = entry.vpa.status.recommendation if entry.vpa.status else None
             events.after_write(

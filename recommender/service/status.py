@@ -22,6 +22,7 @@ from pydantic import ValidationError
 from tailor.api.meta import ResourceList
 from tailor.api.vpa import (
     ConditionStatus,
+    ConditionType,
     RecommendedContainerResources,
     RecommendedPodResources,
     VerticalPodAutoscaler,
@@ -248,3 +249,32 @@ def vpa_status(
         conditions=conditions,
     ).to_api()
     return status if keep else {"recommendation": None, **status}
+
+
+# The conditions this recommender sets: a pass says each of them, or leaves it out to clear
+# it. Any other type on a VPA is another controller's, and is kept as that writer left it.
+OWN_CONDITIONS = frozenset(
+    {
+        ConditionType.RECOMMENDATION_PROVIDED,
+        ConditionType.LOW_CONFIDENCE,
+        ConditionType.NO_PODS_MATCHED,
+        ConditionType.CONFIG_UNSUPPORTED,
+        ConditionType.CONFIG_DEPRECATED,
+        HPA_CONFLICT_CONDITION,
+    }
+)
+
+
+def merged_status(current: Json | None, ours: Json) -> dict[str, Any]:
+    """The status to write over `current` (the VPA's as just read): our fields replace
+    theirs, our condition types are ours alone, and every other field and condition stays
+    as its writer left it (a merge patch would replace the whole conditions list)."""
+    merged = {**(current or {}), **ours}
+    theirs = [
+        condition
+        for condition in (current or {}).get("conditions") or []
+        if isinstance(condition, Mapping) and condition.get("type") not in OWN_CONDITIONS
+    ]
+    mine = [c for c in ours.get("conditions") or [] if c.get("type") in OWN_CONDITIONS]
+    merged["conditions"] = [*theirs, *mine]
+    return merged

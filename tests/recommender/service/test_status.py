@@ -22,6 +22,7 @@ from recommender.service.status import (
     OwnSettings,
     ServedVpa,
     container_recommendations,
+    merged_status,
     served_vpas,
     vpa_status,
 )
@@ -334,3 +335,32 @@ def test_a_cronjob_runs_pods_are_served_by_the_cronjobs_vpa_under_its_name() -> 
     assert entry.workloads == {"backup"}
     [unmatched] = served_vpas([served], [run], {}, "default", True)  # without the Job
     assert unmatched.workloads == set()
+
+
+def test_a_status_write_keeps_other_writers_conditions_and_fields() -> None:
+    current = {
+        "conditions": [
+            {"type": "RecommendationProvided", "status": "False"},
+            {"type": "ConfigUnsupported", "status": "True", "message": "old"},
+            {"type": "example.com/Ready", "status": "True"},
+        ],
+        "theirs": {"kept": True},
+        "recommendation": {"containerRecommendations": []},
+    }
+    ours = {
+        "conditions": [
+            {"type": "RecommendationProvided", "status": "True"},
+            {"type": "example.com/Ready", "status": "False"},  # a stale copy of theirs
+        ],
+        "recommendation": None,
+    }
+    merged = merged_status(current, ours)
+    assert merged["theirs"] == {"kept": True} and merged["recommendation"] is None
+    # ours replaced (ConfigUnsupported, not said this pass, is cleared), theirs as they are
+    assert merged["conditions"] == [
+        {"type": "example.com/Ready", "status": "True"},
+        {"type": "RecommendationProvided", "status": "True"},
+    ]
+    assert merged_status(None, ours)["conditions"] == [
+        {"type": "RecommendationProvided", "status": "True"}
+    ]
