@@ -120,3 +120,11 @@ def decide(
             Action.NONE, f"at its scheduled size; {said}" if said else "at its scheduled size"
         )
     return Decision(Action.WAIT, f"resize {status.state}")
+
+
+def recreate_decision(reason: str, policy: Policy) -> Decision:
+    """A `Recreate` pod off its recommendation is evicted (if allowed); its replacement gets
+    the recommendation from the webhook."""
+    if not policy.evict:
+        return Decision(Action.NONE, f"{reason}; updateMode Recreate needs --evict")
+    return Decision(Action.EVICT, f"{reason}; updateMode Recreate")

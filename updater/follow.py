@@ -23,7 +23,7 @@ from tailor.schedule_file import ScheduleRow
 from tailor.scope import NamespaceScope
 from updater.budget import RESIZED_AT, recorded, resized_at
 from updater.budget import refusal as budget_refusal
-from updater.decide import Action, Decision, NoRoomClock, Policy, decide
+from updater.decide import Action, Decision, NoRoomClock, Policy, decide, recreate_decision
 from updater.due_targets import Target, boosted_elsewhere, recommended, why_nothing
 from updater.due_targets import scheduled as due_now
 from updater.fit import NodeUsage, fits_beside
@@ -51,6 +51,7 @@ from updater.restriction import (
     GROUP_KINDS,
     DisruptionLimits,
     EvictionRestriction,
+    WebhookStatus,
     configured_replicas,
     owner_of,
     unmet_eviction_requirements,
@@ -198,28 +199,6 @@ def _pod_policy(policy: Policy, governance: Governance) -> Policy:
     )
 
 
-class _WebhookStatus:
-    """Whether evictions may go ahead, asked once a pass and only if one is due: an evicted
-    pod comes back with its template's requests unless the webhook sizes the replacement."""
-
-    def __init__(self, check: Callable[[datetime], str | None] | None) -> None:
-        self.check = check
-        self.answer: tuple[str | None] | None = None
-
-    def refusal(self, now: datetime) -> str | None:
-        if self.check is None:
-            return None
-        if self.answer is None:
-            self.answer = (self.check(now),)
-        down = self.answer[0]
-        if down is None:
-            return None
-        return (
-            f"{down}: the replacement would come back unsized "
-            "(--no-use-admission-controller-status evicts anyway)"
-        )
-
-
 def _refused(answer: Answer, verb: str) -> str:
     return f"{verb} refused ({answer.status}): {answer.message}"
 
@@ -250,14 +229,6 @@ def _unboost(
     return _Candidate(
         pod, namespace, name, workload, governance, targets, planned, UNBOOST, UNBOOST_NOT_EVICTED
     )
-
-
-def _recreate_decision(reason: str, policy: Policy) -> Decision:
-    """A `Recreate` pod off its recommendation is evicted (if allowed); its replacement gets
-    the recommendation from the webhook."""
-    if not policy.evict:
-        return Decision(Action.NONE, f"{reason}; updateMode Recreate needs --evict")
-    return Decision(Action.EVICT, f"{reason}; updateMode Recreate")
 
 
 def _budget_of(governance: Governance, options: PassOptions) -> int | None:
@@ -296,7 +267,7 @@ class _Run:
     nodes: Mapping[str, Json]
     usage: NodeUsage
     restriction: EvictionRestriction
-    webhook: _WebhookStatus
+    webhook: WebhookStatus
     options: PassOptions
     now: datetime
 
@@ -310,7 +281,7 @@ class _Run:
         if others is not None:
             return Decision(Action.WAIT, others), OTHERS_RESIZE
         if governance.recreate:  # never resized: evicted, and the webhook sizes the new pod
-            decision = _recreate_decision(item.reason, policy)
+            decision = recreate_decision(item.reason, policy)
         else:
             decision = _decision(
                 pod, item.planned, self.nodes, self.usage, self.now, policy, options.no_room
@@ -376,7 +347,7 @@ def follow_once(
         pods, configured_replicas(governor.controllers), options.limits
     )
     usage = NodeUsage(pods)
-    webhook = _WebhookStatus(options.webhook_down)
+    webhook = WebhookStatus(options.webhook_down)
     outcomes: list[Outcome] = []
     candidates: list[_Candidate] = []
     due = list(

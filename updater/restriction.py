@@ -11,8 +11,9 @@ apply on top, through the Eviction API.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 
 from tailor.api.vpa import EvictionChangeRequirement, EvictionRequirement
 from tailor.pods import container_statuses, sized_containers
@@ -166,3 +167,25 @@ def _moves(requirement: EvictionChangeRequirement, target: int, running: int) ->
     if requirement is EvictionChangeRequirement.TARGET_HIGHER_THAN_REQUESTS:
         return target > running
     return target < running
+
+
+class WebhookStatus:
+    """Whether evictions may go ahead, asked once a pass and only if one is due: an evicted
+    pod comes back with its template's requests unless the webhook sizes the replacement."""
+
+    def __init__(self, check: Callable[[datetime], str | None] | None) -> None:
+        self.check = check
+        self.answer: tuple[str | None] | None = None
+
+    def refusal(self, now: datetime) -> str | None:
+        if self.check is None:
+            return None
+        if self.answer is None:
+            self.answer = (self.check(now),)
+        down = self.answer[0]
+        if down is None:
+            return None
+        return (
+            f"{down}: the replacement would come back unsized "
+            "(--no-use-admission-controller-status evicts anyway)"
+        )

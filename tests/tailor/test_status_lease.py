@@ -11,7 +11,7 @@ from tailor.kube import ClusterError
 from tailor.leader import LeaseRecord
 from tailor.status_lease import StatusCheck, StatusHeartbeat, stale_reason
 from tests.tailor.test_leader import T0, MemoryLease
-from updater.follow import _WebhookStatus
+from updater.restriction import WebhookStatus
 
 
 class Broken(MemoryLease):
@@ -68,7 +68,7 @@ def test_the_updater_asks_once_a_pass_and_only_when_an_eviction_is_due() -> None
         asked.append(now)
         return "the webhook's status Lease ns/l does not exist"
 
-    status = _WebhookStatus(down)
+    status = WebhookStatus(down)
     assert asked == []
     first = status.refusal(T0)
     assert first is not None and first.endswith(
@@ -76,5 +76,5 @@ def test_the_updater_asks_once_a_pass_and_only_when_an_eviction_is_due() -> None
         "(--no-use-admission-controller-status evicts anyway)"
     )
     assert status.refusal(T0) == first and asked == [T0]
-    assert _WebhookStatus(lambda now: None).refusal(T0) is None
-    assert _WebhookStatus(None).refusal(T0) is None
+    assert WebhookStatus(lambda now: None).refusal(T0) is None
+    assert WebhookStatus(None).refusal(T0) is None
