@@ -18,7 +18,7 @@ from enum import StrEnum
 from tailor.api.limitrange import LimitRangeItem
 from tailor.api.meta import ResourceList
 from tailor.api.vpa import PodResourcePolicy, RecommendedContainerResources
-from tailor.capping import cap_recommendations_for_pod
+from tailor.capping import PodCapping, cap_recommendations_for_pod
 from tailor.limits import (
     ContainerResources,
     fit_pod_limit_ratio,
@@ -177,17 +177,31 @@ def plan_resize(
         for c in sized
         if c.name in targets
     ]
-    capped = cap_recommendations_for_pod(
-        wanted,
-        list(current.values()),
-        rules.resource_policy,
-        rules.container_limit_range,
-        rules.pod_limit_range,
+
+    def capped_by(container_range: LimitRangeItem | None) -> PodCapping:
+        return cap_recommendations_for_pod(
+            wanted,
+            list(current.values()),
+            rules.resource_policy,
+            container_range,
+            rules.pod_limit_range,
+        )
+
+    # a planned limit is capped itself (`with_planned_memory_limit`): the LimitRange's max
+    # need not lower the requests for a proportional limit that is not written
+    planned = all(
+        targets[w.container_name or ""].memory_limit_bytes is not None
+        and "memory" in current[w.container_name or ""].limits
+        for w in wanted
+        if "memory" in (w.target or {})
     )
+    own_range = rules.container_limit_range
+    capped = capped_by(_without_memory_max(own_range) if planned else own_range)
     changes, lowered = _changes(current, capped.recommendations, rules, targets, sidecars, True)
     after = qos_of(_resized(every, changes))
     kept_ratio: tuple[str, ...] = ()
     if after is not qos:  # the plan's memory limit would change the class: keep the ratio
+        capped = capped_by(own_range)
         changes, lowered = _changes(current, capped.recommendations, rules, targets, sidecars)
         kept_ratio = (f"memory limit kept in proportion: the plan's would make the pod {after}",)
         after = qos_of(_resized(every, changes))
@@ -241,27 +255,41 @@ def _changes(
     return changes, lowered
 
 
+def _without_memory_max(limit_range: LimitRangeItem | None) -> LimitRangeItem | None:
+    if limit_range is None or not limit_range.max or "memory" not in limit_range.max:
+        return limit_range
+    most = ResourceList({r: q for r, q in limit_range.max.items() if r != "memory"})
+    return limit_range.model_copy(update={"max": most or None})
+
+
 def with_planned_memory_limit(
     resources: ContainerResources, target: Target, limit_range: LimitRangeItem | None
 ) -> ContainerResources:
     """The plan's memory limit in place of the proportional one, where the plan gives one
-    and the container has a memory limit (none is added): never under the new request,
-    nor over the LimitRange's max or request x maxLimitRequestRatio."""
+    and the container has a memory limit (none is added): never under the request, nor
+    over the LimitRange's max (the request is lowered to it too) or request x
+    maxLimitRequestRatio."""
     planned, request = target.memory_limit_bytes, resources.requests.get("memory")
     if planned is None or "memory" not in resources.limits or request is None:
         return resources
-    bound = math.ceil(planned)
     most = limit_range.max if limit_range else None
     ratios = limit_range.max_limit_request_ratio if limit_range else None
     ceiling = most.get("memory") if most else None
     ratio = ratios.get("memory") if ratios else None
+    asked = request.int_value()
     if ceiling is not None:
-        bound = min(bound, ceiling.int_value())
+        asked = min(asked, ceiling.int_value())
+    limit = max(math.ceil(planned), asked)
+    if ceiling is not None:
+        limit = min(limit, ceiling.int_value())
     if ratio is not None:
-        bound = min(bound, math.floor(request.int_value() * ratio.value))
+        limit = min(limit, math.floor(asked * ratio.value))
+    requests = ResourceList(resources.requests)
+    if asked != request.int_value():
+        requests["memory"] = memory_quantity(asked)
     limits = ResourceList(resources.limits)
-    limits["memory"] = memory_quantity(max(bound, request.int_value()))
-    return ContainerResources(name=resources.name, requests=resources.requests, limits=limits)
+    limits["memory"] = memory_quantity(limit)
+    return ContainerResources(name=resources.name, requests=requests, limits=limits)
 
 
 def _restarts(

@@ -53,7 +53,7 @@ def test_a_running_pod_is_resized_in_place_to_the_period_in_force(
     )
     resources = pod["spec"]["containers"][0]["resources"]
     assert resources["requests"] == {"cpu": "750m", "memory": str(200 * Mi)}
-    assert resources["limits"] == {"memory": "300Mi"}  # the plan's memoryLimit, not 2x
+    assert resources["limits"] == {"memory": str(300 * Mi)}  # the plan's memoryLimit, not 2x
     assert pod["metadata"]["uid"] == before["metadata"]["uid"]
     assert container_status(pod)["restartCount"] == 0
 

@@ -63,9 +63,10 @@ def test_only_pods_whose_vpa_asks_for_in_place_updates_are_resized_within_their_
 
     pods = {p["metadata"]["labels"]["app"]: p for p in running_pods(api, namespace)}
     resources = pods["web"]["spec"]["containers"][0]["resources"]
-    # CPU at the VPA's maxAllowed; memory where the proportional limit meets the ceiling.
-    assert resources["requests"] == {"cpu": "600m", "memory": "150Mi"}
-    assert resources["limits"] == {"memory": "300Mi"}
+    # CPU at the VPA's maxAllowed; memory the plan's request and limit, under the ceiling
+    # (a proportional 2x limit would have met it and lowered the request to 150Mi)
+    assert resources["requests"] == {"cpu": "600m", "memory": str(200 * Mi)}
+    assert resources["limits"] == {"memory": str(200 * Mi)}
     untouched = pods["api"]["spec"]["containers"][0]["resources"]["requests"]
     assert untouched == {"cpu": "250m", "memory": "128Mi"}
 
@@ -76,4 +77,5 @@ def test_only_pods_whose_vpa_asks_for_in_place_updates_are_resized_within_their_
         p for p in running_pods(api, namespace) if p["metadata"]["labels"]["app"] == "batch"
     )
     batch_resources = batch["spec"]["containers"][0]["resources"]
-    assert batch_resources["requests"] == {"cpu": "1", "memory": "150Mi"}
+    assert batch_resources["requests"] == {"cpu": "1", "memory": str(200 * Mi)}
+    assert batch_resources["limits"] == {"memory": str(200 * Mi)}  # the plan's, under 300Mi

@@ -104,6 +104,8 @@ def test_the_plans_memory_limit_stays_within_the_limit_ranges_caps() -> None:
     assert ints(over_ratio.limits)["memory"] == 400 * MI  # request x maxLimitRequestRatio
     under = only(resized(pod([BURSTABLE]), {"app": Target(0.25, 300 * MI, 100 * MI)}, rules))
     assert ints(under.limits)["memory"] == 300 * MI  # never under the request
+    above = only(resized(pod([BURSTABLE]), {"app": Target(0.25, 800 * MI, 900 * MI)}, rules))
+    assert ints(above.requests)["memory"] == ints(above.limits)["memory"] == 700 * MI
 
 
 def test_a_planned_memory_limit_that_would_change_the_qos_class_keeps_the_ratio() -> None:
