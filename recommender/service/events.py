@@ -21,6 +21,7 @@ COMPONENT = "kube-tailor-recommender"
 CHANGED = "RecommendationChanged"
 OOM_TAKEN = "OOMKillTakenIntoAccount"
 Json = Mapping[str, Any]
+KILL_COLUMNS = {"namespace", "workload", "pod", "container", "timestamp"}
 
 
 def recommender_events(core: object) -> EventRecorder:
@@ -70,7 +71,7 @@ class RecommenderEvents:
         moved = changes(before, after)
         if moved:
             self.recorder.record(vpa, NORMAL, CHANGED, f"kube-tailor recommends {moved}")
-        if ooms is None or ooms.empty or not after:
+        if ooms is None or ooms.empty or not after or not set(ooms.columns) >= KILL_COLUMNS:
             return
         mine = ooms[(ooms["namespace"] == vpa.namespace) & ooms["workload"].isin(set(workloads))]
         targets = _targets(after)

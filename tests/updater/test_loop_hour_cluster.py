@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 from datetime import UTC, datetime, timedelta
 
+import pandas as pd
 import pytest
 
 from recommender.data.openmetrics import usage_to_openmetrics
@@ -57,9 +58,19 @@ def test_the_period_in_force_is_followed_at_every_minute_across_an_hour(
     boundary = datetime.fromtimestamp(end - 3600, UTC)
     # the daily peak at the boundary: the plan moves there, so crossing it is a change
     peak = (boundary.hour + 1) % 24
-    url = prometheus_server.start(
-        usage_to_openmetrics(daily_cycle(namespace, end, peak_hour=peak))
-    ).url
+    history = daily_cycle(namespace, end, peak_hour=peak)
+    killed = pd.DataFrame(
+        {
+            "timestamp": [boundary - timedelta(hours=3)],
+            "namespace": [namespace],
+            "workload": ["web"],
+            "pod": [str(history["pod"].iloc[0])],
+            "container": ["app"],
+            "reason": ["OOMKilled"],
+            "memory": [512.0 * 2**20],
+        }
+    )
+    url = prometheus_server.start(usage_to_openmetrics(history, killed)).url
     install_crds(api)
     plan = (namespace, "tailor-schedule")
     node = f"hour-{namespace}"
@@ -107,4 +118,12 @@ def test_the_period_in_force_is_followed_at_every_minute_across_an_hour(
         for e in api.get(f"/api/v1/namespaces/{namespace}/events")["items"]
         if e.get("source", {}).get("component", "").startswith("kube-tailor")
     }
-    assert "InPlaceResizedByVPA" in reasons and "RecommendationChanged" in reasons
+    assert {"InPlaceResizedByVPA", "RecommendationChanged", "OOMKillTakenIntoAccount"} <= reasons
+    kills = [
+        e
+        for e in api.get(f"/api/v1/namespaces/{namespace}/events")["items"]
+        if e["reason"] == "OOMKillTakenIntoAccount"
+    ]
+    # told once, on the VPA and on the killed pod, though every pass read the kill again
+    assert sorted(e["involvedObject"]["kind"] for e in kills) == ["Pod", "VerticalPodAutoscaler"]
+    assert all(e["count"] == 1 for e in kills)
