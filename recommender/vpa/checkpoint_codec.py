@@ -72,16 +72,6 @@ def normalised_weights(histograms: DecayingHistograms, max_weight: int) -> np.nd
     return np.floor(weights * ratio[:, None] + 0.5).astype(np.int64)
 
 
-def histogram_dict(weights: np.ndarray, total: float, reference: int) -> dict[str, Any]:
-    """One HistogramCheckpoint from a row of normalised integer weights."""
-    buckets = np.flatnonzero(weights > 0)
-    return {
-        "referenceTimestamp": format_time(reference),
-        "bucketWeights": {str(int(b)): int(weights[b]) for b in buckets},
-        "totalWeight": max(float(total), 0.0),
-    }
-
-
 @dataclass(frozen=True)
 class LoadedHistogram:
     """A HistogramCheckpoint expanded back into float weights."""
@@ -157,6 +147,37 @@ def load_status(status: object, cpu_buckets: int, memory_buckets: int) -> Loaded
     )
 
 
+def format_times(seconds: np.ndarray) -> list[str | None]:
+    """`format_time` of many at once (numpy writes the text, not one strftime a row)."""
+    seconds = np.asarray(seconds, dtype=np.int64)
+    text = np.datetime_as_string(seconds.astype("datetime64[s]"), unit="s").astype(object) + "Z"
+    text[seconds == ZERO_TIME] = None
+    return list(text)
+
+
+def _bucket_dicts(weights: np.ndarray) -> list[dict[str, int]]:
+    """`bucketWeights` of every row: its non-zero buckets, keyed by index as text."""
+    rows, buckets = np.nonzero(weights > 0)
+    names = np.array([str(b) for b in range(weights.shape[1])], dtype=object)[buckets].tolist()
+    values = weights[rows, buckets].tolist()
+    ends = np.searchsorted(rows, np.arange(1, weights.shape[0] + 1)).tolist()
+    starts = [0, *ends[:-1]]
+    return [
+        dict(zip(names[a:b], values[a:b], strict=True)) for a, b in zip(starts, ends, strict=True)
+    ]
+
+
+def _histogram_dicts(histograms: DecayingHistograms, max_weight: int) -> list[dict[str, Any]]:
+    """One HistogramCheckpoint per row, from one pass over the whole matrix."""
+    buckets = _bucket_dicts(normalised_weights(histograms, max_weight))
+    references = format_times(histograms.reference)
+    totals = np.maximum(histograms.total, 0.0).tolist()
+    return [
+        {"referenceTimestamp": reference, "bucketWeights": weights, "totalWeight": total}
+        for reference, weights, total in zip(references, buckets, totals, strict=True)
+    ]
+
+
 def status_dicts(
     cpu: DecayingHistograms,
     memory: DecayingHistograms,
@@ -167,19 +188,23 @@ def status_dicts(
     max_weight: int,
 ) -> list[dict[str, Any]]:
     """VerticalPodAutoscalerCheckpoint `status` objects, one per histogram row."""
-    cpu_weights = normalised_weights(cpu, max_weight)
-    memory_weights = normalised_weights(memory, max_weight)
+    updated = format_time(now) if now is not None else None
     return [
         {
-            "lastUpdateTime": format_time(now) if now is not None else None,
+            "lastUpdateTime": updated,
             "version": CHECKPOINT_VERSION,
-            "cpuHistogram": histogram_dict(cpu_weights[i], cpu.total[i], int(cpu.reference[i])),
-            "memoryHistogram": histogram_dict(
-                memory_weights[i], memory.total[i], int(memory.reference[i])
-            ),
-            "firstSampleStart": format_time(int(first_sample[i])),
-            "lastSampleStart": format_time(int(last_sample[i])),
-            "totalSamplesCount": int(sample_count[i]),
+            "cpuHistogram": cpu_histogram,
+            "memoryHistogram": memory_histogram,
+            "firstSampleStart": first,
+            "lastSampleStart": last,
+            "totalSamplesCount": count,
         }
-        for i in range(cpu.weights.shape[0])
+        for cpu_histogram, memory_histogram, first, last, count in zip(
+            _histogram_dicts(cpu, max_weight),
+            _histogram_dicts(memory, max_weight),
+            format_times(first_sample),
+            format_times(last_sample),
+            np.asarray(sample_count, dtype=np.int64).tolist(),
+            strict=True,
+        )
     ]
