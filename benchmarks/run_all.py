@@ -13,7 +13,14 @@ import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-SCRIPTS = ("bench_vpa", "bench_forecast", "bench_backtest", "bench_startup", "bench_webhook")
+SCRIPTS = (
+    "bench_vpa",
+    "bench_forecast",
+    "bench_backtest",
+    "bench_startup",
+    "bench_webhook",
+    "bench_prometheus",
+)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,0 +1,179 @@
+"""History from a real Prometheus at scale: `tailor recommend --prometheus` with both
+models, for 1,000 / 2,000 / 10,000 containers of 8 days at 5 minutes.
+
+    python -m benchmarks.bench_prometheus [--sizes 1000 2000] [--runs 1] [--out FILE]
+    python -m benchmarks.bench_prometheus --sizes 10000   # backfills for hours the first time
+
+Each size's Prometheus is backfilled once (`prometheus_fleet`, cached under
+~/.cache/kube-tailor/bench-prometheus) and served by a real `prometheus`; each run is
+a fresh process (so its peak RSS is its own) doing what `tailor recommend
+--prometheus URL --history 8d --step 5m --strategy S --format json` does, with "now"
+at the backfill's end: the load (query time: until the last answer; assembly: the
+grids cut into the usage frame), the model, and the JSON written. Goals (issue 46,
+at 10,000 containers): the whole first read under 60 s, peak RSS under 4 GiB.
+Sizes whose backfill is not cached are backfilled first unless `--cached-only`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from benchmarks import prometheus_fleet as fleet
+from benchmarks.report import emit
+
+GOALS = {"containers": 10_000, "first_read_s": 60.0, "peak_rss_gib": 4.0}
+
+
+def one_run(url: str, output: Path) -> dict[str, Any]:
+    """In this process: one load, then each model and its JSON written; seconds of each
+    and the peak RSS."""
+    from recommender.data.prometheus import PrometheusSettings, load_prometheus_history
+    from recommender.recommend import recommend_forecast_workloads, recommend_vpa
+    from tailor.cli.output import OutputFormat, render
+
+    settings = PrometheusSettings(url=url, retries=0, timeout_seconds=1800)
+    now = datetime.fromtimestamp(fleet.END, UTC)
+    answered = [0.0]
+    began = time.perf_counter()
+    usage, events = load_prometheus_history(
+        settings, lambda _done, _total: answered.__setitem__(0, time.perf_counter()), now=now
+    )
+    loaded = time.perf_counter()
+    containers = int(usage[["namespace", "pod", "container"]].drop_duplicates().shape[0])
+    result: dict[str, Any] = {
+        "containers": containers,
+        "usage_rows": len(usage),
+        "usage_bytes_per_container": round(usage.memory_usage(deep=True).sum() / containers),
+        "query_s": round(answered[0] - began, 2),
+        "assembly_s": round(loaded - answered[0], 2),
+        "load_peak_rss_mib": _peak_mib(),
+    }
+    for model in ("vpa", "forecast"):
+        started = time.perf_counter()
+        if model == "forecast":
+            frame, _ = recommend_forecast_workloads(
+                usage, events, None, settings.step_seconds, checked=True
+            )
+        else:
+            frame = recommend_vpa(usage, events, checked=True)
+        modelled = time.perf_counter()
+        output.write_text(render(frame, OutputFormat.json))
+        written = time.perf_counter()
+        result[model] = {
+            "recommendations": len(frame),
+            "model_s": round(modelled - started, 2),
+            "write_s": round(written - modelled, 2),
+            "first_read_total_s": round(loaded - began + written - started, 2),
+        }
+    result["peak_rss_mib"] = _peak_mib()
+    return result
+
+
+def _peak_mib() -> int:
+    return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
+
+
+def serve(data: Path, workdir: Path) -> tuple[subprocess.Popen[bytes], str]:
+    """A real Prometheus on the backfilled data, on a free loopback port."""
+    from tests.cluster.prometheus import EMPTY_SCRAPE_CONFIG, _free_port, _wait_ready
+
+    config = workdir / "prometheus.yml"
+    config.write_text(EMPTY_SCRAPE_CONFIG)
+    port = _free_port()
+    log = (workdir / "prometheus.log").open("ab")
+    process = subprocess.Popen(
+        [
+            shutil.which("prometheus") or "prometheus",
+            f"--config.file={config}",
+            f"--storage.tsdb.path={data}",
+            "--storage.tsdb.retention.time=3650d",
+            "--query.timeout=30m",  # a shared, saturated machine: no 503 for slow answers
+            f"--web.listen-address=127.0.0.1:{port}",
+        ],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        stdin=subprocess.DEVNULL,
+    )
+    url = f"http://127.0.0.1:{port}"
+    if not _wait_ready(url, process):
+        process.terminate()
+        raise RuntimeError(f"prometheus did not start on {data}; log in {workdir}")
+    return process, url
+
+
+def bench_size(count: int, runs: int, workdir: Path) -> dict[str, Any]:
+    data = fleet.backfilled(count, shutil.which("promtool") or "promtool")
+    process, url = serve(data, workdir)
+    results = []
+    try:
+        for _ in range(runs):  # each run a fresh process: its peak RSS is its own
+            argv = [sys.executable, "-m", "benchmarks.bench_prometheus", "--one", "--url", url]
+            argv += ["--output", str(workdir / "recommendations.json")]
+            done = subprocess.run(argv, capture_output=True, text=True, check=False)
+            if done.returncode != 0:
+                raise RuntimeError(f"run failed:\n{done.stderr[-3000:]}")
+            results.append(json.loads(done.stdout.strip().splitlines()[-1]))
+    finally:
+        process.terminate()
+        process.wait(timeout=60)
+    return {"runs": results, "median_query_s": statistics.median(r["query_s"] for r in results)}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", type=int, nargs="*", default=[1_000, 2_000])
+    parser.add_argument("--runs", type=int, default=1)
+    parser.add_argument("--cached-only", action="store_true")
+    parser.add_argument("--out", type=Path, default=None)
+    parser.add_argument("--one", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--url", help=argparse.SUPPRESS)
+    parser.add_argument("--output", type=Path, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.one:
+        print(json.dumps(one_run(args.url, args.output)))
+        return
+    sizes: dict[str, dict[str, Any]] = {}
+    with tempfile.TemporaryDirectory(prefix="bench-prometheus-") as folder:
+        for count in args.sizes:
+            cached = (fleet.CACHE / f"v{fleet.VERSION}-n{count}" / "done").exists()
+            if args.cached_only and not cached:
+                sizes[str(count)] = {"skipped": "not backfilled yet (run without --cached-only)"}
+                continue
+            workdir = Path(folder) / str(count)
+            workdir.mkdir()
+            sizes[str(count)] = bench_size(count, args.runs, workdir)
+    biggest = sizes.get(str(GOALS["containers"]), {})
+    result = {
+        "benchmark": "prometheus",
+        "machine": {"cpus": os.cpu_count(), "python": platform.python_version()},
+        "history": "8 days at 5 minutes, one container per workload, 100 per namespace",
+        "sizes": sizes,
+        "goals": {
+            **GOALS,
+            "first_read_met": all(
+                run[model]["first_read_total_s"] < GOALS["first_read_s"]
+                for run in biggest["runs"]
+                for model in ("vpa", "forecast")
+            )
+            if "runs" in biggest
+            else None,
+        },
+    }
+    emit(result, args.out)
+
+
+if __name__ == "__main__":
+    main()
