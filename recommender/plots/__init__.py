@@ -18,6 +18,7 @@ from recommender.plots.backtest import (
     changes_per_day_figure,
     container_figure,
     frontier_figure,
+    requests_figure,
     tradeoff_figure,
 )
 from recommender.plots.canvas import (
@@ -37,6 +38,7 @@ __all__ = [
     "frontier_figure",
     "new_figure",
     "png",
+    "requests_figure",
     "require_matplotlib",
     "savings_figure",
     "style",

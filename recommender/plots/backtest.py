@@ -6,6 +6,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import pandas as pd
 
 from recommender.plots import canvas
 from recommender.plots.canvas import FRONTIER_PAIRS, GIB, USAGE_COLOUR, finish, style
@@ -95,6 +96,7 @@ def frontier_figure(
         if drawn and np.isfinite(at):
             axes.axvline(at, color="grey", linestyle=":", lw=1)
         axes.set_xscale("symlog", linthresh=0.001)
+        axes.set_xlim(left=0)  # no negative risk: symlog's autoscale drew a negative decade
         finish(
             axes,
             f"{resource} frontier (dotted: vpa's default risk; x: read off there)",
@@ -137,12 +139,18 @@ def changes_per_day_figure(result: BacktestResult) -> Figure:
     figure = canvas.new_figure(11, 3.6)
     axes = figure.subplots()
     days = result.per_container_day
+    highest = 0.0
     for index, name in enumerate(result.strategies):
         part = days[days["strategy"] == name].groupby("day")
         per_day = part["changes"].sum() / part["evaluated_days"].sum()
         look = style(index)
         axes.plot(per_day.index + 1, per_day.to_numpy(), label=name, lw=1.6, markersize=4, **look)
-    axes.set_yscale("symlog", linthresh=1)
+        highest = max(highest, float(per_day.max()) if len(per_day) else 0.0)
+    if highest > 50:  # an oracle's hundreds beside a few: a log scale keeps both readable
+        axes.set_yscale("symlog", linthresh=1)
+    from matplotlib.ticker import MaxNLocator  # drawing: matplotlib is there
+
+    axes.xaxis.set_major_locator(MaxNLocator(integer=True))  # whole days
     finish(
         axes,
         "Request changes per container and day, over the replay",
@@ -160,12 +168,12 @@ def _evaluated_max(values: np.ndarray, start: int) -> float:
 
 
 def container_figure(
-    replays: Mapping[str, tuple[ReplayBlock, Trajectory]], title: str = ""
+    replays: Mapping[str, tuple[ReplayBlock, Trajectory]], title: str = "", column: int = 0
 ) -> Figure:
     """Usage of one container against each strategy's requests in force (`replays`:
-    strategy -> its `replay_rows` of that one container), its OOM kills (x) and its count
-    of changes and kills in the legend; the y range fits the evaluated windows (the data's
-    original requests before the first decision can be far larger)."""
+    strategy -> its `replay_rows`; the container is the block's `column`), its OOM kills
+    (x) and its count of changes and kills in the legend; the y range fits the evaluated
+    windows (the data's original requests before the first decision can be far larger)."""
     figure = canvas.new_figure(11, 5.6)
     cpu_axes, memory_axes = figure.subplots(2, 1, sharex=True)
     if title:
@@ -173,33 +181,34 @@ def container_figure(
     top = [0.0, 0.0]
     block = None
     for index, (name, (block, trajectory)) in enumerate(replays.items()):
-        start = int(block.evaluation_start[0])
+        start = int(block.evaluation_start[column])
         hours = (np.arange(block.usage.n_windows) * block.usage.step) / HOUR
         look = style(index)
         width = 0.8 if name.startswith("oracle") else 1.5
-        cpu, memory = trajectory.cpu[:, 0], trajectory.memory[:, 0] / GIB
-        changes = int(trajectory.changed[start:, 0].sum())
-        killed = np.flatnonzero(trajectory.oom[:, 0])
-        label = f"{name} ({changes} changes, {killed.size} OOM)"
+        cpu, memory = trajectory.cpu[:, column], trajectory.memory[:, column] / GIB
+        changes = int(trajectory.changed[start:, column].sum())
+        killed = np.flatnonzero(trajectory.oom[:, column])
+        kills = int(trajectory.oom[start:, column].sum())  # counted as the metrics count
+        label = f"{name} ({changes} changes, {kills} OOM after the warm-up)"
         line = {"color": look["color"], "linestyle": look["linestyle"], "lw": width}
         cpu_axes.step(hours, cpu, where="post", label=label, **line)
         memory_axes.step(hours, memory, where="post", **line)
         top = [max(top[0], _evaluated_max(cpu, start)), max(top[1], _evaluated_max(memory, start))]
         if killed.size:
             memory_axes.scatter(
-                hours[killed], block.usage.memory[0, killed] / GIB, marker="x",
+                hours[killed], block.usage.memory[column, killed] / GIB, marker="x",
                 color=look["color"], s=30, zorder=3,
             )  # fmt: skip
     if block is None:
         return figure
-    start = int(block.evaluation_start[0])
+    start = int(block.evaluation_start[column])
     hours = (np.arange(block.usage.n_windows) * block.usage.step) / HOUR
     usage = {"color": USAGE_COLOUR, "lw": 0.6, "alpha": 0.8}
-    cpu_axes.plot(hours, block.usage.cpu[0], label="usage", **usage)
-    memory_axes.plot(hours, block.usage.memory[0] / GIB, **usage)
+    cpu_axes.plot(hours, block.usage.cpu[column], label="usage", **usage)
+    memory_axes.plot(hours, block.usage.memory[column] / GIB, **usage)
     top = [
-        max(top[0], _evaluated_max(block.usage.cpu[0], start)),
-        max(top[1], _evaluated_max(block.usage.memory[0] / GIB, start)),
+        max(top[0], _evaluated_max(block.usage.cpu[column], start)),
+        max(top[1], _evaluated_max(block.usage.memory[column] / GIB, start)),
     ]
     warm_up = start * block.usage.step / HOUR
     for axes, highest in zip((cpu_axes, memory_axes), top, strict=True):
@@ -213,4 +222,22 @@ def container_figure(
     memory_axes.set_ylabel("memory (GiB)")
     memory_axes.set_xlabel("hours since the container's first sample (grey: warm-up)")
     cpu_axes.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    return figure
+
+
+def requests_figure(frame: pd.DataFrame, title: str, ylabel: str = "CPU (cores)") -> Figure:
+    """Usage (column "usage") against requests in force (every other column), as steps
+    over the frame's time index: a stretch of a replay, closer than `container_figure`."""
+    figure = canvas.new_figure(12, 3.6)
+    axes = figure.subplots()
+    times = frame.index
+    axes.step(times, frame["usage"], where="post", color=USAGE_COLOUR, lw=0.7, label="usage")
+    for index, column in enumerate(column for column in frame.columns if column != "usage"):
+        look = style(index)
+        axes.step(
+            times, frame[column], where="post", color=look["color"],
+            linestyle=look["linestyle"], lw=1.6, label=f"{column} request",
+        )  # fmt: skip
+    finish(axes, title, "time (UTC)", ylabel)
+    axes.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     return figure
