@@ -10,7 +10,7 @@ import pytest
 from typer.testing import CliRunner
 
 from tailor.cli.main import app
-from tests.notebooks.running import execute, images, markdown, tagged
+from tests.notebooks.running import HANG_GUARD, execute, images, markdown, tagged
 
 TOTALS = """
 import json
@@ -34,6 +34,9 @@ def cli_summary(model: str) -> dict[str, Any]:
     assert len(rows) == 7
     total: dict[str, Any] = summary["summary"]["total"]
     return total
+
+
+pytestmark = HANG_GUARD
 
 
 @pytest.fixture(scope="module")

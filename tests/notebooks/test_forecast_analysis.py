@@ -8,6 +8,8 @@ from pathlib import Path
 import nbformat
 from nbclient import NotebookClient
 
+from tests.notebooks.running import HANG_GUARD
+
 NOTEBOOK = Path(__file__).parents[2] / "notebooks" / "forecast_analysis.ipynb"
 
 
@@ -26,6 +28,7 @@ def _numbers(pattern: str, text: str) -> list[float]:
     return [float(value) for value in re.findall(pattern, text, re.MULTILINE)]
 
 
+@HANG_GUARD
 def test_the_forecast_analysis_notebook_runs_and_says_what_its_text_says() -> None:
     notebook = nbformat.read(NOTEBOOK, as_version=4)
     client = NotebookClient(
