@@ -20,6 +20,7 @@ SCRIPTS = (
     "bench_startup",
     "bench_webhook",
     "bench_prometheus",
+    "bench_notebooks",
 )
 
 
