@@ -88,18 +88,11 @@ def make_autopilot(future: UsageArrays, settings: AutopilotSettings | None = Non
     return AutopilotStrategy(settings)
 
 
-def _steering_reference(future: UsageArrays, settings: ForecastSettings | None) -> Strategy | None:
-    """When a forecast strategy steers its shortfall (`feedback.steer`), a `vpa` replayed
-    alongside is the reference (see `recommender.forecast.feedback`)."""
-    steer = settings is not None and settings.feedback.steer
-    return make_vpa(future) if steer else None
-
-
 def make_forecast(future: UsageArrays, settings: ForecastSettings | None = None) -> Strategy:
     """The forecast strategy."""
     from recommender.forecast.strategy import make_forecast as build  # the project's own
 
-    return build(future, settings, _steering_reference(future, settings))
+    return build(future, settings)
 
 
 def make_perfect_forecast(
@@ -109,7 +102,7 @@ def make_perfect_forecast(
     what a perfect forecast would buy (see `recommender.forecast.levels`)."""
     from recommender.forecast.strategy import make_perfect_forecast as build
 
-    return build(future, settings, _steering_reference(future, settings))
+    return build(future, settings)
 
 
 FORECAST_FACTORIES = (make_forecast, make_perfect_forecast)  # what forecast settings apply to

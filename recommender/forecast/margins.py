@@ -18,7 +18,6 @@ from dataclasses import dataclass
 import numpy as np
 
 from recommender.forecast.allocation import Offer, allocate
-from recommender.forecast.classes import blend, pooled_quantiles
 from recommender.forecast.quantiles import grouped_quantiles
 
 MIN_ERRORS = 12  # fewer past errors than this and a series has no margin of its own
@@ -167,7 +166,6 @@ def calibrate(
     container_cap: float,
     rule: ReactionRule,
     blocks_per_day: float,
-    classes: np.ndarray | None = None,
 ) -> Calibration:
     """Choose each series' margin per level bin by replaying candidates over its past.
 
@@ -177,10 +175,8 @@ def calibrate(
     block; scale: (series,) the recent peak. Candidates per state are quantiles
     of that state's errors (Mondrian conformal); `allocation.allocate` picks one
     per state so that the whole fleet meets `target_shortfall`. A state with too
-    few errors of its own (a new container, a state rarely visited) takes, with
-    `classes` (series,), its shape class's pooled errors blended in (see
-    `classes.blend`) at the target quantile; without, the most cautious margin
-    the series has.
+    few errors of its own (a new container, a state rarely visited) takes the most
+    cautious margin the series has.
     """
     n = usage.shape[0]
     usable = np.where(np.isnan(forecast)[:, :, None], np.nan, usage)
@@ -190,10 +186,6 @@ def calibrate(
     errors = (usable - forecast[:, :, None]).reshape(n, -1)
     per_window = np.repeat(bins, usable.shape[2], axis=1)
     candidates, count = grouped_quantiles(errors, per_window, n_bins, CANDIDATE_LEVELS)
-    if classes is not None:
-        relative = errors / scale[:, None]
-        pooled = pooled_quantiles(relative, per_window, classes, n_bins, CANDIDATE_LEVELS)
-        candidates = blend(candidates, count, pooled, classes, scale)
     candidates = np.maximum(np.nan_to_num(candidates), 0.0)
     per_block_margin = np.take_along_axis(candidates, bins[:, :, None], axis=1)  # (n, B, L)
     shortfalls, reactions = replay_margins(
@@ -221,13 +213,9 @@ def calibrate(
     pick = choice[:, :, None]
     margin = np.take_along_axis(candidates, pick, axis=2)[:, :, 0]
     enough = count >= MIN_BIN_ERRORS
-    if classes is not None:
-        at_target = int(np.searchsorted(CANDIDATE_LEVELS, 1.0 - target_shortfall))
-        fallback = candidates[:, :, min(at_target, levels - 1)]
-    else:
-        fallback = np.broadcast_to(
-            np.max(np.where(enough, margin, -np.inf), axis=1, keepdims=True), margin.shape
-        )
+    fallback = np.broadcast_to(
+        np.max(np.where(enough, margin, -np.inf), axis=1, keepdims=True), margin.shape
+    )
     margin = np.where(enough, margin, fallback)
     margin = np.where(np.isfinite(margin), margin, np.nan)
     margin[count.sum(axis=1) < MIN_ERRORS] = np.nan

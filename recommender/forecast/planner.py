@@ -21,7 +21,6 @@ import numpy as np
 
 from recommender.data.arrays import UsageArrays
 from recommender.forecast.blocks import as_blocks, layout_for
-from recommender.forecast.classes import shape_classes
 from recommender.forecast.commitment import committed_requirement
 from recommender.forecast.holtwinters import SmoothingParams, fit
 from recommender.forecast.levels import KnownLevels
@@ -176,7 +175,6 @@ def make_plan(
     settings: ForecastSettings,
     now: int | None = None,
     previous: Plan | None = None,
-    parity_factor: float | None = None,
     levels: KnownLevels | None = None,
 ) -> Plan:
     """Plan the next horizon of blocks for every series of `usage`.
@@ -184,7 +182,6 @@ def make_plan(
     `now` (UNIX seconds) defaults to the end of the last window; the plan starts at
     the first block boundary at or after it. `previous` (the last plan for the
     same series) keeps slow decisions such as memory sizing by state stable.
-    `parity_factor` replaces `settings.vpa_parity_factor` (see `feedback`).
     `levels` (backtest reference only, one row per series of `usage`) replaces every
     forecast, past and coming, by the block's true mean wherever it is known.
     """
@@ -214,7 +211,7 @@ def make_plan(
         reference = vpa_rate(usage.cpu, step)
         target = parity_target(
             reference,
-            settings.vpa_parity_factor if parity_factor is None else parity_factor,
+            settings.vpa_parity_factor,
             settings.target_cpu_shortfall,
             settings.max_container_shortfall,
         )
@@ -263,7 +260,6 @@ def make_plan(
         settings.max_container_shortfall,
         rule,
         DAY / period,
-        shape_classes(shape) if settings.pool_margins else None,
     )
     margin = calibration.margin_for(future_states)
     mean_sized = shape.batch & (settings.batch_cpu_sizing == "mean")

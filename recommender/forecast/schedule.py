@@ -195,80 +195,6 @@ def memory_step(
     return np.where(unset | up | down, required, current)
 
 
-def optimal_levels(
-    current: np.ndarray,
-    required: np.ndarray,
-    changes: np.ndarray,
-    penalty: np.ndarray,
-    tolerance: float,
-) -> np.ndarray:
-    """The cheapest step function over the blocks ahead with at most `changes` steps.
-
-    current: (series,) level in force (NaN = none: the first block must set one);
-    required: (series, blocks) need per block; changes: (series,) steps allowed;
-    penalty: (series,) cost of one step, in level x blocks. Keeping the current
-    level is allowed while it is within `tolerance` below the need (a small
-    overshoot of the need is not worth a resize); every new level is the highest
-    need of the blocks it covers. Dynamic programming over (block, steps used),
-    vectorised over series: O(blocks^2 x steps) numpy operations.
-    """
-    n, horizon = required.shape
-    steps = int(max(changes.max(initial=0), 0)) + 1
-    need = np.nan_to_num(required, nan=0.0)
-    # span[a, b]: highest need of blocks a..b (inclusive), for every series
-    span = np.full((horizon, horizon, n), np.inf)
-    for a in range(horizon):
-        span[a, a:] = np.maximum.accumulate(need[:, a:], axis=1).T
-    inf = np.inf
-    best = np.full((horizon + 1, steps, n), inf)  # best[j, u]: blocks < j covered, u steps
-    start = np.full((horizon + 1, steps, n), -1, dtype=np.int64)  # where the last segment began
-    keep_ok = ~np.isnan(current)
-    kept = np.where(keep_ok, current, inf)
-    for end in range(1, horizon + 1):
-        fits = kept * (1.0 + tolerance) >= span[0, end - 1] - 1e-12
-        best[end, 0] = np.where(fits, kept * end, inf)
-        for used_steps in range(1, steps):
-            # a new segment a..end-1 after blocks < a covered with one step less
-            lengths = np.arange(end, 0, -1)[:, None]  # for a = 0..end-1
-            previous = np.concatenate([np.zeros((1, n)), best[1:end, used_steps - 1]], axis=0)
-            previous[0] = 0.0 if used_steps == 1 else inf
-            total = previous + span[:end, end - 1] * lengths + penalty[None, :]
-            a_best = np.argmin(total, axis=0)
-            best[end, used_steps] = total[a_best, np.arange(n)]
-            start[end, used_steps] = a_best
-    allowed = np.arange(steps)[:, None] <= changes[None, :]
-    final = np.where(allowed, best[horizon], inf)
-    used = np.argmin(final, axis=0)
-    rows = np.arange(n)
-    columns = np.arange(horizon)[None, :]
-    levels = np.full((n, horizon), np.nan)
-    j = np.full(n, horizon)
-    u = used.copy()
-    for _ in range(steps + 1):  # walk the segments back from the end
-        active = j > 0
-        if not active.any():
-            break
-        new_segment = active & (u > 0)
-        begin = np.where(new_segment, start[j, u, rows], 0)
-        level = np.where(new_segment, span[begin, np.maximum(j - 1, 0), rows], current)
-        inside = active[:, None] & (columns >= begin[:, None]) & (columns < j[:, None])
-        levels = np.where(inside, level[:, None], levels)
-        j = np.where(active, begin, j)
-        u = np.where(new_segment, u - 1, u)
-    levels[~np.isfinite(final.min(axis=0))] = np.nan
-    return levels
-
-
-def change_penalty(required: np.ndarray, settings: ForecastSettings) -> np.ndarray:
-    """What one resize must save to be worth it, in level x blocks: (series,).
-
-    As much as cutting `decrease_threshold` off the coming need for
-    `cover_blocks` blocks: a change that saves less is left for later.
-    """
-    head = np.nan_to_num(required[:, : settings.cover_blocks], nan=0.0)
-    return head.mean(axis=1) * settings.decrease_threshold * settings.cover_blocks
-
-
 def plan_cpu(
     current: np.ndarray,
     required: np.ndarray,
@@ -278,27 +204,10 @@ def plan_cpu(
     reach: np.ndarray | None = None,
     floor: np.ndarray | None = None,
 ) -> np.ndarray:
-    """CPU levels for the blocks ahead: the cheapest step function within the budget.
-
-    Where even that cannot keep up with the need without a change (no planned
-    change left), the request still rises to cover the coming blocks when the
-    reaction reserve allows.
-    """
-    if settings.scheduler == "greedy":
-        step = cpu_step(
-            current, required, settings, may_increase, planned_changes > 0, reach, floor
-        )
-        return np.repeat(step[:, None], required.shape[1], axis=1)
-    penalty = change_penalty(required, settings)
-    levels = optimal_levels(
-        current, required, planned_changes, penalty, settings.increase_threshold
-    )
-    stuck = np.isnan(levels[:, 0])
-    if stuck.any():
-        rise = cover(required, settings.cover_blocks)
-        fallback = np.where(may_increase, np.fmax(current, rise), current)
-        levels[stuck] = fallback[stuck, None]
-    return levels
+    """The CPU level for the coming block at a boundary (`cpu_step`, cuts only while
+    `planned_changes` are left), repeated over the blocks ahead: (series, blocks)."""
+    step = cpu_step(current, required, settings, may_increase, planned_changes > 0, reach, floor)
+    return np.repeat(step[:, None], required.shape[1], axis=1)
 
 
 def covered_from(
@@ -332,10 +241,9 @@ def build_schedule(
 ) -> tuple[np.ndarray, np.ndarray]:
     """Requests per horizon block, starting from the requests in force.
 
-    CPU as the live strategy moves it at block boundaries (greedy hysteresis or
-    the optimal step function, see `settings.scheduler`) under the same change
-    budget (`ChangeBudget`, with `reserved_changes` kept for reactions); with the
-    greedy scheduler, a level spending the last planned change covers until the
+    CPU as the live strategy moves it at block boundaries (greedy hysteresis) under
+    the same change budget (`ChangeBudget`, with `reserved_changes` kept for
+    reactions); a level spending the last planned change covers until the
     budget frees one (`budget_reach`), `committed` (series, blocks) past
     `cover_blocks`, and a request under `floor` (series, blocks, see `rise_floor`)
     rises. A cut is made as the strategy's block boundary makes it (`cut_worth_making`:
@@ -362,11 +270,6 @@ def build_schedule(
             cpu, memory, level, memory_required[:, 0], settings, in_force, budget, peak, held_until
         )
         lead = (cpu, memory)
-    if settings.scheduler == "optimal":
-        planned = settings.max_changes_per_day - settings.reserved_changes
-        budget_total = np.full(n, round(planned * max(1.0, horizon / blocks_per_day)))
-        everything = np.ones(n, dtype=bool)
-        optimal = plan_cpu(cpu, cpu_required, settings, budget_total, everything)
     period = DAY / blocks_per_day
     cpu_out = np.empty((n, horizon))
     memory_out = np.empty((n, horizon))
@@ -376,13 +279,10 @@ def build_schedule(
         left = budget.left(now)
         may_decrease = left > settings.reserved_changes
         may_increase = left > 0
-        if settings.scheduler == "optimal":
-            new_cpu = optimal[:, k]
-        else:
-            reach = budget_reach(budget, left, now, horizon - k, period, settings)
-            rise = None if floor is None else floor[:, k]
-            ahead = covered_from(cpu_required, committed, k, settings.cover_blocks)
-            new_cpu = cpu_step(cpu, ahead, settings, may_increase, may_decrease, reach, rise)
+        reach = budget_reach(budget, left, now, horizon - k, period, settings)
+        rise = None if floor is None else floor[:, k]
+        ahead = covered_from(cpu_required, committed, k, settings.cover_blocks)
+        new_cpu = cpu_step(cpu, ahead, settings, may_increase, may_decrease, reach, rise)
         seen = usage if usage is not None and k == 0 else unknown
         new_cpu = cut_worth_making(new_cpu, cpu, seen, peak, settings)
         cpu_moves = ~np.isclose(new_cpu, cpu, equal_nan=True)

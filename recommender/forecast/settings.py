@@ -20,7 +20,6 @@ MAX_HISTORY_DAYS = 366.0
 
 BatchSizing = Literal["mean", "percentile"]
 ShortfallMode = Literal["vpa", "fixed"]
-Scheduler = Literal["optimal", "greedy"]
 
 
 class ForecastSettingsError(SettingsError):
@@ -106,38 +105,6 @@ class SpikeSettings:
 
 
 @dataclass(frozen=True)
-class FeedbackSettings:
-    """How the `forecast` strategy may steer its realized CPU shortfall (see `feedback`).
-
-    steer: in a replay (or any loop that sees which windows each request was in
-        force for), plan for `goal` x the VPA's rate x bias / inflation instead of
-        `vpa_parity_factor` x the emulated rate: inflation is how far our realized
-        shortfall ran above the planned rate, bias how far a VPA replayed alongside
-        ran above the planner's emulation of it. Off by default: on the tuning
-        months it landed at 0.97x the VPA's shortfall, above its goal, and cost
-        slack at equal shortfall (slack 0.3721 at shortfall 0.01579, against 0.3734
-        at 0.01501 unsteered; the unsteered frontier gives about 0.368 at 0.01579).
-    goal: realized shortfall to steer to, as a share of the VPA's.
-    half_life_days: how fast old windows stop counting.
-    prior_windows: weight, in expected shortfall windows, of the starting
-        assumptions (inflation `goal` / `vpa_parity_factor`, bias 1).
-    """
-
-    steer: bool = False
-    goal: float = 0.9
-    half_life_days: float = 14.0
-    prior_windows: float = 200.0
-
-    def __post_init__(self) -> None:
-        checks = [
-            (0.0 < self.goal <= 1.0, "feedback: goal must be in (0, 1]"),
-            (self.half_life_days > 0.0, "feedback: half_life_days must be positive"),
-            (self.prior_windows > 0.0, "feedback: prior_windows must be positive"),
-        ]
-        require(checks, ForecastSettingsError)
-
-
-@dataclass(frozen=True)
 class ForecastSettings:
     """Settings of the `forecast` strategy and of `recommend_forecast`.
 
@@ -171,18 +138,12 @@ class ForecastSettings:
           (or the persistence forecast) whose recent errors cost the least margin.
       persistence_windows: the persistence forecast (mean of the last windows) that
           competes with Holt-Winters, per series, on recent one-step error.
-      pool_margins: states with little error history of their own borrow the
-          pooled errors of their shape class (k-means on shape features). Off by
-          default: on one-day cuts of the tuning months it did not pay.
       trend_beta, trend_damping, season_gamma: the other smoothing parameters.
       season_threshold: autocorrelation at the cycle length above which a daily
           or weekly cycle counts as detected.
       weekly_gain: how much more the weekly than the daily autocorrelation must be
           for a weekly cycle to be used instead of a daily one.
     Schedule hysteresis
-      scheduler: "optimal" plans the cheapest step function over the horizon
-          within the change budget (dynamic programming, re-planned every block);
-          "greedy" moves block by block with the thresholds below.
       max_changes_per_day: hard cap on request changes in any 24 h.
       reserved_changes: part of that cap a planned decrease leaves for the
           reaction that may have to undo it.
@@ -216,7 +177,6 @@ class ForecastSettings:
     Lulls (on/off containers)
       lulls: see `LullSettings`.
       spikes: see `SpikeSettings` (serving containers).
-      feedback: see `FeedbackSettings` (realized shortfall steers the target).
       batch_peak_margin: a batch container's request never exceeds its recent
           peak times 1 + this (its jobs run at their own ceiling).
     Memory
@@ -257,14 +217,12 @@ class ForecastSettings:
 
     level_alphas: tuple[float, ...] = (0.05, 0.2, 0.5, 0.9)
     persistence_windows: int = 3
-    pool_margins: bool = False
     trend_beta: float = 0.02
     trend_damping: float = 0.9
     season_gamma: float = 0.2
     season_threshold: float = 0.3
     weekly_gain: float = 0.1
 
-    scheduler: Scheduler = "greedy"
     max_changes_per_day: int = 6
     reserved_changes: int = 1
     reactions_per_day: float = 2.0
@@ -284,7 +242,6 @@ class ForecastSettings:
     busy_lookback_hours: float = 3.0
     lulls: LullSettings = field(default_factory=LullSettings)
     spikes: SpikeSettings = field(default_factory=SpikeSettings)
-    feedback: FeedbackSettings = field(default_factory=FeedbackSettings)
     batch_peak_margin: float = 0.03
     memory_margin: float = 0.2
     memory_recent_hours: float = 2.0
@@ -308,10 +265,6 @@ class ForecastSettings:
             ),
             (self.cpu_shortfall_mode in ("vpa", "fixed"), "cpu_shortfall_mode: vpa|fixed"),
             (0.0 < self.vpa_parity_factor <= 1.0, "vpa_parity_factor must be in (0, 1]"),
-            (
-                not self.feedback.steer or self.cpu_shortfall_mode == "vpa",
-                "feedback.steer steers a share of the VPA's rate: it needs cpu_shortfall_mode=vpa",
-            ),
             (self.batch_cpu_sizing in ("mean", "percentile"), "batch_cpu_sizing: mean|percentile"),
             (self.oom_tolerance_per_day >= 0.0, "oom_tolerance_per_day cannot be negative"),
             (self.oom_worth_bytes > 0.0, "oom_worth_bytes must be positive"),
@@ -334,7 +287,6 @@ class ForecastSettings:
             (0.0 <= self.trend_damping <= 1.0, "trend_damping must be in [0, 1]"),
             (0.0 <= self.season_gamma <= 1.0, "season_gamma must be in [0, 1]"),
             (-1.0 < self.season_threshold < 1.0, "season_threshold must be in (-1, 1)"),
-            (self.scheduler in ("optimal", "greedy"), "scheduler: optimal|greedy"),
             (self.max_changes_per_day >= 1, "max_changes_per_day must be at least 1"),
             (
                 0 <= self.reserved_changes < self.max_changes_per_day,

@@ -16,7 +16,6 @@ import numpy as np
 
 from recommender.data.arrays import UsageArrays
 from recommender.forecast.buffer import UsageBuffer
-from recommender.forecast.feedback import ReferenceLoop, ShortfallFeedback
 from recommender.forecast.levels import KnownLevels
 from recommender.forecast.lulls import LullTracker
 from recommender.forecast.margins import LEVEL_EDGES, level_bins
@@ -36,7 +35,7 @@ from recommender.forecast.schedule import (
 )
 from recommender.forecast.settings import DAY, HOUR, ForecastSettings
 from recommender.forecast.spikes import SpikeTracker
-from recommender.replay import Fleet, Requests, Strategy, differs
+from recommender.replay import Fleet, Requests, differs
 from tailor.change_budget import ChangeBudget
 
 
@@ -48,21 +47,16 @@ class ForecastStrategy:
     def __init__(
         self,
         settings: ForecastSettings | None = None,
-        reference: Strategy | None = None,
         levels: KnownLevels | None = None,
     ) -> None:
-        """`reference`: the strategy whose realized shortfall ours is steered to a share
-        of (see `feedback`), replayed alongside; without one, the planner's emulation
-        of the VPA's estimator stands in for it. `levels`: true block means that
-        replace the forecasts (the `forecast-perfect` backtest reference only)."""
+        """`levels`: true block means that replace the forecasts (the `forecast-perfect`
+        backtest reference only)."""
         self.settings = settings or ForecastSettings()
         self.known_levels = levels
         self.levels: KnownLevels | None = None
         if levels is not None:
             self.name = "forecast-perfect"
         self.plan: Plan | None = None
-        steer = self.settings.feedback.steer
-        self.reference = ReferenceLoop(reference) if reference is not None and steer else None
 
     def reset(self, fleet: Fleet) -> None:
         s = self.settings
@@ -83,16 +77,11 @@ class ForecastStrategy:
         self._reach_blocks = np.zeros(n, dtype=np.int64)
         self.lulls = LullTracker.empty(n)
         self.spikes = SpikeTracker.empty(n)
-        self.feedback = ShortfallFeedback.start(s.feedback, s.vpa_parity_factor, fleet.step)
-        if self.reference is not None:
-            self.reference.reset(fleet)
         self.plan = None
 
     def observe(self, step: int, cpu: np.ndarray, memory: np.ndarray) -> None:
         self.buffer.append(step, cpu, memory)
         self.last_cpu = cpu.copy()
-        if self.reference is not None:
-            self.reference.observe(step, cpu, memory)
 
     def observe_oom(self, step: int, containers: np.ndarray, memory: np.ndarray) -> None:
         when = np.full(containers.shape, float(self.fleet.time_of(step)))
@@ -116,18 +105,9 @@ class ForecastStrategy:
         short = self.last_cpu > current.cpu + clearly
         self.short_run = np.where(short, self.short_run + 1, 0)
         at_boundary = int(now) % self.period == 0
-        if self.plan is not None and s.feedback.steer:
-            reference = None if self.reference is None else self.reference.current.cpu
-            plan = self.plan
-            self.feedback.observe(
-                self.last_cpu, current.cpu, plan.shortfall_budget, reference, plan.vpa_rate
-            )
-        if self.reference is not None:
-            self.reference.decide(step)
         if at_boundary or self.plan is None:
-            factor = self.feedback.parity_factor() if s.feedback.steer else None
             self.plan = make_plan(
-                self.buffer.view(), self.ooms, s, int(now), self.plan, factor, self.levels
+                self.buffer.view(), self.ooms, s, int(now), self.plan, levels=self.levels
             )
             offset = 0
         else:
@@ -372,22 +352,19 @@ class ForecastStrategy:
 
 
 def make_forecast(
-    future: UsageArrays,
-    settings: ForecastSettings | None = None,
-    reference: Strategy | None = None,
+    future: UsageArrays, settings: ForecastSettings | None = None
 ) -> ForecastStrategy:
     """Backtest factory (the block's future is never looked at); bind `settings` with
     `functools.partial` for a picklable factory of other settings."""
-    return ForecastStrategy(settings, reference)
+    return ForecastStrategy(settings)
 
 
 def make_perfect_forecast(
     future: UsageArrays,
     settings: ForecastSettings | None = None,
-    reference: Strategy | None = None,
 ) -> ForecastStrategy:
     """Backtest factory of the perfect-forecast reference: the same policy, handed every
     block's true mean CPU from the block's whole history `future` (see `levels`)."""
     settings = settings or ForecastSettings()
     levels = KnownLevels.of(future, settings.windows_per_block(future.step))
-    return ForecastStrategy(settings, reference, levels)
+    return ForecastStrategy(settings, levels)

@@ -7,7 +7,6 @@ import pytest
 
 from recommender.backtest import ExecutionSettings, run_backtest
 from recommender.backtest.registry import (
-    make_perfect_forecast,
     resolve_strategies,
     with_forecast_settings,
 )
@@ -16,7 +15,7 @@ from recommender.forecast.explain import explain
 from recommender.forecast.levels import KnownLevels
 from recommender.forecast.memory import OomHistory
 from recommender.forecast.planner import make_plan
-from recommender.forecast.settings import FeedbackSettings, ForecastSettings
+from recommender.forecast.settings import ForecastSettings
 from tests.recommender.backtest.helpers import history
 from tests.recommender.forecast import synthetic as syn
 
@@ -88,13 +87,6 @@ def test_forecast_settings_apply_to_the_perfect_reference_too() -> None:
 def test_the_reference_is_listed_with_the_builtin_strategies() -> None:
     (spec,) = resolve_strategies("forecast-perfect")
     assert "true mean" in spec.description
-
-
-def test_a_steered_perfect_reference_is_steered_by_a_vpa_replayed_alongside() -> None:
-    usage = syn.fleet([syn.noise(2)])
-    steered = ForecastSettings(feedback=FeedbackSettings(steer=True))
-    assert make_perfect_forecast(usage, steered).reference is not None  # type: ignore[attr-defined]
-    assert make_perfect_forecast(usage).reference is None  # type: ignore[attr-defined]
 
 
 def test_levels_for_other_series_than_the_plan_are_an_error() -> None:

@@ -22,7 +22,7 @@ def test_each_kind_of_setting_is_read_by_its_declared_type() -> None:
         [
             "target_cpu_shortfall=0.01",
             "max_changes_per_day=4",
-            "scheduler=optimal",
+            "cpu_shortfall_mode=fixed",
             "level_alphas=0.1, 0.5",
             "lulls.follow=false",
             "spikes.after_windows=3",
@@ -31,7 +31,7 @@ def test_each_kind_of_setting_is_read_by_its_declared_type() -> None:
     default = ForecastSettings()
     assert settings.target_cpu_shortfall == 0.01
     assert settings.max_changes_per_day == 4
-    assert settings.scheduler == "optimal"
+    assert settings.cpu_shortfall_mode == "fixed"
     assert settings.level_alphas == (0.1, 0.5)
     assert settings.lulls.follow is False
     assert settings.lulls.after_windows == default.lulls.after_windows  # the rest of a group stays
@@ -54,7 +54,7 @@ def test_a_later_pair_wins_and_a_base_is_kept() -> None:
         ("lulls=true", "unknown forecast setting 'lulls'"),
         ("target_cpu_shortfall=often", "cannot read 'often'"),
         ("lulls.follow=maybe", "expected true or false"),
-        ("scheduler=fast", "expected one of optimal, greedy"),
+        ("cpu_shortfall_mode=fast", "expected one of vpa, fixed"),
         ("max_changes_per_day=2.5", "cannot read '2.5'"),
         ("memory_margin=inf", "cannot read 'inf' (expected a finite number)"),
         ("react_margin=nan", "cannot read 'nan' (expected a finite number)"),

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import itertools
-
 import numpy as np
 import pytest
 
@@ -12,11 +10,10 @@ from recommender.forecast.schedule import (
     cover,
     cpu_step,
     last_change_cut,
-    optimal_levels,
     ride_with_memory,
     rise_floor,
 )
-from recommender.forecast.settings import ForecastSettings, Scheduler
+from recommender.forecast.settings import ForecastSettings
 from tailor.change_budget import ChangeBudget
 
 SETTINGS = ForecastSettings()
@@ -102,9 +99,8 @@ def test_a_request_under_its_forecast_and_half_its_margin_rises_despite_the_thre
     np.testing.assert_allclose(stepped, [1.06, 1.04, 1.0])
 
 
-@pytest.mark.parametrize("scheduler", ["greedy", "optimal"])
-def test_a_daily_cycle_costs_few_changes_per_day(scheduler: Scheduler) -> None:
-    settings = ForecastSettings(scheduler=scheduler)
+def test_a_daily_cycle_costs_few_changes_per_day() -> None:
+    settings = ForecastSettings()
     hours = np.arange(48)
     cycle = 1.0 + 0.8 * np.sin(2 * np.pi * hours / 24)
     required = np.vstack([cycle, np.full(48, 0.3)])
@@ -115,10 +111,6 @@ def test_a_daily_cycle_costs_few_changes_per_day(scheduler: Scheduler) -> None:
     assert changes[1] == 0
     assert 2 <= changes[0] <= 2 * settings.max_changes_per_day
     assert cpu[0].sum() < 1.3 * cycle.sum()  # follows the cycle instead of its peak
-    if scheduler == "optimal":
-        # within the budget it never plans below the need (beyond the tolerance
-        # that saves a resize)
-        assert (cpu * (1 + settings.increase_threshold) >= required - 1e-12).all()
 
 
 def test_planned_changes_respect_the_daily_budget() -> None:
@@ -130,46 +122,6 @@ def test_planned_changes_respect_the_daily_budget() -> None:
     for start in range(72):
         in_day = np.sum((moved >= start) & (moved < start + 24))
         assert in_day <= SETTINGS.max_changes_per_day
-
-
-def _brute_force(current: float, need: np.ndarray, changes: int, penalty: float) -> float:
-    """Cheapest cost over every step function with at most `changes` steps."""
-    best = np.inf
-    blocks = need.size
-    for count in range(changes + 1):
-        for cuts in itertools.combinations(range(blocks), count):
-            bounds = [*cuts, blocks]
-            if cuts and cuts[0] == 0:
-                head, segments = 0.0, list(itertools.pairwise(bounds))
-            else:
-                first = bounds[0]
-                if np.isnan(current) or current * 1.1 < need[:first].max(initial=0) - 1e-12:
-                    continue
-                head = current * first
-                segments = list(itertools.pairwise(bounds))
-            cost = head + sum(need[a:b].max() * (b - a) + penalty for a, b in segments)
-            best = min(best, cost)
-    return best
-
-
-@pytest.mark.parametrize("seed", range(4))
-def test_optimal_levels_find_the_cheapest_step_function(seed: int) -> None:
-    rng = np.random.default_rng(seed)
-    need = rng.uniform(0.1, 2.0, size=7)
-    current = float(rng.uniform(0.5, 2.5))
-    for changes in (0, 1, 2, 3):
-        levels = optimal_levels(
-            np.array([current]), need[None, :], np.array([changes]), np.array([0.3]), 0.1
-        )[0]
-        expected = _brute_force(current, need, changes, 0.3)
-        if not np.isfinite(expected):
-            assert np.isnan(levels).all()
-            continue
-        steps = int(np.sum(levels[1:] != levels[:-1]) + (levels[0] != current))
-        assert steps <= changes
-        assert (levels * 1.1 >= need - 1e-12).all()
-        cost = levels.sum() + 0.3 * steps
-        assert cost == pytest.approx(expected)
 
 
 def test_a_schedule_rises_under_the_floor_within_the_threshold() -> None:

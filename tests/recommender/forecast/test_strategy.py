@@ -7,7 +7,7 @@ import pytest
 
 from recommender.forecast.settings import ForecastSettings, ShortfallMode
 from recommender.forecast.strategy import ForecastStrategy
-from recommender.replay import Fleet, Requests, Strategy, admit, observe_window
+from recommender.replay import Fleet, Requests, admit, observe_window
 from tests.recommender.forecast import synthetic as syn
 
 
@@ -15,12 +15,11 @@ def replay(
     cpu: np.ndarray,
     memory: np.ndarray,
     settings: ForecastSettings | None = None,
-    reference: Strategy | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, ForecastStrategy]:
     """A minimal closed loop (the backtest engine's rules): returns the requests in force
     per window (cpu, memory), the OOM windows and the strategy."""
     n, windows = cpu.shape
-    strategy = ForecastStrategy(settings, reference)
+    strategy = ForecastStrategy(settings)
     strategy.reset(Fleet(syn.keys(n), syn.START, syn.STEP))
     current = Requests.unset(n)
     cpu_out = np.full((n, windows), np.nan)
