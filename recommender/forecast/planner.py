@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from recommender.data.arrays import UsageArrays
-from recommender.forecast.blocks import as_blocks, layout_for
+from recommender.forecast.blocks import BlockLayout, as_blocks, layout_for
 from recommender.forecast.commitment import committed_requirement
 from recommender.forecast.holtwinters import SmoothingParams, fit
 from recommender.forecast.levels import KnownLevels
@@ -169,46 +169,19 @@ def _recently_busy(
     return before[:, :count], before[:, count:]
 
 
-def make_plan(
+def _shortfall_target(
     usage: UsageArrays,
-    ooms: OomHistory,
+    recent_cpu: np.ndarray,
+    scale: np.ndarray,
+    batch: np.ndarray,
     settings: ForecastSettings,
-    now: int | None = None,
-    previous: Plan | None = None,
-    levels: KnownLevels | None = None,
-) -> Plan:
-    """Plan the next horizon of blocks for every series of `usage`.
-
-    `now` (UNIX seconds) defaults to the end of the last window; the plan starts at
-    the first block boundary at or after it. `previous` (the last plan for the
-    same series) keeps slow decisions such as memory sizing by state stable.
-    `levels` (backtest reference only, one row per series of `usage`) replaces every
-    forecast, past and coming, by the block's true mean wherever it is known.
-    """
-    step = usage.step
-    end = usage.start + usage.n_windows * step
-    now = end if now is None else now
-    per_block = settings.windows_per_block(step)
-    layout = layout_for(usage.start, step, usage.n_windows, per_block)
-    period = layout.period
-    cpu_blocks = as_blocks(usage.cpu, layout)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        blocks = np.nanmean(cpu_blocks, axis=2)
-    residual_windows = max(1, round(settings.residual_days * DAY / step))
-    residual_blocks = max(1, residual_windows // per_block)
-    recent_cpu = usage.cpu[:, -residual_windows:]
-    shape = detect_shape(recent_cpu, blocks, period, settings)
-    params = SmoothingParams(
-        settings.level_alphas, settings.trend_beta, settings.season_gamma, settings.trend_damping
-    )
-    candidates = fit(blocks, layout.block_ids, shape.period, params)
-    first_block = math.ceil(now / period)
-    horizon = settings.blocks_per(settings.horizon_seconds)
+) -> tuple[float, float, float]:
+    """(target the margins spend, the fleet's whole budget, the VPA's emulated rate): the
+    budget less what lull following's job starts will spend (see `lulls`)."""  # fmt: skip
     target = settings.target_cpu_shortfall
     reference = float("nan")
     if settings.cpu_shortfall_mode == "vpa":
-        reference = vpa_rate(usage.cpu, step)
+        reference = vpa_rate(usage.cpu, usage.step)
         target = parity_target(
             reference,
             settings.vpa_parity_factor,
@@ -216,10 +189,42 @@ def make_plan(
             settings.max_container_shortfall,
         )
     budget = target
-    scale = _recent_scale(recent_cpu)
     if settings.lulls.follow:
-        lulls = lull_shortfall_rate(recent_cpu, scale, shape.batch, settings.react_after_windows)
+        lulls = lull_shortfall_rate(recent_cpu, scale, batch, settings.react_after_windows)
         target = max(settings.target_cpu_shortfall * settings.lulls.target_floor, target - lulls)
+    return target, budget, reference
+
+
+@dataclass(frozen=True)
+class _Forecasts:
+    """Each series' chosen model: its one-step forecasts of the past blocks and its
+    forecast of the horizon."""
+
+    one_step: np.ndarray
+    forecast: np.ndarray
+    model: np.ndarray
+    alpha: np.ndarray
+
+
+def _forecasts(
+    usage: UsageArrays,
+    cpu_blocks: np.ndarray,
+    blocks: np.ndarray,
+    layout: BlockLayout,
+    shape: ShapeReport,
+    target: float,
+    first_block: int,
+    horizon: int,
+    residual_blocks: int,
+    settings: ForecastSettings,
+    levels: KnownLevels | None,
+) -> _Forecasts:
+    """Holt-Winters candidates and persistence, the one whose recent errors cost the
+    least margin per series; `levels` (the perfect reference) replace both."""  # fmt: skip
+    params = SmoothingParams(
+        settings.level_alphas, settings.trend_beta, settings.season_gamma, settings.trend_damping
+    )
+    candidates = fit(blocks, layout.block_ids, shape.period, params)
     persist = persistence_one_step(cpu_blocks, settings.persistence_windows)
     options = np.concatenate([candidates.one_step, persist[:, None]], axis=1)
     recent = cpu_blocks[:, -residual_blocks:]
@@ -233,35 +238,27 @@ def make_plan(
     forecast = np.where(use_persist[:, None], latest[:, None], hw.forecast(first_block, horizon))
     model = np.where(use_persist, "persistence", "holt-winters")
     if levels is not None:
-        if levels.period != period or len(levels.keys) != usage.n_series:
+        if levels.period != layout.period or len(levels.keys) != usage.n_series:
             raise ValueError("the known levels are on another block grid or series than the plan")
         past_known = levels.lookup(layout.block_ids)
         coming = levels.lookup(first_block + np.arange(horizon, dtype=np.int64))
         one_step = np.where(np.isnan(past_known), one_step, past_known)
         forecast = np.where(np.isnan(coming), forecast, coming)
         model = np.full(usage.n_series, "known levels")
-    forecast = np.maximum(forecast, 0.0)
-    rule = ReactionRule(
-        settings.react_after_windows,
-        settings.react_margin,
-        settings.reactions_per_day,
-        settings.react_min_fraction,
-    )
-    busy_blocks = max(1, settings.blocks_per(settings.busy_lookback_hours * HOUR))
-    past_busy, future_busy = _recently_busy(cpu_blocks, scale, busy_blocks, horizon)
-    past_states = block_states(one_step, past_busy, scale)
-    future_states = block_states(forecast, future_busy, scale)
-    calibration = calibrate(
-        cpu_blocks[:, -residual_blocks:],
-        one_step[:, -residual_blocks:],
-        past_states[:, -residual_blocks:],
-        scale,
-        target,
-        settings.max_container_shortfall,
-        rule,
-        DAY / period,
-    )
-    margin = calibration.margin_for(future_states)
+    return _Forecasts(one_step, np.maximum(forecast, 0.0), model, hw.alpha)
+
+
+def _cpu_required(
+    forecast: np.ndarray,
+    margin: np.ndarray,
+    usage: UsageArrays,
+    recent_cpu: np.ndarray,
+    shape: ShapeReport,
+    ceiling: np.ndarray,
+    settings: ForecastSettings,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(required, the margin used, held): forecast + margin per block, a fallback where
+    no margin is known, the second-day hold, the batch ceiling and the floor."""  # fmt: skip
     mean_sized = shape.batch & (settings.batch_cpu_sizing == "mean")
     use_margin = np.where(mean_sized[:, None], 0.0, np.maximum(margin, 0.0))
     required = forecast + use_margin
@@ -273,33 +270,135 @@ def make_plan(
         if quiet.any():
             fallback[quiet] = _fallback_cpu(usage.cpu[quiet], settings)
         required = np.where(np.isnan(margin), fallback[:, None], required)
-    required, held = _held_while_young(required, usage.cpu, shape, step, settings)
+    required, held = _held_while_young(required, usage.cpu, shape, usage.step, settings)
     # an on/off job runs at its own ceiling: a batch request never needs to exceed it
-    ceiling = np.where(shape.batch, scale * (1.0 + settings.batch_peak_margin), np.nan)
     required = np.fmin(required, ceiling[:, None])
     required = np.maximum(required, settings.min_cpu_cores)
-    no_cpu = np.all(np.isnan(usage.cpu), axis=1)
-    required[no_cpu] = np.nan
-    committed = committed_requirement(
-        required, blocks, layout.block_ids, first_block, use_margin, shape, period, settings
-    )
+    required[np.all(np.isnan(usage.cpu), axis=1)] = np.nan
+    return required, use_margin, held
+
+
+def _memory_plan(
+    usage: UsageArrays,
+    layout: BlockLayout,
+    cpu_blocks: np.ndarray,
+    coming_states: np.ndarray,
+    scale: np.ndarray,
+    ooms: OomHistory,
+    first_block: int,
+    horizon: int,
+    now: float,
+    settings: ForecastSettings,
+    previous: Plan | None,
+) -> MemoryPlan:
+    """The memory plan on the block grid, by the CPU state of past and coming blocks."""
     grid_cpu = cpu_blocks.reshape(usage.n_series, -1)
-    cpu_states = np.where(np.isnan(grid_cpu), -1, level_bins(grid_cpu, calibration.scale))
-    memory = plan_memory(
+    cpu_states = np.where(np.isnan(grid_cpu), -1, level_bins(grid_cpu, scale))
+    return plan_memory(
         as_blocks(usage.memory, layout).reshape(usage.n_series, -1),
         cpu_states,
-        level_bins(forecast, calibration.scale),
-        per_block,
+        coming_states,
+        layout.windows_per_block,
         ooms,
-        (first_block + np.arange(horizon)) * period,
+        (first_block + np.arange(horizon)) * layout.period,
         float(now),
         settings,
         None if previous is None else previous.memory.by_state,
     )
+
+
+def _calibrated(
+    cpu_blocks: np.ndarray,
+    one_step: np.ndarray,
+    forecast: np.ndarray,
+    scale: np.ndarray,
+    target: float,
+    horizon: int,
+    residual_blocks: int,
+    period: int,
+    settings: ForecastSettings,
+) -> tuple[Calibration, np.ndarray]:
+    """The margins calibrated on the recent blocks' states (`margins.calibrate`), and the
+    state of every coming block."""  # fmt: skip
+    rule = ReactionRule(
+        settings.react_after_windows, settings.react_margin, settings.reactions_per_day,
+        settings.react_min_fraction,
+    )  # fmt: skip
+    busy_blocks = max(1, settings.blocks_per(settings.busy_lookback_hours * HOUR))
+    past_busy, future_busy = _recently_busy(cpu_blocks, scale, busy_blocks, horizon)
+    past_states = block_states(one_step, past_busy, scale)
+    future_states = block_states(forecast, future_busy, scale)
+    recent = slice(-residual_blocks, None)
+    calibration = calibrate(
+        cpu_blocks[:, recent], one_step[:, recent], past_states[:, recent], scale, target,
+        settings.max_container_shortfall, rule, DAY / period,
+    )  # fmt: skip
+    return calibration, future_states
+
+
+def make_plan(
+    usage: UsageArrays,
+    ooms: OomHistory,
+    settings: ForecastSettings,
+    now: int | None = None,
+    previous: Plan | None = None,
+    levels: KnownLevels | None = None,
+) -> Plan:
+    """Plan the next horizon of blocks for every series of `usage`.
+
+    `now` (UNIX seconds, default: the end of the last window): the plan starts at the first
+    block boundary from then. `previous` (the last plan) keeps memory sizing stable.
+    `levels` (the perfect reference only) replace forecasts by the blocks' true means.
+    """
+    step = usage.step
+    now = usage.start + usage.n_windows * step if now is None else now
+    per_block = settings.windows_per_block(step)
+    layout = layout_for(usage.start, step, usage.n_windows, per_block)
+    period = layout.period
+    cpu_blocks = as_blocks(usage.cpu, layout)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        blocks = np.nanmean(cpu_blocks, axis=2)
+    residual_windows = max(1, round(settings.residual_days * DAY / step))
+    residual_blocks = max(1, residual_windows // per_block)
+    recent_cpu = usage.cpu[:, -residual_windows:]
+    shape = detect_shape(recent_cpu, blocks, period, settings)
+    first_block = math.ceil(now / period)
+    horizon = settings.blocks_per(settings.horizon_seconds)
+    scale = _recent_scale(recent_cpu)
+    target, budget, reference = _shortfall_target(usage, recent_cpu, scale, shape.batch, settings)
+    chosen = _forecasts(
+        usage, cpu_blocks, blocks, layout, shape, target, first_block, horizon, residual_blocks,
+        settings, levels,
+    )  # fmt: skip
+    calibration, future_states = _calibrated(
+        cpu_blocks, chosen.one_step, chosen.forecast, scale, target, horizon, residual_blocks,
+        period, settings,
+    )  # fmt: skip
+    margin = calibration.margin_for(future_states)
+    ceiling = np.where(shape.batch, scale * (1.0 + settings.batch_peak_margin), np.nan)
+    required, use_margin, held = _cpu_required(
+        chosen.forecast, margin, usage, recent_cpu, shape, ceiling, settings
+    )
+    committed = committed_requirement(
+        required, blocks, layout.block_ids, first_block, use_margin, shape, period, settings
+    )
+    memory = _memory_plan(
+        usage, layout, cpu_blocks, level_bins(chosen.forecast, calibration.scale),
+        calibration.scale, ooms, first_block, horizon, now, settings, previous,
+    )  # fmt: skip
+    lulls = settings.lulls
+    idle = idle_requests(
+        recent_cpu, scale, lulls.idle_quantile, settings.react_margin, settings.min_cpu_cores
+    )
+    recent_memory = usage.memory[:, -residual_windows:]
+    memory_lull = lull_memory(
+        recent_cpu, recent_memory, scale, lulls.memory_quantile, settings.memory_margin
+    )
     return Plan(
         first_block=first_block,
         period=period,
-        cpu_forecast=forecast,
+        cpu_forecast=chosen.forecast,
         cpu_states=future_states,
         shortfall_target=target,
         shortfall_budget=budget,
@@ -307,25 +406,13 @@ def make_plan(
         cpu_required=required,
         memory=memory,
         cpu_margin=np.where(np.isnan(margin), np.nan, use_margin),
-        cpu_idle=idle_requests(
-            recent_cpu,
-            scale,
-            settings.lulls.idle_quantile,
-            settings.react_margin,
-            settings.min_cpu_cores,
-        ),
+        cpu_idle=idle,
         cpu_ceiling=ceiling,
         cpu_held=held,
         cpu_committed=committed,
-        memory_lull=lull_memory(
-            recent_cpu,
-            usage.memory[:, -residual_windows:],
-            scale,
-            settings.lulls.memory_quantile,
-            settings.memory_margin,
-        ),
+        memory_lull=memory_lull,
         calibration=calibration,
-        model=model,
-        alpha=hw.alpha,
+        model=chosen.model,
+        alpha=chosen.alpha,
         shape=shape,
     )
