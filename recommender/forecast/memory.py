@@ -200,6 +200,46 @@ def _episodes_per_day(exceeds: np.ndarray, days: np.ndarray) -> np.ndarray:
     return starts.sum(axis=1) / days
 
 
+def _by_state_cost(
+    memory: np.ndarray,
+    cpu_states: np.ndarray,
+    n_bins: int,
+    recent_level: np.ndarray,
+    per_block: int,
+    settings: ForecastSettings,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Per series, replayed over its past as the plan sizes: each state's memory peak,
+    the extra kills a day sizing by state would have cost, the limit it would have
+    lowered on average (bytes), and the days seen."""
+    n = memory.shape[0]
+    margin = 1.0 + settings.memory_margin
+    overall_level = _prefix_max(memory)
+    previous = np.full(cpu_states.shape, -1)
+    previous[:, 1:] = cpu_states[:, :-1]
+    stable = (previous == cpu_states) & (cpu_states >= 0)
+    state_peak = np.full((n, n_bins), np.nan)
+    for k in range(n_bins):
+        in_state = np.where(stable & (cpu_states == k), memory, np.nan)
+        state_peak[:, k] = error_quantiles(in_state, (settings.memory_state_quantile,))[0][:, 0]
+    # as the plan does: a state's peak never lifts the level above the overall one,
+    # and a state with no peak of its own (a CPU blip too short to be stable) gets it
+    state_level = np.take_along_axis(state_peak, np.clip(previous, 0, None), axis=1)
+    state_level = np.where(previous < 0, overall_level, np.fmin(state_level, overall_level))
+    seen = ~np.isnan(memory)
+    seen_windows = seen.sum(axis=1)
+    days = np.maximum(seen_windows * settings.update_period_seconds / per_block / DAY, 1e-9)
+    peak_limit = margin * np.maximum(overall_level, recent_level)
+    state_limit = margin * np.maximum(state_level, recent_level)
+    with np.errstate(invalid="ignore"):
+        by_peak = seen & (memory > peak_limit)
+        by_state_exceeds = seen & (memory > state_limit)
+        lowered = np.where(seen & np.isfinite(peak_limit), peak_limit - state_limit, 0.0)
+    extra = _episodes_per_day(by_state_exceeds, days) - _episodes_per_day(by_peak, days)
+    # the state level is the overall one capped, so `lowered` is never negative
+    saving = lowered.sum(axis=1) / np.maximum(seen_windows, 1)
+    return state_peak, extra, saving, days
+
+
 def plan_memory(
     memory: np.ndarray,
     cpu_states: np.ndarray,
@@ -233,30 +273,9 @@ def plan_memory(
     n_bins = int(max(cpu_states.max(initial=0), future_states.max(initial=0))) + 1
     recent_blocks = max(1, settings.blocks_per(settings.memory_recent_hours * HOUR))
     recent_level = _recent_before(memory.reshape(n, -1, per_block), recent_blocks)
-    overall_level = _prefix_max(memory)
-    previous = np.full(cpu_states.shape, -1)
-    previous[:, 1:] = cpu_states[:, :-1]
-    stable = (previous == cpu_states) & (cpu_states >= 0)
-    state_peak = np.full((n, n_bins), np.nan)
-    for k in range(n_bins):
-        in_state = np.where(stable & (cpu_states == k), memory, np.nan)
-        state_peak[:, k] = error_quantiles(in_state, (settings.memory_state_quantile,))[0][:, 0]
-    # as the plan does: a state's peak never lifts the level above the overall one,
-    # and a state with no peak of its own (a CPU blip too short to be stable) gets it
-    state_level = np.take_along_axis(state_peak, np.clip(previous, 0, None), axis=1)
-    state_level = np.where(previous < 0, overall_level, np.fmin(state_level, overall_level))
-    seen = ~np.isnan(memory)
-    seen_windows = seen.sum(axis=1)
-    days = np.maximum(seen_windows * settings.update_period_seconds / per_block / DAY, 1e-9)
-    peak_limit = margin * np.maximum(overall_level, recent_level)
-    state_limit = margin * np.maximum(state_level, recent_level)
-    with np.errstate(invalid="ignore"):
-        by_peak = seen & (memory > peak_limit)
-        by_state_exceeds = seen & (memory > state_limit)
-        lowered = np.where(seen & np.isfinite(peak_limit), peak_limit - state_limit, 0.0)
-    extra = _episodes_per_day(by_state_exceeds, days) - _episodes_per_day(by_peak, days)
-    # the state level is the overall one capped, so `lowered` is never negative
-    saving = lowered.sum(axis=1) / np.maximum(seen_windows, 1)
+    state_peak, extra, saving, days = _by_state_cost(
+        memory, cpu_states, n_bins, recent_level, per_block, settings
+    )
     # what sizing by state saves buys some of its kills: `oom_worth_bytes` of limit
     # lowered on average, all day, is worth one kill a day
     net = extra - saving / settings.oom_worth_bytes

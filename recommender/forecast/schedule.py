@@ -241,12 +241,11 @@ def build_schedule(
 ) -> tuple[np.ndarray, np.ndarray]:
     """Requests per horizon block, starting from the requests in force.
 
-    CPU as the live strategy moves it at block boundaries (greedy hysteresis) under
-    the same change budget (`ChangeBudget`, with `reserved_changes` kept for
-    reactions); a level spending the last planned change covers until the
-    budget frees one (`budget_reach`), `committed` (series, blocks) past
-    `cover_blocks`, and a request under `floor` (series, blocks, see `rise_floor`)
-    rises. A cut is made as the strategy's block boundary makes it (`cut_worth_making`:
+    CPU as the live strategy moves it at block boundaries under the same change budget
+    (`ChangeBudget`, `reserved_changes` kept for reactions); a level spending the last
+    planned change covers until the budget frees one (`budget_reach`), `committed`
+    (series, blocks) past `cover_blocks`; a request under `floor` (`rise_floor`) rises.
+    A cut is made as the strategy's block boundary makes it (`cut_worth_making`:
     none under the recent peak `scale`'s `min_decrease_share`, and in the first block
     none below the last `usage`). Memory follows block by block with the hysteresis of
     `memory_step`, riding along with CPU changes, and never falls in a block that

@@ -121,35 +121,7 @@ class ForecastStrategy:
         cpu = current.cpu.copy()
         ahead = plan.horizon - offset
         if at_boundary:
-            reach = self._reach(left, now, ahead)
-            planned = np.maximum(left - s.reserved_changes, 0)
-            floor = rise_floor(plan.cpu_forecast[:, offset], plan.cpu_margin[:, offset], s)
-            committed = covered_from(plan.cpu_required, plan.cpu_committed, offset, s.cover_blocks)
-            planned_cpu = plan_cpu(cpu, committed, s, planned, may_react, reach, floor)[:, 0]
-            last = ~may_plan & (left >= 1) & ~following
-            if last.any():
-                cpu_seen, _ = self.buffer.recent(round(QUIET_HOURS * HOUR / self.fleet.step))
-                quiet_peak = recent_peak(cpu_seen, cpu_seen.shape[1])
-                cut = last_change_cut(cpu, committed, s, last, quiet_peak, reach)
-                planned_cpu = np.where(cut < cpu, cut, planned_cpu)
-            peak = plan.calibration.scale
-            planned_cpu = cut_worth_making(planned_cpu, cpu, self.last_cpu, peak, s)
-            # an on/off container keeps its busy level through a job's dips: the change
-            # a cut within the busy band costs is one the next lull drop needs
-            in_job = following & (planned_cpu >= LEVEL_EDGES[2] * peak)
-            planned_cpu = np.where((planned_cpu < cpu) & in_job, cpu, planned_cpu)
-            # an on/off container in a lull, or whose usage is below its request, is
-            # raised by a reaction, never by plan: a raise ahead of a forecast job
-            # spends a change the next lull drop needs, and a job that does start is
-            # answered within a window or two
-            in_lull = following & (
-                (self.lulls.idle_run >= s.lulls.after_windows) | (self.last_cpu < cpu)
-            )
-            in_lull |= ~np.isnan(self.lulls.dropped_from) & (self.lulls.idle_run > 0)
-            # so is a serving container just back from a burst (once, for this boundary)
-            in_lull |= self.spikes.released
-            in_lull &= self.short_run == 0  # a drop below the idle usage itself is not kept
-            cpu = np.where(in_lull, np.fmin(planned_cpu, cpu), planned_cpu)
+            cpu = self._boundary_cpu(cpu, left, may_react, following, now, ahead, offset)
             self.spikes.at_boundary(~np.isclose(cpu, current.cpu, equal_nan=True))
         cpu = np.where(np.isnan(cpu), cover(required, s.cover_blocks), cpu)
         states = plan.cpu_states[:, offset].copy()
@@ -182,6 +154,52 @@ class ForecastStrategy:
         changed = cpu_moves | resized
         self.changes.record(changed, current.cpu, now)
         return Requests(cpu, memory, memory.copy())
+
+    def _boundary_cpu(
+        self,
+        cpu: np.ndarray,
+        left: np.ndarray,
+        may_react: np.ndarray,
+        following: np.ndarray,
+        now: float,
+        ahead: int,
+        offset: int,
+    ) -> np.ndarray:
+        """The CPU level a block boundary sets: the plan through the hysteresis, the last
+        change's deep cut, no cut worth too little, and the lull and burst holds."""
+        s = self.settings
+        assert self.plan is not None
+        plan = self.plan
+        may_plan = left > s.reserved_changes
+        reach = self._reach(left, now, ahead)
+        planned = np.maximum(left - s.reserved_changes, 0)
+        floor = rise_floor(plan.cpu_forecast[:, offset], plan.cpu_margin[:, offset], s)
+        committed = covered_from(plan.cpu_required, plan.cpu_committed, offset, s.cover_blocks)
+        planned_cpu = plan_cpu(cpu, committed, s, planned, may_react, reach, floor)[:, 0]
+        last = ~may_plan & (left >= 1) & ~following
+        if last.any():
+            cpu_seen, _ = self.buffer.recent(round(QUIET_HOURS * HOUR / self.fleet.step))
+            quiet_peak = recent_peak(cpu_seen, cpu_seen.shape[1])
+            cut = last_change_cut(cpu, committed, s, last, quiet_peak, reach)
+            planned_cpu = np.where(cut < cpu, cut, planned_cpu)
+        peak = plan.calibration.scale
+        planned_cpu = cut_worth_making(planned_cpu, cpu, self.last_cpu, peak, s)
+        # an on/off container keeps its busy level through a job's dips: the change
+        # a cut within the busy band costs is one the next lull drop needs
+        in_job = following & (planned_cpu >= LEVEL_EDGES[2] * peak)
+        planned_cpu = np.where((planned_cpu < cpu) & in_job, cpu, planned_cpu)
+        # an on/off container in a lull, or whose usage is below its request, is
+        # raised by a reaction, never by plan: a raise ahead of a forecast job
+        # spends a change the next lull drop needs, and a job that does start is
+        # answered within a window or two
+        in_lull = following & (
+            (self.lulls.idle_run >= s.lulls.after_windows) | (self.last_cpu < cpu)
+        )
+        in_lull |= ~np.isnan(self.lulls.dropped_from) & (self.lulls.idle_run > 0)
+        # so is a serving container just back from a burst (once, for this boundary)
+        in_lull |= self.spikes.released
+        in_lull &= self.short_run == 0  # a drop below the idle usage itself is not kept
+        return np.where(in_lull, np.fmin(planned_cpu, cpu), planned_cpu)
 
     def _reach(self, left: np.ndarray, now: float, ahead: int) -> np.ndarray:
         """Blocks a new CPU level covers (see `schedule.budget_reach`), worked out once
