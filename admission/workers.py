@@ -132,10 +132,12 @@ def worker_main(config: WorkerConfig, sock: socket.socket, channel: Connection) 
         send()
     server.stop()  # answers the reviews it holds first
     checker.stop()
-    cache.stop()
     send()
     channel.close()
     logging.shutdown()
+    # the watches' threads and the API client's pool would be joined at interpreter exit,
+    # one blocked read at a time (seconds): everything a worker owes is done by now
+    os._exit(0)
 
 
 @dataclass
@@ -177,16 +179,17 @@ class Supervisor:
         with self._lock:
             return sum(w.ready and not w.retiring for w in self._workers) >= self.count
 
-    def start(self, wait: float = READY_SECONDS) -> Supervisor:
-        """Start the workers and return once all serve (TimeoutError past `wait` seconds)."""
+    def start(self, wait: float | None = READY_SECONDS) -> Supervisor:
+        """Start the workers; with `wait`, return once all serve (TimeoutError past it)."""
         for _ in range(self.count):
             self._spawn()
         self._thread.start()
-        deadline = time.monotonic() + wait
-        while not self.ready():
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"the webhook's workers did not start within {wait:.0f}s")
-            time.sleep(0.05)
+        if wait is not None:
+            deadline = time.monotonic() + wait
+            while not self.ready():
+                if time.monotonic() > deadline:
+                    raise TimeoutError(f"the webhook's workers did not start within {wait:.0f}s")
+                time.sleep(0.05)
         return self
 
     def _spawn(self) -> _Worker:

@@ -211,22 +211,25 @@ def admission_command(
         name="tailor-status-lease",
         failure="status Lease renewal failed",
     )
-    server.start()
-    heartbeat.beat()  # serving now: the updater may evict from here on
-    beating.start()
-    if registering is not None:
-        _register(registrar)  # once it listens: the API server calls it from now on
-        registering.start()
+    server.start(wait=None)  # the workers list the cluster first; SIGTERM may come meanwhile
     port = sock.getsockname()[1]
     LOG.info(
         "admission webhook listening on https://%s:%d/mutate (%d workers)", address, port, workers
     )
-    while not stopping.wait(1.0):
-        pass
+    serving = False
+    while not stopping.wait(0.25):
+        if not serving and server.ready():
+            serving = True
+            heartbeat.beat()  # serving now: the updater may evict from here on
+            beating.start()
+            if registering is not None:
+                _register(registrar)  # the API server calls it from now on
+                registering.start()
     LOG.info("stopping")
-    beating.stop()
-    if registering is not None:
-        registering.stop()
+    if serving:
+        beating.stop()
+        if registering is not None:
+            registering.stop()
     server.stop()
     sock.close()
     if metrics_server is not None:

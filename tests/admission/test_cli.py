@@ -129,15 +129,20 @@ def test_the_service_answers_over_tls_follows_its_secret_and_stops_on_sigterm(
             except OSError:
                 return False
 
-        wait_until(healthy, timeout=30, what="/healthz answering")
+        wait_until(healthy, timeout=90, what="/healthz answering")
         status, text = call(url + "/mutate", ca, b"{not json")
         assert (status, text.startswith("body is not JSON")) == (400, True)
         status, text = call(url + "/mutate", ca, review(new_pod()))
         assert status == 200
         assert answer(text) == {"uid": answer(text)["uid"], "allowed": True}  # no VPA
         metrics = f"http://127.0.0.1:{metrics_port}"
-        counted = reviews(metrics)
-        assert (counted["bad_request"], counted["unchanged"], counted["patched"]) == (1, 1, 0)
+
+        def counted() -> tuple[float, ...]:
+            found = reviews(metrics)
+            return found["bad_request"], found["unchanged"], found["patched"]
+
+        # the workers send what they counted to the parent's /metrics four times a second
+        wait_until(lambda: counted() == (1, 1, 0), timeout=5, what="the reviews counted")
         with urllib.request.urlopen(f"{metrics}/health-check", timeout=5) as health:
             assert health.status == 200  # the lists refresh every second
         mount.publish_pair(renewed)
