@@ -133,12 +133,24 @@ class _Reviews:
     async def read(self, request: web.Request) -> AdmissionRequest:
         """The parsed review; a large body waits for one of `max_large_bodies` turns, so no
         crowd of them is held in memory at once (the others stay in their sockets)."""
-        self.guard.phase(request.transport, BODY)
-        large = (request.content_length or 0) > self.limits.large_body_bytes
-        async with self.large_bodies if large else contextlib.nullcontext():
+        guard = self.guard
+        if (request.content_length or 0) <= self.limits.large_body_bytes:
+            guard.phase(request.transport, BODY)
             body = await request.read()  # past max_body_bytes: 413; slow: cut (BODY deadline)
-            self.guard.phase(request.transport, BUSY)
+            guard.phase(request.transport, BUSY)
             return parse_review(body)
+        guard.phase(request.transport, BUSY)  # waiting for a turn is ours, not the client's
+        try:
+            await asyncio.wait_for(self.large_bodies.acquire(), self.limits.budget_seconds)
+        except TimeoutError:
+            raise web.HTTPServiceUnavailable(text="too many large reviews at once\n") from None
+        try:
+            guard.phase(request.transport, BODY)
+            body = await request.read()
+            guard.phase(request.transport, BUSY)
+            return parse_review(body)
+        finally:
+            self.large_bodies.release()
 
     async def mutate(self, request: web.Request) -> web.Response:
         try:

@@ -108,8 +108,13 @@ def test_a_memory_bomb_neither_bloats_nor_stalls_the_webhook(service: Service) -
         peak = service.rss
     time.sleep(5)
     after = service.rss
-    assert answers == [400, 200] * 8
-    assert prober.results and all(status == 200 and ok for status, _, ok in prober.results)
+    # refused unparsed (400), parsed (200), or no turn within the budget (503: the API
+    # server's failurePolicy then decides, as for any webhook failure)
+    assert set(answers[0::2]) <= {400, 503} and set(answers[1::2]) <= {200, 503}
+    assert 400 in answers and 200 in answers
+    # every other review answered in time; while a bomb holds the loop some are shed
+    # (allowed unchanged at once), never left waiting
+    assert prober.results and all(status == 200 for status, _, _ in prober.results)
     stall = max(seconds for _, seconds, _ in prober.results)
     assert stall < API_SERVER_TIMEOUT
     assert after < shipped_memory_limit()
@@ -117,6 +122,7 @@ def test_a_memory_bomb_neither_bloats_nor_stalls_the_webhook(service: Service) -
         "webhook-memory-bomb",
         {
             "bombs": "8 x 1,000,000 empty objects (2.9 MiB, refused) + 8 x 99,000 (parsed)",
+            "bomb_answers": {str(code): answers.count(code) for code in sorted(set(answers))},
             "rss_before_mib": before / 2**20,
             "rss_peak_sampled_mib": peak / 2**20,
             "rss_after_5s_mib": after / 2**20,
@@ -124,6 +130,7 @@ def test_a_memory_bomb_neither_bloats_nor_stalls_the_webhook(service: Service) -
             "review_max_during_ms": stall * 1000,
             "review_p50_during_ms": statistics.median(s for _, s, _ in prober.results) * 1000,
             "reviews_during": len(prober.results),
+            "reviews_during_patched": sum(ok for _, _, ok in prober.results),
         },
     )
 
