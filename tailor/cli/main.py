@@ -1,6 +1,6 @@
 """The `tailor` console script: one typer app, one module per command, loaded on use.
 
-Each command's module imports its component (the forecaster pulls in scikit-learn, the
+Each command's module imports its component (the forecaster pulls in pandas, the
 services the Kubernetes client, the report matplotlib), and importing them all cost about
 4 CPU-seconds before `tailor --help` printed a line. The app therefore lists its
 commands by name and one-line help only (`COMMANDS`), and imports a command's module
