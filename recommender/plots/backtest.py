@@ -234,9 +234,10 @@ def requests_figure(frame: pd.DataFrame, title: str, ylabel: str = "CPU (cores)"
     axes.step(times, frame["usage"], where="post", color=USAGE_COLOUR, lw=0.7, label="usage")
     for index, column in enumerate(column for column in frame.columns if column != "usage"):
         look = style(index)
+        # each line thinner than the one before: where two requests agree both stay seen
         axes.step(
             times, frame[column], where="post", color=look["color"],
-            linestyle=look["linestyle"], lw=1.6, label=f"{column} request",
+            linestyle=look["linestyle"], lw=max(3.0 - 1.2 * index, 1.0), label=f"{column} request",
         )  # fmt: skip
     finish(axes, title, "time (UTC)", ylabel)
     axes.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
