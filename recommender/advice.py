@@ -15,8 +15,9 @@ from collections.abc import Callable
 import numpy as np
 import pandas as pd
 
+from recommender.aggregates import vpa_rows
 from recommender.forecast.settings import ForecastSettings
-from recommender.recommend import fit_vpa_model, recommend_forecast_workloads, vpa_rows
+from recommender.recommend import fit_vpa_model, recommend_forecast_workloads
 from recommender.savings import current_requests, with_changes, with_current
 from recommender.vpa.explain import vpa_explanations
 from recommender.vpa.settings import VpaSettings

@@ -9,7 +9,7 @@ import pandas as pd
 
 from recommender.service.passes import PassReport, _write_schedule, served_schedule
 from recommender.service.status import OwnSettings, served_vpas
-from tailor.kube import Answer
+from tailor.cluster_port import Answer
 from tailor.schedule_configmap import decode_schedule
 from tests.recommender.service.test_status import DEPLOYMENT_RS, pod, vpa
 
