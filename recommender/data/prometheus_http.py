@@ -20,6 +20,9 @@ def connect(settings: PrometheusSettings) -> PrometheusConnect:
     """A prometheus-api-client connection with the settings' auth, TLS and retries."""
     session = requests.Session()
     session.verify = str(settings.ca_file) if settings.ca_file else settings.verify_tls
+    if settings.client_cert_file is not None:
+        cert, key = str(settings.client_cert_file), settings.client_key_file
+        session.cert = cert if key is None else (cert, str(key))
     headers = dict(settings.headers)
     if settings.bearer_token is not None:
         headers["Authorization"] = f"Bearer {settings.bearer_token.get_secret_value()}"

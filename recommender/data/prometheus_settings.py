@@ -84,6 +84,10 @@ class PrometheusSettings(BaseModel):
     headers: dict[str, str] = Field(default_factory=dict)
     verify_tls: bool = True
     ca_file: Path | None = None
+    # a client certificate and key (PEM files): the API server's service proxy, reached
+    # with a kubeconfig's credentials (`tailor recommend` on a cluster)
+    client_cert_file: Path | None = None
+    client_key_file: Path | None = None
     timeout_seconds: float = 60.0
     retries: int = Field(default=3, ge=0)
     concurrency: int = Field(default=4, ge=1, le=32)  # queries in flight at once
