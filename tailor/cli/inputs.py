@@ -216,10 +216,16 @@ def load_from_prometheus(
     options: PrometheusOptions, console: Console
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Read history chunk by chunk, with a progress bar on a terminal."""
+    return load_with_settings(prometheus_settings(options), console)
+
+
+def load_with_settings(
+    settings: PrometheusSettings, console: Console
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """`load_from_prometheus` for settings made already (a Prometheus found in a cluster)."""
     # the HTTP stack (requests, prometheus-api-client) only for a command that reads
     from recommender.data.prometheus import load_prometheus_history
 
-    settings = prometheus_settings(options)
     progress = progress_bar(console)
     with progress:
         task = progress.add_task("querying Prometheus", total=None)

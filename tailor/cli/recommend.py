@@ -21,6 +21,15 @@ from recommender.forecast.settings import ForecastSettings
 from recommender.savings import DEFAULT_CPU_PRICE, DEFAULT_MEMORY_PRICE, Prices
 from recommender.vpa.settings import VpaSettings
 from tailor.cli import options
+from tailor.cli.cluster_history import (
+    AllNamespaces,
+    Context,
+    Kubeconfig,
+    Selector,
+    cluster_scope,
+    read_cluster,
+    wanted,
+)
 from tailor.cli.output import OutputFormat, recommendation_view, render
 from tailor.cli.progress import progress_bar
 from tailor.cli.tables import print_table
@@ -113,6 +122,10 @@ def recommend_settings(
 
 
 def recommend_command(
+    kubeconfig: Kubeconfig = None,
+    context: Context = None,
+    all_namespaces: AllNamespaces = False,
+    selector: Selector = None,
     demo: options.Demo = False,
     input: options.Input = None,
     events: options.Events = None,
@@ -151,8 +164,10 @@ def recommend_command(
         (wide, explain, summary),
         (cpu_price, memory_price),
     )
+    scope = cluster_scope(kubeconfig, context, namespace, all_namespaces, selector)
+    from_cluster = wanted(demo, input, prometheus, scope)
     source = options.prometheus_options(
-        prometheus,
+        "" if from_cluster and prometheus is None else prometheus,
         history,
         step,
         chunk,
@@ -165,9 +180,15 @@ def recommend_command(
         prometheus_password_file,
     )
     err_console = Console(stderr=True)
-    usage, event_frame = options.read_history(err_console, demo, input, events, source, namespace)
-    rows = advised(usage, event_frame, settings, source, err_console)
-    emit(rows, settings)
+    current = None
+    if from_cluster:
+        assert source is not None
+        usage, event_frame, current = read_cluster(scope, source, err_console)
+    else:
+        usage, event_frame = options.read_history(
+            err_console, demo, input, events, source, namespace
+        )
+    emit(advised(usage, event_frame, settings, source, err_console, current), settings)
 
 
 def advised(

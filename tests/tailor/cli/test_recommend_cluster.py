@@ -1,0 +1,116 @@
+"""`tailor recommend` on a real cluster with only a kubeconfig: it lists the Deployment's
+pods, finds Prometheus behind a Service and reads it through the API server's proxy.
+
+The Prometheus is a real one on loopback holding a backfilled history; the Service has
+no selector and an Endpoints object points at the loopback port, which the API
+server's service proxy follows as it would a pod's.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+import pytest
+from typer.testing import CliRunner
+
+from recommender.data.openmetrics import usage_to_openmetrics
+from tailor.cli.main import app
+from tests.cli_text import plain
+from tests.cluster.controlplane import ControlPlane
+from tests.cluster.prometheus import PrometheusFactory, backfill_end
+from tests.cluster.rawapi import RawApi
+from tests.cluster.workloads import daily_cycle
+
+pytestmark = [pytest.mark.cluster, pytest.mark.prometheus]
+
+REPLICA_SET = "web-7f9c5d"  # Deployment web's ReplicaSet: <deployment>-<pod-template-hash>
+PODS = (f"{REPLICA_SET}-abcde", f"{REPLICA_SET}-fghjk")
+
+
+def two_pod_history(namespace: str) -> pd.DataFrame:
+    first = daily_cycle(namespace, backfill_end(), days=3)
+    second = first.copy()
+    second["pod"] = PODS[1]
+    first["pod"] = PODS[0]
+    return pd.concat([first, second], ignore_index=True)
+
+
+def deployment_pod(name: str) -> dict:
+    owner = {
+        "apiVersion": "apps/v1",
+        "kind": "ReplicaSet",
+        "name": REPLICA_SET,
+        "uid": "00000000-0000-0000-0000-000000000001",
+        "controller": True,
+    }
+    resources = {"requests": {"cpu": "500m", "memory": "256Mi"}}
+    container = {"name": "app", "image": "registry.k8s.io/pause:3.10", "resources": resources}
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "labels": {"app": "web"}, "ownerReferences": [owner]},
+        "spec": {"containers": [container]},
+    }
+
+
+def expose(api: RawApi, namespace: str, port: int) -> None:
+    """prometheus-operated (the operator's Service name) -> 127.0.0.1:port."""
+    service = {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": "prometheus-operated", "labels": {"operated-prometheus": "true"}},
+        "spec": {"ports": [{"name": "web", "port": 9090, "targetPort": port}]},
+    }
+    api.create(f"/api/v1/namespaces/{namespace}/services", service)
+    endpoints = {
+        "apiVersion": "v1",
+        "kind": "Endpoints",
+        "metadata": {"name": "prometheus-operated"},
+        "subsets": [{"addresses": [{"ip": "127.0.0.1"}], "ports": [{"name": "web", "port": port}]}],
+    }
+    api.create(f"/api/v1/namespaces/{namespace}/endpoints", endpoints)
+
+
+def test_recommend_reads_the_cluster_and_its_prometheus_with_only_a_kubeconfig(
+    prometheus_server: PrometheusFactory,
+    kube_api: RawApi,
+    kube_cluster: ControlPlane,
+    kube_namespace: str,
+) -> None:
+    for name in PODS:
+        kube_api.create(f"/api/v1/namespaces/{kube_namespace}/pods", deployment_pod(name))
+    instance = prometheus_server.start(usage_to_openmetrics(two_pod_history(kube_namespace)))
+    runner = CliRunner()
+    base = ["recommend", "--kubeconfig", str(kube_cluster.kubeconfig), "-n", kube_namespace]
+
+    missing = runner.invoke(app, [*base, "--format", "json"])
+    assert missing.exit_code == 2
+    said = plain(missing.output)
+    assert "no Prometheus found in the cluster" in said
+    for way in ("--prometheus URL", "--input FILE", "--demo"):
+        assert way in said
+
+    expose(kube_api, kube_namespace, int(instance.url.rsplit(":", 1)[1]))
+    try:
+        result = runner.invoke(app, [*base, "--format", "json", "--history", "4d"])
+        assert result.exit_code == 0, result.output
+        assert f"Service {kube_namespace}/prometheus-operated" in plain(result.stderr)
+        [row] = json.loads(result.stdout)
+        assert (row["namespace"], row["workload"], row["container"]) == (
+            kube_namespace,
+            "web",
+            "app",
+        )
+        assert row["current"] == {"cpu": 0.5, "memory": 256 * 2**20}
+        assert row["pods"] == 2
+        assert row["cpu"]["target"] > 0.5  # the cycle peaks at 1.2 cores
+
+        table = runner.invoke(app, [*base, "--history", "4d", "--cpu-price", "1"])
+        assert table.exit_code == 0, table.output
+        footer = table.stdout[table.stdout.index("cost / month") :]
+        total = next(line for line in footer.splitlines() if line.strip().startswith("total"))
+        cores = f"1 → {2 * row['cpu']['target']:.3g}"  # two pods of 500m now
+        assert cores in total
+    finally:
+        kube_api.delete(f"/api/v1/namespaces/{kube_namespace}/services/prometheus-operated")
