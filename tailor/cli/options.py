@@ -362,6 +362,10 @@ def prometheus_options(
             verb = "goes" if len(stray) == 1 else "go"
             raise typer.BadParameter(f"{', '.join(stray)} {verb} with --prometheus URL")
         return None
+    if url and "://" not in url:  # host:9090 reached requests as a scheme "host"
+        raise typer.BadParameter(
+            f"{url!r} is not a URL; did you mean http://{url}?", param_hint="--prometheus"
+        )
     return PrometheusOptions(
         url=url,
         history=history,

@@ -136,3 +136,9 @@ def test_version() -> None:
     result = runner.invoke(app, ["--version"])
     assert result.exit_code == 0
     assert result.stdout.startswith("kube-tailor ")
+
+
+def test_a_prometheus_without_a_scheme_gets_a_suggestion() -> None:
+    result = runner.invoke(app, ["recommend", "--prometheus", "prom.example:9090"])
+    assert result.exit_code == 2
+    assert "did you mean http://prom.example:9090" in " ".join(result.output.split())
