@@ -16,7 +16,13 @@ $(STAMP): pyproject.toml
 venv: $(STAMP)
 
 demo: venv
+	@echo "Demo fleet: 6 workloads (7 containers) in namespace demo, 8 days at 5 min:"
+	@echo "a web service with a sidecar, a weekly cycle, a nightly batch, a memory leak"
+	@echo "OOM-killed at its limit, bursts and a JVM heap. Recommendations (vpa model):"
 	$(BIN)/tailor recommend --demo
+	@echo "Next: tailor recommend --demo --explain (why each figure), --strategy forecast,"
+	@echo "tailor schedule --demo (the 24 h plan), tailor backtest --demo (what each saves),"
+	@echo "tailor recommend -n NAMESPACE (your cluster: kube context, Prometheus found)."
 
 controlplane:
 	tests/cluster/build-controlplane.sh
