@@ -7,6 +7,7 @@ refused credentials, a refused query, or a server that is not Prometheus at all.
 from __future__ import annotations
 
 import json
+import re
 
 import requests
 from prometheus_api_client import PrometheusConnect
@@ -82,7 +83,8 @@ class Fetcher:
                     f"Prometheus at {url} did not answer within "
                     f"{self.settings.timeout_seconds:g} s (a query of {query[:60]!r})"
                 ) from error
-            raise PrometheusSourceError(f"cannot reach Prometheus at {url}: {error}") from error
+            cause = _cause(error)
+            raise PrometheusSourceError(f"cannot reach Prometheus at {url}: {cause}") from error
         if response.status_code != 200:
             problem = f"HTTP Status Code {response.status_code} ({response.content[:500]!r})"
             if response.status_code in (401, 403):  # no query is at fault: the credentials
@@ -107,6 +109,15 @@ def _parsed_result(url: str, body: bytes) -> list[dict]:
     if not isinstance(result, list) or not all(_is_series(item) for item in result):
         raise _not_prometheus(url, f"no range-query matrix in {str(result)[:200]!r}")
     return result
+
+
+def _cause(error: requests.exceptions.RequestException) -> str:
+    """The reason a request failed, without the encoded query urllib3 puts first: a
+    refused connection, a name that does not resolve, a timeout, a TLS failure."""
+    reason = getattr(error.args[0], "reason", None) if error.args else None
+    text = str(reason if reason is not None else error)
+    text = re.sub(r"^\w*Connection\w*\([^)]*\): ", "", text)  # urllib3's pool, host and port
+    return text.removeprefix("Failed to establish a new connection: ").strip("\"'")
 
 
 def _is_series(item: object) -> bool:

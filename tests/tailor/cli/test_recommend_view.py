@@ -18,6 +18,7 @@ from recommender.savings import savings_summary
 from tailor.cli.main import app
 from tailor.cli.output import recommendation_view, short_cpu, short_memory
 from tailor.cli.tables import text_of
+from tests.cli_text import plain
 
 runner = CliRunner()
 LONG = "a-workload-name-long-enough-to-need-wrapping-on-any-terminal"
@@ -141,4 +142,12 @@ def test_version() -> None:
 def test_a_prometheus_without_a_scheme_gets_a_suggestion() -> None:
     result = runner.invoke(app, ["recommend", "--prometheus", "prom.example:9090"])
     assert result.exit_code == 2
-    assert "did you mean http://prom.example:9090" in " ".join(result.output.split())
+    assert "did you mean http://prom.example:9090" in plain(result.output)
+
+
+def test_an_unreachable_prometheus_names_the_host_and_cause_not_the_query() -> None:
+    result = runner.invoke(app, ["recommend", "--prometheus", "http://127.0.0.1:9"])
+    said = plain(result.output)
+    assert result.exit_code == 2
+    assert "cannot reach Prometheus at http://127.0.0.1:9: [Errno 111] Connection refused" in said
+    assert "query_range" not in said and "%7B" not in said
