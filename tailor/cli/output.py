@@ -182,9 +182,11 @@ def _resource_cell(values: Mapping[Any, Any], resource: str) -> str:
 def build_table(frame: pd.DataFrame, title: str, wide: bool = False) -> Table:
     """One row per container: names (wrapped whole, never cut), then per resource the
     current request, the recommendation and the change; `wide`: every bound apart."""
-    table = Table(title=title, header_style="bold", box=box.SIMPLE_HEAD, pad_edge=False)
+    table = Table(
+        title=title, header_style="bold", box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False
+    )
     for name in ("namespace", "workload", "container"):
-        table.add_column(name, overflow="fold", ratio=1)
+        table.add_column(name, overflow="fold")
     records = frame.to_dict(orient="records")
     with_current = "cpu_current" in frame
     if wide:
@@ -233,6 +235,7 @@ def summary_table(summary: pd.DataFrame) -> Table:
         title="requests now → recommended (all pods; containers with a known request)",
         header_style="bold",
         box=box.SIMPLE_HEAD,
+        show_edge=False,
         pad_edge=False,
     )
     table.add_column("namespace", overflow="fold")
@@ -288,4 +291,4 @@ def recommendation_view(
     body: RenderableType = (
         explained_rows(frame) if explain else build_table(frame, TABLE_TITLE, wide)
     )
-    return body if summary is None else Group(body, summary_table(summary))
+    return body if summary is None else Group(body, Text(""), summary_table(summary))
