@@ -73,8 +73,8 @@ def vpa_explanations(
         text = (
             f"vpa: cpu target {_percent(cpu_target)} of usage, memory target "
             f"{_percent(memory_target)} of daily peaks, {margin}; bounds {bounds} scaled by "
-            f"confidence after {_history(days)} of history: lower {_factor(lower)}, "
-            f"upper {_factor(upper)}"
+            f"confidence after {_history(days)} of history (as upstream counts it: the span, "
+            f"at most one sample a minute): lower {_factor(lower)}, upper {_factor(upper)}"
         )
         if float(memory_days[row]) != days:
             text += f" (memory: {_history(float(memory_days[row]))})"
