@@ -13,6 +13,7 @@ import math
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from enum import StrEnum
 from typing import Annotated
 
@@ -52,6 +53,100 @@ class Resource(StrEnum):
     memory = "memory"
 
 
+ResourceFlag = Annotated[Resource, typer.Option("--resource", help="cpu or memory.")]
+BudgetRate = Annotated[
+    float,
+    typer.Option(
+        "--budget-rate",
+        help="Shortfalls allowed per evaluated window (cpu) or OOM kills per "
+        "container-day (memory), e.g. the vpa strategy's measured rate.",
+    ),
+]
+ChangesPerDay = Annotated[
+    int,
+    typer.Option("--changes-per-day", help="Change cap per container-day (0: flat each day)."),
+]
+ExemptFraction = Annotated[
+    float,
+    typer.Option("--exempt-fraction", help="Days exempt from the cap, 0 to 0.5 (p99: 0.01)."),
+]
+LevelBlock = Annotated[
+    str | None,
+    typer.Option(
+        "--level-block",
+        help="Also print the clairvoyant references for flat requests per block of "
+        "this length (e.g. 4h): from each block's true mean and spread, and the best "
+        "flat request knowing every window of the block (cpu), or at each block's "
+        "true peak (memory).",
+    ),
+]
+AtLeastMean = Annotated[
+    bool,
+    typer.Option(
+        "--at-least-mean",
+        help="The --level-block cpu references never request less than a block's own "
+        "mean usage: no container is starved to save slack.",
+    ),
+]
+PeakWindow = Annotated[
+    str | None,
+    typer.Option(
+        "--peak-window",
+        help="Memory only: also print the least slack of any limit never under the peak "
+        "of this much history before each window (e.g. 24h), OOM kills not counted.",
+    ),
+]
+SlackGoal = Annotated[
+    float | None,
+    typer.Option(
+        "--slack-goal",
+        help="Memory only: also print how soon a limit must forget a peak for its least "
+        "slack to reach this relative slack (0 to 1).",
+    ),
+]
+
+
+@dataclass(frozen=True)
+class HindsightSettings:
+    """What `tailor hindsight` bounds, checked before the history is read."""
+
+    resource: Resource
+    budget_rate: float
+    changes_per_day: int
+    exempt_fraction: float
+    block: int | None  # seconds of a --level-block
+    at_least_mean: bool
+    memory_window: int | None  # seconds of a --peak-window
+    slack_goal: float | None
+
+
+def hindsight_settings(
+    resource: Resource,
+    limits: tuple[float, int, float],
+    level_block: str | None,
+    at_least_mean: bool,
+    peak_window: str | None,
+    slack_goal: float | None,
+) -> HindsightSettings:
+    """The flags checked into one value (exit 2 naming the flag at fault)."""
+    budget_rate, changes_per_day, exempt_fraction = limits
+    block = None if level_block is None else positive_duration(level_block, "--level-block")
+    memory_window = _peak_window_seconds(resource, peak_window, slack_goal)
+    with _flag_errors():
+        check_budget_rate(resource.value, budget_rate)
+        check_limits(changes_per_day, exempt_fraction)
+    return HindsightSettings(
+        resource,
+        budget_rate,
+        changes_per_day,
+        exempt_fraction,
+        block,
+        at_least_mean,
+        memory_window,
+        slack_goal,
+    )
+
+
 def hindsight_command(
     demo: Demo = False,
     input: Input = None,
@@ -61,74 +156,39 @@ def hindsight_command(
     limit: Limit = None,
     warm_up: WarmUp = None,
     split: Split = None,
-    resource: Annotated[Resource, typer.Option("--resource", help="cpu or memory.")] = (
-        Resource.cpu
-    ),
-    budget_rate: Annotated[
-        float,
-        typer.Option(
-            "--budget-rate",
-            help="Shortfalls allowed per evaluated window (cpu) or OOM kills per "
-            "container-day (memory), e.g. the vpa strategy's measured rate.",
-        ),
-    ] = 0.0,
-    changes_per_day: Annotated[
-        int,
-        typer.Option("--changes-per-day", help="Change cap per container-day (0: flat each day)."),
-    ] = 6,
-    exempt_fraction: Annotated[
-        float,
-        typer.Option("--exempt-fraction", help="Days exempt from the cap, 0 to 0.5 (p99: 0.01)."),
-    ] = 0.01,
-    level_block: Annotated[
-        str | None,
-        typer.Option(
-            "--level-block",
-            help="Also print the clairvoyant references for flat requests per block of "
-            "this length (e.g. 4h): from each block's true mean and spread, and the best "
-            "flat request knowing every window of the block (cpu), or at each block's "
-            "true peak (memory).",
-        ),
-    ] = None,
-    at_least_mean: Annotated[
-        bool,
-        typer.Option(
-            "--at-least-mean",
-            help="The --level-block cpu references never request less than a block's own "
-            "mean usage: no container is starved to save slack.",
-        ),
-    ] = False,
-    peak_window: Annotated[
-        str | None,
-        typer.Option(
-            "--peak-window",
-            help="Memory only: also print the least slack of any limit never under the peak "
-            "of this much history before each window (e.g. 24h), OOM kills not counted.",
-        ),
-    ] = None,
-    slack_goal: Annotated[
-        float | None,
-        typer.Option(
-            "--slack-goal",
-            help="Memory only: also print how soon a limit must forget a peak for its least "
-            "slack to reach this relative slack (0 to 1).",
-        ),
-    ] = None,
+    resource: ResourceFlag = Resource.cpu,
+    budget_rate: BudgetRate = 0.0,
+    changes_per_day: ChangesPerDay = 6,
+    exempt_fraction: ExemptFraction = 0.01,
+    level_block: LevelBlock = None,
+    at_least_mean: AtLeastMean = False,
+    peak_window: PeakWindow = None,
+    slack_goal: SlackGoal = None,
 ) -> None:
     """Certified lower bound on the relative slack any strategy can reach on this history."""
     started = time.perf_counter()
-    block = None if level_block is None else positive_duration(level_block, "--level-block")
-    memory_window = _peak_window_seconds(resource, peak_window, slack_goal)
-    with _flag_errors():  # before the history is read
-        check_budget_rate(resource.value, budget_rate)
-        check_limits(changes_per_day, exempt_fraction)
+    settings = hindsight_settings(
+        resource,
+        (budget_rate, changes_per_day, exempt_fraction),
+        level_block,
+        at_least_mean,
+        peak_window,
+        slack_goal,
+    )
     history = backtest_history(demo, input, events, dataset, months, limit, warm_up, split)
+    run_hindsight(history, settings, started)
+
+
+def run_hindsight(history: ReplayHistory, settings: HindsightSettings, started: float) -> None:
+    """Bound the history's slack and print the bound and the references asked for."""
+    resource = settings.resource
     if resource is Resource.memory and np.any(history.memory_limit_ratio != 1.0):
         raise typer.BadParameter(
             "the memory bound assumes limit = request (a limit/request ratio of 1)",
             param_hint="--resource",
         )
     try:
+        block = settings.block
         windows = None if block is None else whole_windows(block, history.usage.step, "a block")
     except DurationError as error:
         raise typer.BadParameter(str(error), param_hint="--level-block") from error
@@ -137,8 +197,8 @@ def hindsight_command(
         raise typer.BadParameter(f"no {resource.value} usage to bound", param_hint="--resource")
     loaded = time.perf_counter()
     with _flag_errors():
-        budget = budget_from_rate(days, resource.value, budget_rate)
-        result = slack_lower_bound(days, budget, changes_per_day, exempt_fraction)
+        budget = budget_from_rate(days, resource.value, settings.budget_rate)
+        result = slack_lower_bound(days, budget, settings.changes_per_day, settings.exempt_fraction)
     typer.echo(
         f"{resource.value}_relative_slack > "
         f"{_bound_text(result.bound)} "
@@ -149,8 +209,8 @@ def hindsight_command(
         f"load {loaded - started:.1f}s, bound {time.perf_counter() - loaded:.1f}s)"
     )
     if windows is not None:
-        _print_reference(history, resource, windows, budget_rate, at_least_mean)
-    _print_peak_floor(history, memory_window, slack_goal)
+        _print_reference(history, resource, windows, settings.budget_rate, settings.at_least_mean)
+    _print_peak_floor(history, settings.memory_window, settings.slack_goal)
 
 
 def _peak_window_seconds(
