@@ -9,9 +9,9 @@ self-contained HTML report.
 from __future__ import annotations
 
 import re
-from enum import StrEnum
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Any
 
 import typer
 from rich.console import Console
@@ -19,6 +19,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from recommender.backtest import (
     BacktestInputError,
+    BacktestResult,
     ExecutionSettings,
     ReplaySettings,
     parse_duration,
@@ -29,16 +30,40 @@ from recommender.backtest import (
 from recommender.backtest.frontier import parse_budgets, run_frontier
 from recommender.backtest.history import ReplayHistory, WarmUpError
 from recommender.backtest.pieces import split_series
-from recommender.backtest.registry import with_baseline_settings, with_forecast_settings
+from recommender.backtest.registry import (
+    StrategySpec,
+    with_baseline_settings,
+    with_forecast_settings,
+)
 from recommender.backtest.settings import format_duration
+from tailor.cli.backtest_flags import (
+    Budgets,
+    Dataset,
+    Demo,
+    Engine,
+    EngineChoice,
+    Events,
+    Format,
+    Frontier,
+    Input,
+    Limit,
+    Months,
+    Output,
+    PerContainer,
+    Report,
+    Scheduler,
+    ShowProgress,
+    Split,
+    Strategies,
+    WarmUp,
+    Workers,
+)
 from tailor.cli.backtest_output import (
     OUTPUT_SUFFIXES,
     BacktestFormat,
     distinct_outputs,
     emit,
-    per_container_path,
     render,
-    report_path,
     report_possible,
     write_per_container,
 )
@@ -50,50 +75,8 @@ from tailor.cli.options import (
     forecast_settings,
     note_unmatched_ooms,
     output_format,
-    output_path,
-    writable_path,
 )
 from tailor.cli.writing import write_text
-
-Demo = Annotated[bool, typer.Option("--demo", help="Replay the built-in demo fleet.")]
-Input = Annotated[
-    Path | None, typer.Option("--input", help="Usage history file (canonical format).")
-]
-Events = Annotated[
-    Path | None, typer.Option("--events", help="OOM / eviction events file (with --input).")
-]
-Dataset = Annotated[
-    str | None, typer.Option("--dataset", help="Shared trace: bitbrains, azure or google2011.")
-]
-Months = Annotated[
-    str | None, typer.Option("--months", help="Bitbrains months, e.g. 2013-9 or 2013-8,2013-9.")
-]
-Limit = Annotated[
-    int | None, typer.Option("--limit", min=1, help="Azure / Google 2011: first N series.")
-]
-WarmUp = Annotated[
-    str | None,
-    typer.Option(
-        "--warm-up",
-        help="Per-container warm-up left out of the metrics, e.g. 1d, 6h (default 1d).",
-    ),
-]
-
-Split = Annotated[
-    str | None,
-    typer.Option(
-        "--split",
-        help="Cut every series into pieces of this length (e.g. 1d), each replayed as a new "
-        "container, all starting together: cold starts from a long trace. The warm-up "
-        "defaults to a quarter of a piece.",
-    ),
-]
-
-
-class EngineChoice(StrEnum):
-    local = "local"
-    dask = "dask"
-
 
 MONTH = re.compile(r"\d{4}-\d{1,2}")  # a Bitbrains month folder: 2013-9
 
@@ -193,109 +176,57 @@ def _no_window_left(error: WarmUpError, warm_up: str | None, split: str | None) 
     )
 
 
-def backtest_command(
-    demo: Demo = False,
-    input: Input = None,
-    events: Events = None,
-    dataset: Dataset = None,
-    months: Months = None,
-    limit: Limit = None,
-    strategies: Annotated[
-        str, typer.Option("--strategies", help="Comma-separated strategy names.")
-    ] = "vpa,krr,autopilot,oracle",
-    warm_up: WarmUp = None,
-    split: Split = None,
-    fmt: Annotated[
-        BacktestFormat | None,
-        typer.Option("--format", help="table or json (default: the --output suffix's, else table)"),
-    ] = None,
-    output: Annotated[
-        Path | None,
-        typer.Option(
-            "--output",
-            help="Write the table (.txt) / JSON (.json) to this file.",
-            parser=output_path,
-            callback=writable_path,
-            metavar="FILE",
-        ),
-    ] = None,
-    report: Annotated[
-        Path | None,
-        typer.Option(
-            "--report",
-            help="Write a self-contained HTML report here (.html).",
-            parser=output_path,
-            callback=report_path,
-            metavar="FILE",
-        ),
-    ] = None,
-    per_container: Annotated[
-        Path | None,
-        typer.Option(
-            "--per-container",
-            help="Per-container metrics (.csv, .parquet or .json).",
-            parser=output_path,
-            callback=per_container_path,
-            metavar="FILE",
-        ),
-    ] = None,
-    engine: Annotated[
-        EngineChoice, typer.Option("--engine", help="local processes or a dask cluster.")
-    ] = EngineChoice.local,
-    scheduler: Annotated[
-        str | None,
-        typer.Option("--scheduler", help="Dask scheduler address (default: a LocalCluster)."),
-    ] = None,
-    workers: Annotated[
-        int | None, typer.Option("--workers", min=1, help="Parallel workers (default: cores).")
-    ] = None,
-    progress: Annotated[
-        bool, typer.Option("--progress/--no-progress", help="Progress bar on stderr.")
-    ] = True,
-    forecast_set: ForecastSet = None,
-    baseline_set: BaselineSet = None,
-    frontier: Annotated[
-        bool,
-        typer.Option(
-            "--frontier",
-            help="Also sweep each strategy's risk knobs over its grid (docs/reference/"
-            "frontier.md) and read its slack off the frontier at vpa's default risks.",
-        ),
-    ] = False,
-    budgets: Annotated[
-        str | None,
-        typer.Option(
-            "--budgets",
-            help="With --frontier: changes per day to sweep for strategies with a change "
-            "budget, e.g. 6,12,24,unlimited (default: each strategy's own).",
-        ),
-    ] = None,
-) -> None:
-    """Replay usage history through recommendation strategies and compare them."""
-    chosen = output_format(fmt, BacktestFormat.table, output, OUTPUT_SUFFIXES)
-    distinct_outputs({"--output": output, "--report": report, "--per-container": per_container})
+@dataclass(frozen=True)
+class BacktestSettings:
+    """What `tailor backtest` replays and writes, checked before the history is read."""
+
+    specs: list[StrategySpec]
+    execution: ExecutionSettings
+    frontier: bool
+    budgets: tuple[int, ...]
+    fmt: BacktestFormat
+    output: Path | None
+    report: Path | None
+    per_container: Path | None
+    progress: bool
+
+
+def strategy_specs(
+    strategies: str, forecast_set: list[str] | None, baseline_set: list[str] | None
+) -> list[StrategySpec]:
+    """The strategies named, with the settings `--forecast-set` / `--baseline-set` give."""
     settings = forecast_settings(forecast_set)
     baselines = baseline_settings_option(baseline_set)
     try:
         specs = resolve_strategies(strategies)
         if settings is not None:
             specs = with_forecast_settings(specs, settings)
-        if baselines:
-            specs = with_baseline_settings(specs, baselines)
-        execution = ExecutionSettings(
-            engine=engine.value,
-            workers=workers,
-            scheduler=scheduler,
-        )
-        if budgets is not None and not frontier:
-            raise BacktestInputError("--budgets goes with --frontier")
-        swept = () if budgets is None else parse_budgets(budgets)
+        return with_baseline_settings(specs, baselines) if baselines else specs
     except BacktestInputError as error:
         raise typer.BadParameter(str(error)) from error
-    if report is not None:
-        report_possible()
-    history = backtest_history(demo, input, events, dataset, months, limit, warm_up, split)
-    err = Console(stderr=True)
+
+
+def sweep(frontier: bool, budgets: str | None) -> tuple[int, ...]:
+    """The change budgets `--budgets` sweeps (with `--frontier` only)."""
+    try:
+        if budgets is not None and not frontier:
+            raise BacktestInputError("--budgets goes with --frontier")
+        return () if budgets is None else tuple(parse_budgets(budgets))
+    except BacktestInputError as error:
+        raise typer.BadParameter(str(error)) from error
+
+
+def execution_settings(
+    engine: EngineChoice, workers: int | None, scheduler: str | None
+) -> ExecutionSettings:
+    try:
+        return ExecutionSettings(engine=engine.value, workers=workers, scheduler=scheduler)
+    except BacktestInputError as error:
+        raise typer.BadParameter(str(error)) from error
+
+
+def note_history(err: Console, history: ReplayHistory) -> None:
+    """What of the history is left out of the metrics, on stderr."""
     if history.unevaluated:
         err.print(f"note: {history.unevaluated} series shorter than the warm-up are not evaluated")
     if history.events_outside:
@@ -306,6 +237,10 @@ def backtest_command(
             highlight=False,
             soft_wrap=True,
         )
+
+
+def replay(history: ReplayHistory, settings: BacktestSettings, err: Console) -> BacktestResult:
+    """Run the backtest (or the frontier sweep) with a progress bar on stderr."""
     with Progress(
         TextColumn("replaying"),
         BarColumn(),
@@ -314,7 +249,7 @@ def backtest_command(
         TimeElapsedColumn(),
         console=err,
         transient=True,
-        disable=not progress,
+        disable=not settings.progress,
     ) as bar:
         task = bar.add_task("replay", total=history.size)
 
@@ -322,18 +257,71 @@ def backtest_command(
             bar.update(task, completed=done * history.size / max(total, 1))
 
         try:
-            if frontier:
-                result = run_frontier(history, specs, execution, advance, swept)
-            else:
-                result = run_backtest(
-                    history, strategies=specs, execution=execution, progress=advance
+            if settings.frontier:
+                return run_frontier(
+                    history, settings.specs, settings.execution, advance, settings.budgets
                 )
+            return run_backtest(
+                history, strategies=settings.specs, execution=settings.execution, progress=advance
+            )
         except BacktestInputError as error:
             raise typer.BadParameter(str(error)) from error
-    page = None if report is None else render(history, result, specs, dataset)
-    emit(result, chosen, output)  # nothing is written before the report is drawn
-    if per_container is not None:
-        write_per_container(result, per_container)
+
+
+def write_outputs(
+    history: ReplayHistory,
+    result: BacktestResult,
+    settings: BacktestSettings,
+    dataset: str | None,
+    err: Console,
+) -> None:
+    """The table or JSON, the per-container rows and the report; the report is drawn
+    before anything is written."""
+    report = settings.report
+    page = None if report is None else render(history, result, settings.specs, dataset)
+    emit(result, settings.fmt, settings.output)
+    if settings.per_container is not None:
+        write_per_container(result, settings.per_container)
     if report is not None and page is not None:
         write_text(report, page, "--report")
         err.print(f"report written to {report}")
+
+
+def backtest_command(
+    demo: Demo = False,
+    input: Input = None,
+    events: Events = None,
+    dataset: Dataset = None,
+    months: Months = None,
+    limit: Limit = None,
+    strategies: Strategies = "vpa,krr,autopilot,oracle",
+    warm_up: WarmUp = None,
+    split: Split = None,
+    fmt: Format = None,
+    output: Output = None,
+    report: Report = None,
+    per_container: PerContainer = None,
+    engine: Engine = EngineChoice.local,
+    scheduler: Scheduler = None,
+    workers: Workers = None,
+    progress: ShowProgress = True,
+    forecast_set: ForecastSet = None,
+    baseline_set: BaselineSet = None,
+    frontier: Frontier = False,
+    budgets: Budgets = None,
+) -> None:
+    """Replay usage history through recommendation strategies and compare them."""
+    chosen = output_format(fmt, BacktestFormat.table, output, OUTPUT_SUFFIXES)
+    distinct_outputs({"--output": output, "--report": report, "--per-container": per_container})
+    specs = strategy_specs(strategies, forecast_set, baseline_set)
+    settings = BacktestSettings(
+        specs, execution_settings(engine, workers, scheduler), frontier,
+        sweep(frontier, budgets), chosen, output, report, per_container, progress,
+    )  # fmt: skip
+    if report is not None:
+        report_possible()
+    history = backtest_history(demo, input, events, dataset, months, limit, warm_up, split)
+    err = Console(stderr=True)
+    note_history(err, history)
+    result = replay(history, settings, err)
+    write_outputs(history, result, settings, dataset, err)

@@ -33,18 +33,8 @@ from recommender.backtest.history import ReplayHistory
 from recommender.backtest.level_reference import level_reference, peak_reference
 from recommender.backtest.peak_floor import forgetting_window, trailing_peak_floor
 from recommender.backtest.settings import format_duration
-from tailor.cli.backtest import (
-    Dataset,
-    Demo,
-    Events,
-    Input,
-    Limit,
-    Months,
-    Split,
-    WarmUp,
-    backtest_history,
-    positive_duration,
-)
+from tailor.cli.backtest import backtest_history, positive_duration
+from tailor.cli.backtest_flags import Dataset, Demo, Events, Input, Limit, Months, Split, WarmUp
 from tailor.durations import DurationError, whole_windows
 
 
