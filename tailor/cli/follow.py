@@ -12,10 +12,8 @@ import logging
 import math
 import sys
 from dataclasses import asdict, dataclass
-from datetime import UTC, datetime
-from enum import StrEnum
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Annotated
 
 import typer
 from prometheus_client import Counter
@@ -23,7 +21,8 @@ from rich.console import Console
 from rich.table import Table
 
 from tailor.cli import election as election_flags
-from tailor.cli import options
+from tailor.cli import follow_flags, options
+from tailor.cli.follow_flags import FollowFlags, FollowFormat
 from tailor.cli.service import (
     IgnoredNamespaces,
     Interval,
@@ -51,7 +50,8 @@ from tailor.schedule_file import (
     aware_time,
     read_schedule,
 )
-from tailor.status_lease import STATUS_LEASE, StatusCheck
+from tailor.scope import NamespaceScope
+from tailor.status_lease import StatusCheck
 from tailor.telemetry import API_SERVER, DEFAULT_PORTS, ServiceTelemetry, answered, outage
 from updater.decide import Policy
 from updater.follow import Outcome, Outcomes, PassOptions, follow_once
@@ -61,11 +61,6 @@ from updater.report import updater_events
 from updater.restriction import DisruptionLimits
 
 LOG = logging.getLogger("tailor.follow")
-
-
-class FollowFormat(StrEnum):
-    table = "table"
-    json = "json"
 
 
 def _moment(text: str | None) -> datetime | None:
@@ -182,130 +177,34 @@ class _Follower:
 
 
 def follow_command(
-    schedule: Annotated[
-        Path | None, typer.Option("--schedule", help="`tailor schedule --format json` output.")
-    ] = None,
-    schedule_configmap: Annotated[
-        str | None,
-        typer.Option(help="Or the ConfigMap NS/NAME `tailor recommender` writes the plan to."),
-    ] = None,
+    schedule: follow_flags.Schedule = None,
+    schedule_configmap: follow_flags.ScheduleConfigmap = None,
     kubeconfig: Kubeconfig = None,
     namespace: options.Namespace = None,
     vpa_object_namespace: VpaNamespace = None,
     ignored_vpa_object_namespaces: IgnoredNamespaces = None,
     once: Once = False,
     interval: Interval = "1m",
-    evict: Annotated[
-        bool, typer.Option("--evict/--no-evict", help="Evict pods that cannot resize in place.")
-    ] = False,
-    min_replicas: Annotated[
-        int,
-        typer.Option(
-            min=1, help="Evict only from controllers with this many live pods (VPA's overrides)."
-        ),
-    ] = 2,
-    eviction_tolerance: Annotated[
-        float,
-        typer.Option(min=0.0, max=1.0, help="Share of a controller's replicas one pass may evict."),
-    ] = 0.5,
-    eviction_rate_limit: Annotated[
-        float,
-        typer.Option(help="Evictions per second at most, over all passes (<= 0: no limit)."),
-    ] = -1.0,
-    eviction_rate_burst: Annotated[
-        int, typer.Option(min=1, help="Evictions at once under --eviction-rate-limit.")
-    ] = 1,
-    deferred_timeout: Annotated[
-        str,
-        typer.Option(help="Evict after Deferred, or without room on the node, this long."),
-    ] = "5m",
-    evict_after_oom_threshold: Annotated[
-        str,
-        typer.Option(
-            help="With --recommendations: update at once a pod OOM-killed within this long of "
-            "starting (a VPA's updatePolicy.evictAfterOOMSeconds wins)."
-        ),
-    ] = "10m",
-    in_recommendation_bounds_eviction_lifetime_threshold: Annotated[
-        str,
-        typer.Option(
-            help="With --recommendations: a pod up this long is updated within its bounds too."
-        ),
-    ] = "12h",
-    pod_update_threshold: Annotated[
-        float,
-        typer.Option(
-            min=0.0,
-            help="With --recommendations: the least relative change that updates a "
-            "long-lived pod within its bounds.",
-        ),
-    ] = 0.1,
-    in_progress_timeout: Annotated[
-        str, typer.Option(help="Evict after in progress this long.")
-    ] = "1h",
-    recommendations: Annotated[
-        bool,
-        typer.Option(
-            "--recommendations",
-            help="Instead of a schedule, each pod's VPA recommendation (any recommender's), "
-            "when upstream's updater would apply it; implies --vpa.",
-        ),
-    ] = False,
-    vpa: Annotated[
-        bool,
-        typer.Option(
-            "--vpa",
-            help="Only pods whose VPA asks for in-place updates; its resource policy binds.",
-        ),
-    ] = False,
-    allow_hpa_conflicts: Annotated[
-        bool,
-        typer.Option(
-            "--allow-hpa-conflicts",
-            help="With --vpa: also resize what an HPA scales on (cpu or memory utilization).",
-        ),
-    ] = False,
-    use_admission_controller_status: Annotated[
-        bool,
-        typer.Option(
-            "--use-admission-controller-status/--no-use-admission-controller-status",
-            help="Evict only while the webhook renews its status Lease (it sizes the "
-            "replacement); upstream's flag.",
-        ),
-    ] = True,
-    admission_status_lease: Annotated[
-        str | None,
-        typer.Option(
-            help="The webhook's status Lease NS/NAME (`tailor admission --status-lease`) "
-            f"[default: the pod's namespace, else kube-tailor, /{STATUS_LEASE}]."
-        ),
-    ] = None,
-    changes_per_day: Annotated[
-        int,
-        typer.Option(
-            "--changes-per-day",
-            min=0,
-            help="Resizes a pod may take in any 24 h (and 2/3 of them in 16 h), counted on "
-            "the pod (annotation kube-tailor.io/resized-at); a VPA's annotation "
-            "kube-tailor.io/changes-per-day wins; 0: no cap.",
-        ),
-    ] = 6,
-    dry_run: Annotated[
-        bool, typer.Option("--dry-run", help="Send writes with dryRun=All: validated, not applied.")
-    ] = False,
-    overwrite_others_resizes: Annotated[
-        bool,
-        typer.Option(
-            "--overwrite-others-resizes",
-            help="Resize over a resize another actor made (default: await it and report it).",
-        ),
-    ] = False,
-    at: Annotated[
-        str | None, typer.Option("--at", help="With --once: follow the period in force then.")
-    ] = None,
-    fmt: Annotated[FollowFormat, typer.Option("--format", help="Output of --once.")] = (
-        FollowFormat.table
-    ),
+    evict: follow_flags.Evict = False,
+    min_replicas: follow_flags.MinReplicas = 2,
+    eviction_tolerance: follow_flags.EvictionTolerance = 0.5,
+    eviction_rate_limit: follow_flags.EvictionRateLimit = -1.0,
+    eviction_rate_burst: follow_flags.EvictionRateBurst = 1,
+    deferred_timeout: follow_flags.DeferredTimeout = "5m",
+    evict_after_oom_threshold: follow_flags.EvictAfterOomThreshold = "10m",
+    in_recommendation_bounds_eviction_lifetime_threshold: follow_flags.InBoundsLifetime = "12h",
+    pod_update_threshold: follow_flags.PodUpdateThreshold = 0.1,
+    in_progress_timeout: follow_flags.InProgressTimeout = "1h",
+    recommendations: follow_flags.Recommendations = False,
+    vpa: follow_flags.Vpa = False,
+    allow_hpa_conflicts: follow_flags.AllowHpaConflicts = False,
+    use_admission_controller_status: follow_flags.UseAdmissionControllerStatus = True,
+    admission_status_lease: follow_flags.AdmissionStatusLease = None,
+    changes_per_day: follow_flags.ChangesPerDay = 6,
+    dry_run: follow_flags.DryRun = False,
+    overwrite_others_resizes: follow_flags.OverwriteOthersResizes = False,
+    at: follow_flags.At = None,
+    fmt: follow_flags.Fmt = FollowFormat.table,
     metrics_port: MetricsPort = DEFAULT_PORTS["updater"],
     leader_elect: election_flags.LeaderElect = False,
     lease_duration: election_flags.LeaseDuration = election_flags.LEASE_DURATION,
@@ -315,80 +214,107 @@ def follow_command(
     lease_namespace: election_flags.LeaseNamespace = None,
 ) -> None:
     """Resize running pods in place to the schedule's requests (pods/resize)."""
+    run_follow(FollowFlags(**locals()))
+
+
+def pass_options(flags: FollowFlags, cluster: Cluster, scope: NamespaceScope) -> PassOptions:
+    """What each pass does, from the flags (durations and rates checked, exit 2)."""
     policy = Policy(
-        evict=evict,
-        deferred_timeout=duration_flag(deferred_timeout, "--deferred-timeout"),
-        in_progress_timeout=duration_flag(in_progress_timeout, "--in-progress-timeout"),
-    )
-    if not math.isfinite(eviction_rate_limit):
-        raise typer.BadParameter("must be a finite number", param_hint="--eviction-rate-limit")
-    period = interval_flag(interval, once)
-    moment = _moment(at)
-    if moment is not None and not once:
-        raise typer.BadParameter("--at goes with --once", param_hint="--at")
-    source = _source(schedule, schedule_configmap, recommendations)
-    scope = namespace_scope(vpa_object_namespace, ignored_vpa_object_namespaces)
-    chosen = election_flags.election(
-        "updater",
-        leader_elect,
-        lease_duration,
-        renew_deadline,
-        retry_period,
-        lease_name,
-        lease_namespace,
+        evict=flags.evict,
+        deferred_timeout=duration_flag(flags.deferred_timeout, "--deferred-timeout"),
+        in_progress_timeout=duration_flag(flags.in_progress_timeout, "--in-progress-timeout"),
     )
     status_lease = election_flags.status_lease_flag(
-        admission_status_lease, "--admission-status-lease"
+        flags.admission_status_lease, "--admission-status-lease"
     )
-    hint = "--schedule" if schedule is not None else "--schedule-configmap"
-    try:
-        # a file is read before any connection, so a broken one is refused first
-        rows = read_schedule(schedule) if schedule is not None else None
-        cluster = connect(kubeconfig, call_timeout(period))
-        rows = rows if rows is not None else source.read(cluster)
-    except ScheduleError as error:
-        raise typer.BadParameter(str(error), param_hint=hint) from error
-    pass_options = PassOptions(
-        policy,
-        frozenset(namespace or ()) or None,
-        DisruptionLimits(min_replicas, eviction_tolerance),
-        dry_run,
-        use_vpa=vpa or recommendations,
-        recommendations=recommendations,
-        scope=scope,
-        allow_hpa_conflicts=allow_hpa_conflicts,
-        eviction_rate=EvictionRate(eviction_rate_limit, eviction_rate_burst),
-        update_rules=UpdateRules(
-            duration_flag(evict_after_oom_threshold, "--evict-after-oom-threshold"),
-            duration_flag(
-                in_recommendation_bounds_eviction_lifetime_threshold,
-                "--in-recommendation-bounds-eviction-lifetime-threshold",
-            ),
-            pod_update_threshold,
+    rules = UpdateRules(
+        duration_flag(flags.evict_after_oom_threshold, "--evict-after-oom-threshold"),
+        duration_flag(
+            flags.in_recommendation_bounds_eviction_lifetime_threshold,
+            "--in-recommendation-bounds-eviction-lifetime-threshold",
         ),
+        flags.pod_update_threshold,
+    )
+    webhook_watched = flags.evict and flags.use_admission_controller_status
+    return PassOptions(
+        policy,
+        frozenset(flags.namespace or ()) or None,
+        DisruptionLimits(flags.min_replicas, flags.eviction_tolerance),
+        flags.dry_run,
+        use_vpa=flags.vpa or flags.recommendations,
+        recommendations=flags.recommendations,
+        scope=scope,
+        allow_hpa_conflicts=flags.allow_hpa_conflicts,
+        eviction_rate=EvictionRate(flags.eviction_rate_limit, flags.eviction_rate_burst),
+        update_rules=rules,
         events=updater_events(cluster.core),
-        overwrite_others=overwrite_others_resizes,
+        overwrite_others=flags.overwrite_others_resizes,
         webhook_down=(
             StatusCheck(ApiLease(cluster.core.api_client, *status_lease))
-            if evict and use_admission_controller_status
+            if webhook_watched
             else None
         ),
-        changes_per_day=changes_per_day or None,
+        changes_per_day=flags.changes_per_day or None,
     )
-    if once:
-        try:
-            with election_flags.held_once(chosen, cluster) as holder:
-                if holder is not None:
-                    Console(stderr=True).print(f"standby: {holder} leads; no pass run")
-                    return
-                outcomes = follow_once(cluster, rows, moment or datetime.now(UTC), pass_options)
-        except ClusterError as error:
-            Console(stderr=True).print(f"error: {error}")
-            raise typer.Exit(1) from None
-        _print(outcomes, fmt)
+
+
+def _first_rows(
+    flags: FollowFlags, source: _Source, period: timedelta
+) -> tuple[Cluster, list[ScheduleRow]]:
+    """The cluster, and the plan read once before any pass (a broken one is exit 2)."""
+    hint = "--schedule" if flags.schedule is not None else "--schedule-configmap"
+    try:
+        # a file is read before any connection, so a broken one is refused first
+        rows = read_schedule(flags.schedule) if flags.schedule is not None else None
+        cluster = connect(flags.kubeconfig, call_timeout(period))
+        return cluster, rows if rows is not None else source.read(cluster)
+    except ScheduleError as error:
+        raise typer.BadParameter(str(error), param_hint=hint) from error
+
+
+def _once(
+    cluster: Cluster,
+    rows: list[ScheduleRow],
+    moment: datetime | None,
+    options: PassOptions,
+    chosen: election_flags.Election | None,
+) -> Outcomes | None:
+    """`--once`: one pass at `moment` (now by default), None when another replica leads."""
+    try:
+        with election_flags.held_once(chosen, cluster) as holder:
+            if holder is not None:
+                Console(stderr=True).print(f"standby: {holder} leads; no pass run")
+                return None
+            return follow_once(cluster, rows, moment or datetime.now(UTC), options)
+    except ClusterError as error:
+        Console(stderr=True).print(f"error: {error}")
+        raise typer.Exit(1) from None
+
+
+def run_follow(flags: FollowFlags) -> None:
+    """Check the flags, then one pass (`--once`) or a pass every interval until SIGTERM."""
+    if not math.isfinite(flags.eviction_rate_limit):
+        raise typer.BadParameter("must be a finite number", param_hint="--eviction-rate-limit")
+    period = interval_flag(flags.interval, flags.once)
+    moment = _moment(flags.at)
+    if moment is not None and not flags.once:
+        raise typer.BadParameter("--at goes with --once", param_hint="--at")
+    source = _source(flags.schedule, flags.schedule_configmap, flags.recommendations)
+    scope = namespace_scope(flags.vpa_object_namespace, flags.ignored_vpa_object_namespaces)
+    chosen = election_flags.election(
+        "updater", flags.leader_elect, flags.lease_duration, flags.renew_deadline,
+        flags.retry_period, flags.lease_name, flags.lease_namespace,
+    )  # fmt: skip
+    cluster, rows = _first_rows(flags, source, period)
+    each_pass = pass_options(flags, cluster, scope)
+    if flags.once:
+        outcomes = _once(cluster, rows, moment, each_pass, chosen)
+        if outcomes is not None:
+            _print(outcomes, flags.fmt)
         return
-    telemetry = service_telemetry("updater", metrics_port, period, elected=chosen is not None)
-    serve_telemetry(telemetry, metrics_port)
-    follower = _Follower(cluster, source, rows, pass_options, telemetry)
+    elected = chosen is not None
+    telemetry = service_telemetry("updater", flags.metrics_port, period, elected=elected)
+    serve_telemetry(telemetry, flags.metrics_port)
+    follower = _Follower(cluster, source, rows, each_pass, telemetry)
     leader = chosen.elector(cluster) if chosen is not None else None
     run_every(period, follower.run_pass, LOG, telemetry, leader)
