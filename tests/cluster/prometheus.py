@@ -89,10 +89,13 @@ class PrometheusFactory:
         scrape_targets: Sequence[str] = (),
         scrape_interval: str = "1s",
         basic_auth: tuple[str, str] | None = None,
+        host: str = "127.0.0.1",
     ) -> PrometheusInstance:
         """Backfill `openmetrics_text` (must end with `# EOF`), if any, and serve it,
         scraping `scrape_targets` (loopback host:port) every `scrape_interval`; with
-        `basic_auth` (user, password) every endpoint asks for it (a web config file)."""
+        `basic_auth` (user, password) every endpoint asks for it (a web config file).
+        `host`: the address to listen on (a non-loopback one for an Endpoints object,
+        which the API server refuses to point at loopback)."""
         config_text = scrape_config(scrape_targets, scrape_interval)
         workdir = self.base_dir / f"instance-{len(self.instances)}"
         data_dir = workdir / "data"
@@ -110,7 +113,7 @@ class PrometheusFactory:
             hashed = bcrypt.hashpw(password.encode(), bcrypt.gensalt(rounds=4)).decode()
             web = workdir / "web.yml"
             web.write_text(f"basic_auth_users:\n  {user}: '{hashed}'\n")
-        url = self._serve(config, data_dir, log_file, web, basic_auth)
+        url = self._serve(config, data_dir, log_file, web, basic_auth, host)
         instance = PrometheusInstance(
             url=url,
             data_dir=data_dir,
@@ -152,6 +155,7 @@ class PrometheusFactory:
         log_file: Path,
         web: Path | None = None,
         basic_auth: tuple[str, str] | None = None,
+        host: str = "127.0.0.1",
     ) -> str:
         # A port picked free can be taken before prometheus binds it: retry a few times.
         for _ in range(3):
@@ -163,7 +167,7 @@ class PrometheusFactory:
                         f"--config.file={config}",
                         f"--storage.tsdb.path={data_dir}",
                         "--storage.tsdb.retention.time=3650d",
-                        f"--web.listen-address=127.0.0.1:{port}",
+                        f"--web.listen-address={host}:{port}",
                         *([f"--web.config.file={web}"] if web is not None else []),
                     ],
                     stdout=log,
@@ -171,7 +175,7 @@ class PrometheusFactory:
                     stdin=subprocess.DEVNULL,
                 )
             self.processes.append(process)
-            url = f"http://127.0.0.1:{port}"
+            url = f"http://{host}:{port}"
             if _wait_ready(url, process, basic_auth):
                 self.serving[url] = process
                 return url

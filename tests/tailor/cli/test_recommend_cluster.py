@@ -1,14 +1,18 @@
 """`tailor recommend` on a real cluster with only a kubeconfig: it lists the Deployment's
 pods, finds Prometheus behind a Service and reads it through the API server's proxy.
 
-The Prometheus is a real one on loopback holding a backfilled history; the Service has
-no selector and an Endpoints object points at the loopback port, which the API
-server's service proxy follows as it would a pod's.
+The Prometheus is a real one holding a backfilled history; the Service has no selector
+and an Endpoints object points at Prometheus' port. The API server's service proxy only
+follows an address that is a pod's (its targetRef names a pod whose status holds the IP)
+and refuses any address in the loopback range, so Prometheus listens on the machine's
+own non-loopback address and a pod `prometheus-0` carries that address in its status,
+as the kubelet would write it.
 """
 
 from __future__ import annotations
 
 import json
+import socket
 
 import pandas as pd
 import pytest
@@ -19,7 +23,7 @@ from tailor.cli.main import app
 from tests.cli_text import plain
 from tests.cluster.controlplane import ControlPlane
 from tests.cluster.prometheus import PrometheusFactory, backfill_end
-from tests.cluster.rawapi import RawApi
+from tests.cluster.rawapi import MERGE_PATCH, RawApi
 from tests.cluster.workloads import daily_cycle
 
 pytestmark = [pytest.mark.cluster, pytest.mark.prometheus]
@@ -54,8 +58,27 @@ def deployment_pod(name: str) -> dict:
     }
 
 
-def expose(api: RawApi, namespace: str, port: int) -> None:
-    """prometheus-operated (the operator's Service name) -> 127.0.0.1:port."""
+def own_address() -> str:
+    """The machine's address on its default route (no packet is sent)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+        probe.connect(("192.0.2.1", 9))
+        address = str(probe.getsockname()[0])
+    assert not address.startswith("127."), "the test needs a non-loopback IPv4 address"
+    return address
+
+
+def expose(api: RawApi, namespace: str, address: str, port: int) -> None:
+    """prometheus-operated (the operator's Service name) -> pod prometheus-0 at address:port."""
+    container = {"name": "prometheus", "image": "quay.io/prometheus/prometheus"}
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "prometheus-0", "labels": {"app": "prometheus"}},
+        "spec": {"containers": [container]},
+    }
+    api.create(f"/api/v1/namespaces/{namespace}/pods", pod)
+    status = {"status": {"phase": "Running", "podIP": address, "podIPs": [{"ip": address}]}}
+    api.patch(f"/api/v1/namespaces/{namespace}/pods/prometheus-0/status", status, MERGE_PATCH)
     service = {
         "apiVersion": "v1",
         "kind": "Service",
@@ -63,11 +86,17 @@ def expose(api: RawApi, namespace: str, port: int) -> None:
         "spec": {"ports": [{"name": "web", "port": 9090, "targetPort": port}]},
     }
     api.create(f"/api/v1/namespaces/{namespace}/services", service)
+    target = {"kind": "Pod", "name": "prometheus-0", "namespace": namespace}
     endpoints = {
         "apiVersion": "v1",
         "kind": "Endpoints",
         "metadata": {"name": "prometheus-operated"},
-        "subsets": [{"addresses": [{"ip": "127.0.0.1"}], "ports": [{"name": "web", "port": port}]}],
+        "subsets": [
+            {
+                "addresses": [{"ip": address, "targetRef": target}],
+                "ports": [{"name": "web", "port": port}],
+            }
+        ],
     }
     api.create(f"/api/v1/namespaces/{namespace}/endpoints", endpoints)
 
@@ -80,7 +109,9 @@ def test_recommend_reads_the_cluster_and_its_prometheus_with_only_a_kubeconfig(
 ) -> None:
     for name in PODS:
         kube_api.create(f"/api/v1/namespaces/{kube_namespace}/pods", deployment_pod(name))
-    instance = prometheus_server.start(usage_to_openmetrics(two_pod_history(kube_namespace)))
+    address = own_address()
+    history = usage_to_openmetrics(two_pod_history(kube_namespace))
+    instance = prometheus_server.start(history, host=address)
     runner = CliRunner()
     base = ["recommend", "--kubeconfig", str(kube_cluster.kubeconfig), "-n", kube_namespace]
 
@@ -91,7 +122,7 @@ def test_recommend_reads_the_cluster_and_its_prometheus_with_only_a_kubeconfig(
     for way in ("--prometheus URL", "--input FILE", "--demo"):
         assert way in said
 
-    expose(kube_api, kube_namespace, int(instance.url.rsplit(":", 1)[1]))
+    expose(kube_api, kube_namespace, address, int(instance.url.rsplit(":", 1)[1]))
     try:
         result = runner.invoke(app, [*base, "--format", "json", "--history", "4d"])
         assert result.exit_code == 0, result.output
