@@ -65,12 +65,15 @@ def recommend_both(
     vpa: VpaSettings | None = None,
     forecast: ForecastSettings | None = None,
     step: int | None = None,
+    current: pd.DataFrame | None = None,
 ) -> Recommendations:
     """Both models on one validated history (`step`: the source's sample period, if known),
-    as `tailor recommend --strategy vpa` and `--strategy forecast` make them."""
-    vpa_rows = advise(usage, events, "vpa", vpa=vpa, step=step, checked=True)
+    as `tailor recommend --strategy vpa` and `--strategy forecast` make them; `current`:
+    the requests now as `advise` takes them (a cluster's pods), else the history's."""
+    vpa_rows = advise(usage, events, "vpa", vpa=vpa, step=step, current=current, checked=True)
     planned = forecast_workloads(usage, events, forecast, step, checked=True)
-    forecast_rows = with_changes(with_current(planned.recommendations, current_requests(usage)))
+    now = current_requests(usage) if current is None else current
+    forecast_rows = with_changes(with_current(planned.recommendations, now))
     return Recommendations(
         usage,
         events,

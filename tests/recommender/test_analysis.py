@@ -91,3 +91,24 @@ def test_what_if_a_higher_percentile_requests_more_and_leaves_fewer_samples_abov
     assert budget["scheduled_cpu_cores"].iloc[1] < budget["scheduled_cpu_cores"].iloc[0]
     with pytest.raises(KeyError, match="unknown knob"):
         analysis.what_if(*demo, "margin", (0.1,))
+
+
+def test_requests_read_elsewhere_are_the_current_ones_of_both_models(
+    demo: tuple[pd.DataFrame, pd.DataFrame],
+) -> None:
+    """A cluster's pods give the currents (`tailor recommend` with no source flag)."""
+    current = pd.DataFrame(
+        {
+            "namespace": ["demo"],
+            "workload": ["ledger"],
+            "container": ["app"],
+            "cpu_current": [0.5],
+            "memory_current": [2.0**30],
+            "pods": [3],
+        }
+    )
+    both = analysis.recommend_both(*demo, current=current)
+    for rows in (both.vpa, both.forecast):
+        ledger = rows[rows["workload"] == "ledger"].iloc[0]
+        assert (ledger["cpu_current"], ledger["pods"]) == (0.5, 3)
+        assert rows["cpu_current"].isna().sum() == len(rows) - 1  # the others: unknown
