@@ -72,10 +72,16 @@ def review_body(index: int, replica_set: str | None = None, namespace: str = NAM
         },
         "spec": {"containers": [container()]},
     }
+    kind = {"group": "", "version": "v1", "kind": "Pod"}
+    resource = {"group": "", "version": "v1", "resource": "pods"}
     request = {
         "uid": str(uuid.uuid4()),
-        "kind": {"group": "", "version": "v1", "kind": "Pod"},
-        "resource": {"group": "", "version": "v1", "resource": "pods"},
+        "kind": kind,
+        "resource": resource,
+        "requestKind": kind,  # upstream's webhook reads these (the API server always sends them)
+        "requestResource": resource,
+        "userInfo": {"username": "system:serviceaccount:kube-system:replicaset-controller"},
+        "dryRun": False,
         "namespace": namespace,
         "operation": "CREATE",
         "object": pod,
