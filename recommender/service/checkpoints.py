@@ -1,15 +1,17 @@
-"""VerticalPodAutoscalerCheckpoints from the fitted upstream model (pure).
+"""VerticalPodAutoscalerCheckpoints from the fitted upstream model, and their writes.
 
 Upstream's recommender saves each (VPA, container)'s decaying histograms as a
 checkpoint and resumes from them after a restart. We write the same objects from
 the same model, so a cluster can move from our recommender back to upstream's
 without losing its history. One checkpoint per container of a VPA whose pods
-belong to exactly one workload (the model keeps one aggregate per workload).
+belong to exactly one workload (the model keeps one aggregate per workload). The
+objects are built without I/O; `write_checkpoints` and `delete_orphaned_checkpoints` send them
+through the cluster port.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 import numpy as np
@@ -24,6 +26,7 @@ from tailor.api.checkpoint import (
     checkpoint_name,
 )
 from tailor.api.meta import ObjectMeta, object_key
+from tailor.cluster_port import Json, RecommenderCluster
 
 
 def checkpoint_objects(
@@ -78,3 +81,34 @@ def orphaned_checkpoints(
         if (namespace, owner) not in alive:
             gone.append((namespace, name))
     return gone
+
+
+def write_checkpoints(
+    cluster: RecommenderCluster, checkpoints: Iterable[Mapping[str, Any]]
+) -> tuple[int, list[str]]:
+    """Write each checkpoint: how many the API server took, and why it refused the others."""
+    written, refused = 0, []
+    for checkpoint in checkpoints:
+        answer = cluster.write_checkpoint(checkpoint)
+        name = f"{checkpoint['metadata']['namespace']}/{checkpoint['metadata']['name']}"
+        if answer.accepted:
+            written += 1
+        else:
+            refused.append(f"checkpoint {name}: {answer.message}")
+    return written, refused
+
+
+def delete_orphaned_checkpoints(
+    cluster: RecommenderCluster, vpas: Iterable[Json], in_scope: Callable[[str], bool]
+) -> tuple[int, list[str]]:
+    """Delete our checkpoints (namespaces `in_scope`) whose VPA is gone, as upstream's
+    garbage collection does: how many went (or were gone already), and why others not."""
+    ours = [c for c in cluster.checkpoints() if in_scope(object_key(c)[0])]
+    deleted, refused = 0, []
+    for namespace, name in orphaned_checkpoints(ours, vpas):
+        answer = cluster.delete_checkpoint(namespace, name)
+        if answer.accepted or answer.status == 404:
+            deleted += 1
+        else:
+            refused.append(f"deleting checkpoint {namespace}/{name}: {answer.message}")
+    return deleted, refused

@@ -9,7 +9,6 @@ running `tailor follow` mounts as its schedule file.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from enum import StrEnum
@@ -27,7 +26,11 @@ from recommender.data.prometheus import (
 from recommender.forecast.settings import ForecastSettings
 from recommender.overrides import SettingsError
 from recommender.recommend import fit_vpa_model, recommend_forecast_workloads
-from recommender.service.checkpoints import checkpoint_objects, orphaned_checkpoints
+from recommender.service.checkpoints import (
+    checkpoint_objects,
+    delete_orphaned_checkpoints,
+    write_checkpoints,
+)
 from recommender.service.events import RecommenderEvents
 from recommender.service.history_cache import HistoryCache
 from recommender.service.policies import (
@@ -324,43 +327,16 @@ def recommend_once(
             report.recommended.append(label)
         else:
             report.without.append(label)
-    _write_checkpoints(cluster, fitted.checkpoints, report)
+    report.checkpoints, refused = write_checkpoints(cluster, fitted.checkpoints)
+    report.writes_refused += refused
     if collect_checkpoints and options.model is Model.vpa:
-        _collect_checkpoints(cluster, listed, in_scope, report)
+        report.checkpoints_deleted, refused = delete_orphaned_checkpoints(cluster, listed, in_scope)
+        report.writes_refused += refused
     if options.schedule_config_map is not None and schedule is not None:
         _write_schedule(
             cluster, options.schedule_config_map, served_schedule(schedule, entries, own), report
         )
     return report
-
-
-def _write_checkpoints(
-    cluster: RecommenderCluster, checkpoints: list[dict[str, Any]], report: PassReport
-) -> None:
-    for checkpoint in checkpoints:
-        answer = cluster.write_checkpoint(checkpoint)
-        name = f"{checkpoint['metadata']['namespace']}/{checkpoint['metadata']['name']}"
-        if answer.accepted:
-            report.checkpoints += 1
-        else:
-            report.writes_refused.append(f"checkpoint {name}: {answer.message}")
-
-
-def _collect_checkpoints(
-    cluster: RecommenderCluster,
-    listed: list[Json],
-    in_scope: Callable[[str], bool],
-    report: PassReport,
-) -> None:
-    """Delete our checkpoints whose VPA is gone, as upstream's garbage collection does."""
-    ours = [c for c in cluster.checkpoints() if in_scope(object_key(c)[0])]
-    for namespace, name in orphaned_checkpoints(ours, listed):
-        answer = cluster.delete_checkpoint(namespace, name)
-        if answer.accepted or answer.status == 404:
-            report.checkpoints_deleted += 1
-        else:
-            said = f"deleting checkpoint {namespace}/{name}: {answer.message}"
-            report.writes_refused.append(said)
 
 
 def served_schedule(

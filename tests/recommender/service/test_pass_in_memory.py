@@ -152,3 +152,22 @@ def test_the_forecasters_schedule_is_published_to_its_config_map() -> None:
     assert len(rows) == report.schedule_rows
     assert {(r.namespace, r.workload, r.container) for r in rows} == {("shop", "web", "app")}
     assert all(r.cpu is not None and 0.2 < r.cpu < 0.5 for r in rows), json.dumps(data)[:200]
+
+
+def test_checkpoints_of_deleted_vpas_are_collected_and_others_kept() -> None:
+    cluster = _cluster(_vpa("web", "web"))
+    stale = {
+        "metadata": {"namespace": "shop", "name": "gone-app"},
+        "spec": {"vpaObjectName": "gone"},
+    }
+    other = {
+        "metadata": {"namespace": "shop", "name": "web-sidecar"},
+        "spec": {"vpaObjectName": "web"},
+    }
+    cluster.checkpoint_objects.update({("shop", "gone-app"): stale, ("shop", "web-sidecar"): other})
+
+    report = recommend_once(
+        cluster, _options(), NOW, collect_checkpoints=True, history=HistoryCache(loader=Loader())
+    )
+    assert report.checkpoints_deleted == 1 and report.checkpoints == 1
+    assert sorted(cluster.checkpoint_objects) == [("shop", "web-app"), ("shop", "web-sidecar")]
