@@ -76,6 +76,10 @@ class Fetcher:
                 headers=client.headers,
                 auth=client.auth,
                 timeout=self.settings.timeout_seconds,
+                # named here: a REQUESTS_CA_BUNDLE in the environment would otherwise win
+                # over the session's CA file and --insecure
+                verify=client._session.verify,
+                cert=client._session.cert,
             )
         except requests.exceptions.RequestException as error:
             if isinstance(error, requests.exceptions.Timeout) or "timed out" in str(error):
