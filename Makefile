@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: venv demo test test-fast lint docs bench chaos controlplane helm cluster-up cluster-down clean
+.PHONY: venv demo demo-cluster test test-fast lint docs bench chaos controlplane helm cluster-up cluster-down clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -52,6 +52,9 @@ bench: venv
 # Attacks and bad days on loopback only, each bounded in time (tests/chaos).
 chaos: venv controlplane
 	TAILOR_CHAOS_OUT=chaos-results $(BIN)/pytest -q -s -m chaos tests/chaos
+
+demo-cluster: venv controlplane
+	$(BIN)/python -m tests.cluster.demo
 
 cluster-up: venv controlplane
 	$(BIN)/python -m tests.cluster.up start

@@ -1,0 +1,35 @@
+"""`make demo-cluster`, short: the three services on the real control plane resize a pod of
+the demo fleet in place (same UID) and the webhook sizes a new one."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.cluster import toolchain
+
+pytestmark = [pytest.mark.cluster, pytest.mark.prometheus, pytest.mark.slow]
+PROJECT = Path(__file__).resolve().parents[2]
+
+
+def test_the_demo_resizes_in_place_and_sizes_new_pods(tmp_path: Path) -> None:
+    toolchain.control_plane_bin_dir()  # built (or cached) before the demo's clock starts
+    command = [sys.executable, "-m", "tests.cluster.demo", "--plain", "--until-shown"]
+    done = subprocess.run(
+        [*command, "--minutes", "6", "--state-dir", str(tmp_path)],
+        cwd=PROJECT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    logs = "\n".join(p.read_text()[-3000:] for p in (tmp_path / "logs").glob("*.log"))
+    assert done.returncode == 0, done.stdout + done.stderr + logs
+    resized = int(re.search(r"in-place resizes seen: (\d+)", done.stdout).group(1))  # type: ignore[union-attr]
+    assert resized >= 1
+    assert "(same UID)" in done.stdout
+    sized = int(re.search(r"sized by the webhook at creation: (\d+)", done.stdout).group(1))  # type: ignore[union-attr]
+    assert sized >= 1
