@@ -256,14 +256,15 @@ class Cluster:
         return send(*args, field_manager=FIELD_MANAGER, _preload_content=False, **kwargs)
 
     def _answer(
-        self, create: Callable[[], Any], replace: Callable[[], Any] | None = None
+        self, create: Callable[[], Any], replace: Callable[[], Any] | None = None, on: int = 409
     ) -> Answer:
-        """Send a write, or `replace` when the object exists (409); a refusal is an Answer."""
+        """Send a write, or `replace` when it is answered `on` (409: the object exists); a
+        refusal is an Answer."""
         try:
             try:
                 response = create()
             except ApiException as error:
-                if replace is None or error.status != 409:
+                if replace is None or error.status != on:
                     raise
                 response = replace()
         except ApiException as error:
@@ -353,8 +354,12 @@ class Cluster:
         return answer
 
     def write_config_map(self, namespace: str, name: str, data: Mapping[str, str | None]) -> Answer:
-        """Create the ConfigMap, or merge its keys (None deletes one): where `tailor follow`
-        reads its plan. Keys ending in .gz go to binaryData (their values are base64)."""
+        """Merge the ConfigMap's keys (None deletes one), or create it: where `tailor follow`
+        reads its plan. Keys ending in .gz go to binaryData (their values are base64).
+
+        Patched first, and created only when missing (404) by a server-side apply to its
+        name: both requests name the object, so RBAC grants `create` and `patch` on this
+        ConfigMap alone (a POST to the collection names none)."""
         split: dict[str, dict[str, str | None]] = {"data": {}, "binaryData": {}}
         for key, value in data.items():
             split["binaryData" if key.endswith(".gz") else "data"][key] = value
@@ -366,7 +371,6 @@ class Cluster:
             **{f: keys for f, keys in kept.items() if keys},
         }
         return self._answer(
-            lambda: self._write(self.core.create_namespaced_config_map, namespace, cast(Any, body)),
             lambda: self._write(
                 self.core.patch_namespaced_config_map,
                 name,
@@ -374,6 +378,14 @@ class Cluster:
                 {f: keys for f, keys in split.items() if keys},
                 _content_type="application/merge-patch+json",
             ),
+            lambda: self._write(
+                self.core.patch_namespaced_config_map,
+                name,
+                namespace,
+                cast(Any, body),
+                _content_type="application/apply-patch+yaml",
+            ),
+            on=404,
         )
 
     def checkpoints(self) -> list[Json]:

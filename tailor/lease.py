@@ -99,12 +99,13 @@ class ApiLease:
         }
         return cast(Any, body)
 
-    def _sent(self, call: Any, what: str) -> bool:
-        """True when written; False on a conflict (409: another replica was first)."""
+    def _sent(self, call: Any, what: str, lost: tuple[int, ...] = (409,)) -> bool:
+        """True when written; False when answered one of `lost` (409: another replica was
+        first)."""
         try:
             call()
         except ApiException as error:
-            if error.status == 409:
+            if error.status in lost:
                 return False
             raise ClusterError(f"cannot {what} Lease {self}: {api_message(error)}") from None
         except UNREACHABLE as error:
@@ -112,8 +113,17 @@ class ApiLease:
         return True
 
     def create(self, record: LeaseRecord) -> bool:
+        """Create the Lease with a PUT to its own name, not a POST to the collection.
+
+        Leases may be created by an update (the API server's lease strategy allows it), and
+        an update names the object, so RBAC can grant `create` on this name alone
+        (`resourceNames`); a POST carries no name and would need `create` on every Lease of
+        the namespace. Without a resourceVersion the PUT cannot overwrite: when another
+        replica created it first the API server refuses it (422, a resourceVersion "must be
+        specified for an update"), which is that replica's win, as a POST's 409 would be."""
         return self._sent(
-            lambda: self.coordination.create_namespaced_lease(
+            lambda: self.coordination.replace_namespaced_lease(
+                self.name,
                 self.namespace,
                 self._body(record, None),
                 field_manager=FIELD_MANAGER,
@@ -121,6 +131,7 @@ class ApiLease:
                 _request_timeout=self.timeout,
             ),
             "create",
+            lost=(409, 422),
         )
 
     def replace(self, record: LeaseRecord, version: str) -> bool:

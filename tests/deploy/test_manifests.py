@@ -103,16 +103,17 @@ def test_each_electing_service_may_take_its_own_lease_and_no_other(component: st
         and d["metadata"] == {**d["metadata"], "name": binding["roleRef"]["name"]}
     ]
     assert role["metadata"]["namespace"] == namespace  # the pod's own: the default
-    by_verbs = {tuple(r["verbs"]): r for r in role["rules"]}
-    assert by_verbs[("get", "update")]["resourceNames"] == [f"tailor-{component}"]
-    assert "resourceNames" not in by_verbs[("create",)]  # create cannot be limited by name
-    assert all(r["resources"] == ["leases"] for r in role["rules"])
+    # even create by name: the Lease is created by a PUT to its name (tailor.lease)
+    [rule] = role["rules"]
+    assert rule["verbs"] == ["create", "get", "update"]
+    assert rule["resourceNames"] == [f"tailor-{component}"]
+    assert rule["resources"] == ["leases"]
 
 
 def test_the_webhook_renews_the_status_lease_the_updater_reads_where_both_may() -> None:
     """Each in its pod's namespace (the default of `--status-lease` and
     `--admission-status-lease`), and only that one Lease by name."""
-    expected = {"admission": [["create"], ["get", "update"]], "updater": [["get"]]}
+    expected = {"admission": [["create", "get", "update"]], "updater": [["get"]]}
     for component, verbs in expected.items():
         deployment = shipped(component)
         namespace = deployment["metadata"]["namespace"]
@@ -133,8 +134,7 @@ def test_the_webhook_renews_the_status_lease_the_updater_reads_where_both_may() 
         ]
         assert [r["verbs"] for r in role["rules"]] == verbs
         assert all(r["resources"] == ["leases"] for r in role["rules"])
-        named = [r["resourceNames"] for r in role["rules"] if r["verbs"] != ["create"]]
-        assert named == [[STATUS_LEASE]], component
+        assert [r["resourceNames"] for r in role["rules"]] == [[STATUS_LEASE]], component
 
 
 def test_every_shipped_namespace_enforces_the_restricted_pod_security_standard() -> None:
@@ -159,10 +159,9 @@ def test_the_updater_reads_the_schedule_the_recommender_writes_where_both_may() 
         ]
         assert found["metadata"]["namespace"] == namespace
         assert all(rule["resources"] == ["configmaps"] for rule in found["rules"])
-        # every verb but create (which RBAC cannot limit to a name) is for that one ConfigMap
+        # every verb, create too (a server-side apply to its name), is for that one ConfigMap
         for rule in found["rules"]:
-            if rule["verbs"] != ["create"]:
-                assert rule["resourceNames"] == [name], role
+            assert rule["resourceNames"] == [name], role
 
 
 def test_the_registration_reaches_the_webhook_through_its_service_with_its_certificate() -> None:
