@@ -3,7 +3,9 @@
 Its MutatingWebhookConfiguration then never goes stale: the CA bundle is read from the
 file the certificate's issuer keeps current (cert-manager's `ca.crt`), and a changed CA
 is registered again at the next certificate check. Server-side apply makes each write
-idempotent and leaves fields other managers own alone.
+idempotent and leaves fields other managers own alone. The object itself is created by the
+chart or the plain manifests: the webhook's role may only update it, by name, so a
+compromised webhook pod cannot register a webhook of its own.
 """
 
 from __future__ import annotations
@@ -147,7 +149,13 @@ class Registrar:
                 _preload_content=False,
             )
         except ApiException as error:
-            raise ClusterError(f"cannot register the webhook: {api_message(error)}") from None
+            hint = ""
+            if error.status in (403, 404):  # it may only update its own, never create one
+                hint = (
+                    f" (MutatingWebhookConfiguration {REGISTRATION_NAME} must exist first: "
+                    "the chart or deploy/admission/webhook.yaml creates it)"
+                )
+            raise ClusterError(f"cannot register the webhook: {api_message(error)}{hint}") from None
         except UNREACHABLE as error:
             raise ClusterError(f"cannot reach the API server to register: {error}") from None
         self._registered = digest

@@ -1,5 +1,6 @@
-"""`tailor admission --register-webhook` on the real API server: it registers itself on the
-shipped RBAC (retrying until it is granted), the API server then calls it for new pods, and a
+"""`tailor admission --register-webhook` on the real API server: on the shipped RBAC it may
+not create a registration, only update the one the chart or webhook.yaml created (retrying
+until it exists), the API server then calls it for new pods, and a
 rotated CA is registered again. Serving, it renews its status Lease, which the updater reads."""
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from pathlib import Path
 
 from kubernetes.client.exceptions import ApiException
 
-from admission.registration import REGISTRATION_NAME
+from admission.registration import REGISTRATION_NAME, Endpoint, registration
 from tailor.kube import api_client_from
 from tailor.lease import ApiLease
 from tailor.schedule_file import aware_time
@@ -38,12 +39,13 @@ def _renewed(api: RawApi, path: str) -> datetime | None:
     return aware_time(spec["renewTime"]) if spec.get("renewTime") else None
 
 
-def test_the_webhook_registers_itself_and_is_then_called_for_new_pods(
+def test_the_webhook_updates_its_own_registration_and_is_then_called_for_new_pods(
     full_namespace: FullNamespace, tmp_path: Path
 ) -> None:
     api, namespace = full_namespace.api, full_namespace.name
     install_crds(api)
-    apply_manifest(api, "admission/rbac.yaml")  # the registration's own RBAC comes later
+    apply_manifest(api, "admission/rbac.yaml")
+    apply_manifest(api, "admission/registration-rbac.yaml")
     account = kubeconfig_for(
         api, full_namespace.cluster, "kube-tailor", "tailor-admission", tmp_path / "account"
     )
@@ -72,10 +74,21 @@ def test_the_webhook_registers_itself_and_is_then_called_for_new_pods(
 
     try:
         with tailor_process(command, log) as service:
-            wait_until(lambda: "cannot register the webhook" in log.read_text(), what="403")
+            # its role may update its own registration by name, never create one
+            wait_until(lambda: "must exist first" in log.read_text(), timeout=60, what="403")
             assert registered() is None
-            apply_manifest(api, "admission/registration-rbac.yaml")
-            stored = wait_until(registered, timeout=30, what="the registration, once granted")
+            placeholder = dict(registration(Endpoint(url=url), b""))
+            del placeholder["webhooks"][0]["clientConfig"]["caBundle"]
+            api.create(WEBHOOKS, placeholder)  # what the chart or webhook.yaml creates
+            stored = wait_until(
+                lambda: (
+                    (found := registered())
+                    and "caBundle" in found["webhooks"][0]["clientConfig"]
+                    and found
+                ),
+                timeout=30,
+                what="the registration, once it exists",
+            )
             [hook] = stored["webhooks"]
             assert hook["clientConfig"]["url"] == url
             assert base64.b64decode(hook["clientConfig"]["caBundle"]) == ca.cert_pem

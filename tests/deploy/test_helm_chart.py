@@ -288,11 +288,14 @@ def test_without_a_schedule_the_updater_follows_each_vpas_recommendation(
     assert "--recommendations" not in scheduled and "--vpa" in scheduled
 
 
-def test_a_self_registering_webhook_gets_the_flags_and_rbac_instead_of_a_registration(
+def test_a_self_registering_webhook_gets_the_flags_and_rbac_to_update_its_registration(
     helm: Helm,
 ) -> None:
     objects = helm.render("--namespace", "ops", "--set", "admission.registerWebhook=true")
-    assert not [o for o in objects if o["kind"] == "MutatingWebhookConfiguration"]
+    # the chart creates the registration (the webhook may only update it) without a CA
+    [created] = [o for o in objects if o["kind"] == "MutatingWebhookConfiguration"]
+    assert created["metadata"]["name"] == "kube-tailor-admission"
+    assert "caBundle" not in created["webhooks"][0]["clientConfig"]
     args = command(objects, "tailor-admission")
     assert "--register-webhook" in args
     assert option(args, "--webhook-service") == "ops/tailor-admission"
