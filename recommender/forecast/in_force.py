@@ -68,6 +68,9 @@ def requests_in_force(usage: pd.DataFrame) -> InForce:
     end = usage["timestamp"].max()
     recent = usage.loc[usage["timestamp"] > end - pd.Timedelta(seconds=DAY)]
     frame = recent.reindex(columns=[*KEYS, "timestamp", *REQUESTS])
+    # keys as text: a lookup by key in an index of categorical levels (columnar history)
+    # overflows pandas' small codes past 127 names
+    frame = frame.astype({key: str for key in KEYS})
     per_sample = frame.groupby([*KEYS, "timestamp"], sort=True)[REQUESTS].max()
     per_sample = per_sample.dropna(how="all")
     # a side not on record at a sample keeps its last value
