@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import logging
 import time
+from dataclasses import dataclass
+from datetime import timedelta
 from typing import Annotated
 
 import typer
@@ -41,6 +43,7 @@ from tailor.cli.service import (
     service_telemetry,
 )
 from tailor.kube import Cluster, ClusterError
+from tailor.scope import NamespaceScope
 from tailor.telemetry import (
     API_SERVER,
     DEFAULT_PORTS,
@@ -154,8 +157,140 @@ class _PassMetrics:
             self.schedule_rows.set(report.schedule_rows)
 
 
+PrometheusUrl = Annotated[str, typer.Option("--prometheus", help="Prometheus base URL.")]
+StrategyFlag = Annotated[Model, typer.Option(help="The model: upstream's or ours.")]
+RecommenderName = Annotated[
+    str, typer.Option("--recommender-name", help="Serve VPAs naming this recommender.")
+]
+Default = Annotated[
+    bool,
+    typer.Option("--default", help="Also serve VPAs naming no recommender (replace upstream's)."),
+]
+ScheduleConfigMap = Annotated[
+    str | None,
+    typer.Option(help="With --strategy forecast: write the schedule to ConfigMap NS/NAME."),
+]
+CheckpointsGcInterval = Annotated[
+    str,
+    typer.Option(help="How often checkpoints of deleted VPAs are deleted (--strategy vpa)."),
+]
+
+
+def model_flags(
+    strategy: Model,
+    forecast_set: list[str] | None,
+    changes_per_day: int | None,
+    vpa_set: list[str] | None,
+) -> None:
+    """A model's settings given for the other model are refused."""
+    if forecast_set and strategy is not Model.forecast:
+        raise typer.BadParameter("goes with --strategy forecast", param_hint="--forecast-set")
+    if changes_per_day is not None and strategy is not Model.forecast:
+        raise typer.BadParameter("goes with --strategy forecast", param_hint="--changes-per-day")
+    if vpa_set and strategy is not Model.vpa:
+        raise typer.BadParameter("goes with --strategy vpa", param_hint="--vpa-set")
+
+
+@dataclass(frozen=True)
+class ModelChoice:
+    """The model flags: which model, with which settings."""
+
+    model: Model
+    forecast_set: list[str] | None
+    changes_per_day: int | None
+    vpa_set: list[str] | None
+    count_throttling: bool
+
+
+def service_options(
+    source: PrometheusOptions,
+    period: timedelta,
+    choice: ModelChoice,
+    name: str,
+    default: bool,
+    schedule_configmap: str | None,
+    scope: NamespaceScope,
+) -> ServiceOptions:
+    """The service's settings from its flags, checked (exit 2)."""
+    bounded = {"timeout_seconds": call_timeout(period)}  # a frozen Prometheus costs one pass
+    prometheus = prometheus_settings(source).model_copy(update=bounded)
+    forecast = options.forecast_settings(choice.forecast_set)
+    return ServiceOptions(
+        prometheus=prometheus,
+        model=choice.model,
+        recommender_name=name,
+        is_default=default or name == DEFAULT_RECOMMENDER_NAME,
+        forecast=options.with_budget(forecast, choice.changes_per_day),
+        vpa=options.vpa_settings(choice.vpa_set),
+        scope=scope,
+        schedule_config_map=_config_map(schedule_configmap, choice.model),
+        count_throttling=choice.count_throttling,
+    )
+
+
+def run_once(
+    cluster: Cluster, service: ServiceOptions, chosen: election_flags.Election | None
+) -> None:
+    """`--once`: one pass (unless another replica leads), what it did on stdout."""
+    try:
+        with election_flags.held_once(chosen, cluster) as holder:
+            if holder is not None:
+                Console(stderr=True).print(f"standby: {holder} leads; no pass run")
+                return
+            events = RecommenderEvents(recommender_events(cluster.core))
+            report = recommend_once(cluster, service, collect_checkpoints=True, events=events)
+    except (ClusterError, PrometheusSourceError) as error:
+        Console(stderr=True).print(f"error: {error}")
+        raise typer.Exit(1) from None
+    for line in _report_lines(report):
+        print(line)
+    if report.hpas_unread is not None:
+        Console(stderr=True).print(f"HPA conflicts not checked: {report.hpas_unread}")
+
+
+class Passes:
+    """The service between passes: the history cache, Events, when checkpoints were last
+    collected, and the pass metrics."""
+
+    def __init__(
+        self,
+        cluster: Cluster,
+        service: ServiceOptions,
+        gc_every: timedelta,
+        telemetry: ServiceTelemetry | None,
+    ) -> None:
+        self.cluster, self.service, self.gc_every = cluster, service, gc_every
+        self.telemetry = telemetry
+        self.metrics = _PassMetrics(telemetry) if telemetry is not None else None
+        self.last_collected: float | None = None  # when the checkpoint GC last ran
+        # each pass reads only the history that is new since the last; every chunk read
+        # counts as life for the health check, so a first pass over a large cluster is
+        # not restarted
+        self.events = RecommenderEvents(recommender_events(cluster.core))  # across passes
+        self.cache = HistoryCache(
+            progress=(lambda done, total: telemetry.record_activity()) if telemetry else None
+        )
+
+    def run_pass(self) -> bool:
+        now = time.monotonic()
+        last = self.last_collected
+        due = last is None or now - last >= self.gc_every.total_seconds()
+        report = _one_pass(self.cluster, self.service, due, self.cache, self.telemetry, self.events)
+        if report is None:
+            return False
+        if due:
+            self.last_collected = now
+        for line in _report_lines(report):
+            LOG.info("%s", line)
+        if report.hpas_unread is not None:
+            LOG.warning("HPA conflicts not checked this pass: %s", report.hpas_unread)
+        if self.metrics is not None:
+            self.metrics.record(report)
+        return True
+
+
 def recommender_command(
-    prometheus: Annotated[str, typer.Option("--prometheus", help="Prometheus base URL.")],
+    prometheus: PrometheusUrl,
     history: options.History = options.HISTORY_DEFAULT,
     step: options.Step = options.STEP_DEFAULT,
     chunk: options.Chunk = None,
@@ -166,32 +301,19 @@ def recommender_command(
     prometheus_username: options.PrometheusUsername = None,
     prometheus_password_file: options.PrometheusPasswordFile = None,
     kubeconfig: Kubeconfig = None,
-    strategy: Annotated[Model, typer.Option(help="The model: upstream's or ours.")] = Model.vpa,
+    strategy: StrategyFlag = Model.vpa,
     forecast_set: options.ForecastSet = None,
     changes_per_day: options.ChangesPerDay = None,
     vpa_set: options.VpaSet = None,
     ignore_throttling: options.IgnoreThrottling = False,
-    name: Annotated[
-        str, typer.Option("--recommender-name", help="Serve VPAs naming this recommender.")
-    ] = "kube-tailor",
-    default: Annotated[
-        bool,
-        typer.Option(
-            "--default", help="Also serve VPAs naming no recommender (replace upstream's)."
-        ),
-    ] = False,
-    schedule_configmap: Annotated[
-        str | None,
-        typer.Option(help="With --strategy forecast: write the schedule to ConfigMap NS/NAME."),
-    ] = None,
+    name: RecommenderName = "kube-tailor",
+    default: Default = False,
+    schedule_configmap: ScheduleConfigMap = None,
     vpa_object_namespace: VpaNamespace = None,
     ignored_vpa_object_namespaces: IgnoredNamespaces = None,
     once: Once = False,
     interval: Interval = "1m",
-    checkpoints_gc_interval: Annotated[
-        str,
-        typer.Option(help="How often checkpoints of deleted VPAs are deleted (--strategy vpa)."),
-    ] = "10m",
+    checkpoints_gc_interval: CheckpointsGcInterval = "10m",
     metrics_port: MetricsPort = DEFAULT_PORTS["recommender"],
     leader_elect: election_flags.LeaderElect = False,
     lease_duration: election_flags.LeaseDuration = election_flags.LEASE_DURATION,
@@ -201,95 +323,30 @@ def recommender_command(
     lease_namespace: election_flags.LeaseNamespace = None,
 ) -> None:
     """Keep the status of every VPA we serve current, from Prometheus history."""
-    if forecast_set and strategy is not Model.forecast:
-        raise typer.BadParameter("goes with --strategy forecast", param_hint="--forecast-set")
-    if changes_per_day is not None and strategy is not Model.forecast:
-        raise typer.BadParameter("goes with --strategy forecast", param_hint="--changes-per-day")
-    if vpa_set and strategy is not Model.vpa:
-        raise typer.BadParameter("goes with --strategy vpa", param_hint="--vpa-set")
+    model_flags(strategy, forecast_set, changes_per_day, vpa_set)
     source = PrometheusOptions(
-        url=prometheus,
-        history=history,
-        step=step,
-        chunk=chunk,
-        matchers=tuple(match or ()),
-        token_file=token_file,
-        insecure=insecure,
-        names=tuple(prometheus_set or ()),
-        username=prometheus_username,
-        password_file=prometheus_password_file,
-    )
+        prometheus, history, step, chunk, (), tuple(match or ()), token_file, insecure,
+        tuple(prometheus_set or ()), prometheus_username, prometheus_password_file,
+    )  # fmt: skip
     period = interval_flag(interval, once)
-    bounded = {"timeout_seconds": call_timeout(period)}  # a frozen Prometheus costs one pass
-    service = ServiceOptions(
-        prometheus=prometheus_settings(source).model_copy(update=bounded),
-        model=strategy,
-        recommender_name=name,
-        is_default=default or name == DEFAULT_RECOMMENDER_NAME,
-        forecast=options.with_budget(options.forecast_settings(forecast_set), changes_per_day),
-        vpa=options.vpa_settings(vpa_set),
-        scope=namespace_scope(vpa_object_namespace, ignored_vpa_object_namespaces),
-        schedule_config_map=_config_map(schedule_configmap, strategy),
-        count_throttling=not ignore_throttling,
-    )
+    model = ModelChoice(strategy, forecast_set, changes_per_day, vpa_set, not ignore_throttling)
+    service = service_options(
+        source, period, model, name, default, schedule_configmap,
+        namespace_scope(vpa_object_namespace, ignored_vpa_object_namespaces),
+    )  # fmt: skip
     gc_every = duration_flag(checkpoints_gc_interval, "--checkpoints-gc-interval", "1s")
     chosen = election_flags.election(
-        "recommender",
-        leader_elect,
-        lease_duration,
-        renew_deadline,
-        retry_period,
-        lease_name,
-        lease_namespace,
-    )
+        "recommender", leader_elect, lease_duration, renew_deadline, retry_period,
+        lease_name, lease_namespace,
+    )  # fmt: skip
     cluster = connect(kubeconfig, call_timeout(period))
     if once:
-        try:
-            with election_flags.held_once(chosen, cluster) as holder:
-                if holder is not None:
-                    Console(stderr=True).print(f"standby: {holder} leads; no pass run")
-                    return
-                events = RecommenderEvents(recommender_events(cluster.core))
-                report = recommend_once(cluster, service, collect_checkpoints=True, events=events)
-        except (ClusterError, PrometheusSourceError) as error:
-            Console(stderr=True).print(f"error: {error}")
-            raise typer.Exit(1) from None
-        for line in _report_lines(report):
-            print(line)
-        if report.hpas_unread is not None:
-            Console(stderr=True).print(f"HPA conflicts not checked: {report.hpas_unread}")
+        run_once(cluster, service, chosen)
         return
-
     telemetry = service_telemetry(
         "recommender", metrics_port, period, chosen is not None, (API_SERVER, PROMETHEUS)
     )
     serve_telemetry(telemetry, metrics_port)
-    metrics = _PassMetrics(telemetry) if telemetry is not None else None
-
-    last_collected: float | None = None  # when the checkpoint GC last ran (monotonic)
-    # each pass reads only the history that is new since the last; every chunk read counts
-    # as life for the health check, so a first pass over a large cluster is not restarted
-    events = RecommenderEvents(recommender_events(cluster.core))  # across passes
-    cache = HistoryCache(
-        progress=(lambda done, total: telemetry.record_activity()) if telemetry else None
-    )
-
-    def run_pass() -> bool:
-        nonlocal last_collected
-        now = time.monotonic()
-        due = last_collected is None or now - last_collected >= gc_every.total_seconds()
-        report = _one_pass(cluster, service, due, cache, telemetry, events)
-        if report is not None and due:
-            last_collected = now
-        if report is None:
-            return False
-        for line in _report_lines(report):
-            LOG.info("%s", line)
-        if report.hpas_unread is not None:
-            LOG.warning("HPA conflicts not checked this pass: %s", report.hpas_unread)
-        if metrics is not None:
-            metrics.record(report)
-        return True
-
+    passes = Passes(cluster, service, gc_every, telemetry)
     leader = chosen.elector(cluster) if chosen is not None else None
-    run_every(period, run_pass, LOG, telemetry, leader)
+    run_every(period, passes.run_pass, LOG, telemetry, leader)
