@@ -155,30 +155,16 @@ def recommend_command(
     """Recommend cpu and memory requests per (namespace, workload, container)."""
     chosen = options.output_format(fmt, OutputFormat.table, output, SUFFIXES)
     settings = recommend_settings(
-        strategy,
-        forecast_set,
-        vpa_set,
-        ignore_throttling,
-        chosen,
-        output,
-        (wide, explain, summary),
-        (cpu_price, memory_price),
-    )
+        strategy, forecast_set, vpa_set, ignore_throttling, chosen, output,
+        (wide, explain, summary), (cpu_price, memory_price),
+    )  # fmt: skip
     scope = cluster_scope(kubeconfig, context, namespace, all_namespaces, selector)
     from_cluster = wanted(demo, input, prometheus, scope)
     source = options.prometheus_options(
-        "" if from_cluster and prometheus is None else prometheus,
-        history,
-        step,
-        chunk,
-        namespace,
-        match,
-        token_file,
-        insecure,
-        prometheus_set,
-        prometheus_username,
+        "" if from_cluster and prometheus is None else prometheus, history, step, chunk,
+        namespace, match, token_file, insecure, prometheus_set, prometheus_username,
         prometheus_password_file,
-    )
+    )  # fmt: skip
     err_console = Console(stderr=True)
     current = None
     if from_cluster:
