@@ -47,3 +47,27 @@ class NamespaceScope:
 
 
 EVERYWHERE = NamespaceScope()
+
+# Never resized nor evicted by the updater unless asked: the system's pods, and (added by
+# the caller) the namespace kube-tailor itself runs in, whose pods it would otherwise
+# restart while they serve.
+SYSTEM_NAMESPACES = ("kube-system",)
+
+
+def protected_namespaces(text: str | None, home: str) -> frozenset[str]:
+    """The updater's `--protected-namespaces`: None gives kube-system and `home` (its own
+    namespace); an empty text none at all."""
+    if text is None:
+        return frozenset((*SYSTEM_NAMESPACES, _checked(home)))
+    return frozenset(_checked(n.strip()) for n in text.split(",") if n.strip())
+
+
+def protecting(scope: NamespaceScope, protected: frozenset[str]) -> NamespaceScope:
+    """`scope` that never includes `protected`; naming one of them as the only namespace is
+    refused, since the scope would then hold nothing."""
+    if scope.only is not None and scope.only in protected:
+        raise ScopeError(
+            f"namespace {scope.only!r} is protected: name it in --protected-namespaces "
+            "(or pass --protected-namespaces='') to act there"
+        )
+    return NamespaceScope(scope.only, scope.ignored | protected)

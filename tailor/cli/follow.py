@@ -50,7 +50,7 @@ from tailor.schedule_file import (
     aware_time,
     read_schedule,
 )
-from tailor.scope import NamespaceScope
+from tailor.scope import NamespaceScope, ScopeError, protected_namespaces, protecting
 from tailor.status_lease import StatusCheck
 from tailor.telemetry import API_SERVER, DEFAULT_PORTS, ServiceTelemetry, answered, outage
 from updater.decide import Policy
@@ -183,6 +183,7 @@ def follow_command(
     namespace: options.Namespace = None,
     vpa_object_namespace: VpaNamespace = None,
     ignored_vpa_object_namespaces: IgnoredNamespaces = None,
+    protected_namespaces: follow_flags.ProtectedNamespaces = None,
     once: Once = False,
     interval: Interval = "1m",
     evict: follow_flags.Evict = False,
@@ -301,6 +302,11 @@ def run_follow(flags: FollowFlags) -> None:
         raise typer.BadParameter("--at goes with --once", param_hint="--at")
     source = _source(flags.schedule, flags.schedule_configmap, flags.recommendations)
     scope = namespace_scope(flags.vpa_object_namespace, flags.ignored_vpa_object_namespaces)
+    try:
+        home = election_flags.own_namespace()
+        scope = protecting(scope, protected_namespaces(flags.protected_namespaces, home))
+    except ScopeError as error:
+        raise typer.BadParameter(str(error), param_hint="--protected-namespaces") from None
     chosen = election_flags.election(
         "updater", flags.leader_elect, flags.lease_duration, flags.renew_deadline,
         flags.retry_period, flags.lease_name, flags.lease_namespace,

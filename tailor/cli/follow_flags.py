@@ -147,6 +147,16 @@ At = Annotated[
 Fmt = Annotated[FollowFormat, typer.Option("--format", help="Output of --once.")]
 
 
+ProtectedNamespaces = Annotated[
+    str | None,
+    typer.Option(
+        help="Comma-separated namespaces never resized nor evicted in "
+        "[default: kube-system and the pod's own namespace; '' for none].",
+        show_default=False,
+    ),
+]
+
+
 @dataclass(frozen=True)
 class FollowFlags:
     """Every flag of `tailor follow`, as given (checked by `run_follow`)."""
@@ -157,6 +167,7 @@ class FollowFlags:
     namespace: options.Namespace
     vpa_object_namespace: VpaNamespace
     ignored_vpa_object_namespaces: IgnoredNamespaces
+    protected_namespaces: str | None
     once: Once
     interval: Interval
     evict: bool

@@ -9,7 +9,7 @@ import pytest
 from typer.testing import CliRunner
 
 from tailor.cli.main import app
-from tailor.scope import NamespaceScope, ScopeError
+from tailor.scope import NamespaceScope, ScopeError, protected_namespaces, protecting
 from tests.cli_text import plain
 
 
@@ -50,3 +50,27 @@ def test_each_service_refuses_a_bad_scope_with_exit_2(command: str, tmp_path: Pa
     result = CliRunner().invoke(app, [*args, "--vpa-object-namespace", "Not_A_Name"])
     assert result.exit_code == 2, result.output
     assert "is not a namespace name" in plain(result.output)
+
+
+def test_the_updater_protects_the_system_and_its_own_namespace_by_default() -> None:
+    scope = protecting(NamespaceScope.parse(None, "ops"), protected_namespaces(None, "tailor"))
+    assert not scope.includes("kube-system") and not scope.includes("tailor")
+    assert not scope.includes("ops") and scope.includes("shop")
+    opened = protecting(NamespaceScope(), protected_namespaces("", "tailor"))
+    assert opened.includes("kube-system") and opened.includes("tailor")
+    chosen = protected_namespaces(" lab, ,kube-system ", "tailor")
+    assert chosen == {"lab", "kube-system"}  # an explicit list replaces the default
+    with pytest.raises(ScopeError, match="'kube-system' is protected"):
+        protecting(NamespaceScope.parse("kube-system", None), protected_namespaces(None, "t"))
+    with pytest.raises(ScopeError, match="'Lab' is not a namespace name"):
+        protected_namespaces("Lab", "t")
+
+
+def test_the_updater_refuses_to_act_only_in_a_protected_namespace(tmp_path: Path) -> None:
+    schedule = tmp_path / "s.json"
+    schedule.write_text("[]")
+    result = CliRunner().invoke(
+        app, ["follow", "--once", "--schedule", str(schedule), "--vpa-object-namespace=kube-system"]
+    )
+    assert result.exit_code == 2
+    assert "'kube-system' is protected" in plain(result.output)
