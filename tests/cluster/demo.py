@@ -94,7 +94,7 @@ def history(end: int, days: int) -> pd.DataFrame:
     and cAdvisor would have recorded it: the forecaster's days to learn from."""
     rng = np.random.default_rng(7)
     times = np.arange(end - days * 86400, end, STEP)
-    frames = []
+    frames: list[pd.DataFrame] = []
     for workload in FLEET:
         cpu = workload.cpu_at(times) + rng.normal(0, 0.01, times.size)
         frames.append(

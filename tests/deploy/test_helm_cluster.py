@@ -163,6 +163,6 @@ def test_helm_installs_the_services_that_run_and_uninstalls_them(
     assert gone.returncode == 0, gone.stderr
     for path in CLUSTER_SCOPED:
         wait_until(lambda: _gone(api, path), timeout=90, interval=0.5, what=f"{path} uninstalled")  # noqa: B023
-    deployments = f"/apis/apps/v1/namespaces/{NAMESPACE}/deployments"
-    wait_until(lambda: not api.get(deployments)["items"], timeout=90, what="Deployments removed")
+    collection = f"/apis/apps/v1/namespaces/{NAMESPACE}/deployments"
+    wait_until(lambda: not api.get(collection)["items"], timeout=90, what="Deployments removed")
     assert api.get(NAMESPACE_PATH)["metadata"]["labels"] == kept["labels"]  # the user's, kept
