@@ -216,20 +216,19 @@ def admission_command(
     LOG.info(
         "admission webhook listening on https://%s:%d/mutate (%d workers)", address, port, workers
     )
+    if registering is not None:  # the socket listens: a review waits there for a worker
+        _register(registrar)
+        registering.start()
     serving = False
     while not stopping.wait(0.25):
         if not serving and server.ready():
             serving = True
             heartbeat.beat()  # serving now: the updater may evict from here on
             beating.start()
-            if registering is not None:
-                _register(registrar)  # the API server calls it from now on
-                registering.start()
     LOG.info("stopping")
-    if serving:
-        beating.stop()
-        if registering is not None:
-            registering.stop()
+    beating.stop()
+    if registering is not None:
+        registering.stop()
     server.stop()
     sock.close()
     if metrics_server is not None:

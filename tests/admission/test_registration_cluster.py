@@ -18,7 +18,7 @@ from tailor.lease import ApiLease
 from tailor.schedule_file import aware_time
 from tailor.status_lease import STATUS_LEASE, StatusCheck
 from tests.admission.cluster import WEBHOOKS
-from tests.admission.https import serving_pair
+from tests.admission.https import call, serving_pair
 from tests.admission.test_webhook_cluster import container, create_vpa, deployment, pod_of
 from tests.cluster.crds import install_crds
 from tests.cluster.fixtures import FullNamespace
@@ -94,6 +94,13 @@ def test_the_webhook_updates_its_own_registration_and_is_then_called_for_new_pod
             assert base64.b64decode(hook["clientConfig"]["caBundle"]) == ca.cert_pem
             assert hook["timeoutSeconds"] == 3
 
+            def serving() -> bool:  # its workers list the cluster first
+                try:
+                    return call(url.replace("/mutate", "/healthz"), ca)[0] == 200
+                except OSError:
+                    return False
+
+            wait_until(serving, timeout=90, what="the workers serving")
             # the API server now calls it: a new pod gets its VPA's target
             create_vpa(api, namespace, "web", "Auto", {"app": {"cpu": "750m"}})
             app = container("app", {"requests": {"cpu": "100m"}})
