@@ -89,6 +89,7 @@ def test_the_webhook_updates_its_own_registration_and_is_then_called_for_new_pod
                 timeout=30,
                 what="the registration, once it exists",
             )
+            assert isinstance(stored, dict)
             [hook] = stored["webhooks"]
             assert hook["clientConfig"]["url"] == url
             assert base64.b64decode(hook["clientConfig"]["caBundle"]) == ca.cert_pem

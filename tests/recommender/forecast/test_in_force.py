@@ -143,7 +143,8 @@ def _mid_block(cpu: list[float], low: float, high: float) -> pd.DataFrame:
     frame["cpu_recent_low"], frame["cpu_recent_high"] = low, high
     frame["cpu_scale"], frame["cpu_usage"] = 1.0, high
     frame["history_end"] = np.nan
-    frame.loc[0, "history_end"] = (frame.loc[0, "start"] + pd.Timedelta(minutes=16)).timestamp()
+    first_start = pd.Timestamp(frame["start"].iloc[0])
+    frame.loc[0, "history_end"] = (first_start + pd.Timedelta(minutes=16)).timestamp()
     return frame
 
 
