@@ -10,10 +10,9 @@ rotated certificate that does not load leaves the last one served.
 from __future__ import annotations
 
 import logging
-import signal
 import socket
 import ssl
-import threading
+from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
 from typing import Annotated
@@ -21,12 +20,12 @@ from typing import Annotated
 import typer
 
 from admission.certificates import CertificateReloader
-from admission.metrics import ReviewMetrics
-from admission.periodic import Periodic
-from admission.registration import Endpoint, Registrar, read_ca
+from admission.registration import Endpoint, read_ca
 from admission.server import listening_socket
+from admission.service import WebhookService as Webhook
+from admission.service import serve
 from admission.watch import WATCH_SECONDS
-from admission.workers import Supervisor, WorkerConfig
+from admission.workers import WorkerConfig
 from tailor.cli.election import status_lease_flag
 from tailor.cli.service import (
     IgnoredNamespaces,
@@ -39,12 +38,9 @@ from tailor.cli.service import (
     service_telemetry,
 )
 from tailor.kube import ClusterError, api_client_from
-from tailor.lease import ApiLease
 from tailor.quantity import Quantity, QuantityError
-from tailor.status_lease import RENEW_INTERVAL, STATUS_LEASE, StatusHeartbeat
-from tailor.telemetry import DEFAULT_PORTS
-
-LOG = logging.getLogger("tailor.admission")
+from tailor.status_lease import STATUS_LEASE
+from tailor.telemetry import DEFAULT_PORTS, ServiceTelemetry
 
 
 def _readable(path: Path, option: str) -> Path:
@@ -73,166 +69,142 @@ def registration_target(
     return endpoint, ca_file, int(span.total_seconds())
 
 
-def _register(registrar: Registrar) -> None:
-    try:
-        registrar.check()
-    except ClusterError as error:  # RBAC or an API server away: the next check retries
-        LOG.error("%s; trying again at the next certificate check", error)
+TlsCert = Annotated[Path, typer.Option("--tls-cert", help="PEM serving certificate (the chain).")]
+TlsKey = Annotated[Path, typer.Option("--tls-key", help="PEM private key of the certificate.")]
+Port = Annotated[int, typer.Option(min=1, max=65535, help="HTTPS port.")]
+Address = Annotated[str, typer.Option(help="Address to listen on.")]
+Kubeconfig = Annotated[
+    Path | None, typer.Option(help="Kubeconfig (default: in-cluster, else ~/.kube/config).")
+]
+Refresh = Annotated[
+    str,
+    typer.Option(
+        help="How often VPAs and LimitRanges are re-listed in full, a safety net: "
+        "changes arrive through a watch at once."
+    ),
+]
+CertCheck = Annotated[
+    str, typer.Option(help="How often the certificate and key files are re-read (rotation).")
+]
+RegisterWebhook = Annotated[
+    bool,
+    typer.Option(
+        "--register-webhook",
+        help="Create or update the MutatingWebhookConfiguration itself (needs --ca-file).",
+    ),
+]
+CaFile = Annotated[
+    Path | None,
+    typer.Option("--ca-file", help="PEM CA of the serving certificate, for the caBundle."),
+]
+WebhookService = Annotated[
+    str, typer.Option(help="The Service NS/NAME the API server calls the webhook through.")
+]
+WebhookPort = Annotated[int, typer.Option(min=1, max=65535, help="That Service's port.")]
+WebhookUrl = Annotated[
+    str | None,
+    typer.Option(help="Register an https:// URL instead of the Service (outside a cluster)."),
+]
+WebhookTimeout = Annotated[
+    str, typer.Option(help="How long the API server waits for a review (1s to 30s).")
+]
+AllowHpaConflicts = Annotated[
+    bool,
+    typer.Option(
+        "--allow-hpa-conflicts",
+        help="Also set what an HPA scales on (cpu or memory utilization); no HPA is read.",
+    ),
+]
+MaxCpuBoost = Annotated[
+    str | None,
+    typer.Option(help="The most CPU a startup boost gives a container (e.g. 4 or 1500m)."),
+]
+Workers = Annotated[
+    int, typer.Option(min=1, max=64, help="Worker processes accepting reviews on the one port.")
+]
+WorkerMemory = Annotated[
+    str, typer.Option(help="A worker holding more resident memory is replaced (after a burst).")
+]
+StatusLease = Annotated[
+    str | None,
+    typer.Option(
+        help="The Lease NS/NAME renewed every 10 s while serving; `tailor follow` evicts only "
+        f"while it is fresh [default: the pod's namespace, else kube-tailor, /{STATUS_LEASE}]."
+    ),
+]
 
 
 def admission_command(
-    tls_cert: Annotated[
-        Path, typer.Option("--tls-cert", help="PEM serving certificate (the chain).")
-    ],
-    tls_key: Annotated[Path, typer.Option("--tls-key", help="PEM private key of the certificate.")],
-    port: Annotated[int, typer.Option(min=1, max=65535, help="HTTPS port.")] = 8443,
-    address: Annotated[str, typer.Option(help="Address to listen on.")] = "0.0.0.0",
-    kubeconfig: Annotated[
-        Path | None, typer.Option(help="Kubeconfig (default: in-cluster, else ~/.kube/config).")
-    ] = None,
-    refresh: Annotated[
-        str,
-        typer.Option(
-            help="How often VPAs and LimitRanges are re-listed in full, a safety net: "
-            "changes arrive through a watch at once."
-        ),
-    ] = "5m",
-    cert_check: Annotated[
-        str,
-        typer.Option(help="How often the certificate and key files are re-read (rotation)."),
-    ] = "30s",
+    tls_cert: TlsCert,
+    tls_key: TlsKey,
+    port: Port = 8443,
+    address: Address = "0.0.0.0",
+    kubeconfig: Kubeconfig = None,
+    refresh: Refresh = "5m",
+    cert_check: CertCheck = "30s",
     metrics_port: MetricsPort = DEFAULT_PORTS["admission"],
     vpa_object_namespace: VpaNamespace = None,
     ignored_vpa_object_namespaces: IgnoredNamespaces = None,
-    register_webhook: Annotated[
-        bool,
-        typer.Option(
-            "--register-webhook",
-            help="Create or update the MutatingWebhookConfiguration itself (needs --ca-file).",
-        ),
-    ] = False,
-    ca_file: Annotated[
-        Path | None,
-        typer.Option("--ca-file", help="PEM CA of the serving certificate, for the caBundle."),
-    ] = None,
-    webhook_service: Annotated[
-        str, typer.Option(help="The Service NS/NAME the API server calls the webhook through.")
-    ] = "kube-tailor/tailor-admission",
-    webhook_port: Annotated[int, typer.Option(min=1, max=65535, help="That Service's port.")] = 443,
-    webhook_url: Annotated[
-        str | None,
-        typer.Option(help="Register an https:// URL instead of the Service (outside a cluster)."),
-    ] = None,
-    webhook_timeout: Annotated[
-        str, typer.Option(help="How long the API server waits for a review (1s to 30s).")
-    ] = "5s",
-    allow_hpa_conflicts: Annotated[
-        bool,
-        typer.Option(
-            "--allow-hpa-conflicts",
-            help="Also set what an HPA scales on (cpu or memory utilization); no HPA is read.",
-        ),
-    ] = False,
-    max_allowed_cpu_boost: Annotated[
-        str | None,
-        typer.Option(help="The most CPU a startup boost gives a container (e.g. 4 or 1500m)."),
-    ] = None,
-    workers: Annotated[
-        int,
-        typer.Option(min=1, max=64, help="Worker processes accepting reviews on the one port."),
-    ] = 2,
-    worker_memory: Annotated[
-        str,
-        typer.Option(help="A worker holding more resident memory is replaced (after a burst)."),
-    ] = "256Mi",
-    status_lease: Annotated[
-        str | None,
-        typer.Option(
-            help="The Lease NS/NAME renewed every 10 s while serving; `tailor follow` evicts only "
-            f"while it is fresh [default: the pod's namespace, else kube-tailor, /{STATUS_LEASE}]."
-        ),
-    ] = None,
+    register_webhook: RegisterWebhook = False,
+    ca_file: CaFile = None,
+    webhook_service: WebhookService = "kube-tailor/tailor-admission",
+    webhook_port: WebhookPort = 443,
+    webhook_url: WebhookUrl = None,
+    webhook_timeout: WebhookTimeout = "5s",
+    allow_hpa_conflicts: AllowHpaConflicts = False,
+    max_allowed_cpu_boost: MaxCpuBoost = None,
+    workers: Workers = 2,
+    worker_memory: WorkerMemory = "256Mi",
+    status_lease: StatusLease = None,
 ) -> None:
     """Serve the webhook: pods being created get their VPA's recommendation (POST /mutate)."""
     every = duration_flag(refresh, "--refresh", "100ms").total_seconds()
-    heartbeat_lease = status_lease_flag(status_lease, "--status-lease")
-    most_boost = _cpu_flag(max_allowed_cpu_boost, "--max-allowed-cpu-boost")
     scope = namespace_scope(vpa_object_namespace, ignored_vpa_object_namespaces)
     cert_every = duration_flag(cert_check, "--cert-check", "1s").total_seconds()
-    memory_limit = _memory_flag(worker_memory, "--worker-memory")
     try:
         CertificateReloader(_readable(tls_cert, "--tls-cert"), _readable(tls_key, "--tls-key"))
     except (ssl.SSLError, OSError) as error:
         raise typer.BadParameter(f"cannot use the certificate and key: {error}") from error
-    endpoint = (
-        registration_target(webhook_service, webhook_port, webhook_url, ca_file, webhook_timeout)
-        if register_webhook
-        else None
-    )
+    target = (webhook_service, webhook_port, webhook_url, ca_file, webhook_timeout)
+    service = Webhook(
+        WorkerConfig(
+            tls_cert, tls_key, kubeconfig, every, cert_every, not allow_hpa_conflicts, scope,
+            _cpu_flag(max_allowed_cpu_boost, "--max-allowed-cpu-boost"),
+        ),
+        workers,
+        _memory_flag(worker_memory, "--worker-memory"),
+        address,
+        status_lease_flag(status_lease, "--status-lease"),
+        registration_target(*target) if register_webhook else None,
+    )  # fmt: skip
     # Passes: every list and every watch call the server ends on schedule (WATCH_SECONDS).
-    period = timedelta(seconds=min(every, WATCH_SECONDS))
-    telemetry = service_telemetry("admission", metrics_port, period)
+    telemetry = service_telemetry(
+        "admission", metrics_port, timedelta(seconds=min(every, WATCH_SECONDS))
+    )
     try:
         client = api_client_from(kubeconfig)
     except ClusterError as error:
         raise typer.BadParameter(str(error), param_hint="--kubeconfig") from error
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
+    sock, stop_telemetry = _listen(address, port, telemetry, metrics_port)
+    serve(service, client, sock, telemetry, stop_telemetry)
+
+
+def _listen(
+    address: str, port: int, telemetry: ServiceTelemetry | None, metrics_port: int
+) -> tuple[socket.socket, Callable[[], None]]:
+    """The webhook's listening socket and the /metrics server (exit 2 if either cannot
+    bind), with what stops the latter."""
     try:
         sock = listening_socket(address, port)
     except OSError as error:
         raise typer.BadParameter(f"cannot listen on {address}:{port}: {error}") from error
-    config = WorkerConfig(
-        tls_cert, tls_key, kubeconfig, every, cert_every, not allow_hpa_conflicts, scope, most_boost
-    )
-    metrics = ReviewMetrics(telemetry) if telemetry is not None else None
-    record = telemetry.record_pass if telemetry is not None else None
-    server = Supervisor(config, sock, workers, metrics, record, memory_limit)
     try:
         metrics_server = serve_telemetry(telemetry, metrics_port)
     except typer.BadParameter:
         sock.close()
         raise
-    stopping = threading.Event()
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(signum, lambda *_: stopping.set())
-    registering: Periodic | None = None
-    if endpoint is not None:
-        registrar = Registrar(client, *endpoint)
-        registering = Periodic(
-            lambda: _register(registrar),
-            cert_every,
-            name="tailor-registration",
-            failure="webhook registration failed",
-        )
-    heartbeat = StatusHeartbeat(ApiLease(client, *heartbeat_lease), socket.gethostname())
-    beating = Periodic(
-        heartbeat.beat,
-        RENEW_INTERVAL.total_seconds(),
-        name="tailor-status-lease",
-        failure="status Lease renewal failed",
-    )
-    server.start(wait=None)  # the workers list the cluster first; SIGTERM may come meanwhile
-    port = sock.getsockname()[1]
-    LOG.info(
-        "admission webhook listening on https://%s:%d/mutate (%d workers)", address, port, workers
-    )
-    if registering is not None:  # the socket listens: a review waits there for a worker
-        _register(registrar)
-        registering.start()
-    serving = False
-    while not stopping.wait(0.25):
-        if not serving and server.ready():
-            serving = True
-            heartbeat.beat()  # serving now: the updater may evict from here on
-            beating.start()
-    LOG.info("stopping")
-    beating.stop()
-    if registering is not None:
-        registering.stop()
-    server.stop()
-    sock.close()
-    if metrics_server is not None:
-        metrics_server.stop()
+    return sock, metrics_server.stop if metrics_server is not None else lambda: None
 
 
 def _memory_flag(text: str, option: str) -> int:
