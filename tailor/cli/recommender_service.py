@@ -343,9 +343,8 @@ def recommender_command(
     if once:
         run_once(cluster, service, chosen)
         return
-    telemetry = service_telemetry(
-        "recommender", metrics_port, period, chosen is not None, (API_SERVER, PROMETHEUS)
-    )
+    watched = (API_SERVER, PROMETHEUS)
+    telemetry = service_telemetry("recommender", metrics_port, period, chosen is not None, watched)
     serve_telemetry(telemetry, metrics_port)
     passes = Passes(cluster, service, gc_every, telemetry)
     leader = chosen.elector(cluster) if chosen is not None else None
