@@ -63,8 +63,8 @@ def remove_kube_tailor(api: RawApi) -> None:
     for path in [*CLUSTER_SCOPED, NAMESPACE_PATH]:
         with contextlib.suppress(ApiException):
             api.delete(path)
-    for path in CLUSTER_SCOPED:
-        wait_until(lambda: _gone(api, path), timeout=90, interval=0.5, what=f"{path} deleted")  # noqa: B023
+    for path in [*CLUSTER_SCOPED, NAMESPACE_PATH]:  # a namespace still terminating refuses 409
+        wait_until(lambda: _gone(api, path), timeout=120, interval=0.5, what=f"{path} deleted")  # noqa: B023
 
 
 @pytest.fixture
@@ -152,7 +152,8 @@ def test_helm_installs_the_services_that_run_and_uninstalls_them(
         assert pod["spec"]["nodeName"].startswith("helm-")
 
     # the one schedule ConfigMap: written by the recommender, read by the updater, no other
-    assert may(api, "tailor-recommender", "create", "")  # RBAC cannot name what is created
+    assert may(api, "tailor-recommender", "create", "tailor-schedule")  # created by name
+    assert not may(api, "tailor-recommender", "create", "")
     assert may(api, "tailor-recommender", "patch", "tailor-schedule")
     assert not may(api, "tailor-recommender", "patch", "kube-root-ca.crt")
     assert may(api, "tailor-updater", "get", "tailor-schedule")
