@@ -159,6 +159,10 @@ def test_a_growth_without_room_waits_as_deferred_and_one_past_the_node_goes_at_o
     )
     assert len(running_pods(api, namespace)) == 3  # nobody evicted
 
+    # a second node of the same label, where the larger replacements can land: the updater
+    # evicts only for a replacement that fits some node
+    spare = f"spare-{namespace}"[:63]
+    full_namespace.sim.register_node(spare, cpu="8", memory="8Gi", labels={"tailor-test": node})
     command = ["follow", "--schedule", str(schedule), "--kubeconfig", str(cluster.kubeconfig)]
     flags = ["--interval", "1s", "--deferred-timeout", "3s", "--evict", NO_WEBHOOK]
     log = tmp_path / "follow.log"
