@@ -207,21 +207,8 @@ def _listen(
     return sock, metrics_server.stop if metrics_server is not None else lambda: None
 
 
-def _memory_flag(text: str, option: str) -> int:
-    """A positive memory quantity flag in bytes (exit 2 otherwise)."""
-    try:
-        amount = Quantity.parse(text)
-    except QuantityError as error:
-        raise typer.BadParameter(str(error), param_hint=option) from None
-    if amount.milli_value() <= 0:
-        raise typer.BadParameter(f"must be above 0, got {text!r}", param_hint=option)
-    return amount.milli_value() // 1000
-
-
-def _cpu_flag(text: str | None, option: str) -> Quantity | None:
-    """A positive CPU quantity flag (exit 2 otherwise)."""
-    if text is None:
-        return None
+def _positive_quantity(text: str, option: str) -> Quantity:
+    """A quantity flag above 0 (exit 2 otherwise)."""
     try:
         amount = Quantity.parse(text)
     except QuantityError as error:
@@ -229,3 +216,13 @@ def _cpu_flag(text: str | None, option: str) -> Quantity | None:
     if amount.milli_value() <= 0:
         raise typer.BadParameter(f"must be above 0, got {text!r}", param_hint=option)
     return amount
+
+
+def _memory_flag(text: str, option: str) -> int:
+    """A positive memory quantity flag in bytes."""
+    return _positive_quantity(text, option).milli_value() // 1000
+
+
+def _cpu_flag(text: str | None, option: str) -> Quantity | None:
+    """A positive CPU quantity flag, or None when not given."""
+    return None if text is None else _positive_quantity(text, option)
