@@ -65,7 +65,36 @@ def effective_requests(pod: Json, plan: ResizePlan | None = None) -> Amounts:
         else:  # runs beside the sidecars started before it (KEP-753)
             plain.append(sum_amounts(sidecars) + to_amounts(requests_of(container)))
     overhead = to_amounts(resource_list(spec.get("overhead")))
-    return _pod_total(app, sidecars, plain, overhead)
+    total = _pod_total(app, sidecars, plain, overhead)
+    return _pod_level(pod, total, overhead, use_spec, plan)
+
+
+def _pod_level(
+    pod: Json, total: Amounts, overhead: Amounts, use_spec: bool, plan: ResizePlan | None
+) -> Amounts:
+    """A resource the pod requests at pod level counts at that request, the largest of
+    spec (or the plan's), applied (`status.resources`) and allocated
+    (`status.allocatedResources`, KEP-5419), plus overhead; the rest as its containers."""
+    asked = resource_list(((pod.get("spec") or {}).get("resources") or {}).get("requests"))
+    if not asked:
+        return total
+    status = pod.get("status") or {}
+    if plan is not None and plan.pod_level is not None:
+        spec_amounts = plan.pod_level.request_amounts()
+    elif use_spec:
+        spec_amounts = to_amounts(asked)
+    else:
+        spec_amounts = Amounts()
+    counted = (
+        spec_amounts.larger(
+            to_amounts(resource_list((status.get("resources") or {}).get("requests")))
+        ).larger(to_amounts(resource_list(status.get("allocatedResources"))))
+        + overhead
+    )
+    return Amounts(
+        counted.cpu_millis if "cpu" in asked else total.cpu_millis,
+        counted.memory_bytes if "memory" in asked else total.memory_bytes,
+    )
 
 
 @dataclass(frozen=True)

@@ -29,7 +29,8 @@ from updater.due_targets import scheduled as due_now
 from updater.fit import NodeUsage, fits_beside
 from updater.governance import Governance, limit_rules, pod_targets, vpa_governance
 from updater.others import awaited
-from updater.plan import PodRules, ResizePlan, Skipped, plan_resize
+from updater.plan import PodRules, ResizePlan, Skipped
+from updater.pod_plan import plan_pod_resize
 from updater.priority import priority
 from updater.rate import EvictionRate
 from updater.recommendations import (
@@ -113,7 +114,7 @@ Planned = ResizePlan | Skipped | QuantityError
 
 def _planned(pod: Json, targets: Mapping[str, Target], rules: PodRules) -> Planned:
     try:
-        return plan_resize(pod, targets, rules)
+        return plan_pod_resize(pod, targets, rules)
     except QuantityError as error:  # the API server validates quantities; kept for safety
         return error
 

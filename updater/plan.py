@@ -13,7 +13,6 @@ from __future__ import annotations
 import math
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
-from enum import StrEnum
 
 from tailor.api.limitrange import LimitRangeItem
 from tailor.api.meta import ResourceList
@@ -25,6 +24,7 @@ from tailor.limits import (
     limits_follow,
     new_container_resources,
 )
+from tailor.pod_level import Qos, container_qos
 from tailor.pods import (
     APP_FIELD,
     INIT_FIELD,
@@ -33,29 +33,13 @@ from tailor.pods import (
 )
 from tailor.quantity import Quantity, memory_quantity
 from updater.due_targets import Target
-from updater.resources import Amounts, Json, limits_of, requests_of
-
-
-class Qos(StrEnum):
-    GUARANTEED = "Guaranteed"
-    BURSTABLE = "Burstable"
-    BEST_EFFORT = "BestEffort"
+from updater.resources import Amounts, Json, requests_of
 
 
 def qos_of(containers: Sequence[Json]) -> Qos:
     """The QoS class the API server derives from the requests and limits of all of a pod's
-    containers, init containers included."""
-    any_set = False
-    guaranteed = True
-    for container in containers:
-        requests, limits = requests_of(container), limits_of(container)
-        any_set = any_set or bool(requests) or bool(limits)
-        for resource in ("cpu", "memory"):
-            if resource not in limits or requests.get(resource) != limits[resource]:
-                guaranteed = False
-    if not any_set:
-        return Qos.BEST_EFFORT
-    return Qos.GUARANTEED if guaranteed else Qos.BURSTABLE
+    containers, init containers included (a pod without pod-level resources)."""
+    return container_qos(containers)
 
 
 @dataclass(frozen=True)
@@ -90,10 +74,11 @@ class ResizePlan:
 
     containers: tuple[ContainerResize, ...]
     notes: tuple[str, ...] = ()
+    pod_level: ContainerResize | None = None  # the new spec.resources (`tailor.pod_level`)
 
     @property
     def changes(self) -> bool:
-        return bool(self.containers)
+        return bool(self.containers) or self.pod_level is not None
 
     def patch(self) -> Json:
         """A strategic merge patch: containers (and init containers) merge by name,
@@ -104,11 +89,13 @@ class ResizePlan:
             spec.setdefault(field, []).append(
                 {"name": container.name, "resources": container.resources()}
             )
+        if self.pod_level is not None:
+            return {"spec": {**spec, "resources": self.pod_level.resources()}}
         return {"spec": spec}
 
     def describe(self) -> str:
         parts = []
-        for container in self.containers:
+        for container in (*self.containers, *([self.pod_level] if self.pod_level else [])):
             amounts = ", ".join(f"{r} {q.canonical()}" for r, q in container.requests.items())
             parts.append(f"{container.name}: {amounts}")
         return "; ".join(parts + list(self.notes))
@@ -130,7 +117,7 @@ class PodRules:
     pod_limit_range: LimitRangeItem | None = None
 
 
-def _wanted(target: Target, qos: Qos, requested: Mapping[str, int]) -> ResourceList:
+def wanted_amounts(target: Target, qos: Qos, requested: Mapping[str, int]) -> ResourceList:
     """The target as quantities, for the resources the container already requests."""
     memory = target.memory_bytes
     if qos is Qos.GUARANTEED and memory is not None and target.memory_limit_bytes is not None:
@@ -172,7 +159,7 @@ def plan_resize(
     current = {c.name: ContainerResources.of_container(c.spec) for c in sized}
     wanted = [
         RecommendedContainerResources(
-            container_name=c.name, target=_wanted(targets[c.name], qos, requests_of(c.spec))
+            container_name=c.name, target=wanted_amounts(targets[c.name], qos, requests_of(c.spec))
         )
         for c in sized
         if c.name in targets
@@ -197,12 +184,16 @@ def plan_resize(
     )
     own_range = rules.container_limit_range
     capped = capped_by(_without_memory_max(own_range) if planned else own_range)
-    changes, lowered = _changes(current, capped.recommendations, rules, targets, sidecars, True)
+    changes, lowered = container_changes(
+        current, capped.recommendations, rules, targets, sidecars, True
+    )
     after = qos_of(_resized(every, changes))
     kept_ratio: tuple[str, ...] = ()
     if after is not qos:  # the plan's memory limit would change the class: keep the ratio
         capped = capped_by(own_range)
-        changes, lowered = _changes(current, capped.recommendations, rules, targets, sidecars)
+        changes, lowered = container_changes(
+            current, capped.recommendations, rules, targets, sidecars
+        )
         kept_ratio = (f"memory limit kept in proportion: the plan's would make the pod {after}",)
         after = qos_of(_resized(every, changes))
     if after is not qos:
@@ -215,12 +206,12 @@ def plan_resize(
             for name, resource in lowered
         )
     )
-    restarts = _restarts(containers, changes, current)
+    restarts = restart_notes(containers, changes, current)
     notes = (notes + restarts) if changes else ()
-    return ResizePlan(tuple(changes.values()), notes + _not_followed(pod, targets))
+    return ResizePlan(tuple(changes.values()), notes + not_followed(pod, targets))
 
 
-def _changes(
+def container_changes(
     current: Mapping[str, ContainerResources],
     recommendations: Sequence[RecommendedContainerResources],
     rules: PodRules,
@@ -292,7 +283,7 @@ def with_planned_memory_limit(
     return ContainerResources(name=resources.name, requests=requests, limits=limits)
 
 
-def _restarts(
+def restart_notes(
     containers: Sequence[Json],
     changes: Mapping[str, ContainerResize],
     current: Mapping[str, ContainerResources],
@@ -319,7 +310,7 @@ def _restarts(
     return tuple(said)
 
 
-def _not_followed(pod: Json, targets: Mapping[str, Target]) -> tuple[str, ...]:
+def not_followed(pod: Json, targets: Mapping[str, Target]) -> tuple[str, ...]:
     """Targets for plain init containers (they ran to completion before the pod started)
     are not resized: the report says so rather than count the pod as on target."""
     plain = set(plain_init_container_names(pod))

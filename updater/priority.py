@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from tailor.pods import sized_containers
 from updater.plan import ResizePlan
-from updater.resources import RESOURCES, Json, relative_change, requests_of
+from updater.resources import RESOURCES, Json, relative_change, requests_of, resource_list
 
 
 def _pod_requests(containers: list[Json]) -> dict[str, int]:
@@ -41,4 +41,11 @@ def priority(pod: Json, plan: ResizePlan) -> tuple[int, float]:
             if resource in before:
                 after[resource] += wanted.get(resource) - before[resource]
                 grows = grows or wanted.get(resource) > before[resource]
+    if plan.pod_level is not None:  # the pod's requests are its pod-level ones
+        stanza = ((pod.get("spec") or {}).get("resources") or {}).get("requests")
+        before_pod = resource_list(stanza)
+        wanted = plan.pod_level.request_amounts()
+        for resource, value in before_pod.items():
+            now[resource], after[resource] = value, wanted.get(resource)
+            grows = grows or wanted.get(resource) > value
     return (0 if grows else 1, -relative_change(now, after))

@@ -24,7 +24,14 @@ from tailor.pods import container_statuses, sized_containers
 from tailor.schedule_file import aware_time
 from updater.due_targets import Target
 from updater.plan import PodRules
-from updater.resources import RESOURCES, Json, amount, relative_change, requests_of
+from updater.resources import (
+    RESOURCES,
+    Json,
+    amount,
+    relative_change,
+    requests_of,
+    resource_list,
+)
 
 QUICK_OOM = timedelta(minutes=10)
 LONG_LIVED = timedelta(hours=12)
@@ -40,6 +47,12 @@ class UpdateRules:
     quick_oom: timedelta = QUICK_OOM
     long_lived: timedelta = LONG_LIVED
     min_change: float = MIN_CHANGE
+
+
+def _target_amount(target: Target | None, resource: str) -> float | None:
+    if target is None:
+        return None
+    return target.cpu_cores if resource == "cpu" else target.memory_bytes
 
 
 Contested = Callable[[str], frozenset[str]]  # a container's resources an HPA scales on
@@ -88,7 +101,39 @@ def _bound(item: RecommendedContainerResources, name: str, resource: str) -> int
     return amount(resource, bounds[resource]) if bounds and resource in bounds else None
 
 
+def _pod_level_sum(pod: Json, processed: Processed, field: str, resource: str) -> int | None:
+    """A bound (or the target) summed over the pod's sized containers: the pod-level figure
+    (`tailor.pod_level`); None when a container has none for `resource`."""
+    total = 0
+    for sized in sized_containers(pod):
+        item = processed.get(sized.name)
+        value = _bound(item, field, resource) if item is not None else None
+        if value is None:
+            return None
+        total += value
+    return total
+
+
+def _pod_level_outside(pod: Json, processed: Processed, contested: Contested) -> str | None:
+    """A pod-level request outside the summed bounds (a pod that sets `spec.resources`)."""
+    stanza = ((pod.get("spec") or {}).get("resources") or {}).get("requests")
+    taken = {r for c in sized_containers(pod) for r in contested(c.name)}
+    for resource, value in resource_list(stanza).items():
+        if resource in taken:
+            continue
+        lower = _pod_level_sum(pod, processed, "lower_bound", resource)
+        upper = _pod_level_sum(pod, processed, "upper_bound", resource)
+        if lower is not None and value < lower:
+            return f"pod-level {resource} request below the sum of the lowerBounds"
+        if upper is not None and value > upper:
+            return f"pod-level {resource} request above the sum of the upperBounds"
+    return None
+
+
 def _outside_bounds(pod: Json, processed: Processed, contested: Contested) -> str | None:
+    pod_level = _pod_level_outside(pod, processed, contested)
+    if pod_level is not None:
+        return pod_level
     for container in (c.spec for c in sized_containers(pod)):
         name = str(container.get("name"))
         item = processed.get(name)
@@ -148,6 +193,13 @@ def _relative_change(pod: Json, targets: Mapping[str, Target]) -> float:
             if value is not None and resource in requests:
                 requested[resource] += requests[resource]
                 wanted[resource] += value * 1000 if resource == "cpu" else value
+    stanza = ((pod.get("spec") or {}).get("resources") or {}).get("requests")
+    for resource, value in resource_list(stanza).items():  # pod-level: the pod's requests
+        amounts = [_target_amount(targets.get(c.name), resource) for c in sized_containers(pod)]
+        known = [a for a in amounts if a is not None]
+        if len(known) == len(amounts):
+            requested[resource] = value
+            wanted[resource] = sum(known) * (1000 if resource == "cpu" else 1)
     return relative_change(requested, wanted)
 
 
