@@ -1,4 +1,4 @@
-"""Throughput of the vectorised upstream-VPA model (recommender.vpa).
+"""Throughput of the vectorised upstream-VPA model (recommender.vpa), beside upstream's Go.
 
 Measures, on synthetic usage (gamma-distributed CPU, uniform memory, 5-minute
 samples, 1 % of values missing):
@@ -6,10 +6,15 @@ samples, 1 % of values missing):
 1. bulk ingest of 10,000 series x 2,000 samples through `add_samples`, rows
    grouped by series (a history load) and time-major (series interleaved);
 2. the replay fast path `add_window` (one call per 5-minute window);
-3. one `recommend()` over 10,000 aggregates, and checkpoint export.
+3. one `recommend()` over 10,000 aggregates, and checkpoint export (status objects,
+   and with each one encoded as JSON).
 
-Prints one JSON object (medians over `--runs` runs); `--out FILE` also writes it.
-Goals: >= 5 million samples/s ingest, recommend() < 1 s.
+Wall and CPU seconds of each step (medians over `--runs` runs in one process). Unless
+`--no-upstream`, the anchor program (upstream v1.8.1's model on the same workload, see
+`benchmarks.upstream_anchor`) is built and the two run alternately for `--rounds`
+rounds, and the JSON carries each step's CPU ratio ours / upstream. Prints one JSON
+object; `--out FILE` also writes it. Goals: >= 5 million samples/s ingest, recommend()
+< 1 s, and no step slower than upstream's (CPU ratio <= 1).
 """
 
 from __future__ import annotations
@@ -18,14 +23,17 @@ import argparse
 import os
 import platform
 import statistics
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+import orjson
 
 from benchmarks.report import emit
+from benchmarks.upstream_anchor import ToolUnavailable, alternate, build_anchor, compare
 from recommender.vpa import VpaModel
 
 START = 1_700_000_000
@@ -45,36 +53,43 @@ def synthetic_usage(n_series: int, n_samples: int, seed: int) -> tuple[np.ndarra
     return cpu, memory
 
 
-def timed(runs: int, setup: Callable[[], Any], action: Callable[[Any], object]) -> list[float]:
-    """Seconds of `action(setup())` per run (setup not timed)."""
-    seconds = []
+Timing = tuple[list[float], list[float]]
+
+
+def timed(runs: int, setup: Callable[[], Any], action: Callable[[Any], object]) -> Timing:
+    """Wall and CPU seconds (the process's, all threads) of `action(setup())` per run."""
+    seconds, cpu = [], []
     for _ in range(runs):
         state = setup()
-        start = time.perf_counter()
+        start, start_cpu = time.perf_counter(), time.process_time()
         action(state)
         seconds.append(time.perf_counter() - start)
-    return seconds
+        cpu.append(time.process_time() - start_cpu)
+    return seconds, cpu
 
 
-def summary(seconds: list[float], samples: int | None = None) -> dict[str, Any]:
+def summary(timing: Timing, samples: int | None = None) -> dict[str, Any]:
+    seconds, cpu = timing
     median = statistics.median(seconds)
-    out: dict[str, Any] = {"median_s": round(median, 4), "runs_s": [round(s, 4) for s in seconds]}
+    out: dict[str, Any] = {
+        "median_s": round(median, 4),
+        "runs_s": [round(s, 4) for s in seconds],
+        "cpu_median_s": round(statistics.median(cpu), 4),
+        "cpu_runs_s": [round(s, 4) for s in cpu],
+    }
     if samples is not None:
         out["samples"] = samples
         out["samples_per_s"] = round(samples / median)
     return out
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--series", type=int, default=10_000)
-    parser.add_argument("--samples", type=int, default=2_000, help="samples per series")
-    parser.add_argument("--windows", type=int, default=500, help="add_window calls per run")
-    parser.add_argument("--runs", type=int, default=3)
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--out", type=Path, default=None)
-    args = parser.parse_args()
+def checkpoint_json(model: VpaModel, rows: np.ndarray) -> int:
+    """Export checkpoint statuses and encode each as JSON, as they go to the API server."""
+    return sum(len(orjson.dumps(status)) for status in model.to_checkpoints(rows))
 
+
+def measure(args: argparse.Namespace) -> dict[str, Any]:
+    """Every step of our model in this process: wall and CPU seconds, medians of runs."""
     n_series, n_samples = args.series, args.samples
     cpu, memory = synthetic_usage(n_series, n_samples, args.seed)
     mapping = np.arange(n_series)  # one series per aggregate: n_series aggregates
@@ -111,16 +126,19 @@ def main() -> None:
 
     loaded = fresh()
     loaded.add_samples(*grouped)
+    every = np.arange(n_series)
     recommend = timed(max(args.runs, 5), lambda: loaded, lambda m: m.recommend())
-    checkpoints = timed(args.runs, lambda: loaded, lambda m: m.to_checkpoints(np.arange(n_series)))
+    checkpoints = timed(args.runs, lambda: loaded, lambda m: m.to_checkpoints(every))
+    checkpoints_json = timed(args.runs, lambda: loaded, lambda m: checkpoint_json(m, every))
 
-    grouped_rate = total / statistics.median(ingest_grouped)
-    result = {
+    grouped_rate = total / statistics.median(ingest_grouped[0])
+    return {
         "benchmark": "vpa",
         "machine": {
             "cpus": os.cpu_count(),
             "python": platform.python_version(),
             "numpy": np.__version__,
+            "load_average": os.getloadavg(),
         },
         "series": n_series,
         "aggregates": n_series,
@@ -129,19 +147,62 @@ def main() -> None:
         "ingest_time_major": summary(ingest_time_major, total),
         "add_window": {
             **summary(add_window, windows * n_series),
-            "ms_per_window": round(statistics.median(add_window) / windows * 1e3, 3),
+            "ms_per_window": round(statistics.median(add_window[0]) / windows * 1e3, 3),
         },
         "recommend": summary(recommend),
         "to_checkpoints": summary(checkpoints),
+        "to_checkpoints_json": summary(checkpoints_json),
         "goals": {
             "ingest_samples_per_s": INGEST_GOAL,
             "recommend_s": RECOMMEND_GOAL,
             "ingest_met": grouped_rate >= INGEST_GOAL
-            and total / statistics.median(ingest_time_major) >= INGEST_GOAL,
-            "recommend_met": statistics.median(recommend) < RECOMMEND_GOAL,
+            and total / statistics.median(ingest_time_major[0]) >= INGEST_GOAL,
+            "recommend_met": statistics.median(recommend[0]) < RECOMMEND_GOAL,
         },
     }
+
+
+def beside_upstream(args: argparse.Namespace, workload: list[str]) -> dict[str, Any]:
+    """Ours and the anchor alternately, `args.rounds` rounds; ours' last run in front."""
+    try:
+        binary = build_anchor()
+    except ToolUnavailable as error:
+        return {**measure(args), "upstream_unavailable": str(error)}
+    runs = alternate(binary, workload, args.rounds)
+    steps = compare(runs)
+    result = dict(runs["ours"][-1])
+    result["upstream"] = {
+        "program": "anchors/upstream-vpa-model (k8s.io/autoscaler/vertical-pod-autoscaler v1.8.1)",
+        "rounds": args.rounds,
+        "order": "alternating, a fresh process per side and round; odd rounds upstream first",
+        "machine_shared": True,
+        "steps": steps,
+        "runs": runs["upstream"],
+    }
+    result["goals"]["no_step_slower_than_upstream"] = all(
+        (step["cpu_ratio_ours_to_upstream"]["median"] or 0) <= 1.0 for step in steps.values()
+    )
+    return result
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--series", type=int, default=10_000)
+    parser.add_argument("--samples", type=int, default=2_000, help="samples per series")
+    parser.add_argument("--windows", type=int, default=500, help="add_window calls per run")
+    parser.add_argument("--runs", type=int, default=3, help="runs of each step per process")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--rounds", type=int, default=3, help="alternated rounds with upstream")
+    parser.add_argument("--no-upstream", action="store_true", help="ours only, one process")
+    parser.add_argument("--alone", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--out", type=Path, default=None)
+    args = parser.parse_args()
+    names = ("series", "samples", "windows", "runs", "seed")
+    workload = [f"--{name}={getattr(args, name)}" for name in names]
+    alone = args.alone or args.no_upstream
+    result = measure(args) if alone else beside_upstream(args, workload)
     emit(result, args.out)
+    sys.stdout.flush()
 
 
 if __name__ == "__main__":
