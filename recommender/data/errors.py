@@ -15,12 +15,18 @@ class DataFormatError(ValueError):
     """Input that does not follow the canonical format, located by source, row and column."""
 
     def __init__(
-        self, source: str, problem: str, row: int | None = None, column: str | None = None
+        self,
+        source: str,
+        problem: str,
+        row: int | None = None,
+        column: str | None = None,
+        line: int | None = None,
     ) -> None:
         self.source = source
         self.row = row
         self.column = column
         self.problem = problem
+        self.line = line  # of a text file: where an editor finds the row
         where = ", ".join(
             part
             for part in (
@@ -29,11 +35,18 @@ class DataFormatError(ValueError):
             )
             if part
         )
-        super().__init__(f"{source}: {where}: {problem}" if where else f"{source}: {problem}")
+        text = f"{source}: {where}: {problem}" if where else f"{source}: {problem}"
+        super().__init__(text if line is None else f"{text} (file line {line})")
 
-    def __reduce__(self) -> tuple[type[DataFormatError], tuple[str, str, int | None, str | None]]:
+    def at_line(self, line: int) -> DataFormatError:
+        """The same error, also naming the file line its data row starts on."""
+        return DataFormatError(self.source, self.problem, self.row, self.column, line)
+
+    def __reduce__(
+        self,
+    ) -> tuple[type[DataFormatError], tuple[str, str, int | None, str | None, int | None]]:
         """Survive pickling (errors raised in worker processes cross back to the parent)."""
-        return (type(self), (self.source, self.problem, self.row, self.column))
+        return (type(self), (self.source, self.problem, self.row, self.column, self.line))
 
 
 def fail_at(source: str, column: str, bad: np.ndarray, problem: str | Callable[[int], str]) -> None:

@@ -15,7 +15,7 @@ import csv
 import gzip
 import io
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Literal, TextIO
 
@@ -127,31 +127,53 @@ def _read_csv(path: Path, columns: tuple[str, ...]) -> pd.DataFrame:
     return frame
 
 
-def _refuse_short_rows(path: Path, header: list[str]) -> None:
-    """Raise for the first data row with fewer fields than `header`, counted as pandas does.
+def _data_rows(path: Path) -> Iterator[tuple[int, int, list[str]]]:
+    """(1-based data row, file line it starts on, its fields) of a CSV file, counted as
+    pandas counts them: quotes may span lines, blank lines are skipped.
 
-    Python's csv reader splits like pandas (quotes, blank lines skipped) but at several
-    times its cost, hence only when the separator count is off.
+    Python's csv reader splits like pandas but at several times its cost, hence only
+    when a row must be found (a short row, an error to place in the file).
     """
     with _open_text(path) as text:
         records = csv.reader(text, skipinitialspace=True)
         try:
             next(records, None)
-            row = 0
+            row, read = 0, records.line_num
             for fields in records:
+                start, read = read + 1, records.line_num
                 if not fields or (len(fields) == 1 and not fields[0].strip()):
                     continue  # a blank line, which pandas skips
                 row += 1
-                if len(fields) < len(header):
-                    raise DataFormatError(
-                        str(path),
-                        f"missing field: the row has {len(fields)} of the header's "
-                        f"{len(header)} fields (a line cut short?)",
-                        row=row,
-                        column=header[len(fields)],
-                    )
+                yield row, start, fields
         except csv.Error as error:
             raise DataFormatError(str(path), f"not a readable CSV file: {error}") from None
+
+
+def _refuse_short_rows(path: Path, header: list[str]) -> None:
+    """Raise for the first data row with fewer fields than `header`."""
+    for row, line, fields in _data_rows(path):
+        if len(fields) < len(header):
+            raise DataFormatError(
+                str(path),
+                f"missing field: the row has {len(fields)} of the header's "
+                f"{len(header)} fields (a line cut short?)",
+                row=row,
+                column=header[len(fields)],
+                line=line,
+            )
+
+
+def _placed(error: DataFormatError, path: Path) -> DataFormatError:
+    """`error` naming the file line of its data row too, so that an editor finds it."""
+    if error.row is None or error.line is not None:
+        return error
+    try:
+        for row, line, _ in _data_rows(path):
+            if row == error.row:
+                return error.at_line(line)
+    except DataFormatError:  # a row Python's reader refuses (a 2 MB field): name the row
+        pass
+    return error
 
 
 def _read_parquet(path: Path) -> pd.DataFrame:
@@ -175,9 +197,17 @@ def _read(
     regular_file(file)
     if kind == "parquet":
         parquet_types(file, TEXT_COLUMNS)
-    raw = _read_parquet(file) if kind == "parquet" else _read_csv(file, columns)
-    table = validate(raw, str(file))
-    kubernetes_names(raw, str(file))  # after the table's own checks: names are non-empty
+    if kind == "parquet":  # a Parquet row is no line of text
+        raw = _read_parquet(file)
+        table = validate(raw, str(file))
+        kubernetes_names(raw, str(file))  # after the table's own checks: names are non-empty
+        return table
+    try:
+        raw = _read_csv(file, columns)
+        table = validate(raw, str(file))
+        kubernetes_names(raw, str(file))
+    except DataFormatError as error:
+        raise _placed(error, file) from None
     return table
 
 

@@ -27,6 +27,7 @@ from recommender.data.schema import DataFormatError, empty_events
 from recommender.data.synthetic import demo_fleet
 from recommender.data.traces import load_dataset
 from recommender.overrides import SettingsError, settings_with, validation_text
+from tailor.cli.errors import DataError
 from tailor.cli.progress import progress_bar
 from tailor.durations import DurationError, parse_duration
 
@@ -71,6 +72,8 @@ def load_history(
             known_dataset(dataset)
             try:
                 return load_dataset(dataset, **(dataset_options or {})), empty_events()
+            except DataFormatError:
+                raise  # a malformed file of the dataset: the data's fault, not the flag's
             except ValueError as err:  # the loaders' documented error: no files selected, ...
                 raise typer.BadParameter(str(err), param_hint="--dataset") from err
         assert input is not None
@@ -81,8 +84,8 @@ def load_history(
         usage = read_usage(input)
         event_frame = read_events(events) if events is not None else empty_events()
         return usage, event_frame
-    except (DataFormatError, FileNotFoundError, OSError) as err:
-        raise typer.BadParameter(str(err)) from err
+    except (DataFormatError, OSError) as err:
+        raise DataError(str(err)) from err
 
 
 def only_namespaces(

@@ -66,8 +66,19 @@ def test_negative_value_message_names_file_row_and_column(tmp_path: Path) -> Non
     path = write_csv(tmp_path, [HEADER, *rows])
     with pytest.raises(DataFormatError) as caught:
         read_usage(path)
-    assert str(caught.value) == f"{path}: row 17, column 'cpu': negative value -0.5"
+    message = f"{path}: row 17, column 'cpu': negative value -0.5 (file line 18)"
+    assert str(caught.value) == message
     assert isinstance(caught.value, ValueError)
+
+
+def test_the_file_line_counts_the_blank_lines_pandas_skips(tmp_path: Path) -> None:
+    """A data row is not a line: an editor needs the line, blank ones included."""
+    rows = ["0,ns,p,c,0.1,100", "", '60,ns,"p",c,0.1,100', "", "120,ns,p,c,-1,100"]
+    path = write_csv(tmp_path, [HEADER, *rows])
+    with pytest.raises(DataFormatError) as caught:
+        read_usage(path)
+    assert (caught.value.row, caught.value.line) == (3, 6)
+    assert str(caught.value).endswith("negative value -1 (file line 6)")
 
 
 @pytest.mark.parametrize(

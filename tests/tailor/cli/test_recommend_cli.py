@@ -125,20 +125,23 @@ FIRST_ROW = "2024-01-01T00:00:00Z,a,p,c,0.5,100\n"
 @pytest.mark.parametrize(
     ("last_row", "expected"),
     [
-        ("2024-01-01T00:05:00Z,a,p,c,-1,100\n", ("row 2", "cpu", "negative")),
+        ("2024-01-01T00:05:00Z,a,p,c,-1,100\n", ("row 2", "cpu", "negative", "file line 4")),
         # the last line of an interrupted download used to read as cpu 0, memory not measured
-        ("2024-01-01T00:05:00Z,a,p,c,0.", ("row 2", "memory", "missing field")),
+        ("2024-01-01T00:05:00Z,a,p,c,0.", ("row 2", "memory", "missing field", "file line 4")),
     ],
 )
-def test_malformed_file_names_row_and_column(
-    tmp_path: Path, last_row: str, expected: tuple[str, ...]
+@pytest.mark.parametrize("command", ["recommend", "schedule", "backtest"])
+def test_malformed_file_names_row_line_and_column_without_usage(
+    tmp_path: Path, last_row: str, expected: tuple[str, ...], command: str
 ) -> None:
+    """The data is at fault, not the flags: no usage banner sends the user to --help."""
     bad = tmp_path / "bad.csv"
-    bad.write_text(HEADER + FIRST_ROW + last_row)
-    result = runner.invoke(app, ["recommend", "--input", str(bad)])
+    bad.write_text(HEADER + FIRST_ROW + "\n" + last_row)  # a blank line: line 4 is row 2
+    result = runner.invoke(app, [command, "--input", str(bad)])
     assert result.exit_code == 2
     text = plain(result.output)
     assert "bad.csv" in text and all(part in text for part in expected), text
+    assert "Usage:" not in result.output and "--help" not in result.output
     assert "Traceback" not in result.output
 
 
