@@ -75,6 +75,8 @@ class ContainerSample:
     evicted: bool = False
     throttled_seconds: float = 0.0
     init: bool = False
+    memory_waiting_seconds: float = 0.0
+    memory_stalled_seconds: float = 0.0
 
 
 def _resource_samples(
@@ -155,6 +157,18 @@ class SimulatorCollector(Collector):
             "Total time duration the container has been throttled.",
             labels=_CONTAINER_LABELS,
         )
+        # cAdvisor's PSI counters (kubelet 1.34+, cgroup v2), `some` and `full` memory stalls
+        waiting = CounterMetricFamily(
+            "container_pressure_memory_waiting_seconds",
+            "Total time duration tasks in the container have waited due to memory pressure.",
+            labels=_CONTAINER_LABELS,
+        )
+        stalled = CounterMetricFamily(
+            "container_pressure_memory_stalled_seconds",
+            "Total time duration no tasks in the container could make progress due to "
+            "memory pressure.",
+            labels=_CONTAINER_LABELS,
+        )
         memory = GaugeMetricFamily(
             "container_memory_working_set_bytes",
             "Current working set in bytes.",
@@ -186,6 +200,8 @@ class SimulatorCollector(Collector):
                 if sample.limits is not None and sample.limits.cpu:  # as cAdvisor: only
                     throttled.add_metric(names, sample.throttled_seconds)  # under a quota
                 memory.add_metric(names, sample.memory_bytes)
+                waiting.add_metric(names, sample.memory_waiting_seconds)
+                stalled.add_metric(names, sample.memory_stalled_seconds)
             (init_state if sample.init else app_state).add(sample)
             if sample.uid not in seen_pods:
                 seen_pods.add(sample.uid)
@@ -197,7 +213,8 @@ class SimulatorCollector(Collector):
                 for reason in POD_STATUS_REASONS:
                     shown = sample.evicted and reason == "Evicted"
                     reasons.add_metric([*pod, reason], 1 if shown else 0)
-        yield from (cpu, throttled, memory, *app_state.families(), *init_state.families())
+        yield from (cpu, throttled, memory, waiting, stalled)
+        yield from (*app_state.families(), *init_state.families())
         yield from (owners, reasons)
 
 

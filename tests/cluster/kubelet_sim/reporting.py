@@ -105,6 +105,8 @@ def container_samples(records: Iterable[PodRecord]) -> list[ContainerSample]:
                     node=record.node,
                     cpu_seconds=runtime.cpu_seconds,
                     throttled_seconds=runtime.throttled_seconds,
+                    memory_waiting_seconds=runtime.memory_waiting_seconds,
+                    memory_stalled_seconds=runtime.memory_stalled_seconds,
                     memory_bytes=runtime.memory,
                     requests=optional_resources(declared.get("requests")),
                     limits=optional_resources(declared.get("limits")),

@@ -3,6 +3,8 @@
 A series gives what the container wants. Under a CPU limit it gets no more than
 the limit, and the rest is counted as CFS-throttled CPU-seconds (what cAdvisor's
 `container_cpu_cfs_throttled_seconds_total` reports, see recommender.data.throttling).
+Under a memory limit, a working set near the limit stalls the container's tasks in
+reclaim: the pressure stall seconds cAdvisor exports (`memory_pressure_shares`).
 
 A container's series starts when the container (re)starts, so a container
 that is OOM-killed and restarted climbs its memory curve again, as a leaking
@@ -16,6 +18,26 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 OOM_EXIT_CODE = 137
+# The share of its memory limit where a container's reclaim starts to stall its tasks.
+PRESSURE_ONSET = 0.8
+FULL_AT_LIMIT = 0.6  # the stalled (`full`) share just below the limit
+
+
+def memory_pressure_shares(memory: int, limit: int | None) -> tuple[float, float]:
+    """(waiting, stalled): the shares of wall time some / all of a container's tasks wait
+    for memory, as PSI's `some` and `full` lines count them, at a working set of `memory`.
+
+    A model, not the kernel's law: nothing below PRESSURE_ONSET of the limit (or without
+    one), then rising with the square of how far the working set is into the last 20 %
+    of the limit, to FULL_AT_LIMIT stalled at the limit itself. `some` is never below
+    `full` (every stall of all tasks is a stall of some). At 90 % of its limit a container
+    is stalled 15 % of the time, at 95 % 34 %.
+    """
+    if not limit or memory <= PRESSURE_ONSET * limit:
+        return 0.0, 0.0
+    depth = min(1.0, (memory / limit - PRESSURE_ONSET) / (1 - PRESSURE_ONSET))
+    stalled = FULL_AT_LIMIT * depth**2
+    return min(1.0, 1.5 * stalled + 0.2 * depth), stalled
 
 
 @dataclass(frozen=True)
@@ -77,6 +99,8 @@ class ContainerRuntime:
     restart_count: int = 0
     cpu_seconds: float = 0.0
     throttled_seconds: float = 0.0
+    memory_waiting_seconds: float = 0.0  # PSI memory `some` total
+    memory_stalled_seconds: float = 0.0  # PSI memory `full` total
     cpu_cores: float = 0.0
     memory: int = 0
     last_termination: Termination | None = None
@@ -92,8 +116,9 @@ class ContainerRuntime:
         """Move usage to `now`; returns True when the container was OOM-killed (and restarted).
 
         CPU accrues at the rate of the step the interval started in, up to the
-        applied CPU limit (cores; the excess is throttled); the memory of `now` is
-        compared with the applied memory limit.
+        applied CPU limit (cores; the excess is throttled), and memory stalls at the
+        working set it started with; the memory of `now` is compared with the applied
+        memory limit.
         """
         elapsed_before = self.last_update - self.started_at
         wanted, _ = series.at(elapsed_before)
@@ -101,6 +126,9 @@ class ContainerRuntime:
         granted = wanted if cpu_limit is None else min(wanted, cpu_limit)
         self.cpu_seconds += granted * interval
         self.throttled_seconds += (wanted - granted) * interval
+        waiting, stalled = memory_pressure_shares(self.memory, memory_limit)
+        self.memory_waiting_seconds += waiting * interval
+        self.memory_stalled_seconds += stalled * interval
         wanted_now, self.memory = series.at(now - self.started_at)
         self.cpu_cores = wanted_now if cpu_limit is None else min(wanted_now, cpu_limit)
         self.last_update = now
@@ -116,4 +144,5 @@ class ContainerRuntime:
         self.started_at = now
         self.cpu_seconds = 0.0  # a new container: cAdvisor's counters start over
         self.throttled_seconds = 0.0
+        self.memory_waiting_seconds = self.memory_stalled_seconds = 0.0  # a new cgroup
         self.cpu_cores, self.memory = series.at(0.0)
