@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import json
 import logging
 import ssl
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
@@ -21,6 +23,7 @@ from typing import Any, cast
 import kubernetes.client
 from kubernetes.client.exceptions import ApiException
 
+from admission.self_signed import holds, merged_bundle
 from tailor.api.crd import GROUP, VERSION, VPA_PLURAL
 from tailor.kube import FIELD_MANAGER, UNREACHABLE, ClusterError, Json, api_message
 
@@ -114,7 +117,13 @@ def read_ca(path: Path) -> bytes:
 
 
 class Registrar:
-    """Applies the registration, and again whenever the CA file's content changes."""
+    """Applies the registration, and again whenever the CA file's content changes.
+
+    `shared`: the caBundle is shared with other replicas, each with its own self-signed CA
+    (admission.self_signed): every check reads the registration and, when our CA is not in
+    it, writes it merged with theirs, on the resourceVersion read (a replica writing at
+    the same moment is a 409, merged again at the next check, never lost).
+    """
 
     def __init__(
         self,
@@ -122,9 +131,11 @@ class Registrar:
         endpoint: Endpoint,
         ca_file: Path,
         timeout_seconds: int,
+        shared: bool = False,
     ) -> None:
         self.admission = kubernetes.client.AdmissionregistrationV1Api(api_client)
         self.endpoint, self.ca_file, self.timeout = endpoint, ca_file, timeout_seconds
+        self.shared = shared
         self._registered: str | None = None  # digest of the CA last registered
 
     def check(self) -> bool:
@@ -136,18 +147,48 @@ class Registrar:
             LOG.error("cannot read the CA bundle: %s", error)
             return False
         digest = hashlib.sha256(ca_pem).hexdigest()
+        if self.shared:
+            return self._share(ca_pem, digest)
         if digest == self._registered:
             return False
-        body = registration(self.endpoint, ca_pem, self.timeout)
-        try:
-            self.admission.patch_mutating_webhook_configuration(
+        self._apply(registration(self.endpoint, ca_pem, self.timeout))
+        self._registered = digest
+        return True
+
+    def _share(self, ca_pem: bytes, digest: str) -> bool:
+        stored = self._call(
+            lambda: self.admission.read_mutating_webhook_configuration(
+                REGISTRATION_NAME, _preload_content=False
+            ),
+            "read",
+        )
+        current = _bundle(json.loads(stored.data))
+        if digest == self._registered and holds(current[0], ca_pem):
+            return False
+        body = registration(self.endpoint, merged_bundle(current[0], ca_pem), self.timeout)
+        body["metadata"]["resourceVersion"] = current[1]  # a 409 if another replica wrote
+        self._apply(body)
+        self._registered = digest
+        return True
+
+    def _apply(self, body: Json) -> None:
+        self._call(
+            lambda: self.admission.patch_mutating_webhook_configuration(
                 REGISTRATION_NAME,
                 cast(Any, body),
                 field_manager=FIELD_MANAGER,
                 force=True,
                 _content_type="application/apply-patch+yaml",
                 _preload_content=False,
-            )
+            ),
+            "register",
+        )
+        LOG.info("registered MutatingWebhookConfiguration %s", REGISTRATION_NAME)
+
+    @staticmethod
+    def _call(call: Callable[[], Any], what: str) -> Any:
+        try:
+            return call()
         except ApiException as error:
             hint = ""
             if error.status in (403, 404):  # it may only update its own, never create one
@@ -155,9 +196,14 @@ class Registrar:
                     f" (MutatingWebhookConfiguration {REGISTRATION_NAME} must exist first: "
                     "the chart or deploy/admission/webhook.yaml creates it)"
                 )
-            raise ClusterError(f"cannot register the webhook: {api_message(error)}{hint}") from None
+            message = api_message(error)
+            raise ClusterError(f"cannot {what} the webhook: {message}{hint}") from None
         except UNREACHABLE as error:
-            raise ClusterError(f"cannot reach the API server to register: {error}") from None
-        self._registered = digest
-        LOG.info("registered MutatingWebhookConfiguration %s", REGISTRATION_NAME)
-        return True
+            raise ClusterError(f"cannot reach the API server to {what}: {error}") from None
+
+
+def _bundle(stored: Json) -> tuple[bytes, str]:
+    """(caBundle PEM, resourceVersion) of our webhook in the stored registration."""
+    hooks = [h for h in stored.get("webhooks") or [] if h.get("name") == WEBHOOK_NAME]
+    encoded = hooks[0].get("clientConfig", {}).get("caBundle", "") if hooks else ""
+    return base64.b64decode(encoded), str(stored["metadata"]["resourceVersion"])

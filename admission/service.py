@@ -37,7 +37,9 @@ class WebhookService:
     worker_memory_bytes: int
     address: str
     status_lease: tuple[str, str]
-    endpoint: tuple[Endpoint, Path, int] | None  # what to register (--register-webhook)
+    # what to register (--register-webhook): where, the CA file, the timeout, and whether
+    # the caBundle is shared with other replicas' self-signed CAs (--self-signed-certs)
+    endpoint: tuple[Endpoint, Path, int, bool] | None
 
 
 def _register(registrar: Registrar) -> None:

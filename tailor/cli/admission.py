@@ -16,11 +16,13 @@ from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
 from typing import Annotated
+from urllib.parse import urlsplit
 
 import typer
 
 from admission.certificates import CertificateReloader
 from admission.registration import Endpoint, read_ca
+from admission.self_signed import SelfSignedPair, service_hosts, write_pair
 from admission.server import listening_socket
 from admission.service import WebhookService as Webhook
 from admission.service import serve
@@ -42,6 +44,9 @@ from tailor.quantity import Quantity, QuantityError
 from tailor.status_lease import STATUS_LEASE
 from tailor.telemetry import DEFAULT_PORTS, ServiceTelemetry
 
+# what --register-webhook registers: (where, the CA file, timeout, shared by replicas)
+Registering = tuple[Endpoint, Path, int, bool]
+
 
 def _readable(path: Path, option: str) -> Path:
     if not path.is_file():
@@ -51,7 +56,7 @@ def _readable(path: Path, option: str) -> Path:
 
 def registration_target(
     service: str, port: int, url: str | None, ca_file: Path | None, timeout: str
-) -> tuple[Endpoint, Path, int]:
+) -> Registering:
     """What --register-webhook registers: checked now (exit 2), not at the first review."""
     if ca_file is None:
         raise typer.BadParameter("--register-webhook needs --ca-file", param_hint="--ca-file")
@@ -59,6 +64,11 @@ def registration_target(
         read_ca(_readable(ca_file, "--ca-file"))
     except (OSError, ValueError) as error:
         raise typer.BadParameter(str(error), param_hint="--ca-file") from None
+    endpoint, seconds = _endpoint(service, port, url, timeout)
+    return endpoint, ca_file, seconds, False
+
+
+def _endpoint(service: str, port: int, url: str | None, timeout: str) -> tuple[Endpoint, int]:
     span = duration_flag(timeout, "--webhook-timeout", "1s")
     if span.total_seconds() > 30 or span.total_seconds() % 1:
         raise typer.BadParameter("whole seconds from 1s to 30s", param_hint="--webhook-timeout")
@@ -66,11 +76,39 @@ def registration_target(
     if url is not None and not url.startswith("https://"):
         raise typer.BadParameter("must be an https:// URL", param_hint="--webhook-url")
     endpoint = Endpoint(None if url else (namespace, name), port, url, home=namespace)
-    return endpoint, ca_file, int(span.total_seconds())
+    return endpoint, int(span.total_seconds())
 
 
-TlsCert = Annotated[Path, typer.Option("--tls-cert", help="PEM serving certificate (the chain).")]
-TlsKey = Annotated[Path, typer.Option("--tls-key", help="PEM private key of the certificate.")]
+def self_signed(
+    service: str, port: int, url: str | None, timeout: str
+) -> tuple[SelfSignedPair, Registering]:
+    """--self-signed-certs: a new pair for the names the API server calls (the Service's,
+    or the --webhook-url's host), and the registration its CA joins (shared by replicas)."""
+    endpoint, seconds = _endpoint(service, port, url, timeout)
+    if endpoint.url is not None:
+        hosts: tuple[str, ...] = (str(urlsplit(endpoint.url).hostname),)
+    else:
+        assert endpoint.service is not None
+        hosts = service_hosts(*endpoint.service)
+    pair = write_pair(hosts)
+    return pair, (endpoint, pair.ca_file, seconds, True)
+
+
+TlsCert = Annotated[
+    Path | None, typer.Option("--tls-cert", help="PEM serving certificate (the chain).")
+]
+TlsKey = Annotated[
+    Path | None, typer.Option("--tls-key", help="PEM private key of the certificate.")
+]
+SelfSignedCerts = Annotated[
+    bool,
+    typer.Option(
+        "--self-signed-certs",
+        help="Make a CA and serving certificate at start (no --tls-cert / --tls-key) for "
+        "--webhook-service's DNS names (or --webhook-url's host), and add the CA to the "
+        "registration's caBundle, as --register-webhook does.",
+    ),
+]
 Port = Annotated[int, typer.Option(min=1, max=65535, help="HTTPS port.")]
 Address = Annotated[str, typer.Option(help="Address to listen on.")]
 Kubeconfig = Annotated[
@@ -135,8 +173,9 @@ StatusLease = Annotated[
 
 
 def admission_command(
-    tls_cert: TlsCert,
-    tls_key: TlsKey,
+    tls_cert: TlsCert = None,
+    tls_key: TlsKey = None,
+    self_signed_certs: SelfSignedCerts = False,
     port: Port = 8443,
     address: Address = "0.0.0.0",
     kubeconfig: Kubeconfig = None,
@@ -161,33 +200,64 @@ def admission_command(
     every = duration_flag(refresh, "--refresh", "100ms").total_seconds()
     scope = namespace_scope(vpa_object_namespace, ignored_vpa_object_namespaces)
     cert_every = duration_flag(cert_check, "--cert-check", "1s").total_seconds()
+    target = (webhook_service, webhook_port, webhook_url, webhook_timeout)
+    checked = _serving_pair(tls_cert, tls_key, ca_file, self_signed_certs, register_webhook, target)
+    cert, key, registering, made = checked
+    try:
+        service = Webhook(
+            WorkerConfig(
+                cert, key, kubeconfig, every, cert_every, not allow_hpa_conflicts, scope,
+                _cpu_flag(max_allowed_cpu_boost, "--max-allowed-cpu-boost"),
+            ),
+            workers,
+            _memory_flag(worker_memory, "--worker-memory"),
+            address,
+            status_lease_flag(status_lease, "--status-lease"),
+            registering,
+        )  # fmt: skip
+        # Passes: every list and every watch call the server ends on schedule (WATCH_SECONDS).
+        telemetry = service_telemetry(
+            "admission", metrics_port, timedelta(seconds=min(every, WATCH_SECONDS))
+        )
+        try:
+            client = api_client_from(kubeconfig)
+        except ClusterError as error:
+            raise typer.BadParameter(str(error), param_hint="--kubeconfig") from error
+        logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
+        sock, stop_telemetry = _listen(address, port, telemetry, metrics_port)
+        serve(service, client, sock, telemetry, stop_telemetry)
+    finally:
+        if made is not None:  # the key lives no longer than the process
+            made.remove()
+
+
+def _serving_pair(
+    tls_cert: Path | None,
+    tls_key: Path | None,
+    ca_file: Path | None,
+    self_signed_certs: bool,
+    register_webhook: bool,
+    target: tuple[str, int, str | None, str],
+) -> tuple[Path, Path, Registering | None, SelfSignedPair | None]:
+    """(certificate, key, what to register, the pair made here): the files given, or with
+    --self-signed-certs a pair made now; exit 2 for files that cannot be served."""
+    if self_signed_certs:
+        if tls_cert or tls_key or ca_file:
+            raise typer.BadParameter(
+                "--self-signed-certs makes the certificate: no --tls-cert, --tls-key, --ca-file"
+            )
+        made, registering = self_signed(*target)
+        return made.cert_file, made.key_file, registering, made
+    if tls_cert is None or tls_key is None:
+        raise typer.BadParameter("--tls-cert and --tls-key are needed (or --self-signed-certs)")
     try:
         CertificateReloader(_readable(tls_cert, "--tls-cert"), _readable(tls_key, "--tls-key"))
     except (ssl.SSLError, OSError) as error:
         raise typer.BadParameter(f"cannot use the certificate and key: {error}") from error
-    target = (webhook_service, webhook_port, webhook_url, ca_file, webhook_timeout)
-    service = Webhook(
-        WorkerConfig(
-            tls_cert, tls_key, kubeconfig, every, cert_every, not allow_hpa_conflicts, scope,
-            _cpu_flag(max_allowed_cpu_boost, "--max-allowed-cpu-boost"),
-        ),
-        workers,
-        _memory_flag(worker_memory, "--worker-memory"),
-        address,
-        status_lease_flag(status_lease, "--status-lease"),
-        registration_target(*target) if register_webhook else None,
-    )  # fmt: skip
-    # Passes: every list and every watch call the server ends on schedule (WATCH_SECONDS).
-    telemetry = service_telemetry(
-        "admission", metrics_port, timedelta(seconds=min(every, WATCH_SECONDS))
-    )
-    try:
-        client = api_client_from(kubeconfig)
-    except ClusterError as error:
-        raise typer.BadParameter(str(error), param_hint="--kubeconfig") from error
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
-    sock, stop_telemetry = _listen(address, port, telemetry, metrics_port)
-    serve(service, client, sock, telemetry, stop_telemetry)
+    service, port, url, timeout = target
+    if not register_webhook:
+        return tls_cert, tls_key, None, None
+    return tls_cert, tls_key, registration_target(service, port, url, ca_file, timeout), None
 
 
 def _listen(
