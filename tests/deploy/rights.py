@@ -88,13 +88,14 @@ ADMISSION = [
     Right(COORDINATION, "leases", "create get update", "its status Lease", (STATUS_LEASE,), True),
 ]
 
-# --register-webhook (deploy/admission/registration-rbac.yaml, admission.registerWebhook)
+# --register-webhook or --self-signed-certs (deploy/admission/registration-rbac.yaml,
+# admission.registerWebhook or admission.selfSignedCerts)
 REGISTRATION_RIGHTS = [
     Right(
         "admissionregistration.k8s.io",
         "mutatingwebhookconfigurations",
         "get patch",
-        "--register-webhook: its CA bundle",
+        "its CA bundle",
         names=(REGISTRATION,),
     ),
 ]
@@ -137,7 +138,7 @@ def markdown() -> str:
     ]
     sections = [
         *ACCOUNTS.items(),
-        ("tailor-admission with --register-webhook", REGISTRATION_RIGHTS),
+        ("tailor-admission with --register-webhook or --self-signed-certs", REGISTRATION_RIGHTS),
     ]
     for account, rights in sections:
         lines += [f"## {account}", "", "| API group | resource | verbs | names | where | why |"]
@@ -151,8 +152,9 @@ def markdown() -> str:
         lines.append("")
     lines += [
         "The webhook's registration (MutatingWebhookConfiguration `kube-tailor-admission`) is",
-        "created by the chart or `deploy/admission/webhook.yaml`; with `--register-webhook` the",
-        "webhook may only read and update that one object, never create one.",
+        "created by the chart or `deploy/admission/webhook.yaml`; with `--register-webhook` or",
+        "`--self-signed-certs` the webhook may only read and update that one object, never",
+        "create one.",
         "",
     ]
     return "\n".join(lines)

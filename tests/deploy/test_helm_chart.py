@@ -320,6 +320,31 @@ def test_a_self_registering_webhook_gets_the_flags_and_rbac_to_update_its_regist
     assert "leave admission.caBundle empty" in both.stderr
 
 
+def test_a_self_signed_webhook_needs_no_secret_and_may_only_update_its_registration(
+    helm: Helm,
+) -> None:
+    objects = helm.render("--namespace", "ops", "--set", "admission.selfSignedCerts=true")
+    args = command(objects, "tailor-admission")
+    assert "--self-signed-certs" in args
+    assert option(args, "--webhook-service") == "ops/tailor-admission"
+    assert not [a for a in args if a.startswith(("--tls-", "--ca-file", "--register-webhook"))]
+    parse(args)
+    pod = find(objects, "Deployment", "tailor-admission")["spec"]["template"]["spec"]
+    # the key is written to memory, where the read-only root filesystem allows: no Secret
+    [volume] = pod["volumes"]
+    assert volume["emptyDir"]["medium"] == "Memory"
+    assert pod["containers"][0]["volumeMounts"] == [{"name": volume["name"], "mountPath": "/tmp"}]
+    role = find(objects, "ClusterRole", "kube-tailor-admission-registration")
+    shipped = {d["kind"]: d for d in documents("admission/registration-rbac.yaml")}
+    assert role["rules"] == shipped["ClusterRole"]["rules"]  # get and patch, its own name
+    [created] = [o for o in objects if o["kind"] == "MutatingWebhookConfiguration"]
+    assert "caBundle" not in created["webhooks"][0]["clientConfig"]
+    for other in ("admission.certManager.enabled=true", f"admission.caBundle={CA_BUNDLE}"):
+        both = helm.template("--set", "admission.selfSignedCerts=true", "--set", other)
+        assert both.returncode != 0
+        assert "admission.selfSignedCerts makes its own CA" in both.stderr
+
+
 @pytest.mark.parametrize("component", ["recommender", "updater"])
 def test_one_replica_without_election_is_replaced_with_recreate_and_two_are_refused(
     helm: Helm, component: str
