@@ -18,17 +18,18 @@ resources updated by web: container 0: cpu request, memory request").
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from admission.boost import boost_container
+from admission.json_patch import add_operation, json_pointer, stanza_operations
+from admission.pod_level import own_only, pod_level_patch, stanza_of
 from tailor.api.limitrange import LimitRange, LimitRangeItem, LimitType, merged_limit_range_item
 from tailor.api.meta import RESOURCE_CPU, ResourceList
 from tailor.api.vpa import UpdateMode, VerticalPodAutoscaler
 from tailor.capping import cap_recommendations_for_pod
 from tailor.hpa import HpaConflict, conflict_message, contested
 from tailor.limits import (
-    LIMIT_SCALED_RESOURCES,
     ContainerResources,
     fit_pod_limit_ratio,
     limits_follow,
@@ -57,16 +58,6 @@ class PodPatch:
     operations: tuple[dict[str, Any], ...] = ()
     reason: str = ""
     vpa: Any = None  # the VerticalPodAutoscaler that sized it (for the Events)
-
-
-def json_pointer(*tokens: str | int) -> str:
-    """RFC 6901 pointer: `~` and `/` inside a token (annotation keys) must be escaped."""
-    return "".join("/" + str(token).replace("~", "~0").replace("/", "~1") for token in tokens)
-
-
-def add_operation(path: str, value: object) -> dict[str, Any]:
-    """`add` creates the member or replaces it, so it serves for both."""
-    return {"op": "add", "path": path, "value": value}
 
 
 def _mapping_or_none(value: object, what: str) -> Json | None:
@@ -107,11 +98,6 @@ def _current(container: SizedContainer) -> ContainerResources:
         raise PodUnreadable(f"spec.{container.field}[{container.index}]: {error}") from None
 
 
-def _written(values: Json | None, resource: str) -> Quantity | None:
-    text = (values or {}).get(resource)
-    return None if text is None else Quantity.parse(text)
-
-
 def _container_operations(
     container: SizedContainer, new: ContainerResources, recommended: Sequence[str]
 ) -> tuple[list[dict[str, Any]], list[str]]:
@@ -120,31 +106,8 @@ def _container_operations(
     Only the `recommended` resources are written: a request the API server defaulted
     from a limit, or a resource the policy does not control, stays as it is.
     """
-    operations: list[dict[str, Any]] = []
-    described: list[str] = []
-    resources = container.spec.get("resources")
     where = ("spec", container.field, container.index, "resources")
-    if resources is None:
-        operations.append(add_operation(json_pointer(*where), {}))
-    for field, word, values in (
-        ("requests", "request", new.requests),
-        ("limits", "limit", new.limits),
-    ):
-        written = (resources or {}).get(field)
-        changed = [
-            (name, values[name])
-            for name in LIMIT_SCALED_RESOURCES
-            if name in recommended and name in values and _written(written, name) != values[name]
-        ]
-        if not changed:
-            continue
-        base = (*where, field)
-        if written is None:
-            operations.append(add_operation(json_pointer(*base), {}))
-        for name, amount in changed:
-            operations.append(add_operation(json_pointer(*base, name), amount.canonical()))
-            described.append(f"{name} {word}")
-    return operations, described
+    return stanza_operations(where, container.spec.get("resources"), new, recommended)
 
 
 def _said_of(container: SizedContainer) -> str:
@@ -189,17 +152,28 @@ def pod_patch(
     containers = pod_containers(pod)
     if vpa is None:
         return PodPatch(reason="no VerticalPodAutoscaler controls it")
+    try:
+        stanza = stanza_of(pod)
+    except ValueError as error:
+        raise PodUnreadable(str(error)) from None
     current = [_current(container) for container in containers]
     ranges = _Ranges.of(limit_ranges)
-    sizing = _sizing(vpa, current, ranges, conflicts)
+    sizing = _sizing(vpa, current, ranges, conflicts, stanza is not None)
     boosts = {c.name: b for c in current if (b := vpa.cpu_startup_boost(c.name)) is not None}
+    boosts = {} if stanza is not None else boosts
     if isinstance(sizing, str) and not boosts:
         return PodPatch(reason=sizing)
     sized = sizing if not isinstance(sizing, str) else _Sized({}, {}, {})
     sized_resources = [sized.updates.get(c.name, c) for c in current]
-    raises = _boosts(sized_resources, vpa, ranges, max_cpu_boost)
+    pod_updates: list[str] = []
+    pod_operations: list[dict[str, Any]] = []
+    if stanza is not None:
+        sized_resources, pod_updates, pod_operations = pod_level_patch(
+            pod, stanza, vpa, sized_resources, sized.targets, sized.written
+        )
     operations: list[dict[str, Any]] = []
     updates: list[str] = []
+    raises = _boosts(sized_resources, vpa, ranges, max_cpu_boost)
     boosted: dict[str, BoostedCpu] = {}
     hold = 0.0
     for container, resources, update in zip(containers, current, sized_resources, strict=True):
@@ -218,6 +192,8 @@ def pod_patch(
         if changed:
             operations += changed
             updates.append(f"{_said_of(container)}: " + ", ".join([*notes, *described]))
+    operations += pod_operations
+    updates += pod_updates
     annotations = {OBSERVED_CONTAINERS_ANNOTATION: ", ".join(c.name for c in current)}
     if updates:
         annotations[UPDATES_ANNOTATION] = f"Pod resources updated by {vpa.name}: " + "; ".join(
@@ -286,6 +262,7 @@ class _Sized:
     updates: dict[str, ContainerResources]
     written: dict[str, list[str]]
     notes: dict[str, list[str]]
+    targets: dict[str, ResourceList] = field(default_factory=dict)  # capped, HPA's left out
 
 
 def _sizing(
@@ -293,8 +270,10 @@ def _sizing(
     current: Sequence[ContainerResources],
     ranges: _Ranges,
     conflicts: Sequence[HpaConflict],
+    pod_level: bool = False,
 ) -> _Sized | str:
-    """What the VPA's recommendation sets, capped; or why it sets nothing."""
+    """What the VPA's recommendation sets, capped; or why it sets nothing. With
+    `pod_level`, only what each container requests itself (`admission.pod_level`)."""
     if vpa.effective_update_mode() is UpdateMode.OFF:
         return f"VPA {vpa.name} has updateMode Off"
     recommendation = vpa.recommendation()
@@ -313,6 +292,8 @@ def _sizing(
     for resources in current:
         kept = contested(conflicts, resources.name)
         target = {k: v for k, v in (targets.get(resources.name) or {}).items() if k not in kept}
+        sized.targets[resources.name] = ResourceList(target)
+        target = own_only(target, resources) if pod_level else target
         if not target:
             continue
         update = new_container_resources(
