@@ -21,14 +21,15 @@ from tests.cluster.kubelet_sim.quantities import (
     resources_of,
 )
 from tests.cluster.kubelet_sim.records import (
+    POD_LEVEL,
     Json,
     PodRecord,
     SimNode,
     changes,
-    container_requirements,
     desired_requirements,
     max_requests,
     pod_shape,
+    requirements_of,
     resizable,
     same,
 )
@@ -166,7 +167,7 @@ class KubeletEngine:
             evaluated_generation=int(meta.get("generation") or 1),
         )
         self._next_ip += 1
-        requested = {c["name"]: container_requirements(c) for c in resizable(spec)}
+        requested = requirements_of(spec)
         decision = rules.admit_new_pod(
             rules.pod_requests(pod_shape(spec, requested)),
             self._others(None, node.name),
@@ -184,7 +185,7 @@ class KubeletEngine:
     # -- resizes --------------------------------------------------------------
     def _evaluate_resize(self, record: PodRecord, now: float) -> None:
         spec = record.pod["spec"]
-        desired = {c["name"]: container_requirements(c) for c in resizable(spec)}
+        desired = requirements_of(spec)
         if same(desired, record.allocated):
             record.pending_reason, record.pending_since = "", None
             return
@@ -248,8 +249,9 @@ class KubeletEngine:
                 record.runtimes[name].memory if name in record.runtimes else 0,
             )
             for name in record.allocated
+            if name != POD_LEVEL
         ]
-        error = rules.memory_limit_decrease_error(changes)
+        error = rules.memory_limit_decrease_error(changes) or _pod_level_limit_error(record)
         if error:
             record.actuation_error = error
             return
@@ -262,7 +264,9 @@ class KubeletEngine:
     def _advance_usage(self, record: PodRecord, now: float) -> None:
         for name, runtime in record.runtimes.items():
             series = self.series_for(record.namespace, record.name, name)
-            limits = (record.actual.get(name) or {}).get("limits")
+            limits = (record.actual.get(name) or {}).get("limits") or {}
+            shared = (record.actual.get(POD_LEVEL) or {}).get("limits") or {}
+            limits = {**shared, **limits}  # no own limit: the pod-level one bounds it
             runtime.advance(now, series, optional_memory(limits), optional_cores(limits))
 
     def _relieve_memory_pressure(self, node: SimNode, now: float) -> None:
@@ -280,7 +284,11 @@ class KubeletEngine:
                 r.uid,
                 r.priority,
                 sum(rt.memory for rt in r.runtimes.values()),
-                sum(resources_of(a.get("requests")).memory for a in r.allocated.values()),
+                sum(
+                    resources_of(a.get("requests")).memory
+                    for name, a in r.allocated.items()
+                    if name != POD_LEVEL
+                ),
             )
             for r in pods
         ]
@@ -297,3 +305,17 @@ class KubeletEngine:
         self._retry_due = True
 
     # -- status -----------------------------------------------------------------
+
+
+def _pod_level_limit_error(record: PodRecord) -> str | None:
+    """The kubelet's refusal to set a pod-level memory limit (KEP-5419) at or below the
+    pod's usage; it retries on later syncs."""
+    desired = optional_memory((record.allocated.get(POD_LEVEL) or {}).get("limits"))
+    current = optional_memory((record.actual.get(POD_LEVEL) or {}).get("limits"))
+    usage = sum(runtime.memory for runtime in record.runtimes.values())
+    if desired is None or (current is not None and desired >= current) or usage < desired:
+        return None
+    return (
+        f"cannot decrease memory limits: attempting to set pod memory limit ({desired}) "
+        f"below current usage ({usage})"
+    )

@@ -80,6 +80,9 @@ class PodRecord:
         return (self.pod.get("status") or {}).get("qosClass") == "Guaranteed"
 
 
+POD_LEVEL = ""  # the key of the pod-level stanza in requirement maps (no container's name)
+
+
 def resizable(spec: Json) -> list[Json]:
     """Containers whose resources the kubelet allocates: app containers and sidecars."""
     sidecars = [c for c in spec.get("initContainers") or [] if c.get("restartPolicy") == "Always"]
@@ -89,6 +92,16 @@ def resizable(spec: Json) -> list[Json]:
 def container_requirements(container: Json) -> Json:
     """Requests and limits (cpu / memory) from a container spec."""
     return ps.resource_requirements(container.get("resources"))
+
+
+def requirements_of(spec: Json) -> dict[str, Json]:
+    """What the kubelet allocates, by container name, and the pod-level stanza
+    (spec.resources, KEP-2837; resized in place since 1.36, KEP-5419) under POD_LEVEL."""
+    found = {c["name"]: container_requirements(c) for c in resizable(spec)}
+    stanza = ps.resource_requirements(spec.get("resources"))
+    if stanza:
+        found[POD_LEVEL] = stanza
+    return found
 
 
 def normalized(requirements: Json) -> tuple[Resources, int | None, int | None]:
@@ -115,11 +128,19 @@ def pod_shape(spec: Json, requirements: dict[str, Json]) -> rules.PodShape:
         for c in spec.get("initContainers") or []
     )
     containers = tuple(requests(c) for c in spec.get("containers", []))
-    return rules.PodShape(containers, inits, resources_of(spec.get("overhead")))
+    stanza = (requirements.get(POD_LEVEL) or {}).get("requests") or {}
+    pod = resources_of(stanza)
+    return rules.PodShape(
+        containers,
+        inits,
+        resources_of(spec.get("overhead")),
+        pod.cpu if "cpu" in stanza else None,
+        pod.memory if "memory" in stanza else None,
+    )
 
 
 def desired_requirements(record: PodRecord) -> dict[str, Json]:
-    return {c["name"]: container_requirements(c) for c in resizable(record.pod["spec"])}
+    return requirements_of(record.pod["spec"])
 
 
 def changes(desired: dict[str, Json], allocated: dict[str, Json], resource: str) -> bool:
@@ -137,7 +158,9 @@ def max_requests(allocated: Json, actual: Json | None) -> Json:
     counted = resources_of(allocated.get("requests")).maximum(
         resources_of((actual or {}).get("requests"))
     )
-    return {"cpu": f"{counted.cpu}m", "memory": str(counted.memory)}
+    present = {*(allocated.get("requests") or {}), *((actual or {}).get("requests") or {})}
+    both = {"cpu": f"{counted.cpu}m", "memory": str(counted.memory)}
+    return {key: value for key, value in both.items() if key in present}
 
 
 def optional_resources(resource_list: Json | None) -> Resources | None:

@@ -9,6 +9,7 @@ from typing import Any
 from tests.cluster.kubelet_sim import podstatus as ps
 from tests.cluster.kubelet_sim.metrics import ContainerSample
 from tests.cluster.kubelet_sim.records import (
+    POD_LEVEL,
     Json,
     PodRecord,
     container_requirements,
@@ -56,6 +57,11 @@ def pod_status(record: PodRecord, now: float) -> Json:
             else ps.completed_init_status(c, pod_uid=record.uid, started=started)
             for c in inits
         ]
+    pod_level = record.allocated.get(POD_LEVEL)
+    if pod_level:  # KEP-5419: the pod-level stanza allocated and applied
+        if pod_level.get("requests"):
+            status["allocatedResources"] = pod_level["requests"]
+        status["resources"] = ps.resource_requirements(record.actual.get(POD_LEVEL))
     if record.pending_reason:
         ps.set_condition(
             status,

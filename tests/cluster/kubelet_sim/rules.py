@@ -42,6 +42,8 @@ class PodShape:
     containers: tuple[Resources, ...]
     init_containers: tuple[InitContainer, ...] = ()
     overhead: Resources = NO_RESOURCES
+    pod_cpu: int | None = None  # pod-level requests (spec.resources, KEP-2837), when set
+    pod_memory: int | None = None
 
 
 def pod_requests(shape: PodShape) -> Resources:
@@ -49,7 +51,8 @@ def pod_requests(shape: PodShape) -> Resources:
 
     max(sum(app containers) + sum(sidecars), the largest init-container step
     (each plain init container runs beside the sidecars started before it))
-    + overhead.
+    + overhead. A resource the pod requests at pod level counts at that request instead
+    (+ overhead): the containers share it.
     """
     app = sum(shape.containers, Resources())
     sidecars = Resources()
@@ -60,7 +63,12 @@ def pod_requests(shape: PodShape) -> Resources:
             init_peak = init_peak.maximum(sidecars)
         else:
             init_peak = init_peak.maximum(sidecars + init.requests)
-    return (app + sidecars).maximum(init_peak) + shape.overhead
+    containers = (app + sidecars).maximum(init_peak)
+    pod = Resources(
+        containers.cpu if shape.pod_cpu is None else shape.pod_cpu,
+        containers.memory if shape.pod_memory is None else shape.pod_memory,
+    )
+    return pod + shape.overhead
 
 
 @dataclass(frozen=True)
