@@ -14,6 +14,7 @@ from tests.cluster.kubelet_sim.usage import ContainerRuntime, Termination
 
 RESIZE_PENDING = "PodResizePending"
 RESIZE_IN_PROGRESS = "PodResizeInProgress"
+DECLARED_FEATURES = ("InPlacePodLevelResourcesVerticalScaling",)
 _RUNNING_CONDITIONS = ("PodReadyToStartContainers", "Initialized", "Ready", "ContainersReady")
 
 Json = dict[str, Any]
@@ -231,6 +232,9 @@ def node_status(
             ),
             condition("Ready", "True", "KubeletReady", "kubelet is posting ready status"),
         ],
+        # NodeDeclaredFeatures (KEP-5328): a 1.36 API server refuses (403) a pod-level
+        # resize on a node that does not declare it
+        "declaredFeatures": list(DECLARED_FEATURES),
         "nodeInfo": {
             "machineID": "kube-tailor-sim",
             "systemUUID": "kube-tailor-sim",
