@@ -21,6 +21,7 @@ from tailor.hpa import hpas_by_namespace
 from tailor.quantity import QuantityError
 from tailor.schedule_file import ScheduleRow
 from tailor.scope import NamespaceScope
+from updater import pressure
 from updater.budget import RESIZED_AT, recorded, resized_at
 from updater.budget import refusal as budget_refusal
 from updater.decide import Action, Decision, NoRoomClock, Policy, decide, recreate_decision
@@ -33,9 +34,7 @@ from updater.plan import PodRules, ResizePlan, Skipped
 from updater.pod_plan import plan_pod_resize
 from updater.priority import priority
 from updater.rate import EvictionRate
-from updater.recommendations import (
-    UpdateRules,
-)
+from updater.recommendations import UpdateRules
 from updater.replacement import eviction_landing
 from updater.report import (
     EVICTED,
@@ -102,6 +101,7 @@ class PassOptions:
     overwrite_others: bool = (
         False  # resize over another actor's resize (--overwrite-others-resizes)
     )
+    memory_pressure: pressure.MemoryPressure | None = None  # raise memory under pressure (PSI)
 
     def acts_in(self, namespace: str) -> bool:
         """In `-n`'s namespaces (all without it) and within the scope flags."""
@@ -254,9 +254,13 @@ def _within_budget(
     return Decision(Action.NONE, f"{decision.reason}; not resized: {why}")
 
 
-def _record_resize(cluster: UpdaterCluster, pod: Json, now: datetime) -> str:
-    """Count the resize on the pod itself (a restart keeps the count); "" or what failed."""
-    answer = cluster.annotate(pod, {RESIZED_AT: recorded(resized_at(pod), now)})
+def _record_resize(cluster: UpdaterCluster, pod: Json, now: datetime, item: _Candidate) -> str:
+    """Count the resize on the pod itself (a restart keeps the count), and a pressure raise
+    as the floor it is (`updater.pressure`); "" or what failed."""
+    annotations = {RESIZED_AT: recorded(resized_at(pod), now)}
+    if item.reason.startswith(pressure.PRESSURE) and isinstance(item.planned, ResizePlan):
+        annotations[pressure.PRESSURE_RAISED] = pressure.recorded(pod, item.planned, now)
+    answer = cluster.annotate(pod, annotations)
     return "" if answer.accepted else f"; {_refused(answer, 'recording the resize')}"
 
 
@@ -287,7 +291,8 @@ class _Run:
             decision = _decision(
                 pod, item.planned, self.nodes, self.usage, self.now, policy, options.no_room
             )
-        if decision.action is Action.RESIZE and item.reason != UNBOOST:
+        at_once = item.reason == UNBOOST or item.reason.startswith(pressure.PRESSURE)
+        if decision.action is Action.RESIZE and not at_once:
             decision = _within_budget(pod, governance, decision, self.now, options)
         return decision, pending_event(pod, decision.action)
 
@@ -296,8 +301,8 @@ class _Run:
         pod, governance = item.pod, item.governance
         decision, event = self._decide(item)
         detail, applied = decision.reason, True
-        if item.reason == UNBOOST:
-            detail = f"{UNBOOST}; {detail}"
+        if item.reason == UNBOOST or item.reason.startswith(pressure.PRESSURE):
+            detail = f"{item.reason}; {detail}"
         if decision.action is Action.RESIZE and isinstance(item.planned, ResizePlan):
             answer = self.cluster.resize(pod, item.planned.patch(), self.options.dry_run)
             applied = answer.accepted
@@ -307,7 +312,7 @@ class _Run:
             elif not answer.accepted:
                 detail = _refused(answer, "resize")
             if answer.accepted and not self.options.dry_run:
-                detail += _record_resize(self.cluster, pod, self.now)
+                detail += _record_resize(self.cluster, pod, self.now, item)
         elif decision.action is Action.EVICT:
             landing = eviction_landing(pod, item.planned, self.nodes, self.usage)
             refusal = (
@@ -357,6 +362,8 @@ def follow_once(
         else due_now(pods, rows, now, options.acts_in)
     )
     boosted = {id(pod): boost for pod in pods if (boost := startup_boost(pod)) is not None}
+    memory_pressure = options.memory_pressure
+    readings = memory_pressure.read() if memory_pressure is not None else {}
     due += boosted_elsewhere(pods, due, boosted, options.acts_in)
     for pod, namespace, workload, scheduled in due:
         name = object_key(pod)[1]
@@ -370,12 +377,26 @@ def follow_once(
                 outcomes.append(ending)
             continue
         governance = governor.of(pod, namespace)
+        raising = None
+        if memory_pressure is not None:  # before the OOM kill: at once, whatever else is due
+            raising = pressure.plan_pressure_raise(
+                pod, namespace, governance, memory_pressure, readings, now
+            )
+        if raising is not None:
+            if raising.refused is not None:
+                outcomes.append(Outcome(namespace, name, workload, Action.NONE, raising.refused))
+            else:
+                candidates.append(_Candidate(pod, namespace, name, workload, governance,
+                                             raising.targets, raising.planned, raising.reason,
+                                             pressure.NOT_EVICTED))  # fmt: skip
+            continue
         targets, why_not, reason = pod_targets(
             pod, scheduled, governance, now, options.update_rules
         )
         if why_not is not None:
             outcomes.append(Outcome(namespace, name, workload, Action.NONE, why_not))
             continue
+        targets = pressure.floored(pod, targets, now)  # what pressure raised stays for a while
         planned = _planned(pod, targets, governance.rules)
         candidates.append(
             _Candidate(pod, namespace, name, workload, governance, targets, planned, reason)

@@ -134,6 +134,7 @@ class MetricNames(BaseModel):
     cpu_usage: str = "container_cpu_usage_seconds_total"
     cpu_throttled: str = "container_cpu_cfs_throttled_seconds_total"
     memory_working_set: str = "container_memory_working_set_bytes"
+    memory_stalled: str = "container_pressure_memory_stalled_seconds_total"  # PSI `full`
     requests: str = "kube_pod_container_resource_requests"
     limits: str = "kube_pod_container_resource_limits"
     last_terminated_reason: str = "kube_pod_container_status_last_terminated_reason"
@@ -287,6 +288,18 @@ class HistoryQueries:
         inner = selector(self.metrics.memory_working_set, self._cadvisor())
         window = f"[{duration(self.step)}] offset 1ms"
         return f"{self._by(self.names.labels)} (max_over_time({inner}{window}))"
+
+    def memory_stalled_share(self, window: int | None = None) -> str:
+        """Share of wall time every task of the container stalled on memory (PSI `full`,
+        kubelet 1.34+ on cgroup v2), averaged over the `window` seconds (the step by
+        default) ending at each grid point; rate() also spans a restart's new counter."""
+        inner = selector(self.metrics.memory_stalled, self._cadvisor())
+        return f"{self._by(self.names.labels)} (rate({inner}[{duration(window or self.step)}]))"
+
+    def working_set_peak(self, window: int) -> str:
+        """Peak working set over the `window` seconds ending at each grid point."""
+        inner = selector(self.metrics.memory_working_set, self._cadvisor())
+        return f"{self._by(self.names.labels)} (max_over_time({inner}[{duration(window)}]))"
 
     def _state(self, metric: str, *more: Matcher, by: str | None = None) -> str:
         """A kube-state-metrics series, matched and grouped by its own labels."""

@@ -21,7 +21,7 @@ from rich.console import Console
 from rich.table import Table
 
 from tailor.cli import election as election_flags
-from tailor.cli import follow_flags, options
+from tailor.cli import follow_flags, memory_pressure, options
 from tailor.cli.follow_flags import FollowFlags, FollowFormat
 from tailor.cli.service import (
     IgnoredNamespaces,
@@ -213,12 +213,20 @@ def follow_command(
     retry_period: election_flags.RetryPeriod = election_flags.RETRY_PERIOD,
     lease_name: election_flags.LeaseName = None,
     lease_namespace: election_flags.LeaseNamespace = None,
+    memory_pressure_prometheus: memory_pressure.PressurePrometheus = None,
+    memory_pressure_stalled: memory_pressure.PressureStalled = memory_pressure.DEFAULT_STALLED,
+    memory_pressure_window: memory_pressure.PressureWindow = memory_pressure.DEFAULT_WINDOW,
 ) -> None:
     """Resize running pods in place to the schedule's requests (pods/resize)."""
     run_follow(FollowFlags(**locals()))
 
 
-def pass_options(flags: FollowFlags, cluster: Cluster, scope: NamespaceScope) -> PassOptions:
+def pass_options(
+    flags: FollowFlags,
+    cluster: Cluster,
+    scope: NamespaceScope,
+    pressure: memory_pressure.MemoryPressure | None = None,
+) -> PassOptions:
     """What each pass does, from the flags (durations and rates checked, exit 2)."""
     policy = Policy(
         evict=flags.evict,
@@ -256,6 +264,7 @@ def pass_options(flags: FollowFlags, cluster: Cluster, scope: NamespaceScope) ->
             else None
         ),
         changes_per_day=flags.changes_per_day or None,
+        memory_pressure=pressure,
     )
 
 
@@ -311,8 +320,13 @@ def run_follow(flags: FollowFlags) -> None:
         "updater", flags.leader_elect, flags.lease_duration, flags.renew_deadline,
         flags.retry_period, flags.lease_name, flags.lease_namespace,
     )  # fmt: skip
+    pressure = memory_pressure.memory_pressure_flags(
+        flags.memory_pressure_prometheus,
+        flags.memory_pressure_stalled,
+        flags.memory_pressure_window,
+    )
     cluster, rows = _first_rows(flags, source, period)
-    each_pass = pass_options(flags, cluster, scope)
+    each_pass = pass_options(flags, cluster, scope, pressure)
     if flags.once:
         outcomes = _once(cluster, rows, moment, each_pass, chosen)
         if outcomes is not None:

@@ -14,7 +14,7 @@ from typing import Annotated
 import typer
 
 from tailor.cli import election as election_flags
-from tailor.cli import options
+from tailor.cli import memory_pressure, options
 from tailor.cli.service import (
     IgnoredNamespaces,
     Interval,
@@ -197,3 +197,6 @@ class FollowFlags:
     retry_period: election_flags.RetryPeriod
     lease_name: election_flags.LeaseName
     lease_namespace: election_flags.LeaseNamespace
+    memory_pressure_prometheus: memory_pressure.PressurePrometheus = None
+    memory_pressure_stalled: memory_pressure.PressureStalled = memory_pressure.DEFAULT_STALLED
+    memory_pressure_window: memory_pressure.PressureWindow = memory_pressure.DEFAULT_WINDOW

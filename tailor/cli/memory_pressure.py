@@ -1,0 +1,86 @@
+"""`tailor follow --memory-pressure-prometheus URL`: the flags of the memory-pressure
+reaction, and each pass's read of Prometheus (the edge `updater.pressure` is fed from).
+
+A Prometheus that does not answer costs the reaction one pass, never the pass: the pods
+are still followed, and the log says what was not read.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Annotated
+
+import typer
+from pydantic import ValidationError
+
+from recommender.data.prometheus_pressure import ContainerKey, read_memory_pressure
+from recommender.data.prometheus_settings import PrometheusSettings, PrometheusSourceError
+from tailor.cli.service import duration_flag
+from tailor.memory_pressure import (
+    STALLED_SHARE,
+    WINDOW,
+    PressureReading,
+    PressureRule,
+    PressureRuleError,
+)
+from updater.pressure import MemoryPressure
+
+__all__ = ["MemoryPressure", "memory_pressure_flags"]
+
+LOG = logging.getLogger("tailor.follow")
+
+PressurePrometheus = Annotated[
+    str | None,
+    typer.Option(
+        help="Raise the memory of containers under sustained memory pressure (PSI) at once, "
+        "before the OOM kill, read from this Prometheus.",
+    ),
+]
+PressureStalled = Annotated[
+    float,
+    typer.Option(
+        help="With --memory-pressure-prometheus: the share of time all of a container's "
+        "tasks stalled on memory (PSI full) that calls for more.",
+    ),
+]
+PressureWindow = Annotated[
+    str, typer.Option(help="With --memory-pressure-prometheus: averaged over this long.")
+]
+DEFAULT_WINDOW = f"{int(WINDOW.total_seconds() // 60)}m"
+DEFAULT_STALLED = STALLED_SHARE
+
+
+@dataclass(frozen=True)
+class _Reader:
+    settings: PrometheusSettings
+    rule: PressureRule
+
+    def __call__(self) -> Mapping[ContainerKey, PressureReading]:
+        try:
+            return read_memory_pressure(self.settings, self.rule)
+        except PrometheusSourceError as error:
+            LOG.warning("memory pressure not read this pass: %s", error)
+            return {}
+
+
+def memory_pressure_flags(url: str | None, stalled: float, window: str) -> MemoryPressure | None:
+    """The reaction the flags ask for (None without a URL); bad values exit 2."""
+    if url is None:
+        if (stalled, window) != (DEFAULT_STALLED, DEFAULT_WINDOW):
+            raise typer.BadParameter(
+                "goes with --memory-pressure-prometheus URL", param_hint="--memory-pressure-*"
+            )
+        return None
+    span = duration_flag(window, "--memory-pressure-window", "1s")
+    try:
+        rule = PressureRule(stalled_share=stalled, window=span)
+    except PressureRuleError as error:
+        raise typer.BadParameter(str(error), param_hint="--memory-pressure-stalled") from None
+    try:
+        settings = PrometheusSettings(url=url, retries=0, timeout_seconds=10.0)
+    except ValidationError as error:
+        message = error.errors()[0]["msg"]
+        raise typer.BadParameter(message, param_hint="--memory-pressure-prometheus") from None
+    return MemoryPressure(rule, _Reader(settings, rule))
