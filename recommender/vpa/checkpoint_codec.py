@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from itertools import islice
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -56,20 +57,35 @@ def _describe(error: ValidationError) -> str:
     return "; ".join(problems)
 
 
-def normalised_weights(histograms: DecayingHistograms, max_weight: int) -> np.ndarray:
+@dataclass(frozen=True)
+class StoredWeights:
+    """The integer bucket weights a checkpoint keeps, as (row, bucket, weight) cells in
+    row-major order, for `n_rows` histograms."""
+
+    rows: np.ndarray
+    buckets: np.ndarray
+    weights: np.ndarray
+    n_rows: int
+
+
+def normalised_weights(histograms: DecayingHistograms, max_weight: int) -> StoredWeights:
     """Integer weights per row as upstream stores them: heaviest bucket -> `max_weight`.
 
     Only the range between the lowest and highest non-empty bucket is written;
-    rounding is Go's floor(x + 0.5) and zero results are dropped by the caller.
+    rounding is Go's floor(x + 0.5) and zero results are dropped.
     """
-    nonempty, lowest, highest = histograms.occupied_range()
-    columns = np.arange(histograms.n_buckets)
-    in_range = (columns >= lowest[:, None]) & (columns <= highest[:, None]) & nonempty[:, None]
-    weights = np.where(in_range, histograms.weights, 0.0)
-    heaviest = weights.max(axis=1)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        ratio = np.where(heaviest > 0, max_weight / heaviest, 0.0)
-    return np.floor(weights * ratio[:, None] + 0.5).astype(np.int64)
+    span = histograms.cells().heavy_span(histograms.epsilon)
+    n_rows = span.first.shape[0]
+    offsets = np.cumsum(span.length) - span.length
+    rows = np.repeat(np.arange(n_rows), span.length)
+    at = np.arange(rows.size) + np.repeat(span.first - offsets, span.length)
+    weights = span.cells.weights[at]
+    heaviest = np.ones(n_rows)
+    if rows.size:
+        heaviest[span.nonempty] = np.maximum.reduceat(weights, offsets[span.nonempty])
+    stored = np.floor(weights * (max_weight / heaviest)[rows] + 0.5).astype(np.int64)
+    kept = stored > 0
+    return StoredWeights(rows[kept], span.cells.buckets[at][kept], stored[kept], n_rows)
 
 
 @dataclass(frozen=True)
@@ -148,28 +164,31 @@ def load_status(status: object, cpu_buckets: int, memory_buckets: int) -> Loaded
 
 
 def format_times(seconds: np.ndarray) -> list[str | None]:
-    """`format_time` of many at once (numpy writes the text, not one strftime a row)."""
-    seconds = np.asarray(seconds, dtype=np.int64)
-    text = np.datetime_as_string(seconds.astype("datetime64[s]"), unit="s").astype(object) + "Z"
-    text[seconds == ZERO_TIME] = None
-    return list(text)
+    """`format_time` of many at once: numpy writes the text of each distinct time once
+    (reference times are whole half-lives, and most aggregates share their last sample)."""
+    distinct, inverse = np.unique(np.asarray(seconds, dtype=np.int64), return_inverse=True)
+    text = np.datetime_as_string(distinct.astype("datetime64[s]"), unit="s").astype(object) + "Z"
+    text[distinct == ZERO_TIME] = None
+    return list(text[inverse.reshape(-1)].tolist())
 
 
-def _bucket_dicts(weights: np.ndarray) -> list[dict[str, int]]:
-    """`bucketWeights` of every row: its non-zero buckets, keyed by index as text."""
-    rows, buckets = np.nonzero(weights > 0)
-    names = np.array([str(b) for b in range(weights.shape[1])], dtype=object)[buckets].tolist()
-    values = weights[rows, buckets].tolist()
-    ends = np.searchsorted(rows, np.arange(1, weights.shape[0] + 1)).tolist()
-    starts = [0, *ends[:-1]]
-    return [
-        dict(zip(names[a:b], values[a:b], strict=True)) for a, b in zip(starts, ends, strict=True)
-    ]
+def _bucket_dicts(stored: StoredWeights, n_buckets: int) -> list[dict[str, int]]:
+    """`bucketWeights` of every row: its non-zero buckets, keyed by index as text.
+
+    Keys and values come from tables of shared objects (a bucket's name, a weight's int),
+    so the only objects made per cell are the dict entries themselves.
+    """
+    names = np.array([str(b) for b in range(n_buckets)], dtype=object)
+    top = int(stored.weights.max()) + 1 if stored.weights.size else 1
+    numbers = np.arange(top, dtype=np.int64).astype(object)
+    cells = zip(names[stored.buckets].tolist(), numbers[stored.weights].tolist(), strict=True)
+    per_row = np.bincount(stored.rows, minlength=stored.n_rows).tolist()
+    return [dict(islice(cells, count)) for count in per_row]
 
 
 def _histogram_dicts(histograms: DecayingHistograms, max_weight: int) -> list[dict[str, Any]]:
     """One HistogramCheckpoint per row, from one pass over the whole matrix."""
-    buckets = _bucket_dicts(normalised_weights(histograms, max_weight))
+    buckets = _bucket_dicts(normalised_weights(histograms, max_weight), histograms.n_buckets)
     references = format_times(histograms.reference)
     totals = np.maximum(histograms.total, 0.0).tolist()
     return [

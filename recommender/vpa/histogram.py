@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from recommender.vpa.cells import Cells
 from recommender.vpa.settings import ZERO_TIME
 
 #: Sentinel above any real timestamp (for minimum reductions).
@@ -198,29 +199,21 @@ class DecayingHistograms:
 
     # --- reading --------------------------------------------------------------------
 
-    def occupied_range(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Per row: (non-empty?, first and last bucket holding at least epsilon)."""
-        heavy = self.weights >= self.epsilon
-        nonempty = np.asarray(heavy.any(axis=1))
-        lowest = np.argmax(heavy, axis=1)
-        highest = self.n_buckets - 1 - np.argmax(heavy[:, ::-1], axis=1)
-        return nonempty, lowest, highest
+    def cells(self) -> Cells:
+        """The non-zero cells, for reading (see `recommender.vpa.cells`)."""
+        return Cells.of(self.weights)
 
     def percentile_bucket(self, percentiles: list[float]) -> tuple[np.ndarray, np.ndarray]:
         """For each percentile p: the first bucket where the running weight reaches p * total.
 
         Returns (buckets (len(percentiles), rows) int64, nonempty (rows,) bool). As
-        upstream, the walk starts at the lowest non-empty bucket and never goes past
-        the highest one.
+        upstream, the walk starts at the lowest bucket holding at least epsilon and
+        stops at the highest one.
         """
-        nonempty, lowest, highest = self.occupied_range()
-        cumulative = np.cumsum(self.weights, axis=1)
-        out = np.empty((len(percentiles), self.weights.shape[0]), dtype=np.int64)
-        for i, p in enumerate(percentiles):
-            reached = cumulative >= (p * self.total)[:, None]
-            first = np.where(reached.any(axis=1), np.argmax(reached, axis=1), highest)
-            out[i] = np.clip(first, lowest, highest)
-        return out, nonempty
+        span = self.cells().heavy_span(self.epsilon)
+        _, highest = span.bucket_range()
+        thresholds = np.asarray(percentiles, dtype=np.float64)[:, None] * self.total[None, :]
+        return span.bucket_at(span.cells_below(thresholds), highest[None, :]), span.nonempty
 
 
 def percentile_values(

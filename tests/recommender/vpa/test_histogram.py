@@ -127,3 +127,40 @@ def test_tiny_weights_do_not_make_a_histogram_non_empty() -> None:
     add_cpu(model, [MIDNIGHT + 200 * DAY], [1.0])  # the first sample decays below epsilon
     b = int(model.cpu_buckets.find(np.array([1.0]))[0])
     assert cpu_percentiles(model, 0.0) == [model.cpu_buckets.start(b + 1)]
+
+
+def upstream_percentile_bucket(weights: np.ndarray, total: float, p: float, eps: float) -> int:
+    """Upstream's Percentile walk over one row: from the lowest bucket holding epsilon,
+    adding bucket by bucket, never past the highest; -1 for an empty histogram."""
+    heavy = [b for b, w in enumerate(weights) if w >= eps]
+    if not heavy:
+        return -1
+    partial, bucket = 0.0, heavy[0]
+    while bucket < heavy[-1]:
+        partial += weights[bucket]
+        if partial >= p * total:
+            break
+        bucket += 1
+    return bucket
+
+
+def test_percentile_buckets_walk_like_upstream_on_sparse_rows() -> None:
+    rng = np.random.default_rng(7)
+    model = VpaModel(np.arange(300))
+    weights = model.cpu.weights
+    for row in range(300):
+        cells = rng.choice(weights.shape[1], size=rng.integers(0, 40), replace=False)
+        weights[row, cells] = rng.exponential(1.0, cells.size) * rng.choice([1, 1e-5], cells.size)
+    weights[7] = 0.0
+    weights[7, [3, 10, 11]] = [5e-5, 1.0, 1.0]
+    model.cpu.total[:] = weights.sum(axis=1)
+    model.cpu.total[7] = 2.00004  # the median lies just past bucket 10's weight...
+    percentiles = [0.0, 0.5, 0.9, 0.95, 1.0]
+    buckets, nonempty = model.cpu.percentile_bucket(percentiles)
+    for row in range(300):
+        for i, p in enumerate(percentiles):
+            want = upstream_percentile_bucket(weights[row], model.cpu.total[row], p, 1e-4)
+            assert nonempty[row] == (want >= 0)
+            if want >= 0:
+                assert buckets[i, row] == want, (row, p)
+    assert buckets[1, 7] == 11  # ...unless the light bucket 3, below the range, were summed
