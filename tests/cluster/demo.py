@@ -8,8 +8,9 @@ history and scrapes the simulated nodes, and the three services as processes: `t
 recommender --strategy forecast` (VPA status and the schedule), `tailor admission` (the
 webhook, registered on the API server) and `tailor follow --vpa` (the in-place updater).
 It then creates a small fleet with VPAs naming kube-tailor and shows, live, the VPAs'
-recommendations and explanations, the pods (same UID across an in-place resize) and the
-cluster's Events, until Ctrl-C or `--minutes`; everything it started stops on the way out.
+recommendations and explanations, the pods (same UID across an in-place resize, and one
+resize the kubelet Deferred until a job on its node ended, then applied) and the cluster's
+Events, until Ctrl-C or `--minutes`; everything it started stops on the way out.
 
 It lives beside the tests because it runs on the tests' real components (nothing here is
 mocked); `tests/cluster/test_demo_cluster.py` runs a short version and asserts a resize.
@@ -37,7 +38,7 @@ import numpy as np
 import pandas as pd
 
 from recommender.data.openmetrics import usage_to_openmetrics
-from tailor.quantity import cpu_cores, memory_bytes
+from tailor.quantity import Quantity, cpu_cores, memory_bytes
 from tests.cluster import toolchain
 from tests.cluster.certs import CertificateAuthority
 from tests.cluster.controlplane import ClusterOptions, ControlPlane, wait_for_default_namespace
@@ -74,6 +75,7 @@ class Workload:
     memory_limit: str | None = None
     pdb_min_available: int | None = None
     leak_mib_per_minute: float = 0.0  # live memory growth: reaches the limit, OOM-killed
+    pool: str = "main"  # the nodes it runs on (label kube-tailor.io/demo-pool)
 
     def cpu_at(self, seconds: np.ndarray) -> np.ndarray:
         hours = (seconds % 86400) / 3600
@@ -86,7 +88,15 @@ FLEET = (
     Workload("batch", 1, "500m", "1Gi", "InPlaceOrRecreate", (0.05, 0.05), 200),
     Workload("leaky", 1, "100m", "200Mi", "InPlace", (0.05, 0.05), 150, "200Mi", None, 30.0),
     Workload("api", 3, "400m", "256Mi", "InPlaceOrRecreate", (0.08, 0.1), 120, None, 2),
+    # alone on node-3 beside NIGHTLY_JOB: its growth is Deferred until the job finishes
+    Workload("queue", 1, "500m", "256Mi", "InPlace", (0.1, 1.2), 150, pool="queue"),
 )
+POOL_LABEL = "kube-tailor.io/demo-pool"
+# node-3 says 3 CPU in its Node status while its kubelet holds 1 back (a reservation raised,
+# not reported yet): queue's growth (500m -> about 1.3) fits by the Node, so the updater
+# resizes it, and not beside the job by the kubelet's count (1 + 1.3 > 2), so it is Deferred
+QUEUE_NODE, QUEUE_NODE_CPU, QUEUE_NODE_KUBELET_CPU = "node-3", "3", "2"
+NIGHTLY_JOB = "nightly-job"
 
 
 def history(end: int, days: int) -> pd.DataFrame:
@@ -148,7 +158,10 @@ def manifests(workload: Workload) -> list[tuple[str, Json]]:
         "spec": {
             "replicas": workload.replicas,
             "selector": {"matchLabels": labels},
-            "template": {"metadata": {"labels": labels}, "spec": {"containers": [container]}},
+            "template": {
+                "metadata": {"labels": labels},
+                "spec": {"containers": [container], "nodeSelector": {POOL_LABEL: workload.pool}},
+            },
         },
     }
     vpa = {
@@ -179,13 +192,47 @@ def manifests(workload: Workload) -> list[tuple[str, Json]]:
     return found
 
 
+def nightly_job() -> Json:
+    """A one-off pod on node-3 (no VPA) taking the room queue's growth needs, until it ends."""
+    container = {
+        "name": "job",
+        "image": "registry.k8s.io/pause:3.10",
+        "resources": {"requests": {"cpu": "1", "memory": "256Mi"}},
+    }
+    spec = {"containers": [container], "nodeName": QUEUE_NODE, "restartPolicy": "Never"}
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": NIGHTLY_JOB}, "spec": spec}
+
+
+def resize_deferred(pod: Json) -> bool:
+    """Whether the kubelet put off the pod's resize (PodResizePending, reason Deferred)."""
+    return any(
+        c.get("type") == "PodResizePending" and c.get("reason") == "Deferred"
+        for c in pod.get("status", {}).get("conditions", [])
+    )
+
+
+def resize_applied(pod: Json) -> bool:
+    """Whether the kubelet runs the pod at its spec's requests (nothing pending)."""
+    wanted = pod["spec"]["containers"][0].get("resources", {}).get("requests", {})
+    statuses = pod.get("status", {}).get("containerStatuses") or [{}]
+    running = (statuses[0].get("resources") or {}).get("requests", {})
+    same = {k: Quantity.parse(str(v)) for k, v in running.items()} == {
+        k: Quantity.parse(str(v)) for k, v in wanted.items()
+    }
+    pending = any(c.get("type") == "PodResizePending" for c in pod["status"].get("conditions", []))
+    return same and not pending
+
+
 @dataclass
 class Observed:
-    """What the demo saw: pods by UID with the requests first seen, and in-place resizes."""
+    """What the demo saw: pods by UID with the requests first seen, in-place resizes, and
+    resizes the kubelet Deferred (then applied)."""
 
     first_requests: dict[str, tuple[str, str]] = field(default_factory=dict)
     resized: dict[str, tuple[str, tuple[str, str], tuple[str, str]]] = field(default_factory=dict)
     webhook_sized: set[str] = field(default_factory=set)
+    deferred: dict[str, str] = field(default_factory=dict)  # uid -> the kubelet's message
+    deferred_applied: set[str] = field(default_factory=set)
     started: float = field(default_factory=time.monotonic)
     first_resize_after: float | None = None
 
@@ -201,6 +248,12 @@ class Observed:
                     self.first_resize_after = time.monotonic() - self.started
             if (pod["metadata"].get("annotations") or {}).get("vpaUpdates"):
                 self.webhook_sized.add(uid)
+            if resize_deferred(pod) and uid not in self.deferred:
+                found = pod["status"]["conditions"]
+                why = [c.get("message", "") for c in found if c["type"] == "PodResizePending"]
+                self.deferred[uid] = why[0]
+            elif uid in self.deferred and resize_applied(pod):
+                self.deferred_applied.add(uid)
 
 
 class DemoCluster(contextlib.ExitStack):
@@ -235,8 +288,12 @@ class DemoCluster(contextlib.ExitStack):
         sim = KubeletSimulator(client, metrics_port=0, poll_interval=0.5).start()
         self.callback(sim.stop, raise_errors=False)
         for i in range(1, self.nodes + 1):
-            sim.register_node(f"node-{i}", cpu="4", memory="8Gi")
-        self.say(f"{self.nodes} simulated nodes ready")
+            sim.register_node(f"node-{i}", cpu="4", memory="8Gi", labels={POOL_LABEL: "main"})
+        sim.register_node(
+            QUEUE_NODE, cpu=QUEUE_NODE_CPU, memory="4Gi", labels={POOL_LABEL: "queue"}
+        )
+        sim.hold_back(QUEUE_NODE, cpu=QUEUE_NODE_KUBELET_CPU, memory="4Gi")
+        self.say(f"{self.nodes + 1} simulated nodes ready")
         return api, sim
 
     def start_prometheus(self, sim: KubeletSimulator, days: int) -> str:
@@ -281,7 +338,10 @@ class DemoCluster(contextlib.ExitStack):
         for name, args in services.items():
             self.service(name, [*args, *common])
         create_fleet(self.api)
-        self.say("fleet created: web (daily cycle), batch, leaky (OOM-killed), api (with a PDB)")
+        self.say(
+            "fleet created: web (daily cycle), batch, leaky (OOM-killed), api (with a PDB), "
+            "queue (on node-3, whose kubelet holds back 1 CPU, beside nightly-job)"
+        )
         self.say("waiting for the recommender's first pass (the schedule ConfigMap)")
         self.wait_for_schedule()
         self.service("follow", [*follow, *common])
@@ -335,6 +395,13 @@ def create_fleet(api: RawApi) -> None:
     for workload in FLEET:
         for collection, manifest in manifests(workload):
             api.create(collection, manifest)
+    api.create(f"/api/v1/namespaces/{NAMESPACE}/pods", nightly_job())
+
+
+def finish_nightly_job(api: RawApi) -> None:
+    """The job ends (its pod goes): the kubelet retries the Deferred resize, which now fits."""
+    path = f"/api/v1/namespaces/{NAMESPACE}/pods/{NIGHTLY_JOB}"
+    api.request("DELETE", path, {"gracePeriodSeconds": 0})
 
 
 def feed_usage(api: RawApi, sim: KubeletSimulator, seen: set[str]) -> list[Json]:
@@ -381,6 +448,10 @@ def _pod_row(pod: Json, observed: Observed) -> list[str]:
     notes = ["webhook"] if uid in observed.webhook_sized else []
     if change:
         notes.append(f"in place: {'/'.join(change[1])} -> {'/'.join(change[2])}")
+    if uid in observed.deferred_applied:
+        notes.append("Deferred by the kubelet, then applied")
+    elif uid in observed.deferred:
+        notes.append(f"Deferred: {observed.deferred[uid]}")
     node = pod["spec"].get("nodeName", "-")
     cpu, memory = str(requests.get("cpu", "-")), str(requests.get("memory", "-"))
     return [pod["metadata"]["name"], uid[:8], node, cpu, memory, str(restarts), "; ".join(notes)]
@@ -428,7 +499,7 @@ def run(args: argparse.Namespace) -> int:
         demo.start_services(prometheus_url)
         observed.started = time.monotonic()
         console = Console(stderr=False)
-        scaled = False
+        scaled = job_done = released = False
         live = Live(console=console, refresh_per_second=1, transient=args.plain)
         with live, contextlib.suppress(KeyboardInterrupt):
             while time.monotonic() < deadline:
@@ -437,9 +508,17 @@ def run(args: argparse.Namespace) -> int:
                 if not scaled and observed.resized:
                     scale_api_up(api)  # a new pod, sized by the webhook
                     scaled = True
+                if not job_done and observed.deferred:
+                    time.sleep(5)  # a moment to see it Deferred in the live view
+                    finish_nightly_job(api)
+                    job_done = True
+                if not released and observed.deferred_applied:  # node-3's status catches up
+                    sim.update_node_allocatable(QUEUE_NODE, cpu=QUEUE_NODE_CPU, memory="4Gi")
+                    released = True
                 if not args.plain:
                     live.update(view(api, pods, observed))
-                if args.until_shown and observed.resized and observed.webhook_sized:
+                shown = observed.resized and observed.webhook_sized and observed.deferred_applied
+                if args.until_shown and shown:
                     break
                 time.sleep(2)
         report(observed)
@@ -465,6 +544,11 @@ def report(observed: Observed) -> None:
         print(f"{since_command:.0f} s after the command started")
     print(f"ran {time.monotonic() - STARTED:.0f} s in all")
     print(f"pods sized by the webhook at creation: {len(observed.webhook_sized)}")
+    print(f"resizes Deferred by the kubelet, then applied: {len(observed.deferred_applied)}")
+    for uid, message in observed.deferred.items():
+        pod = observed.resized[uid][0] if uid in observed.resized else uid
+        outcome = "applied once nightly-job ended" if uid in observed.deferred_applied else "still"
+        print(f"  {pod}: {message} ({outcome})")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -475,7 +559,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--until-shown",
         action="store_true",
-        help="stop once a pod was resized in place and a new one sized by the webhook",
+        help="stop once a pod was resized in place, one Deferred then applied, and a new one "
+        "sized by the webhook",
     )
     return run(parser.parse_args(argv))
 

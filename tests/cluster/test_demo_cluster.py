@@ -1,5 +1,6 @@
 """`make demo-cluster`, short: the three services on the real control plane resize a pod of
-the demo fleet in place (same UID) and the webhook sizes a new one."""
+the demo fleet in place (same UID), one resize is Deferred by the kubelet until a job ends
+and then applied, and the webhook sizes a new pod."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ pytestmark = [pytest.mark.cluster, pytest.mark.prometheus, pytest.mark.slow]
 PROJECT = Path(__file__).resolve().parents[2]
 
 
-def test_the_demo_resizes_in_place_and_sizes_new_pods(tmp_path: Path) -> None:
+def test_the_demo_resizes_in_place_defers_one_and_sizes_new_pods(tmp_path: Path) -> None:
     toolchain.control_plane_bin_dir()  # built (or cached) before the demo's clock starts
     command = [sys.executable, "-m", "tests.cluster.demo", "--plain", "--until-shown"]
     done = subprocess.run(
@@ -33,3 +34,6 @@ def test_the_demo_resizes_in_place_and_sizes_new_pods(tmp_path: Path) -> None:
     assert "(same UID)" in done.stdout
     sized = int(re.search(r"sized by the webhook at creation: (\d+)", done.stdout).group(1))  # type: ignore[union-attr]
     assert sized >= 1
+    deferred = re.search(r"resizes Deferred by the kubelet, then applied: (\d+)", done.stdout)
+    assert deferred and int(deferred.group(1)) >= 1, done.stdout
+    assert "Node didn't have enough resource: cpu" in done.stdout  # the kubelet's reason

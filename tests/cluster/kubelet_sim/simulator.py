@@ -164,6 +164,14 @@ class KubeletSimulator:
             self.engine.request_retry()
         self._publish_node(node)
 
+    def hold_back(self, name: str, *, cpu: str | int, memory: str) -> None:
+        """Admit pods and resizes on `name` against less than its Node object says, as a
+        kubelet does between a change of its reservations and its next node status: a resize
+        the updater finds room for (from the Node) is then Deferred here.
+        `update_node_allocatable` ends it."""
+        with self._lock:
+            self.engine.nodes[name].allocatable = Resources(cpu_millis(cpu), memory_bytes(memory))
+
     def set_usage(self, namespace: str, pod: str, container: str, series: UsageSeries) -> None:
         """Usage of a container; `pod` may be a prefix ending in '*' (Deployment pods)."""
         with self._lock:
