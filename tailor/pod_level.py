@@ -191,3 +191,34 @@ def stanza_body(stanza: ContainerResources) -> dict[str, dict[str, str]]:
     if stanza.limits:
         body["limits"] = {r: q.canonical() for r, q in stanza.limits.items()}
     return body
+
+
+POD_LEVEL_CONDITION = "PodLevelResources"  # ours: the VPA status has no pod-level field
+
+
+def sets_pod_level_resources(pod: Json) -> bool:
+    """Whether the pod's spec has a `resources` stanza with requests or limits."""
+    spec = pod.get("spec")
+    stanza = spec.get("resources") if isinstance(spec, Mapping) else None
+    return isinstance(stanza, Mapping) and bool(stanza.get("requests") or stanza.get("limits"))
+
+
+def pod_level_message(
+    targets: Mapping[str, Mapping[str, Quantity]], containers: Sequence[str]
+) -> str:
+    """The PodLevelResources condition's message: the pod-level figure the webhook and the
+    updater derive from the container targets (`size_pod_level`), which no field of the
+    VPA status holds."""
+    said = []
+    for resource in LIMIT_SCALED_RESOURCES:
+        missing = [name for name in containers if resource not in targets.get(name, {})]
+        if missing:
+            said.append(f"{resource} not derived (no target for {', '.join(sorted(missing))})")
+            continue
+        total = sum((targets[name][resource] for name in containers), Quantity(0))
+        said.append(f"{resource} {total.canonical()}")
+    return (
+        "its pods set pod-level resources (spec.resources): the pod-level requests are the "
+        "sum of the containers' targets, " + ", ".join(said) + "; pod-level limits keep their "
+        "ratio; containers without their own requests share the pod's"
+    )

@@ -38,6 +38,7 @@ from tailor.matching import (
     is_served_by,
     pod_controller,
 )
+from tailor.pod_level import POD_LEVEL_CONDITION, pod_level_message, sets_pod_level_resources
 from tailor.pods import sized_container_names
 from tailor.workloads import pod_workload
 
@@ -65,6 +66,7 @@ class ServedVpa:
     vpa: VerticalPodAutoscaler
     workloads: set[str] = field(default_factory=set)
     containers: set[str] = field(default_factory=set)
+    pod_level: bool = False  # some pod sets spec.resources (`tailor.pod_level`)
 
 
 def served_vpas(
@@ -95,6 +97,7 @@ def served_vpas(
             continue
         entry.workloads.add(pod_workload(pod))
         entry.containers.update(sized_container_names(pod))
+        entry.pod_level = entry.pod_level or sets_pod_level_resources(pod)
     return list(served.values())
 
 
@@ -188,6 +191,17 @@ def _conflict(conflicts: list[HpaConflict] | None) -> tuple[Condition, ...]:
     return ((HPA_CONFLICT_CONDITION, bool(conflicts), _limited(conflict_message(conflicts))),)
 
 
+def _pod_level(
+    entry: ServedVpa, recommendations: list[RecommendedContainerResources]
+) -> tuple[Condition, ...]:
+    """PodLevelResources when its pods set spec.resources and it has a recommendation: the
+    pod-level figure, which the status has no field for."""
+    if not (entry.pod_level and recommendations):
+        return ()
+    targets = {r.container_name or "": r.target or ResourceList() for r in recommendations}
+    return ((POD_LEVEL_CONDITION, True, pod_level_message(targets, sorted(entry.containers))),)
+
+
 def _unsupported(entry: ServedVpa, problem: str, now: datetime, *more: Condition) -> dict[str, Any]:
     """A VPA whose own settings cannot be read: ConfigUnsupported says why, and its last
     recommendation and its other conditions stay as they were."""
@@ -241,6 +255,7 @@ def vpa_status(
         ("NoPodsMatched", not matched, "" if matched else "No pods match this VPA object"),
         *_conflict(conflicts),
         *config,
+        *_pod_level(entry, recommendations),
     )
     status = VerticalPodAutoscalerStatus(
         recommendation=RecommendedPodResources(container_recommendations=recommendations)
@@ -261,6 +276,7 @@ OWN_CONDITIONS = frozenset(
         ConditionType.CONFIG_UNSUPPORTED,
         ConditionType.CONFIG_DEPRECATED,
         HPA_CONFLICT_CONDITION,
+        POD_LEVEL_CONDITION,
     }
 )
 

@@ -364,3 +364,29 @@ def test_a_status_write_keeps_other_writers_conditions_and_fields() -> None:
     assert merged_status(None, ours)["conditions"] == [
         {"type": "RecommendationProvided", "status": "True"}
     ]
+
+
+def test_pods_with_pod_level_resources_get_their_pod_level_figure_in_a_condition() -> None:
+    shared = pod("web-5d8f7c9b6d-abcde", "Running", "app", "side")
+    shared["spec"]["resources"] = {"requests": {"cpu": "1", "memory": "1Gi"}}
+    [entry] = served_vpas([vpa("web")], [shared], DEPLOYMENT_RS, "default", True)
+    assert entry.pod_level
+    frame = pd.concat(
+        [
+            rows(cpu_target=0.3, memory_target=200 * 2.0**20),
+            rows(container="side", cpu_target=0.1),  # memory not measured yet
+        ]
+    )
+    status = vpa_status(entry, frame, NOW)
+    assert len(status["recommendation"]["containerRecommendations"]) == 2  # what the API holds
+    [condition] = [c for c in status["conditions"] if c["type"] == "PodLevelResources"]
+    assert condition["status"] == "True"
+    assert (
+        "pod-level requests are the sum of the containers' targets, cpu 400m"
+        in (condition["message"])
+    )
+    assert "memory not derived (no target for side)" in condition["message"]
+    [plain] = served_vpas([vpa("web")], [pod()], DEPLOYMENT_RS, "default", True)
+    assert all(
+        c["type"] != "PodLevelResources" for c in vpa_status(plain, frame, NOW)["conditions"]
+    )
