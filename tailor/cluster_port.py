@@ -99,6 +99,17 @@ class UpdaterCluster(ClusterReads, Protocol):
 class RecommenderCluster(ClusterReads, Protocol):
     """What the recommender service's pass (`recommender.service.passes`) reads and writes."""
 
+    def nodes(self) -> dict[str, Json]:
+        """Every node by name (a DaemonSet's pods are grouped by a node label)."""
+        ...
+
+    def annotate_vpa(
+        self, namespace: str, name: str, annotations: Mapping[str, str | None]
+    ) -> Answer:
+        """Merge `annotations` into the VPA's metadata (None deletes one): the per-node-group
+        figures the API has no field for."""
+        ...
+
     def controller(self, kind: str, namespace: str, name: str) -> Json | None:
         """One controller by name; None when it is not there (a VPA's targetRef)."""
         ...

@@ -300,6 +300,25 @@ class Cluster:
             )
         )
 
+    def annotate_vpa(
+        self, namespace: str, name: str, annotations: Mapping[str, str | None]
+    ) -> Answer:
+        """Merge `annotations` into a VPA's metadata (a JSON merge patch; None deletes)."""
+        where = {"group": GROUP, "version": VERSION, "plural": VPA_PLURAL}
+        body = {"metadata": {"annotations": dict(annotations)}}
+        send = self.custom.patch_namespaced_custom_object
+        return self._answer(
+            partial(
+                self._write,
+                send,
+                namespace=namespace,
+                name=name,
+                body=body,
+                _content_type="application/merge-patch+json",
+                **where,
+            )
+        )
+
     def evict(self, pod: Json, dry_run: bool = False) -> Answer:
         """POST pods/eviction: the API server refuses (429) what a PodDisruptionBudget forbids."""
         metadata = pod["metadata"]

@@ -165,6 +165,20 @@ class InMemoryCluster:
         self.pod_objects[index] = merge_patch(self.pod_objects[index], patch)
         return Answer(True, 200, obj=copy.deepcopy(self.pod_objects[index]))
 
+    def annotate_vpa(
+        self, namespace: str, name: str, annotations: Mapping[str, str | None]
+    ) -> Answer:
+        key = (namespace, name)
+        refused = self._refused("annotate-vpa", key)
+        if refused is not None:
+            return refused
+        for index, found in enumerate(self.vpa_objects):
+            if _key(found) == key:
+                patch = {"metadata": {"annotations": dict(annotations)}}
+                self.vpa_objects[index] = merge_patch(found, patch)
+                return Answer(True, 200, obj=copy.deepcopy(self.vpa_objects[index]))
+        return Answer(False, 404, f'verticalpodautoscalers "{name}" not found')
+
     def write_vpa_status(
         self, vpa: Json, status_over: Callable[[Json | None], Json], attempts: int = 8
     ) -> Answer:

@@ -33,6 +33,7 @@ from recommender.service.checkpoints import (
 )
 from recommender.service.events import RecommenderEvents
 from recommender.service.history_cache import HistoryCache
+from recommender.service.node_groups import write_node_groups
 from recommender.service.policies import (
     FORECAST_SET_ANNOTATION,
     VPA_SET_ANNOTATION,
@@ -99,6 +100,8 @@ class PassReport:
     unreadable: list[str] = field(default_factory=list)  # "ns/vpa: field: why", skipped
     misdirected: list[str] = field(default_factory=list)  # "ns/vpa: its targetRef's problem"
     targets_unread: list[str] = field(default_factory=list)  # "ns/vpa: why", not checked
+    node_groups: list[str] = field(default_factory=list)  # "ns/vpa: label: groups" written
+    node_group_problems: list[str] = field(default_factory=list)  # "ns/vpa: why"
 
 
 @dataclass
@@ -109,6 +112,10 @@ class _Fitted:
     schedule: pd.DataFrame | None = None
     checkpoints: list[dict[str, Any]] = field(default_factory=list)
     ooms: pd.DataFrame | None = None  # the history's OOM kills (for the Events)
+    # what the model read, and each VPA's settings: refitted per node group (node_groups)
+    usage: pd.DataFrame | None = None
+    events: pd.DataFrame | None = None
+    settings: dict[tuple[str, str], VpaSettings | ForecastSettings] = field(default_factory=dict)
 
 
 def _fit(
@@ -153,12 +160,20 @@ def _fit(
         return empty, own
     schedules = [part.schedule for part in parts if part.schedule is not None]
     kills = events[events["reason"] == "OOMKilled"] if "reason" in events else None
+    chosen_of = {
+        (entry.vpa.namespace, entry.vpa.name): chosen
+        for chosen, group in groups.items()
+        for entry in group
+    }
     return (
         _Fitted(
             pd.concat([part.rows for part in parts], ignore_index=True),
             pd.concat(schedules, ignore_index=True) if schedules else None,
             [checkpoint for part in parts for checkpoint in part.checkpoints],
             kills,
+            usage,
+            events,
+            chosen_of,
         ),
         own,
     )
@@ -327,6 +342,7 @@ def recommend_once(
             report.recommended.append(label)
         else:
             report.without.append(label)
+    _write_node_groups(cluster, entries, fitted, options, now, report)
     report.checkpoints, refused = write_checkpoints(cluster, fitted.checkpoints)
     report.writes_refused += refused
     if collect_checkpoints and options.model is Model.vpa:
@@ -337,6 +353,27 @@ def recommend_once(
             cluster, options.schedule_config_map, served_schedule(schedule, entries, own), report
         )
     return report
+
+
+def _write_node_groups(
+    cluster: RecommenderCluster,
+    entries: list[ServedVpa],
+    fitted: _Fitted,
+    options: ServiceOptions,
+    now: datetime,
+    report: PassReport,
+) -> None:
+    """Each grouped VPA's (a DaemonSet's) recommendation per node group, in its annotation:
+    the model of its own settings, run again on each group's pods."""
+    step = int(options.prometheus.step_seconds)
+
+    def refit(entry: ServedVpa, usage: pd.DataFrame, events: pd.DataFrame) -> pd.DataFrame:
+        settings = fitted.settings[(entry.vpa.namespace, entry.vpa.name)]
+        return _fit_group([entry], settings, usage, events, options, now, step).rows
+
+    usable = [e for e in entries if (e.vpa.namespace, e.vpa.name) in fitted.settings]
+    done = write_node_groups(cluster, usable, fitted.usage, fitted.events, refit)
+    report.node_groups, report.node_group_problems = done.written, done.problems
 
 
 def served_schedule(

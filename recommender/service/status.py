@@ -67,6 +67,7 @@ class ServedVpa:
     workloads: set[str] = field(default_factory=set)
     containers: set[str] = field(default_factory=set)
     pod_level: bool = False  # some pod sets spec.resources (`tailor.pod_level`)
+    pods: set[str] = field(default_factory=set)  # their names (grouped by node: node_groups)
 
 
 def served_vpas(
@@ -96,6 +97,7 @@ def served_vpas(
         if entry is None:
             continue
         entry.workloads.add(pod_workload(pod))
+        entry.pods.add(str((pod.get("metadata") or {}).get("name", "")))
         entry.containers.update(sized_container_names(pod))
         entry.pod_level = entry.pod_level or sets_pod_level_resources(pod)
     return list(served.values())

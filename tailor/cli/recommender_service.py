@@ -75,6 +75,8 @@ def _report_lines(report: PassReport) -> list[str]:
     lines += [f"unreadable VPA (skipped): {label}" for label in report.unreadable]
     lines += [f"unsupported targetRef: {label}" for label in report.misdirected]
     lines += [f"targetRef not checked: {label}" for label in report.targets_unread]
+    lines += [f"node groups: {label}" for label in report.node_groups]
+    lines += [f"node groups not written: {label}" for label in report.node_group_problems]
     if report.checkpoints:
         lines.append(f"checkpoints: {report.checkpoints} written")
     if report.checkpoints_deleted:
