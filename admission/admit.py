@@ -39,6 +39,7 @@ from tailor.matching import (
     controlling_vpa,
     pod_controller,
 )
+from tailor.node_groups import GROUPS_ANNOTATION, for_node, pod_node_name
 from tailor.pods import sized_container_names
 from tailor.quantity import Quantity
 from tailor.scope import EVERYWHERE, NamespaceScope
@@ -63,6 +64,10 @@ class ClusterView(Protocol):
         ...
 
     def hpas(self, namespace: str) -> Sequence[Json]: ...
+
+    def node(self, name: str) -> Json | None:
+        """A node's metadata (name and labels at least); None when not known."""
+        ...
 
 
 def _with_namespace(pod: Json, namespace: str) -> dict[str, Any]:
@@ -108,8 +113,22 @@ def _patch_for(
     hpas = view.hpas(namespace) if acts(vpa) else []  # a VPA in mode Off fights nothing
     pod_containers(pod)  # a pod that cannot be read is admitted as written, and says so
     conflicts = hpa_conflicts(vpa, hpas, sized_container_names(pod))
-    patch = pod_patch(pod, vpa, view.limit_ranges(namespace), conflicts, max_cpu_boost)
+    sized, group = _by_node_group(pod, vpa, view)
+    patch = pod_patch(pod, sized, view.limit_ranges(namespace), conflicts, max_cpu_boost)
+    if group is not None and patch.operations:
+        patch = replace(patch, reason=f"{patch.reason} (node group {group})")
     return replace(patch, vpa=vpa)
+
+
+def _by_node_group(
+    pod: Json, vpa: VerticalPodAutoscaler, view: ClusterView
+) -> tuple[VerticalPodAutoscaler, str | None]:
+    """The VPA with the recommendation of the pod's node group (`tailor.node_groups`):
+    the node named by spec.nodeName, or, for a DaemonSet's pod, by its node affinity."""
+    if GROUPS_ANNOTATION not in (vpa.metadata.annotations or {}):
+        return vpa, None
+    name = pod_node_name(pod)
+    return for_node(vpa, view.node(name) if name is not None else None)
 
 
 def needs_api(request: AdmissionRequest, view: ClusterView) -> bool:

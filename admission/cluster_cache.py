@@ -11,7 +11,8 @@ new ReplicaSet creates its pods at once): it has a short request timeout and goe
 through a circuit breaker, so a frozen API server costs a review at most one timeout
 and, once the breaker is open, nothing. HPAs that cannot be watched (no RBAC for
 them yet) are said in the log and read as none: the webhook then sizes pods as it
-did before it knew of HPAs, rather than not at all.
+did before it knew of HPAs, rather than not at all. Nodes are watched too, as their
+labels only: a DaemonSet pod is sized by its node's group (`tailor.node_groups`).
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ import kubernetes.client
 from admission.admit import Json
 from admission.breaker import BreakerOpen, CircuitBreaker
 from admission.metrics import MetricsSink
-from admission.owners import Index, whole
+from admission.owners import Index, node_labels, whole
 from admission.periodic import Periodic
 from admission.watch import MAX_RETRY_SECONDS, Store, Watcher
 from tailor.api.limitrange import LimitRange
@@ -44,6 +45,7 @@ API_TIMEOUT_SECONDS = 1.0
 RESYNC_SECONDS = 300.0
 OWNER_KINDS = ("ReplicaSet", "Job")
 _HPA_CALL = ("autoscaling", "list_horizontal_pod_autoscaler_for_all_namespaces")
+_NODE_CALL = ("core", "list_node")
 _MAX_CACHED = 10_000
 K = TypeVar("K")
 WatchEvents = Generator[WatchEvent, None, None]
@@ -111,6 +113,7 @@ class ClusterCache:
         self._limit_ranges = Store(LimitRange, "LimitRanges")
         self._owners = {kind: Index(kind) for kind in OWNER_KINDS}
         self._hpas = Index("HorizontalPodAutoscalers", keep=whole)
+        self._nodes = Index("Nodes", keep=node_labels)
         self._absent: Expiring[tuple[str, str, str], bool] = Expiring(ABSENT_TTL_SECONDS)
         self._vpa_crd_present = True
         if record is None and telemetry is not None:
@@ -135,6 +138,7 @@ class ClusterCache:
         watched = [(self._owners[kind], CONTROLLER_KINDS[kind][:2]) for kind in OWNER_KINDS]
         if read_hpas:
             watched.append((self._hpas, _HPA_CALL))
+        watched.append((self._nodes, _NODE_CALL))
         self._index_listings = [(index, self._listing(index, *call)) for index, call in watched]
         for index, (client, call) in watched:
             listing = self._listing(index, client, call)
@@ -211,6 +215,10 @@ class ClusterCache:
     def hpas(self, namespace: str) -> list[Json]:
         return self._hpas.namespace(namespace) if self.read_hpas else []
 
+    def node(self, name: str) -> Json | None:
+        """A node's name and labels, from the watch (None: not delivered, or unreadable)."""
+        return self._nodes.get("", name)
+
     # -- refreshing --------------------------------------------------------------------
 
     @property
@@ -231,9 +239,12 @@ class ClusterCache:
             try:
                 listed.append((index, listing()))
             except ClusterError as error:
-                if index is not self._hpas:
+                if index is self._hpas:
+                    LOG.warning("%s; sizing as if no HPA scaled any pod", error)
+                elif index is self._nodes:
+                    LOG.warning("%s; sizing DaemonSet pods without their node groups", error)
+                else:
                     raise
-                LOG.warning("%s; sizing as if no HPA scaled any pod", error)
         self._vpas.replace(vpas.items if vpas else [], vpas.resource_version if vpas else None)
         self._limit_ranges.replace(ranges.items, ranges.resource_version)
         for index, found in listed:

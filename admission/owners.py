@@ -6,7 +6,8 @@ index: each ReplicaSet and Job is kept as its name and owner references only (a 
 hundred bytes, not the whole object with its pod template), listed once and then
 changed by each watch event (`admission.watch.Watcher`). A controller the watch has
 not delivered yet is read by name, once, through the breaker (`admission.cluster_cache`).
-HPAs are kept whole, by namespace, for the conflict check (`tailor.hpa`).
+HPAs are kept whole, by namespace, for the conflict check (`tailor.hpa`); Nodes as their
+labels only, for a DaemonSet pod's node group (`tailor.node_groups`).
 """
 
 from __future__ import annotations
@@ -41,6 +42,16 @@ def whole(obj: Json) -> Json | None:
     if not isinstance(metadata, Mapping) or not isinstance(metadata.get("name"), str):
         return None
     return obj
+
+
+def node_labels(obj: Json) -> Json | None:
+    """The part of a Node a review reads: its name and labels (a DaemonSet's node group)."""
+    metadata = obj.get("metadata")
+    if not isinstance(metadata, Mapping) or not isinstance(metadata.get("name"), str):
+        return None
+    labels = metadata.get("labels")
+    kept = {"name": metadata["name"], "labels": labels if isinstance(labels, Mapping) else {}}
+    return {"metadata": kept}
 
 
 class Index:

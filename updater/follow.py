@@ -169,7 +169,10 @@ class _Candidate:
 class _Governor:
     """Each pod's Governance, from the objects read once per pass."""
 
-    def __init__(self, cluster: UpdaterCluster, options: PassOptions) -> None:
+    def __init__(
+        self, cluster: UpdaterCluster, options: PassOptions, nodes: Mapping[str, Json]
+    ) -> None:
+        self.nodes = nodes
         ranges = by_namespace(LimitRange.valid_among(cluster.limit_ranges()))
         self.limits = {namespace: limit_rules(found) for namespace, found in ranges.items()}
         use_vpa, evict = options.use_vpa, options.policy.evict
@@ -189,7 +192,9 @@ class _Governor:
             return Governance(limits)
         hpas = self.hpas.get(namespace, []) if self.hpas is not None else None
         replica_sets, jobs = self.controllers["ReplicaSet"], self.controllers["Job"]
-        return vpa_governance(pod, self.vpas, replica_sets, limits, self.recreate, hpas, jobs)
+        return vpa_governance(
+            pod, self.vpas, replica_sets, limits, self.recreate, hpas, jobs, self.nodes
+        )
 
 
 def _pod_policy(policy: Policy, governance: Governance) -> Policy:
@@ -333,6 +338,8 @@ class _Run:
                 event = EVICTED if applied else eviction_refused(answer.status, event)
                 if applied:
                     self.restriction.record(pod)
+        if governance.node_group is not None:
+            detail = f"{detail} (node group {governance.node_group})"
         if governance.conflicts:
             detail = f"{detail}; {governance.hpa_note}"
         action = decision.action
@@ -348,7 +355,7 @@ def follow_once(
     """Bring every scheduled pod towards its target; one Outcome per pod considered."""
     rows = list(rows)
     pods, nodes = cluster.pods(), cluster.nodes()
-    governor = _Governor(cluster, options)
+    governor = _Governor(cluster, options, nodes)
     restriction = EvictionRestriction(
         pods, configured_replicas(governor.controllers), options.limits
     )

@@ -27,6 +27,7 @@ from tailor.api.vpa import (
 )
 from tailor.hpa import HpaConflict, conflict_message, contested, hpa_conflicts
 from tailor.matching import OwnerReferenceError, PodRef, controlling_vpa, pod_controller
+from tailor.node_groups import for_node
 from tailor.pods import sized_container_names
 from updater.due_targets import Target, without_contested
 from updater.plan import PodRules
@@ -52,6 +53,7 @@ class Governance:
     vpa: VerticalPodAutoscaler | None = None  # the VPA that controls the pod (--vpa)
     recreate: bool = False  # updateMode Recreate (or Auto): updated by eviction, never resized
     conflicts: tuple[HpaConflict, ...] = field(default=())  # HPAs on resources its VPA controls
+    node_group: str | None = None  # "label=value": its VPA's figures for the pod's node group
 
     def contested(self, container: str) -> frozenset[str]:
         """The container's resources an HPA scales on: left as they are."""
@@ -98,12 +100,15 @@ def vpa_governance(
     recreate: bool = False,
     hpas: Iterable[Json] | None = None,
     jobs: Mapping[tuple[str, str], Json] | None = None,
+    nodes: Mapping[str, Json] | None = None,
 ) -> Governance:
     """The pod's rules under its controlling VPA, or why the updater leaves it alone.
 
     With `recreate` (following VPA recommendations), a `Recreate` pod is governed too: it is
     updated by eviction, and the webhook sizes its replacement, as upstream's updater does.
-    `hpas` are its namespace's HPAs (None: not checked, --allow-hpa-conflicts).
+    `hpas` are its namespace's HPAs (None: not checked, --allow-hpa-conflicts). With
+    `nodes`, a pod is sized by its node group's recommendation where its VPA has one
+    (`tailor.node_groups`: a DaemonSet's pods per instance type).
     """
     try:
         controller = pod_controller(pod, replica_sets, jobs)
@@ -125,12 +130,17 @@ def vpa_governance(
     )
     names = sized_container_names(pod) or None
     conflicts = tuple(hpa_conflicts(vpa, hpas, names)) if hpas is not None else ()
+    group = None
+    if nodes is not None:
+        node = nodes.get(str((pod.get("spec") or {}).get("nodeName")))
+        vpa, group = for_node(vpa, node)
     return Governance(
         rules,
         may_evict=mode is not UpdateMode.IN_PLACE,
         vpa=vpa,
         recreate=by_eviction,
         conflicts=conflicts,
+        node_group=group,
     )
 
 

@@ -65,6 +65,7 @@ class View:
     ) -> None:
         self._vpas, self._ranges, self.broken = vpas, ranges or [], broken
         self._hpas = hpas or []
+        self.nodes: dict[str, dict[str, Any]] = {}
         self.controller_reads: list[tuple[str, str]] = []
         self.hpa_reads: list[str] = []
 
@@ -77,6 +78,9 @@ class View:
     def hpas(self, namespace: str) -> list[dict[str, Any]]:
         self.hpa_reads.append(namespace)
         return self._hpas
+
+    def node(self, name: str) -> dict[str, Any] | None:
+        return self.nodes.get(name)
 
     def has_controller(self, kind: str, namespace: str, name: str) -> bool:
         return self.broken is None  # a broken view reads, and fails, in a thread

@@ -139,6 +139,7 @@ def test_the_role_grants_exactly_the_lists_watches_and_gets_the_webhook_makes() 
             "resources": ["horizontalpodautoscalers"],
             "verbs": ["list", "watch"],
         },
+        {"apiGroups": [""], "resources": ["nodes"], "verbs": ["list", "watch"]},  # node groups
     ]
 
 

@@ -50,6 +50,8 @@ RECOMMENDER = [
     Right("apps", "replicasets", "list get", "pod -> Deployment links; a VPA's target"),
     Right("batch", "jobs", "list get", "pod -> CronJob links; a VPA's target"),
     Right(VPA, "verticalpodautoscalers", "list get", "the VPAs; one re-read on a 409"),
+    Right(VPA, "verticalpodautoscalers", "patch", "a DaemonSet's node-group annotation"),
+    Right("", "nodes", "list", "a DaemonSet's node groups (their labels)"),
     Right("apps", "deployments statefulsets daemonsets", "get", "a VPA's target (why no pod)"),
     Right("batch", "cronjobs", "get", "a VPA's target (why no pod)"),
     Right("", "replicationcontrollers", "get", "a VPA's target (why no pod)"),
@@ -85,6 +87,7 @@ ADMISSION = [
     Right("apps", "replicasets", "get list watch", "pod -> Deployment links, kept in memory"),
     Right("batch", "jobs", "get list watch", "pod -> CronJob links, kept in memory"),
     Right("autoscaling", "horizontalpodautoscalers", "list watch", "resources an HPA scales"),
+    Right("", "nodes", "list watch", "a DaemonSet pod's node group, kept in memory"),
     Right(COORDINATION, "leases", "create get update", "its status Lease", (STATUS_LEASE,), True),
 ]
 
