@@ -3,7 +3,7 @@
 TLS passes through untouched (the API server's certificate names 127.0.0.1, whatever
 the port), so a client pointed here works as usual until `cut()` drops its connections
 (a watch breaks mid-stream) and refuses new ones, as an API server that is away; `mend()`
-brings it back.
+brings it back. `freeze()` holds what passes instead, as an API server that hangs.
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import socket
 import threading
+import time
 
 
 class Proxy:
@@ -21,6 +22,7 @@ class Proxy:
         self._listener = socket.create_server(("127.0.0.1", 0))
         self.port: int = self._listener.getsockname()[1]
         self._up = True
+        self._frozen = False
         self._open: set[socket.socket] = set()
         self._lock = threading.Lock()
         threading.Thread(target=self._accept, name="test-proxy", daemon=True).start()
@@ -47,6 +49,8 @@ class Proxy:
     def _pump(self, source: socket.socket, sink: socket.socket) -> None:
         with contextlib.suppress(OSError):
             while data := source.recv(65536):
+                while self._frozen:  # held, as by an API server that stopped answering
+                    time.sleep(0.02)
                 sink.sendall(data)
         for end in (source, sink):
             self._drop(end)
@@ -68,6 +72,13 @@ class Proxy:
 
     def mend(self) -> None:
         self._up = True
+
+    def freeze(self) -> None:
+        """Hold every byte (connections stay open and new ones are accepted) until `thaw()`."""
+        self._frozen = True
+
+    def thaw(self) -> None:
+        self._frozen = False
 
     def close(self) -> None:
         self._listener.close()
