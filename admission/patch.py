@@ -169,7 +169,7 @@ def pod_patch(
     pod_operations: list[dict[str, Any]] = []
     if stanza is not None:
         sized_resources, pod_updates, pod_operations = pod_level_patch(
-            pod, stanza, vpa, sized_resources, sized.targets, sized.written
+            pod, stanza, vpa, sized_resources, sized.targets, sized.written, ranges.pod
         )
     operations: list[dict[str, Any]] = []
     updates: list[str] = []

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from admission.json_patch import stanza_operations
+from tailor.api.limitrange import LimitRangeItem
 from tailor.api.meta import ResourceList
 from tailor.api.vpa import VerticalPodAutoscaler
 from tailor.limits import LIMIT_SCALED_RESOURCES, ContainerResources
@@ -62,6 +63,7 @@ def size_at_admission(
     vpa: VerticalPodAutoscaler,
     sized: Sequence[ContainerResources],
     targets: Mapping[str, Mapping[str, Quantity]],
+    pod_range: LimitRangeItem | None = None,
 ) -> PodLevelSized:
     """The stanza for the containers' new resources `sized` and capped `targets`."""
     spec = pod.get("spec") or {}
@@ -72,7 +74,7 @@ def size_at_admission(
         if c.get("name") in plain
     ]
     follow = limits_follow_for_pod([vpa.container_policy(c.name) for c in sized])
-    sizing = size_pod_level(stanza, sized, targets, plain_init, follow)
+    sizing = size_pod_level(stanza, sized, targets, plain_init, follow, pod_range)
     fitted, notes = within_pod_limits(sized, sizing.resources)
     lowered = {
         new.name: [r for r in LIMIT_SCALED_RESOURCES if new.limits.get(r) != old.limits.get(r)]
@@ -89,10 +91,11 @@ def pod_level_patch(
     sized_resources: list[ContainerResources],
     targets: Mapping[str, Mapping[str, Quantity]],
     written: dict[str, list[str]],
+    pod_range: LimitRangeItem | None = None,
 ) -> tuple[list[ContainerResources], list[str], list[dict[str, Any]]]:
     """The containers' resources within the pod-level limit (`written` grows by the
     limits lowered), the annotation's part for the stanza and its patch operations."""
-    level = size_at_admission(pod, stanza, vpa, sized_resources, targets)
+    level = size_at_admission(pod, stanza, vpa, sized_resources, targets, pod_range)
     for name, resources in level.lowered.items():
         written[name] = sorted({*written.get(name, []), *resources})
     where = ("spec", "resources")

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
+from tailor.api.limitrange import LimitRangeItem
 from tailor.api.meta import ResourceList
 from tailor.api.vpa import ContainerResourcePolicy, ControlledValues
 from tailor.limits import LIMIT_SCALED_RESOURCES, ContainerResources, new_container_resources
@@ -111,13 +112,15 @@ def size_pod_level(
     targets: Mapping[str, Mapping[str, Quantity]],
     plain_init: Sequence[ContainerResources] = (),
     follow_limits: bool = True,
+    pod_range: LimitRangeItem | None = None,
 ) -> PodLevelSizing:
     """The pod-level stanza for the containers' new resources `sized` (app containers and
     sidecars) and their capped `targets` (by container name).
 
     Only the resources the stanza requests change. A container without its own request
     for a resource counts with its target; one with neither leaves that resource as it
-    is, with a note (no figure for it would be a guess)."""
+    is, with a note (no figure for it would be a guess). A Pod LimitRange's max and min
+    bound the stanza itself: the LimitRanger checks the pod-level amounts (403)."""
     wanted = ResourceList()
     notes: list[str] = []
     for resource in LIMIT_SCALED_RESOURCES:
@@ -150,7 +153,32 @@ def size_pod_level(
             requests[resource] = limit
             notes.append(f"pod-level {resource} request capped to the pod-level limit")
     new = ContainerResources(name=POD_STANZA, requests=requests, limits=updated.limits)
-    return PodLevelSizing(new, tuple(notes))
+    new, bounded = _within_pod_range(new, pod_range, list(wanted))
+    return PodLevelSizing(new, tuple(notes + bounded))
+
+
+def _within_pod_range(
+    stanza: ContainerResources, pod_range: LimitRangeItem | None, resources: Sequence[str]
+) -> tuple[ContainerResources, list[str]]:
+    """The written amounts of `resources` within the Pod LimitRange's [min, max]."""
+    if pod_range is None:
+        return stanza, []
+    requests, limits = ResourceList(stanza.requests), ResourceList(stanza.limits)
+    notes = []
+    for resource in resources:
+        most = pod_range.max.get(resource) if pod_range.max else None
+        least = pod_range.min.get(resource) if pod_range.min else None
+        for word, values in (("request", requests), ("limit", limits)):
+            amount = values.get(resource)
+            if amount is None:
+                continue
+            if most is not None and amount > most:
+                values[resource] = Quantity(most.nanos, amount.format)
+                notes.append(f"pod-level {resource} {word} capped to the Pod LimitRange max")
+            elif least is not None and amount < least:
+                values[resource] = Quantity(least.nanos, amount.format)
+                notes.append(f"pod-level {resource} {word} raised to the Pod LimitRange min")
+    return ContainerResources(POD_STANZA, requests, limits), notes
 
 
 def within_pod_limits(

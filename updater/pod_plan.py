@@ -134,6 +134,7 @@ def plan_pod_level(
         _capped_targets(pod, targets, current, rules),
         _plain_init(pod),
         limits_follow_for_pod(policies),
+        rules.pod_limit_range,
     )
     fitted, lowered = within_pod_limits(resized, sizing.resources)
     changes = _changed(current, fitted, sidecars)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from admission.patch import UPDATES_ANNOTATION, pod_patch
-from tests.admission.objects import apply_patch, container, pod, vpa
+from tests.admission.objects import apply_patch, container, limit_range, pod, vpa
 
 TARGETS = {"a": {"cpu": "300m", "memory": "200Mi"}, "b": {"cpu": "100m", "memory": "100Mi"}}
 
@@ -57,3 +57,13 @@ def test_a_missing_target_is_said_not_guessed() -> None:
     result = apply_patch(original, patch.operations)
     assert result["spec"]["resources"] == {"requests": {"cpu": "1"}}
     assert "pod-level cpu request left as is: no cpu target for b" in patch.reason
+
+
+def test_a_pod_limit_range_bounds_the_stanza_itself() -> None:
+    original = pod_level(container("a"), container("b"), requests={"cpu": "1"}, limits={"cpu": "2"})
+    ceiling = limit_range({"type": "Pod", "max": {"cpu": "500m"}})
+    patch = pod_patch(original, vpa("Auto", TARGETS), [ceiling])
+    result = apply_patch(original, patch.operations)
+    # the LimitRanger checks pod-level amounts (403 above max): 400m and 800m -> 500m
+    assert result["spec"]["resources"] == {"requests": {"cpu": "400m"}, "limits": {"cpu": "500m"}}
+    assert "pod-level cpu limit capped to the Pod LimitRange max" in patch.reason
