@@ -4,10 +4,11 @@ A body that is not an AdmissionReview is the caller's mistake, answered 400 with
 the reason (`ReviewError`); anything readable gets a response that allows the
 object, since a webhook that sizes pods must never be the reason one is refused.
 
-Parsing is orjson (a few times faster than json, and no slower on hostile input),
-after a count of the body's objects and arrays: a body of millions of tiny objects
-(`[{},{},...]`, a memory bomb) would cost ~70 bytes of memory per input byte and
-hold the worker for a second, where a real pod of the same size is mostly strings.
+Parsing is orjson (faster than json, and no slower on hostile input), after a count
+of the body's objects and arrays: a body of millions of tiny objects (`[{},{},...]`, a
+memory bomb) costs many times its size in memory and holds the worker while it is
+parsed, where a real pod of the same size is mostly strings (the figures:
+docs/results/implementation-choices.md).
 """
 
 from __future__ import annotations

@@ -119,7 +119,7 @@ def recommend_vpa(
     reader): bad input raises `DataFormatError` naming the row and column.
     `checked=True` skips that for frames a reader returned (`read_usage`, the
     Prometheus source, `demo_fleet`), which validated them already: a second pass
-    costs about 0.3 s per million samples. Throttled CPU counts as demand unless not
+    would cost time in proportion to the samples again. Throttled CPU counts as demand unless not
     `count_throttling` (see `fit_vpa_model`); rows of throttled containers then
     carry an `explanation` saying so. `oom_bumps`: see `fit_vpa_model`.
     """

@@ -16,8 +16,9 @@ request + lam x shortfalls; its candidates are 0 and the block's own samples.
 
 On traces where a few heavy containers burst, the best choice asks almost
 nothing of them: their windows count once each against the budget while their
-cores dominate the slack (the one-day cuts of Bitbrains: 3 % of the pieces, at
-3 % of their mean usage, take 62 % of the shortfall windows). No recommender
+cores dominate the slack (on the one-day cuts of Bitbrains, a few pieces asked
+for a sliver of their mean take most of the shortfall windows: see
+docs/results/implementation-choices.md). No recommender
 would starve a container so, and neither does any strategy here. With
 `at_least_mean` every block's request is at least its own mean usage (what a
 batch job needs for its throughput); the candidates are then that mean and the

@@ -196,8 +196,8 @@ class ForecastSettings:
           one fleet for the shortfall allocation (and one unit of parallel work).
           512, not 2048: a chunk's arrays stay small enough for the caches, and
           10,000 series make 20 chunks that two threads share evenly, not 5
-          (benchmark: 6.6-6.8 s against 10.2-10.8 s; 1024 gave 7.5-7.9 s). The
-          backtest plans each block of at most 256 containers as one fleet too.
+          (measured: docs/results/implementation-choices.md). The backtest plans
+          each block of at most 256 containers as one fleet too.
     Floors
       min_cpu_cores, min_memory_bytes: smallest request ever proposed.
     """
