@@ -6,7 +6,9 @@ shared by `tailor recommend` and the notebooks:
 - `current_requests(usage)`: each (namespace, workload, container)'s requests now, from
   the history's `cpu_request` / `memory_request` columns (files, kube-state-metrics),
   and how many pods run it; `with_current` joins them (or the cluster's) onto the rows.
-- `with_changes`: the change per resource (absolute, relative) and its `severity`.
+- `with_changes`: the change per resource (absolute, relative) and its `severity`;
+  `schedule_changes` the same for each period of a forecast schedule, and
+  `schedule_means` what a schedule requests on average (its cost).
 - `savings_summary`: per namespace and overall, what is requested now and what would
   be, in cores and GiB, and at a price per core-hour and GiB-hour, per month.
 
@@ -90,6 +92,44 @@ def severity(
     return np.asarray(labels, dtype=object)
 
 
+def _change(out: pd.DataFrame, resource: str, planned: str) -> np.ndarray:
+    """Adds `{r}_change` (planned - current) and `{r}_change_ratio`; returns the current."""
+    current = out[f"{resource}_current"].to_numpy(dtype=np.float64)
+    change = out[planned].to_numpy(dtype=np.float64) - current
+    out[f"{resource}_change"] = change
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out[f"{resource}_change_ratio"] = np.where(current > 0, change / current, np.nan)
+    return current
+
+
+def schedule_changes(schedule: pd.DataFrame, current: pd.DataFrame) -> pd.DataFrame:
+    """Schedule periods (`cpu_request`, `memory_request`) beside the requests in force now
+    (`with_current`), with each period's change from them, as `with_changes` for a
+    recommendation."""
+    out = with_current(schedule, current)
+    for resource in RESOURCES:
+        _change(out, resource, f"{resource}_request")
+    return out
+
+
+def schedule_means(schedule: pd.DataFrame) -> pd.DataFrame:
+    """Per (namespace, workload, container): the requests a schedule holds on average over
+    its periods, weighted by their length, as `{r}_target`: what following it costs, for
+    `savings_summary`. NaN where no period has the resource (memory not measured)."""
+    seconds = (schedule["end"] - schedule["start"]).dt.total_seconds().to_numpy()
+    frame = schedule.loc[:, KEYS].copy()
+    for resource in RESOURCES:
+        values = schedule[f"{resource}_request"].to_numpy(dtype=np.float64)
+        frame[f"{resource}_weighted"] = values * seconds
+        frame[f"{resource}_seconds"] = np.where(np.isnan(values), 0.0, seconds)
+    sums = frame.groupby(KEYS, sort=False).sum(min_count=1)
+    means = pd.DataFrame(index=sums.index)
+    for resource in RESOURCES:
+        held = sums[f"{resource}_seconds"].replace(0.0, np.nan)
+        means[f"{resource}_target"] = sums[f"{resource}_weighted"] / held
+    return means.reset_index()
+
+
 def with_changes(rows: pd.DataFrame) -> pd.DataFrame:
     """Rows (with currents) gaining per resource `{r}_change` (target - current, NaN when
     either is unknown), `{r}_change_ratio` (change / current) and `{r}_severity`, and
@@ -98,15 +138,10 @@ def with_changes(rows: pd.DataFrame) -> pd.DataFrame:
     rank = {name: index for index, name in enumerate(SEVERITIES)}
     worst = np.zeros(len(out), dtype=np.int64)
     for resource in RESOURCES:
-        current = out[f"{resource}_current"].to_numpy(dtype=np.float64)
-        target = out[f"{resource}_target"].to_numpy(dtype=np.float64)
-        change = target - current
-        out[f"{resource}_change"] = change
-        with np.errstate(divide="ignore", invalid="ignore"):
-            out[f"{resource}_change_ratio"] = np.where(current > 0, change / current, np.nan)
+        current = _change(out, resource, f"{resource}_target")
         labels = severity(
             current,
-            target,
+            out[f"{resource}_target"].to_numpy(dtype=np.float64),
             out[f"{resource}_lower"].to_numpy(dtype=np.float64),
             out[f"{resource}_upper"].to_numpy(dtype=np.float64),
         )

@@ -1,4 +1,4 @@
-"""`tailor recommend` with no source flag: the current kube context's workloads and usage.
+"""`tailor recommend` / `schedule` with no source flag: the kube context's workloads and usage.
 
 Lists the pods asked for, takes their requests as the current ones, finds Prometheus
 (`--prometheus URL`, else a Service in the cluster reached through the API server's
@@ -27,6 +27,7 @@ from tailor.cli.cluster_source import (
     list_services,
 )
 from tailor.cli.inputs import PrometheusOptions, load_with_settings, prometheus_settings
+from tailor.cli.options import read_history
 
 Kubeconfig = Annotated[
     Path | None,
@@ -69,6 +70,41 @@ def wanted(demo: bool, input: Path | None, prometheus: str | None, scope: Cluste
             )
         return False
     return prometheus is None or asked
+
+
+@dataclass(frozen=True)
+class SourceChoice:
+    """Where a command's history comes from: the cluster (scope) or the flags' source."""
+
+    scope: ClusterScope
+    from_cluster: bool
+    demo: bool
+    input: Path | None
+    events: Path | None
+
+
+def source_choice(
+    scope: ClusterScope, demo: bool, input: Path | None, events: Path | None, prometheus: str | None
+) -> tuple[SourceChoice, str | None]:
+    """The choice, and the Prometheus URL its --prometheus flags go with ("" when the
+    cluster's Prometheus is to be found)."""
+    from_cluster = wanted(demo, input, prometheus, scope)
+    url = "" if from_cluster and prometheus is None else prometheus
+    return SourceChoice(scope, from_cluster, demo, input, events), url
+
+
+def read_chosen(
+    choice: SourceChoice, source: PrometheusOptions | None, console: Console
+) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame | None]:
+    """(usage, events, current requests or None: read from the history's own columns)."""
+    if choice.from_cluster:
+        assert source is not None
+        return read_cluster(choice.scope, source, console)
+    namespaces = list(choice.scope.namespaces) or None
+    usage, events = read_history(
+        console, choice.demo, choice.input, choice.events, source, namespaces
+    )
+    return usage, events, None
 
 
 def cluster_scope(

@@ -171,9 +171,10 @@ def _severity_cell(value: Any) -> Text:
     return Text(label, style=STYLES.get(label, ""))
 
 
-def _resource_cell(values: Mapping[Any, Any], resource: str) -> str:
+def resource_cell(values: Mapping[Any, Any], resource: str, planned: str | None = None) -> str:
+    """`current → planned` over the change; `planned`: the column (default: the target)."""
     now = short(resource, values.get(f"{resource}_current"))
-    after = recommended(resource, values[f"{resource}_target"])
+    after = recommended(resource, values[planned or f"{resource}_target"])
     change = signed(resource, values.get(f"{resource}_change"))
     ratio = percent(values.get(f"{resource}_change_ratio"))
     return f"{now} → {after}\n{change} {ratio}"
@@ -210,7 +211,7 @@ def build_table(frame: pd.DataFrame, title: str, wide: bool = False) -> Table:
         ]
         for resource in ("cpu", "memory"):
             if not wide and with_current:
-                cells.append(_resource_cell(values, resource))
+                cells.append(resource_cell(values, resource))
                 continue
             if not wide:
                 cells.append(recommended(resource, values[f"{resource}_target"]))
@@ -229,10 +230,13 @@ def build_table(frame: pd.DataFrame, title: str, wide: bool = False) -> Table:
     return table
 
 
-def summary_table(summary: pd.DataFrame) -> Table:
+SUMMARY_TITLE = "requests now → recommended (all pods; containers with a known request)"
+
+
+def summary_table(summary: pd.DataFrame, title: str = SUMMARY_TITLE) -> Table:
     """The footer: per namespace and in total, requests now → recommended and their cost."""
     table = Table(
-        title="requests now → recommended (all pods; containers with a known request)",
+        title=title,
         header_style="bold",
         box=box.SIMPLE_HEAD,
         show_edge=False,
@@ -265,7 +269,7 @@ def explained_rows(frame: pd.DataFrame) -> Group:
             head.append_text(_severity_cell(values["severity"]))
         parts.append(head)
         for resource in ("cpu", "memory"):
-            line = _resource_cell(values, resource).replace("\n", "  ")
+            line = resource_cell(values, resource).replace("\n", "  ")
             if "cpu_current" not in values:
                 line = recommended(resource, values[f"{resource}_target"])
             bounds = " / ".join(recommended(resource, values[f"{resource}_{c}"]) for _, c in BOUNDS)

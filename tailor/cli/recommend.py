@@ -27,8 +27,8 @@ from tailor.cli.cluster_history import (
     Kubeconfig,
     Selector,
     cluster_scope,
-    read_cluster,
-    wanted,
+    read_chosen,
+    source_choice,
 )
 from tailor.cli.output import OutputFormat, recommendation_view, render
 from tailor.cli.progress import progress_bar
@@ -85,6 +85,7 @@ class RecommendSettings:
 def recommend_settings(
     strategy: str,
     forecast_set: list[str] | None,
+    changes_per_day: int | None,
     vpa_set: list[str] | None,
     ignore_throttling: bool,
     fmt: OutputFormat,
@@ -101,6 +102,9 @@ def recommend_settings(
     forecast = options.forecast_settings(forecast_set)
     if forecast is not None and strategy != "forecast":
         raise typer.BadParameter("needs --strategy forecast", param_hint="--forecast-set")
+    if changes_per_day is not None and strategy != "forecast":  # the VPA holds one request
+        raise typer.BadParameter("needs --strategy forecast", param_hint="--changes-per-day")
+    forecast = options.with_budget(forecast, changes_per_day)
     vpa = options.vpa_settings(vpa_set)
     if vpa is not None and strategy != "vpa":
         raise typer.BadParameter("needs --strategy vpa", param_hint="--vpa-set")
@@ -149,31 +153,24 @@ def recommend_command(
     cpu_price: CpuPrice = DEFAULT_CPU_PRICE,
     memory_price: MemoryPrice = DEFAULT_MEMORY_PRICE,
     forecast_set: options.ForecastSet = None,
+    changes_per_day: options.ChangesPerDay = None,
     vpa_set: options.VpaSet = None,
     ignore_throttling: options.IgnoreThrottling = False,
 ) -> None:
     """Recommend cpu and memory requests per (namespace, workload, container)."""
     chosen = options.output_format(fmt, OutputFormat.table, output, SUFFIXES)
     settings = recommend_settings(
-        strategy, forecast_set, vpa_set, ignore_throttling, chosen, output,
+        strategy, forecast_set, changes_per_day, vpa_set, ignore_throttling, chosen, output,
         (wide, explain, summary), (cpu_price, memory_price),
     )  # fmt: skip
     scope = cluster_scope(kubeconfig, context, namespace, all_namespaces, selector)
-    from_cluster = wanted(demo, input, prometheus, scope)
+    choice, url = source_choice(scope, demo, input, events, prometheus)
     source = options.prometheus_options(
-        "" if from_cluster and prometheus is None else prometheus, history, step, chunk,
-        namespace, match, token_file, insecure, prometheus_set, prometheus_username,
-        prometheus_password_file,
+        url, history, step, chunk, namespace, match, token_file, insecure, prometheus_set,
+        prometheus_username, prometheus_password_file,
     )  # fmt: skip
     err_console = Console(stderr=True)
-    current = None
-    if from_cluster:
-        assert source is not None
-        usage, event_frame, current = read_cluster(scope, source, err_console)
-    else:
-        usage, event_frame = options.read_history(
-            err_console, demo, input, events, source, namespace
-        )
+    usage, event_frame, current = read_chosen(choice, source, err_console)
     emit(advised(usage, event_frame, settings, source, err_console, current), settings)
 
 

@@ -1,5 +1,6 @@
-"""`tailor recommend` on a real cluster with only a kubeconfig: it lists the Deployment's
-pods, finds Prometheus behind a Service and reads it through the API server's proxy.
+"""`tailor recommend` and `tailor schedule` on a real cluster with only a kubeconfig: they
+list the Deployment's pods, find Prometheus behind a Service and read it through the API
+server's proxy.
 
 The Prometheus is a real one holding a backfilled history; the Service has no selector
 and an Endpoints object points at Prometheus' port. The API server's service proxy only
@@ -11,6 +12,7 @@ as the kubelet would write it.
 
 from __future__ import annotations
 
+import io
 import json
 import socket
 
@@ -101,7 +103,7 @@ def expose(api: RawApi, namespace: str, address: str, port: int) -> None:
     api.create(f"/api/v1/namespaces/{namespace}/endpoints", endpoints)
 
 
-def test_recommend_reads_the_cluster_and_its_prometheus_with_only_a_kubeconfig(
+def test_recommend_and_schedule_read_the_cluster_and_its_prometheus_with_a_kubeconfig(
     prometheus_server: PrometheusFactory,
     kube_api: RawApi,
     kube_cluster: ControlPlane,
@@ -143,5 +145,17 @@ def test_recommend_reads_the_cluster_and_its_prometheus_with_only_a_kubeconfig(
         total = next(line for line in footer.splitlines() if line.strip().startswith("total"))
         cores = f"1 → {2 * row['cpu']['target']:.3g}"  # two pods of 500m now
         assert cores in total
+
+        plan = runner.invoke(app, ["schedule", *base[1:], "--history", "4d", "--format", "csv"])
+        assert plan.exit_code == 0, plan.output
+        periods = pd.read_csv(io.StringIO(plan.stdout))
+        assert len(periods) >= 24 and set(periods["workload"]) == {"web"}
+        assert (periods["cpu_current"] == 0.5).all()
+        assert (periods["memory_current"] == 256 * 2**20).all()
+        change = periods["cpu_request"] - periods["cpu_current"]
+        assert periods["cpu_change"].to_numpy() == pytest.approx(change.to_numpy())
+        shown = runner.invoke(app, ["schedule", *base[1:], "--history", "4d"])
+        assert shown.exit_code == 0, shown.output
+        assert "500m → " in shown.stdout and "scheduled" in shown.stdout
     finally:
         kube_api.delete(f"/api/v1/namespaces/{kube_namespace}/services/prometheus-operated")
