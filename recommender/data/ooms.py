@@ -18,8 +18,12 @@ import pandas as pd
 
 from recommender.data.timestamps import unix_seconds
 from tailor.durations import DAY
+from tailor.memory_pressure import MEMORY_PRESSURE
 
 MATCH_COLUMNS = ("namespace", "pod", "container")
+#: what the models take as an OOM kill: a kill, or a sustained-pressure episode
+#: (`tailor.memory_pressure`), whose memory is the working set it reached
+OOM_LIKE = ("OOMKilled", MEMORY_PRESSURE)
 
 
 def history_start(first: int, last: int, days: float | None = None) -> int:
@@ -57,7 +61,7 @@ class OomKills:
 def _kills(events: pd.DataFrame | None) -> pd.DataFrame:
     if events is None or events.empty:
         return pd.DataFrame(columns=["timestamp", *MATCH_COLUMNS, "memory"])
-    return events[events["reason"] == "OOMKilled"]
+    return events[events["reason"].isin(OOM_LIKE)]
 
 
 def oom_kills(

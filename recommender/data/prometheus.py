@@ -54,6 +54,7 @@ def query_plan(queries: HistoryQueries, start: int, end: int, chunk: int) -> lis
         # cAdvisor exports throttling only under a CPU limit: elsewhere it stays NaN
         **_counter_plan(queries, metrics.cpu_throttled, THROTTLED_COLUMN),
         "memory": queries.memory_peak(),
+        "memory_stalled": queries.memory_stalled_share(),  # PSI, where the kubelet has it
         "requests": queries.requests(),
         "limits": queries.limits(),
         "restarts": queries.restarts(),
@@ -96,7 +97,7 @@ def load_prometheus_history(
     step = settings.step_seconds
     queries = settings.queries()
     tasks = query_plan(queries, start, end, int(settings.chunk.total_seconds()))
-    answers = Answers(start, end, step, settings.names)
+    answers = Answers(start, end, step, settings.names, settings.memory_pressure)
     client = connect(settings)
     fetcher = Fetcher(settings, client)
     pool = ThreadPoolExecutor(max_workers=settings.concurrency)

@@ -33,20 +33,33 @@ from recommender.data.schema import (
     validate_usage,
 )
 from recommender.data.timestamps import TIMESTAMP_DTYPE
+from tailor.memory_pressure import MEMORY_PRESSURE, PressureRule
 
 COUNTERS = ("cpu", THROTTLED_COLUMN)
 GAUGES = {  # answer kind -> the usage columns its `resource` label splits it into
     "requests": {"cpu": "cpu_request", "memory": "memory_request"},
     "limits": {"cpu": "cpu_limit", "memory": "memory_limit"},
 }
-CADVISOR = ("memory", *(f"{c}{part}" for c in COUNTERS for part in ("", "_at", "_resets", "_low")))
+CADVISOR = (
+    "memory",
+    "memory_stalled",
+    *(f"{c}{part}" for c in COUNTERS for part in ("", "_at", "_resets", "_low")),
+)
 
 
 class Answers:
     """Everything the queries of one load answered, placed on grids as it arrives."""
 
-    def __init__(self, start: int, end: int, step: int, names: QueryNames) -> None:
+    def __init__(
+        self,
+        start: int,
+        end: int,
+        step: int,
+        names: QueryNames,
+        pressure: PressureRule | None = None,
+    ) -> None:
         self.start, self.end, self.step = start, end, step
+        self.pressure = pressure or PressureRule()  # what a sustained-pressure episode is
         self.points = (end - start) // step + 1  # grid points start .. end
         self.index = SeriesIndex()  # containers
         self.pods = SeriesIndex()  # (namespace, pod, "")
@@ -165,6 +178,10 @@ def assemble(answers: Answers) -> tuple[pd.DataFrame, pd.DataFrame]:
     events = frames.combine_events(
         _oom_events(answers, keys, grids, memory),
         _eviction_events(answers, keys, memory, times),
+        frames.event_frame(
+            pressure_episodes(keys, grids["memory_stalled"], memory, times, answers.pressure),
+            MEMORY_PRESSURE,
+        ),
     )
     return usage, frames.with_workloads(events, owners)
 
@@ -264,3 +281,45 @@ def _eviction_events(
     seen["time"] = times[column] - answers.step
     seen["memory"] = peaks[measured]
     return frames.eviction_events(evicted, seen, answers.start, answers.step)
+
+
+def pressure_episodes(
+    keys: pd.DataFrame,
+    stalled: np.ndarray,
+    memory: np.ndarray,
+    times: np.ndarray,
+    rule: PressureRule | None = None,
+) -> pd.DataFrame:
+    """The onsets of sustained memory pressure (`tailor.memory_pressure`'s rule, its
+    defaults) as event rows: where the stalled share of the windows spanning the rule's
+    window (at least one) first averages its threshold, stamped at the end of the last
+    of them, with the peak working set over them (the models bump it as an OOM kill's).
+
+    Column j + 1 of `stalled` and `memory` is window j, as for every cAdvisor answer; a
+    window without a reading breaks an episode (its share is unknown, not zero).
+    """
+    rule = rule or PressureRule()
+    step = int(times[1] - times[0]) if times.size > 1 else rule.window_seconds
+    span = rule.windows_for(step)
+    columns = ["namespace", "pod", "container", "time", "memory"]
+    if stalled.shape[1] <= span:
+        return pd.DataFrame(columns=columns)
+    known = ~np.isnan(stalled)
+    shares = np.where(known, stalled, 0.0)
+    sums = np.cumsum(np.pad(shares, ((0, 0), (1, 0))), axis=1)
+    counts = np.cumsum(np.pad(known, ((0, 0), (1, 0))), axis=1)
+    ends = np.arange(span, stalled.shape[1] + 1)  # window [end - span, end) of columns
+    whole = (counts[:, ends] - counts[:, ends - span]) == span
+    average = (sums[:, ends] - sums[:, ends - span]) / span
+    sustained = whole & (average >= rule.stalled_share)
+    onset = sustained & ~np.pad(sustained, ((0, 0), (1, 0)))[:, :-1]
+    rows, at = np.nonzero(onset)
+    last = ends[at] - 1  # the column of the last window of the span
+    found = keys.iloc[rows][["namespace", "pod", "container"]].reset_index(drop=True)
+    found["time"] = times[last]
+    peaks = np.full(rows.size, np.nan)
+    for i, (row, column) in enumerate(zip(rows, last, strict=True)):
+        seen = memory[row, column - span + 1 : column + 1]
+        peaks[i] = np.nanmax(seen) if (~np.isnan(seen)).any() else np.nan
+    found["memory"] = peaks
+    return found[columns][~np.isnan(peaks)]

@@ -28,6 +28,7 @@ from recommender.data.promql import (
     QueryNames,
     check_extra_matcher,
 )
+from tailor.memory_pressure import PressureRule
 from tailor.names import NAME_RULES, shown
 
 DEFAULT_CHUNK = timedelta(days=1)
@@ -91,6 +92,8 @@ class PrometheusSettings(BaseModel):
     timeout_seconds: float = 60.0
     retries: int = Field(default=3, ge=0)
     concurrency: int = Field(default=4, ge=1, le=32)  # queries in flight at once
+    # what a sustained-pressure episode is (read back as an OOM-like event): the updater's rule
+    memory_pressure: PressureRule = PressureRule()
 
     @model_validator(mode="before")
     @classmethod

@@ -25,6 +25,7 @@ import pandas as pd
 
 from recommender.data.errors import DataFormatError, fail_at
 from recommender.data.timestamps import TIMESTAMP_DTYPE, parse_timestamps
+from tailor.memory_pressure import MEMORY_PRESSURE
 from tailor.quantity import INT64_MAX
 
 SERIES_COLUMNS = ("namespace", "pod", "container")
@@ -42,7 +43,7 @@ USAGE_COLUMNS = (
     *RESOURCE_COLUMNS,
     THROTTLED_COLUMN,
 )
-EVENT_REASONS = ("OOMKilled", "Evicted")
+EVENT_REASONS = ("OOMKilled", "Evicted", MEMORY_PRESSURE)
 EVENT_REQUIRED = ("timestamp", "namespace", "pod", "container", "reason", "memory")
 EVENT_COLUMNS = ("timestamp", "namespace", "workload", "pod", "container", "reason", "memory")
 KEY_LABELS = ("namespace", "workload", "pod", "container")
@@ -249,9 +250,7 @@ def validate_events(frame: pd.DataFrame, source: str = "<frame>") -> pd.DataFram
         source,
         "reason",
         ~reason.isin(EVENT_REASONS).to_numpy(),
-        lambda i: (
-            f"unknown event reason {reason.iloc[i]!r} (expected {' or '.join(EVENT_REASONS)})"
-        ),
+        lambda i: f"unknown event reason {reason.iloc[i]!r} (expected {', '.join(EVENT_REASONS)})",
     )
     memory = _measure(frame, "memory", source)
     fail_at(source, "memory", np.isnan(memory), "missing value")

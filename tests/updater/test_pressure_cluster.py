@@ -7,7 +7,9 @@ as the simulator's PSI model says. A real Prometheus scrapes the simulator every
 second; `tailor follow --recommendations` runs about every second in both namespaces,
 with the memory-pressure reaction in one only (a 6 s window: the test's clock, not the
 2 min default). The reacting one is raised in place (to maxAllowed) before it reaches
-its limit and is never killed; the other is OOM-killed when it crosses 256Mi.
+its limit and is never killed; the other is OOM-killed when it crosses 256Mi. The
+recommender's Prometheus source then reads both episodes back as OOM-like events, and
+its model gives the raised container at least the memory the raise gave it.
 """
 
 from __future__ import annotations
@@ -17,12 +19,16 @@ import json
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from datetime import timedelta
 from urllib.parse import urlsplit
 
 import pytest
 from typer.testing import CliRunner
 
+from recommender.data.prometheus import PrometheusSettings, load_prometheus_history
+from recommender.recommend import recommend_vpa
 from tailor.cli.main import app
+from tailor.memory_pressure import MEMORY_PRESSURE, PressureRule
 from tailor.quantity import Quantity
 from tests.cluster.controlplane import ControlPlane
 from tests.cluster.crds import install_crds
@@ -169,3 +175,30 @@ def test_pressure_raises_memory_in_place_before_the_kill_that_ends_the_same_pod_
         f'container_memory_working_set_bytes{{namespace="{scene.reacting}",container="app"}}'
     )
     assert float(sample["value"][1]) > LIMIT  # above the limit it started with
+    check_recommender_remembers(scene)
+
+
+def check_recommender_remembers(scene: Scene) -> None:
+    """The history read back: each climb one pressure episode (before the kill, for the
+    control), the kill an OOMKilled event; the model keeps the raised memory."""
+    settings = PrometheusSettings(
+        url=scene.prometheus.url,
+        history=timedelta(minutes=2),
+        step=timedelta(seconds=3),
+        retries=0,
+        memory_pressure=PressureRule(window=timedelta(seconds=6)),
+    )
+    usage, events = load_prometheus_history(settings)
+    seen = sorted(zip(events["namespace"], events["reason"], strict=True))
+    print(f"events: {seen}")
+    assert seen == sorted(
+        [(scene.reacting, MEMORY_PRESSURE), (scene.control, MEMORY_PRESSURE),
+         (scene.control, "OOMKilled")]
+    )  # fmt: skip
+    [reached] = events.loc[events["namespace"] == scene.reacting, "memory"].tolist()
+    assert 220 * Mi < reached < LIMIT  # the working set it had reached
+    mine = usage[usage["namespace"] == scene.reacting]
+    [remembered] = recommend_vpa(mine, events)["memory_target"].tolist()
+    [forgotten] = recommend_vpa(mine)["memory_target"].tolist()
+    print(f"memory target with the episode {remembered / Mi:.0f}Mi, without {forgotten / Mi:.0f}Mi")
+    assert remembered >= reached + 100 * Mi > forgotten  # the OOM bump, kept
