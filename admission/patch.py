@@ -158,7 +158,7 @@ def pod_patch(
         raise PodUnreadable(str(error)) from None
     current = [_current(container) for container in containers]
     ranges = _Ranges.of(limit_ranges)
-    sizing = _sizing(vpa, current, ranges, conflicts, stanza is not None)
+    sizing = _sizing(vpa, current, ranges, conflicts, stanza)
     boosts = {c.name: b for c in current if (b := vpa.cpu_startup_boost(c.name)) is not None}
     boosts = {} if stanza is not None else boosts
     if isinstance(sizing, str) and not boosts:
@@ -270,10 +270,11 @@ def _sizing(
     current: Sequence[ContainerResources],
     ranges: _Ranges,
     conflicts: Sequence[HpaConflict],
-    pod_level: bool = False,
+    stanza: ContainerResources | None = None,
 ) -> _Sized | str:
-    """What the VPA's recommendation sets, capped; or why it sets nothing. With
-    `pod_level`, only what each container requests itself (`admission.pod_level`)."""
+    """What the VPA's recommendation sets, capped; or why it sets nothing. With the pod's
+    pod-level `stanza`, no request the container shares with the pod is added
+    (`admission.pod_level`)."""
     if vpa.effective_update_mode() is UpdateMode.OFF:
         return f"VPA {vpa.name} has updateMode Off"
     recommendation = vpa.recommendation()
@@ -293,7 +294,7 @@ def _sizing(
         kept = contested(conflicts, resources.name)
         target = {k: v for k, v in (targets.get(resources.name) or {}).items() if k not in kept}
         sized.targets[resources.name] = ResourceList(target)
-        target = own_only(target, resources) if pod_level else target
+        target = own_only(target, resources, stanza) if stanza is not None else target
         if not target:
             continue
         update = new_container_resources(

@@ -41,10 +41,15 @@ def stanza_of(pod: Json) -> ContainerResources | None:
         raise ValueError(f"spec.resources: {error}") from None
 
 
-def own_only(target: Mapping[str, Quantity], current: ContainerResources) -> ResourceList:
-    """The target for the resources the container requests itself (the others it shares
-    with the pod: no request is added)."""
-    return ResourceList({r: q for r, q in target.items() if r in current.requests})
+def own_only(
+    target: Mapping[str, Quantity], current: ContainerResources, stanza: ContainerResources
+) -> ResourceList:
+    """The target less the resources the pod requests at pod level and the container does
+    not request itself: it shares the pod's, no request is added. A resource the pod does
+    not request at pod level is sized as in any pod."""
+    return ResourceList(
+        {r: q for r, q in target.items() if r in current.requests or r not in stanza.requests}
+    )
 
 
 @dataclass

@@ -67,3 +67,11 @@ def test_a_pod_limit_range_bounds_the_stanza_itself() -> None:
     # the LimitRanger checks pod-level amounts (403 above max): 400m and 800m -> 500m
     assert result["spec"]["resources"] == {"requests": {"cpu": "400m"}, "limits": {"cpu": "500m"}}
     assert "pod-level cpu limit capped to the Pod LimitRange max" in patch.reason
+
+
+def test_a_resource_the_pod_does_not_request_at_pod_level_is_sized_per_container() -> None:
+    original = pod_level(container("a"), container("b"), requests={"memory": "1Gi"})
+    result = apply_patch(original, pod_patch(original, vpa("Auto", TARGETS)).operations)
+    assert result["spec"]["resources"] == {"requests": {"memory": "300Mi"}}
+    requests = [c["resources"]["requests"] for c in result["spec"]["containers"]]
+    assert requests == [{"cpu": "300m"}, {"cpu": "100m"}]  # cpu is not shared: as any pod's
