@@ -135,13 +135,17 @@ def size_pod_level(
                 missing.append(container.name)
             else:
                 total += amount.nanos
-        if missing:
+        floor = _floor(resource, sized, plain_init)
+        if missing and floor <= stanza.requests[resource].nanos:
             notes.append(
                 f"pod-level {resource} request left as is: no {resource} target for "
                 + ", ".join(missing)
             )
             continue
-        total = max(total, _floor(resource, sized, plain_init))
+        if missing:  # the containers' own requests grew past it: the API wants it covered
+            notes.append(f"pod-level {resource} request raised to the containers' own requests")
+            total = 0
+        total = max(total, floor)
         wanted[resource] = Quantity(total, stanza.requests[resource].format)
     if not wanted:
         return PodLevelSizing(stanza, tuple(notes))

@@ -117,3 +117,13 @@ def test_node_fit_counts_pod_level_requests_and_the_allocated_ones() -> None:
     assert isinstance(plan, ResizePlan)
     fit = node_fit(subject, plan, node(cpu="3"), [subject])
     assert not fit.fits and fit.never and "cpu needs 3600" in fit.reason
+
+
+def test_own_requests_growing_past_a_stanza_left_as_is_raise_it() -> None:
+    own = container("a", requests={"cpu": "200m"})
+    subject = pod_level([own, container("b")], {"cpu": "300m"})
+    plan = plan_pod_resize(subject, {"a": Target(0.5, None, None)})  # none for b
+    assert isinstance(plan, ResizePlan) and plan.pod_level is not None
+    assert ints(plan.containers[0].requests) == {"cpu": 500}
+    assert ints(plan.pod_level.requests) == {"cpu": 500}  # the API wants the aggregate covered
+    assert "pod-level cpu request raised to the containers' own requests" in plan.notes
