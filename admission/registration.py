@@ -156,13 +156,7 @@ class Registrar:
         return True
 
     def _share(self, ca_pem: bytes, digest: str) -> bool:
-        stored = self._call(
-            lambda: self.admission.read_mutating_webhook_configuration(
-                REGISTRATION_NAME, _preload_content=False
-            ),
-            "read",
-        )
-        current = _bundle(json.loads(stored.data))
+        current = _bundle(self.read())
         if digest == self._registered and holds(current[0], ca_pem):
             return False
         body = registration(self.endpoint, merged_bundle(current[0], ca_pem), self.timeout)
@@ -170,6 +164,17 @@ class Registrar:
         self._apply(body)
         self._registered = digest
         return True
+
+    def read(self) -> Json:
+        """The registration as stored (ClusterError when it cannot be read)."""
+        stored = self._call(
+            lambda: self.admission.read_mutating_webhook_configuration(
+                REGISTRATION_NAME, _preload_content=False
+            ),
+            "read",
+        )
+        found: Json = json.loads(stored.data)
+        return found
 
     def _apply(self, body: Json) -> None:
         self._call(

@@ -1,6 +1,7 @@
 """`tailor admission --self-signed-certs` on the real API server, on the shipped RBAC: the CA
 it made is what its registration's caBundle holds, and the API server, trusting it, calls
-the webhook for a new pod, which gets its VPA's target. The key goes when it stops."""
+the webhook for a new pod, which gets its VPA's target. The key goes when it stops. Replicas
+registering at once keep each other's CAs in the one caBundle."""
 
 from __future__ import annotations
 
@@ -9,14 +10,19 @@ import contextlib
 import ssl
 import tempfile
 import urllib.request
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import pytest
 from kubernetes.client.exceptions import ApiException
 
-from admission.registration import REGISTRATION_NAME, Endpoint, registration
+from admission.registration import REGISTRATION_NAME, Endpoint, Registrar, registration
+from admission.self_signed import holds, issue
+from tailor.kube import ClusterError
 from tests.admission.cluster import WEBHOOKS
 from tests.admission.test_webhook_cluster import container, create_vpa, deployment, pod_of
+from tests.cluster.controlplane import ControlPlane
 from tests.cluster.crds import install_crds
 from tests.cluster.fixtures import FullNamespace
 from tests.cluster.processes import free_port, tailor_process
@@ -81,3 +87,46 @@ def test_the_webhook_registers_the_ca_it_made_and_the_api_server_calls_it(
     finally:
         with contextlib.suppress(ApiException):
             api.delete(f"{WEBHOOKS}/{REGISTRATION_NAME}")
+
+
+class StaleReader(Registrar):
+    """A replica whose read of the registration came before another replica's write."""
+
+    stale: Mapping[str, Any] | None = None
+
+    def read(self) -> Mapping[str, Any]:
+        assert self.stale is not None
+        return self.stale
+
+
+def test_replicas_registering_at_once_keep_each_others_cas(
+    kube_cluster: ControlPlane, kube_api: RawApi, tmp_path: Path
+) -> None:
+    endpoint = Endpoint(url="https://127.0.0.1:1/mutate")
+    placeholder = dict(registration(endpoint, b""))
+    del placeholder["webhooks"][0]["clientConfig"]["caBundle"]
+    kube_api.create(WEBHOOKS, placeholder)
+    try:
+        with kube_cluster.api_client() as client:
+            replicas = []
+            for name in ("a", "b", "c"):
+                ca_file = tmp_path / f"{name}.crt"
+                ca_file.write_bytes(issue(("127.0.0.1",))[0])
+                replicas.append(Registrar(client, endpoint, ca_file, 5, shared=True))
+            # b read the registration before a wrote: its write is refused (409), not
+            # applied over a's CA, and goes through at its next check
+            read_before = replicas[1].read()
+            assert replicas[0].check()
+            late = StaleReader(client, endpoint, replicas[1].ca_file, 5, shared=True)
+            late.stale = read_before
+            with pytest.raises(ClusterError, match="the object has been modified"):
+                late.check()
+            assert holds(_bundle(kube_api), replicas[0].ca_file.read_bytes())
+            assert replicas[1].check() and replicas[2].check()
+            assert not replicas[0].check()  # its CA is still there: nothing to write
+            bundle = _bundle(kube_api)
+            assert all(holds(bundle, r.ca_file.read_bytes()) for r in replicas)
+            assert bundle.startswith(replicas[2].ca_file.read_bytes())  # the last writer's
+    finally:
+        with contextlib.suppress(ApiException):
+            kube_api.delete(f"{WEBHOOKS}/{REGISTRATION_NAME}")
