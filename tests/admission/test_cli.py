@@ -21,7 +21,8 @@ from tests.cluster.waiting import wait_until
 
 
 def run(*args: str) -> tuple[int, str]:
-    result = CliRunner().invoke(app, ["admission", *args])
+    # wide enough that rich never wraps a long temporary path inside its error box
+    result = CliRunner().invoke(app, ["admission", *args], env={"COLUMNS": "1000"})
     return result.exit_code, plain(result.output)
 
 
