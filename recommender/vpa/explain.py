@@ -13,6 +13,7 @@ import pandas as pd
 
 from recommender.vpa.estimators import confidence_factor
 from recommender.vpa.model import VpaModel
+from tailor.memory_pressure import MEMORY_PRESSURE
 
 KEYS = ["namespace", "workload", "container"]
 
@@ -30,11 +31,14 @@ def _factor(value: float) -> str:
     return "x inf" if not np.isfinite(value) else f"x{value:.2f}"
 
 
-def oom_counts(events: pd.DataFrame | None, aggregates: pd.DataFrame) -> np.ndarray:
-    """OOM kills per aggregate (rows of `aggregates`) in a canonical events table."""
+def oom_counts(
+    events: pd.DataFrame | None, aggregates: pd.DataFrame, reason: str = "OOMKilled"
+) -> np.ndarray:
+    """OOM kills (or other events of `reason`) per aggregate (rows of `aggregates`) in a
+    canonical events table."""
     if events is None or events.empty:
         return np.zeros(len(aggregates), dtype=np.int64)
-    kills = events.loc[events["reason"] == "OOMKilled", KEYS].astype(str)
+    kills = events.loc[events["reason"] == reason, KEYS].astype(str)
     counts = kills.groupby(KEYS).size()
     index = pd.MultiIndex.from_frame(aggregates.loc[:, KEYS].astype(str))
     return counts.reindex(index).fillna(0).to_numpy(dtype=np.int64)
@@ -48,6 +52,7 @@ def vpa_explanations(
     cpu_days = model.confidence("cpu")
     memory_days = model.confidence("memory")
     kills = oom_counts(events, aggregates)
+    episodes = oom_counts(events, aggregates, MEMORY_PRESSURE)  # counted as kills
     margin = f"+{s.safety_margin * 100:g}% margin"
     cpu_target, cpu_lower, cpu_upper = s.percentiles("cpu")
     memory_target, memory_lower, memory_upper = s.percentiles("memory")
@@ -78,9 +83,12 @@ def vpa_explanations(
         )
         if float(memory_days[row]) != days:
             text += f" (memory: {_history(float(memory_days[row]))})"
-        if kills[row]:
+        if kills[row] or episodes[row]:
+            said = [f"{kills[row]} OOM kill(s)"] if kills[row] else []
+            if episodes[row]:
+                said.append(f"{episodes[row]} memory-pressure episode(s) (as kills)")
             text += (
-                f"; {kills[row]} OOM kill(s) raised memory: each counts as a peak of "
+                f"; {' and '.join(said)} raised memory: each counts as a peak of "
                 f"{s.oom_bump_ratio:g}x the memory at the kill, at least "
                 f"+{s.oom_min_bump / 2**20:g}Mi"
             )

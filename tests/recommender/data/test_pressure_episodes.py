@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from recommender.advice import explained_vpa
 from recommender.data.ooms import oom_kills
 from recommender.data.prometheus_assembly import pressure_episodes
 from recommender.data.schema import validate_events
@@ -92,6 +93,8 @@ def test_the_models_bump_the_memory_for_an_episode_as_for_an_oom_kill() -> None:
     assert with_pressure == with_kill  # the same memory as a kill at that working set
     assert with_pressure > without
     assert with_pressure >= 340 * Mi  # 240Mi + 100 MiB, with the model's margin on top
+    [said] = explained_vpa(usage, events(MEMORY_PRESSURE))["explanation"].tolist()
+    assert "1 memory-pressure episode(s) (as kills) raised memory" in said
 
 
 def test_an_events_file_may_hold_pressure_episodes_but_no_unknown_reason() -> None:
