@@ -68,11 +68,19 @@ class _Reader:
 def memory_pressure_flags(url: str | None, stalled: float, window: str) -> MemoryPressure | None:
     """The reaction the flags ask for (None without a URL); bad values exit 2."""
     if url is None:
-        if (stalled, window) != (DEFAULT_STALLED, DEFAULT_WINDOW):
+        given = {"--memory-pressure-stalled": stalled != DEFAULT_STALLED,
+                 "--memory-pressure-window": window != DEFAULT_WINDOW}  # fmt: skip
+        stray = [flag for flag, set_ in given.items() if set_]
+        if stray:
             raise typer.BadParameter(
-                "goes with --memory-pressure-prometheus URL", param_hint="--memory-pressure-*"
+                "goes with --memory-pressure-prometheus URL", param_hint=", ".join(stray)
             )
         return None
+    if "://" not in url:  # host:9090 reached requests as a scheme "host"
+        raise typer.BadParameter(
+            f"{url!r} is not a URL; did you mean http://{url}?",
+            param_hint="--memory-pressure-prometheus",
+        )
     span = duration_flag(window, "--memory-pressure-window", "1s")
     try:
         rule = PressureRule(stalled_share=stalled, window=span)

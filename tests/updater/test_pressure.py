@@ -6,15 +6,18 @@ real-cluster run with Prometheus is tests/updater/test_pressure_cluster.py).
 
 from __future__ import annotations
 
+import logging
 import math
 from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from tailor.api.vpa import PodResourcePolicy
 from tailor.cli.main import app
+from tailor.cli.memory_pressure import memory_pressure_flags
 from tailor.memory_pressure import PressureReading, PressureRule
 from tailor.quantity import Quantity
 from tailor.schedule_file import ScheduleRow
@@ -193,6 +196,7 @@ def test_bad_pressure_flags_exit_2_before_any_connection(tmp_path: Path) -> None
     base = ["follow", "--once", "--recommendations", "--kubeconfig", str(config)]
     cases = {
         ("--memory-pressure-window", "30s"): "goes with --memory-pressure-prometheus URL",
+        ("--memory-pressure-prometheus", "prometheus:9090"): "did you mean http://prometheus:9090",
         ("--memory-pressure-prometheus", "http://x", "--memory-pressure-stalled", "2"): (
             "above 0 and at most 1"
         ),
@@ -204,3 +208,17 @@ def test_bad_pressure_flags_exit_2_before_any_connection(tmp_path: Path) -> None
         result = CliRunner().invoke(app, [*base, *flags])
         assert result.exit_code == 2, (flags, result.output)
         assert message in plain(result.output), (flags, result.output)
+
+
+def test_an_unreachable_prometheus_costs_the_reaction_one_pass_not_the_pass(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    pressure = memory_pressure_flags("http://127.0.0.1:1", 0.1, "2m")  # nothing listens
+    assert pressure is not None
+    cluster = InMemoryCluster(pod_objects=[_pod()], nodes_by_name={"node-a": node()})
+    with caplog.at_level(logging.WARNING, logger="tailor.follow"):
+        [outcome] = follow_once(
+            cluster, [_row(200 * Mi)], NOW, PassOptions(memory_pressure=pressure)
+        )
+    assert (outcome.action, outcome.applied) == (Action.RESIZE, True)  # the schedule's resize
+    assert "memory pressure not read this pass: cannot reach Prometheus" in caplog.text
