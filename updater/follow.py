@@ -369,8 +369,7 @@ def follow_once(
         else due_now(pods, rows, now, options.acts_in)
     )
     boosted = {id(pod): boost for pod in pods if (boost := startup_boost(pod)) is not None}
-    memory_pressure = options.memory_pressure
-    readings = memory_pressure.read() if memory_pressure is not None else {}
+    readings = options.memory_pressure.readings() if options.memory_pressure else None
     due += boosted_elsewhere(pods, due, boosted, options.acts_in)
     for pod, namespace, workload, scheduled in due:
         name = object_key(pod)[1]
@@ -384,12 +383,8 @@ def follow_once(
                 outcomes.append(ending)
             continue
         governance = governor.of(pod, namespace)
-        raising = None
-        if memory_pressure is not None:  # before the OOM kill: at once, whatever else is due
-            raising = pressure.plan_pressure_raise(
-                pod, namespace, governance, memory_pressure, readings, now
-            )
-        if raising is not None:
+        raising = pressure.plan_pressure_raise(pod, namespace, governance, readings, now)
+        if raising is not None:  # before the OOM kill: at once, whatever else is due
             if raising.refused is not None:
                 outcomes.append(Outcome(namespace, name, workload, Action.NONE, raising.refused))
             else:

@@ -37,11 +37,22 @@ ContainerKey = tuple[str, str, str]  # namespace, pod, container
 
 
 @dataclass(frozen=True)
+class Readings:
+    """One pass's readings, (namespace, pod, container) -> PressureReading, and the rule."""
+
+    rule: PressureRule
+    by_container: Mapping[ContainerKey, PressureReading]
+
+
+@dataclass(frozen=True)
 class MemoryPressure:
-    """The rule, and each pass's readings (namespace, pod, container) -> PressureReading."""
+    """The rule, and how a pass reads the containers' pressure (once per pass)."""
 
     rule: PressureRule
     read: Callable[[], Mapping[ContainerKey, PressureReading]]
+
+    def readings(self) -> Readings:
+        return Readings(self.rule, self.read())
 
 
 @dataclass(frozen=True)
@@ -183,18 +194,18 @@ def plan_pressure_raise(
     pod: Json,
     namespace: str,
     governance: Governance,
-    pressure: MemoryPressure,
-    readings: Mapping[ContainerKey, PressureReading],
+    readings: Readings | None,
     now: datetime,
 ) -> PressurePlan | None:
-    """The raise of a pod the updater resizes in place (None: no container calls for one).
+    """The raise of a pod the updater resizes in place (None: no container calls for one,
+    or no readings: the reaction is off).
 
     Bounded as every resize is (the VPA's policy, LimitRanges), never lowering anything,
     and leaving what an HPA scales on to the HPA.
     """
-    if governance.leave_alone or governance.recreate:
+    if readings is None or governance.leave_alone or governance.recreate:
         return None
-    found = pressure_raise(pod, namespace, readings, pressure.rule, now)
+    found = pressure_raise(pod, namespace, readings.by_container, readings.rule, now)
     if found is None:
         return None
     targets = without_contested(found.targets, governance.contested)

@@ -33,6 +33,7 @@ from updater.pressure import (
     PRESSURE_RAISED,
     ContainerKey,
     MemoryPressure,
+    Readings,
     floored,
     plan_pressure_raise,
     pressure_raise,
@@ -97,23 +98,23 @@ def test_the_vpas_max_allowed_bounds_the_raise_and_nothing_is_ever_lowered() -> 
         )
         return Governance(PodRules(resource_policy=policy))
 
-    pressure = MemoryPressure(RULE, dict)
-    readings = _readings(app=UNDER)
-    capped = plan_pressure_raise(_pod(), "shop", governed("300Mi"), pressure, readings, NOW)
+    readings = Readings(RULE, _readings(app=UNDER))
+    capped = plan_pressure_raise(_pod(), "shop", governed("300Mi"), readings, NOW)
     assert capped is not None and capped.refused is None
     [change] = capped.planned.containers  # type: ignore[union-attr]
     assert change.requests["memory"] == Quantity.parse("300Mi")
     assert change.limits["memory"] == Quantity.parse("600Mi")  # in proportion (2x)
 
-    at_max = plan_pressure_raise(_pod(), "shop", governed("128Mi"), pressure, readings, NOW)
+    at_max = plan_pressure_raise(_pod(), "shop", governed("128Mi"), readings, NOW)
     assert at_max is not None
     assert at_max.refused is not None
     assert at_max.refused.endswith("not raised: its policy allows no more memory")
-    above = plan_pressure_raise(_pod("200Mi"), "shop", governed("150Mi"), pressure, readings, NOW)
+    above = plan_pressure_raise(_pod("200Mi"), "shop", governed("150Mi"), readings, NOW)
     assert above is not None and above.refused is not None
     assert "not raised: app's memory request is above what its policy allows" in above.refused
+    assert plan_pressure_raise(_pod(), "shop", governed("300Mi"), None, NOW) is None  # off
     left_alone = Governance(PodRules(), leave_alone="no VerticalPodAutoscaler controls it")
-    assert plan_pressure_raise(_pod(), "shop", left_alone, pressure, readings, NOW) is None
+    assert plan_pressure_raise(_pod(), "shop", left_alone, readings, NOW) is None
 
 
 def test_a_raise_holds_as_a_floor_for_a_day() -> None:
