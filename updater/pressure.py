@@ -20,12 +20,14 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 
 from tailor.memory_pressure import PressureReading, PressureRule
+from tailor.pod_level import pod_level_resources
 from tailor.pods import sized_containers
 from tailor.quantity import QuantityError
 from updater.due_targets import Target, without_contested
 from updater.governance import Governance
-from updater.plan import ResizePlan, Skipped, plan_resize
-from updater.resources import Json, limits_of, requests_of
+from updater.plan import ContainerResize, ResizePlan, Skipped
+from updater.pod_plan import plan_pod_resize
+from updater.resources import Json, limits_of, requests_of, resource_list
 
 #: pod annotation: the memory requests pressure raised, "container=bytes@unix-seconds ..."
 PRESSURE_RAISED = "kube-tailor.io/memory-pressure-raised"
@@ -79,15 +81,16 @@ def raised_on(pod: Json) -> dict[str, Raised]:
     return found
 
 
+def _held(pod: Json, at: float) -> dict[str, Raised]:
+    """The raises recorded on `pod` still held at `at` (UNIX seconds)."""
+    return {n: r for n, r in raised_on(pod).items() if at - r.at < HOLD.total_seconds()}
+
+
 def recorded(pod: Json, plan: ResizePlan, now: datetime) -> str:
     """The annotation's value after `plan` was applied at `now`: its memory requests, and
     the earlier raises of other containers still held."""
     at = now.astimezone(UTC).timestamp()
-    kept = {
-        name: raise_
-        for name, raise_ in raised_on(pod).items()
-        if at - raise_.at < HOLD.total_seconds()
-    }
+    kept = _held(pod, at)
     for container in plan.containers:
         memory = container.requests.get("memory")
         if memory is not None:
@@ -99,15 +102,10 @@ def floored(pod: Json, targets: Mapping[str, Target], now: datetime) -> Mapping[
     """`targets` with no memory request below a raise held on the pod (within HOLD); a
     floored request keeps the limit in proportion, as the raise set it (a planned limit
     under it would bring the pressure back)."""
-    at = now.astimezone(UTC).timestamp()
-    held = {
-        name: raise_.memory
-        for name, raise_ in raised_on(pod).items()
-        if at - raise_.at < HOLD.total_seconds()
-    }
+    held = _held(pod, now.astimezone(UTC).timestamp())
     out = dict(targets)
     for name, target in targets.items():
-        floor = held.get(name)
+        floor = held[name].memory if name in held else None
         if floor is not None and target.memory_bytes is not None and target.memory_bytes < floor:
             out[name] = replace(target, memory_bytes=floor, memory_limit_bytes=None)
     return out
@@ -136,7 +134,8 @@ def pressure_raise(
 
     A container raised less than one window ago is left out: its window still averages
     the stalls from before the raise. Containers without a memory request are left out
-    too (the API server refuses a resize that adds one).
+    too (the API server refuses a resize that adds one), and so are those sharing a
+    pod-level budget (`spec.resources`) for the same reason: the OOM path sizes them.
     """
     name = str((pod.get("metadata") or {}).get("name"))
     at = now.astimezone(UTC).timestamp()
@@ -166,17 +165,29 @@ def pressure_raise(
     return PressureRaise(targets, f"{PRESSURE} ({'; '.join(said)})")
 
 
+def _lowered(name: str, before: tuple[int | None, int | None], change: ContainerResize) -> str:
+    after = (change.requests.get("memory"), change.limits.get("memory"))
+    for kind, old, new in zip(("request", "limit"), before, after, strict=True):
+        if old is not None and new is not None and new.int_value() < old:
+            return f"{name}'s memory {kind} is above what its policy allows"
+    return ""
+
+
 def lowered(pod: Json, plan: ResizePlan) -> str | None:
-    """What of `plan` would lower a memory request or limit (a raise never does: the
-    VPA's maxAllowed below what the pod asks already); None when nothing is lowered."""
+    """What of `plan` would lower a memory request or limit, a container's or the pod's
+    (a raise never does: the VPA's maxAllowed below what the pod asks already); None
+    when nothing is lowered."""
     specs = {c.name: c.spec for c in sized_containers(pod)}
     for change in plan.containers:
         spec = specs.get(change.name, {})
         before = (requests_of(spec).get("memory"), limits_of(spec).get("memory"))
-        after = (change.requests.get("memory"), change.limits.get("memory"))
-        for kind, old, new in zip(("request", "limit"), before, after, strict=True):
-            if old is not None and new is not None and new.int_value() < old:
-                return f"{change.name}'s memory {kind} is above what its policy allows"
+        if why := _lowered(change.name, before, change):
+            return why
+    stanza = pod_level_resources(pod)
+    if plan.pod_level is not None and stanza is not None:
+        before = (resource_list(stanza.requests).get("memory"),
+                  resource_list(stanza.limits).get("memory"))  # fmt: skip
+        return _lowered("the pod", before, plan.pod_level) or None
     return None
 
 
@@ -212,7 +223,9 @@ def plan_pressure_raise(
     if not targets:
         return None
     try:
-        planned: ResizePlan | Skipped | QuantityError = plan_resize(pod, targets, governance.rules)
+        planned: ResizePlan | Skipped | QuantityError = plan_pod_resize(
+            pod, targets, governance.rules
+        )
     except QuantityError as error:
         planned = error
     refused = None

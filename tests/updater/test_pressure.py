@@ -76,6 +76,13 @@ def test_only_containers_under_sustained_pressure_are_raised_by_the_oom_bump() -
     assert pressure_raise(_pod(), "shop", _readings(app=unknown), RULE, NOW) is None
 
 
+def test_a_container_sharing_a_pod_level_budget_is_left_to_the_oom_path() -> None:
+    """It has no request of its own, and a resize may not add one."""
+    shared = pod([container("app")], name="web")
+    shared["spec"]["resources"] = {"requests": {"memory": "512Mi"}, "limits": {"memory": "1Gi"}}
+    assert pressure_raise(shared, "shop", _readings(app=UNDER), RULE, NOW) is None
+
+
 def test_a_container_raised_within_the_window_is_not_raised_again() -> None:
     """Its window still averages the stalls from before the raise."""
     just_now = {PRESSURE_RAISED: f"app={330 * Mi}@{NOW.timestamp() - 60:.0f}"}
