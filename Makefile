@@ -30,8 +30,10 @@ controlplane:
 helm:
 	tests/deploy/build-helm.sh
 
+# Two workers, one test module each at a time: most real-cluster tests wait on processes,
+# and module-scoped fixtures (an executed notebook, a started service) are built once.
 test: venv controlplane helm
-	$(BIN)/pytest -q
+	$(BIN)/pytest -q -n 2 --dist loadfile
 
 test-fast: venv
 	$(BIN)/pytest -q -m "not cluster and not prometheus"
