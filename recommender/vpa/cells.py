@@ -73,9 +73,7 @@ class Span:
             return np.zeros_like(self.first), np.full_like(self.first, self.cells.n_buckets - 1)
         last = self.first + self.length - 1
         lowest = np.where(self.nonempty, buckets[np.minimum(self.first, buckets.size - 1)], 0)
-        highest = np.where(
-            self.nonempty, buckets[np.clip(last, 0, None)], self.cells.n_buckets - 1
-        )
+        highest = np.where(self.nonempty, buckets[np.clip(last, 0, None)], self.cells.n_buckets - 1)
         return lowest, highest
 
     def cells_below(self, thresholds: np.ndarray) -> np.ndarray:
