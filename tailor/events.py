@@ -82,16 +82,21 @@ class EventSink(Protocol):
 
 
 class KubeEventSink:
-    """core/v1 Events through the kubernetes client (RBAC: events create, patch)."""
+    """core/v1 Events through the kubernetes client (RBAC: events create, patch).
+
+    Each answer is read to its end: an unread raw response keeps its connection out of
+    the client's pool, so the next Event would open (and handshake) a connection of its
+    own, one per Event, which in a burst of pod creations costs the webhook more than
+    the reviews."""
 
     def __init__(self, core: Any) -> None:
         self.core = core  # kubernetes.client.CoreV1Api
 
     def create_event(self, namespace: str, body: Json) -> None:
-        self.core.create_namespaced_event(namespace, body, _preload_content=False)
+        self.core.create_namespaced_event(namespace, body, _preload_content=False).read()
 
     def patch_event(self, namespace: str, name: str, body: Json) -> None:
-        self.core.patch_namespaced_event(name, namespace, body, _preload_content=False)
+        self.core.patch_namespaced_event(name, namespace, body, _preload_content=False).read()
 
 
 @dataclass
