@@ -14,6 +14,8 @@ memory) the VPA controls there (containerPolicies: `mode: Off` and
 `controlledResources` exclude). An HPA without metrics scales on 80 % CPU
 utilization: autoscaling/v2's defaulting (pkg/apis/autoscaling/v2/defaults.go).
 Malformed HPAs are skipped: they can fight nothing the API server would accept.
+A VPA annotated `kube-tailor.io/coordinate-hpa: "true"` is coordinated instead
+(`tailor.hpa_coordination`): no conflict, its HPAs' targets follow its requests.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from typing import Any
 from tailor.api.crd import WILDCARD_CONTAINER
 from tailor.api.meta import RESOURCE_CPU, RESOURCE_MEMORY, api_group
 from tailor.api.vpa import ContainerResourcePolicy, UpdateMode, VerticalPodAutoscaler
+from tailor.hpa_coordination import coordinates
 from tailor.scope import NamespaceScope
 
 Json = Mapping[str, Any]
@@ -65,6 +68,19 @@ class _Metric:
 
 
 _DEFAULT_METRICS = (_Metric(RESOURCE_METRIC, RESOURCE_CPU, None, defaulted=True),)
+
+
+def scales_target(hpa: object, vpa: VerticalPodAutoscaler) -> bool:
+    """Whether the HPA (API JSON) scales the VPA's target, in the VPA's namespace."""
+    if not isinstance(hpa, Mapping):
+        return False
+    metadata, spec = hpa.get("metadata"), hpa.get("spec")
+    if not isinstance(metadata, Mapping) or not isinstance(spec, Mapping):
+        return False
+    scale_target = spec.get("scaleTargetRef")
+    if metadata.get("namespace") not in (None, "", vpa.namespace):
+        return False
+    return isinstance(scale_target, Mapping) and _targets_same(scale_target, vpa)
 
 
 def _targets_same(scale_target: Json, vpa: VerticalPodAutoscaler) -> bool:
@@ -149,9 +165,11 @@ def hpa_conflicts(
 
     `containers` are the names of the VPA's pods' containers where known: a Resource metric
     then conflicts only if the VPA controls that resource in one of them, a ContainerResource
-    metric only for one of them. HPAs of other namespaces or targets are ignored.
+    metric only for one of them. HPAs of other namespaces or targets are ignored. A VPA
+    that coordinates with its HPAs (`tailor.hpa_coordination`) fights none of them: its
+    updater rewrites their targets as it resizes.
     """
-    if not acts(vpa):
+    if not acts(vpa) or coordinates(vpa):
         return []
     names = None if containers is None else sorted(set(containers))
     conflicts: list[HpaConflict] = []
