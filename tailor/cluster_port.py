@@ -95,6 +95,17 @@ class UpdaterCluster(ClusterReads, Protocol):
         """Merge `annotations` into the pod's metadata (when it was last resized)."""
         ...
 
+    def patch_hpa(self, namespace: str, name: str, patch: Json) -> Answer:
+        """A JSON merge patch of an autoscaling/v2 HPA (its target, when coordinated)."""
+        ...
+
+    def write_vpa_status(
+        self, vpa: Json, status_over: Callable[[Json | None], Json], attempts: int = 8
+    ) -> Answer:
+        """Write `status_over(current status)` over the VPA's status (a coordinated HPA's
+        condition), again over a fresh read when another writer was first (409)."""
+        ...
+
 
 class RecommenderCluster(ClusterReads, Protocol):
     """What the recommender service's pass (`recommender.service.passes`) reads and writes."""

@@ -319,6 +319,18 @@ class Cluster:
             )
         )
 
+    def patch_hpa(self, namespace: str, name: str, patch: Json) -> Answer:
+        """A JSON merge patch of an autoscaling/v2 HorizontalPodAutoscaler."""
+        return self._answer(
+            lambda: self._write(
+                self.autoscaling.patch_namespaced_horizontal_pod_autoscaler,
+                name,
+                namespace,
+                dict(patch),
+                _content_type="application/merge-patch+json",
+            )
+        )
+
     def evict(self, pod: Json, dry_run: bool = False) -> Answer:
         """POST pods/eviction: the API server refuses (429) what a PodDisruptionBudget forbids."""
         metadata = pod["metadata"]

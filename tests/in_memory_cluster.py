@@ -179,6 +179,17 @@ class InMemoryCluster:
                 return Answer(True, 200, obj=copy.deepcopy(self.vpa_objects[index]))
         return Answer(False, 404, f'verticalpodautoscalers "{name}" not found')
 
+    def patch_hpa(self, namespace: str, name: str, patch: Json) -> Answer:
+        key = (namespace, name)
+        refused = self._refused("patch-hpa", key)
+        if refused is not None:
+            return refused
+        for index, found in enumerate(self.hpa_objects):
+            if _key(found) == key:
+                self.hpa_objects[index] = merge_patch(found, patch)
+                return Answer(True, 200, obj=copy.deepcopy(self.hpa_objects[index]))
+        return Answer(False, 404, f'horizontalpodautoscalers "{name}" not found')
+
     def write_vpa_status(
         self, vpa: Json, status_over: Callable[[Json | None], Json], attempts: int = 8
     ) -> Answer:

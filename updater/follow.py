@@ -29,6 +29,7 @@ from updater.due_targets import Target, boosted_elsewhere, recommended, why_noth
 from updater.due_targets import scheduled as due_now
 from updater.fit import NodeUsage, fits_beside
 from updater.governance import Governance, limit_rules, pod_targets, vpa_governance
+from updater.hpa_sync import HpaSync, sync_hpas
 from updater.others import awaited
 from updater.plan import PodRules, ResizePlan, Skipped
 from updater.pod_plan import plan_pod_resize
@@ -73,9 +74,11 @@ class Outcome:
 
 
 class Outcomes(list[Outcome]):
-    """A pass's outcomes, one per pod considered; `why_nothing` says why there are none."""
+    """A pass's outcomes, one per pod considered; `why_nothing` says why there are none;
+    `hpas`: the HPA targets rewritten for VPAs that coordinate (`updater.hpa_sync`)."""
 
     why_nothing: str = ""
+    hpas: tuple[HpaSync, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -346,6 +349,19 @@ class _Run:
         return Outcome(item.namespace, item.name, item.workload, action, detail, applied, event)
 
 
+def _sync_hpas(
+    cluster: UpdaterCluster, governor: _Governor, options: PassOptions, now: datetime
+) -> list[HpaSync]:
+    """The targets of the HPAs whose VPA coordinates with them, after the pass's resizes."""
+    if governor.hpas is None:  # not read (no --vpa, or --allow-hpa-conflicts)
+        return []
+    vpas = [v for v in governor.vpas if options.acts_in(v.namespace)]
+    events = NoEvents() if options.dry_run else options.events
+    return sync_hpas(
+        cluster, vpas, governor.hpas, governor.controllers, events, now, options.dry_run
+    )
+
+
 def follow_once(
     cluster: UpdaterCluster,
     rows: Iterable[ScheduleRow],
@@ -413,6 +429,7 @@ def follow_once(
             )
     options.no_room.end_pass()
     result = Outcomes(outcomes)
+    result.hpas = tuple(_sync_hpas(cluster, governor, options, now))
     if not result:
         result.why_nothing = (
             "no running pod in the namespaces served"

@@ -89,6 +89,10 @@ def _print(outcomes: Outcomes, fmt: FollowFormat) -> None:
         print_table(outcome_table(outcomes))
     if outcomes.why_nothing:
         Console(stderr=fmt is FollowFormat.json).print(f"nothing to do: {outcomes.why_nothing}")
+    for synced in outcomes.hpas:
+        said = "HPA target rewritten" if synced.applied else "HPA target refused"
+        text = f"{said}: {synced.namespace}/{synced.vpa}: {synced.detail}"
+        Console(stderr=fmt is FollowFormat.json, soft_wrap=True).print(text, markup=False)
 
 
 @dataclass(frozen=True)
@@ -168,6 +172,8 @@ class _Follower:
         answered(LOG, self.telemetry, API_SERVER)
         if outcomes.why_nothing:
             LOG.info("nothing to do: %s", outcomes.why_nothing)
+        for synced in outcomes.hpas:
+            LOG.info("HPA %s/%s: %s", synced.namespace, synced.hpa, synced.detail)
         for item in outcomes:
             if item.action.value != "none" or not item.applied:
                 LOG.info("%s/%s %s: %s", item.namespace, item.pod, item.action.value, item.detail)
