@@ -29,231 +29,36 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 from urllib.parse import urlsplit
 
-import numpy as np
-import pandas as pd
-
 from recommender.data.openmetrics import usage_to_openmetrics
-from tailor.quantity import Quantity, cpu_cores, memory_bytes
 from tests.cluster import toolchain
 from tests.cluster.certs import CertificateAuthority
 from tests.cluster.controlplane import ClusterOptions, ControlPlane, wait_for_default_namespace
 from tests.cluster.crds import install_crds
+from tests.cluster.demo_fleet import (
+    NAMESPACE,
+    POOL_LABEL,
+    QUEUE_NODE,
+    QUEUE_NODE_CPU,
+    QUEUE_NODE_KUBELET_CPU,
+    SCHEDULE,
+    STEP,
+    SYSTEM,
+    create_fleet,
+    feed_usage,
+    finish_nightly_job,
+    history,
+    scale_api_up,
+)
+from tests.cluster.demo_view import Observed, view
 from tests.cluster.kubelet_sim import KubeletSimulator
-from tests.cluster.kubelet_sim.usage import UsageSeries
 from tests.cluster.processes import free_port
 from tests.cluster.prometheus import PrometheusFactory, _ensure_binaries
-from tests.cluster.rawapi import Json, RawApi
+from tests.cluster.rawapi import RawApi
 
-NAMESPACE = "demo"
-SYSTEM = "kube-tailor"
-SCHEDULE = f"{SYSTEM}/tailor-schedule"
-Mi = 2**20
-STEP = 300
 STARTED = time.monotonic()
-# The daily peak is now, whenever the demo runs: the fleet's web Deployment is over its
-# request in the hour in force, so the recommender raises it at once and the updater
-# resizes its pods in place within minutes instead of at the next hour's boundary.
-PEAK_HOUR = (time.time() % 86400) / 3600
-
-
-@dataclass(frozen=True)
-class Workload:
-    """One Deployment of the fleet: its history's shape and the VPA that names kube-tailor."""
-
-    name: str
-    replicas: int
-    cpu_request: str
-    memory_request: str
-    mode: str
-    cpu: tuple[float, float]  # (night, peak) cores of the daily cycle; equal: flat
-    memory_mib: float
-    memory_limit: str | None = None
-    pdb_min_available: int | None = None
-    leak_mib_per_minute: float = 0.0  # live memory growth: reaches the limit, OOM-killed
-    pool: str = "main"  # the nodes it runs on (label kube-tailor.io/demo-pool)
-
-    def cpu_at(self, seconds: np.ndarray) -> np.ndarray:
-        hours = (seconds % 86400) / 3600
-        cycle = np.clip(np.cos((hours - PEAK_HOUR) / 24 * 2 * np.pi), 0, None)
-        return self.cpu[0] + (self.cpu[1] - self.cpu[0]) * cycle
-
-
-FLEET = (
-    Workload("web", 2, "500m", "512Mi", "InPlace", (0.1, 1.2), 300),
-    Workload("batch", 1, "500m", "1Gi", "InPlaceOrRecreate", (0.05, 0.05), 200),
-    Workload("leaky", 1, "100m", "200Mi", "InPlace", (0.05, 0.05), 150, "200Mi", None, 30.0),
-    Workload("api", 3, "400m", "256Mi", "InPlaceOrRecreate", (0.08, 0.1), 120, None, 2),
-    # alone on node-3 beside NIGHTLY_JOB: its growth is Deferred until the job finishes
-    Workload("queue", 1, "500m", "256Mi", "InPlace", (0.1, 1.2), 150, pool="queue"),
-)
-POOL_LABEL = "kube-tailor.io/demo-pool"
-# node-3 says 3 CPU in its Node status while its kubelet holds 1 back (a reservation raised,
-# not reported yet): queue's growth (500m -> about 1.3) fits by the Node, so the updater
-# resizes it, and not beside the job by the kubelet's count (1 + 1.3 > 2), so it is Deferred
-QUEUE_NODE, QUEUE_NODE_CPU, QUEUE_NODE_KUBELET_CPU = "node-3", "3", "2"
-NIGHTLY_JOB = "nightly-job"
-
-
-def history(end: int, days: int) -> pd.DataFrame:
-    """What the fleet used over the last `days`, one pod per workload, as kube-state-metrics
-    and cAdvisor would have recorded it: the forecaster's days to learn from."""
-    rng = np.random.default_rng(7)
-    times = np.arange(end - days * 86400, end, STEP)
-    frames: list[pd.DataFrame] = []
-    for workload in FLEET:
-        cpu = workload.cpu_at(times) + rng.normal(0, 0.01, times.size)
-        frames.append(
-            pd.DataFrame(
-                {
-                    "timestamp": pd.to_datetime(times, unit="s", utc=True),
-                    "namespace": NAMESPACE,
-                    "workload": workload.name,
-                    "pod": f"{workload.name}-5d8f7c9b4-old{len(frames)}",
-                    "container": "app",
-                    "cpu": np.clip(cpu, 0.01, None),
-                    "memory": workload.memory_mib * Mi + rng.integers(0, 8 * Mi, times.size),
-                    "cpu_request": cpu_cores(workload.cpu_request),
-                    "memory_request": memory_bytes(workload.memory_request),
-                    "cpu_limit": np.nan,
-                    "memory_limit": memory_bytes(workload.memory_limit)
-                    if workload.memory_limit
-                    else np.nan,
-                }
-            )
-        )
-    return pd.concat(frames, ignore_index=True)
-
-
-def live_usage(workload: Workload, now: float) -> UsageSeries:
-    """The usage a new container of `workload` plays from now: the cycle's current level,
-    and for a leaking one memory that climbs a step a minute."""
-    cpu = float(workload.cpu_at(np.array([now]))[0])
-    if not workload.leak_mib_per_minute:
-        return UsageSeries.constant(cpu, int(workload.memory_mib * Mi))
-    memory = [int((workload.memory_mib + workload.leak_mib_per_minute * i) * Mi) for i in range(60)]
-    return UsageSeries((cpu,), memory, step_seconds=60)
-
-
-def manifests(workload: Workload) -> list[tuple[str, Json]]:
-    """(collection, object) of the workload's Deployment, VPA and PodDisruptionBudget."""
-    labels = {"app": workload.name}
-    limits = {"memory": workload.memory_limit} if workload.memory_limit else {}
-    container = {
-        "name": "app",
-        "image": "registry.k8s.io/pause:3.10",
-        "resources": {
-            "requests": {"cpu": workload.cpu_request, "memory": workload.memory_request},
-            **({"limits": limits} if limits else {}),
-        },
-    }
-    deployment = {
-        "apiVersion": "apps/v1",
-        "kind": "Deployment",
-        "metadata": {"name": workload.name},
-        "spec": {
-            "replicas": workload.replicas,
-            "selector": {"matchLabels": labels},
-            "template": {
-                "metadata": {"labels": labels},
-                "spec": {"containers": [container], "nodeSelector": {POOL_LABEL: workload.pool}},
-            },
-        },
-    }
-    vpa = {
-        "apiVersion": "autoscaling.k8s.io/v1",
-        "kind": "VerticalPodAutoscaler",
-        "metadata": {"name": workload.name},
-        "spec": {
-            "targetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": workload.name},
-            "recommenders": [{"name": "kube-tailor"}],
-            "updatePolicy": {"updateMode": workload.mode},
-        },
-    }
-    found = [
-        (f"/apis/apps/v1/namespaces/{NAMESPACE}/deployments", deployment),
-        (f"/apis/autoscaling.k8s.io/v1/namespaces/{NAMESPACE}/verticalpodautoscalers", vpa),
-    ]
-    if workload.pdb_min_available is not None:
-        pdb = {
-            "apiVersion": "policy/v1",
-            "kind": "PodDisruptionBudget",
-            "metadata": {"name": workload.name},
-            "spec": {
-                "minAvailable": workload.pdb_min_available,
-                "selector": {"matchLabels": labels},
-            },
-        }
-        found.append((f"/apis/policy/v1/namespaces/{NAMESPACE}/poddisruptionbudgets", pdb))
-    return found
-
-
-def nightly_job() -> Json:
-    """A one-off pod on node-3 (no VPA) taking the room queue's growth needs, until it ends."""
-    container = {
-        "name": "job",
-        "image": "registry.k8s.io/pause:3.10",
-        "resources": {"requests": {"cpu": "1", "memory": "256Mi"}},
-    }
-    spec = {"containers": [container], "nodeName": QUEUE_NODE, "restartPolicy": "Never"}
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": NIGHTLY_JOB}, "spec": spec}
-
-
-def resize_deferred(pod: Json) -> bool:
-    """Whether the kubelet put off the pod's resize (PodResizePending, reason Deferred)."""
-    return any(
-        c.get("type") == "PodResizePending" and c.get("reason") == "Deferred"
-        for c in pod.get("status", {}).get("conditions", [])
-    )
-
-
-def resize_applied(pod: Json) -> bool:
-    """Whether the kubelet runs the pod at its spec's requests (nothing pending)."""
-    wanted = pod["spec"]["containers"][0].get("resources", {}).get("requests", {})
-    statuses = pod.get("status", {}).get("containerStatuses") or [{}]
-    running = (statuses[0].get("resources") or {}).get("requests", {})
-    same = {k: Quantity.parse(str(v)) for k, v in running.items()} == {
-        k: Quantity.parse(str(v)) for k, v in wanted.items()
-    }
-    pending = any(c.get("type") == "PodResizePending" for c in pod["status"].get("conditions", []))
-    return same and not pending
-
-
-@dataclass
-class Observed:
-    """What the demo saw: pods by UID with the requests first seen, in-place resizes, and
-    resizes the kubelet Deferred (then applied)."""
-
-    first_requests: dict[str, tuple[str, str]] = field(default_factory=dict)
-    resized: dict[str, tuple[str, tuple[str, str], tuple[str, str]]] = field(default_factory=dict)
-    webhook_sized: set[str] = field(default_factory=set)
-    deferred: dict[str, str] = field(default_factory=dict)  # uid -> the kubelet's message
-    deferred_applied: set[str] = field(default_factory=set)
-    started: float = field(default_factory=time.monotonic)
-    first_resize_after: float | None = None
-
-    def record(self, pods: list[Json]) -> None:
-        for pod in pods:
-            uid, name = pod["metadata"]["uid"], pod["metadata"]["name"]
-            requests = pod["spec"]["containers"][0].get("resources", {}).get("requests", {})
-            now = (str(requests.get("cpu")), str(requests.get("memory")))
-            before = self.first_requests.setdefault(uid, now)
-            if now != before and uid not in self.resized:
-                self.resized[uid] = (name, before, now)
-                if self.first_resize_after is None:
-                    self.first_resize_after = time.monotonic() - self.started
-            if (pod["metadata"].get("annotations") or {}).get("vpaUpdates"):
-                self.webhook_sized.add(uid)
-            if resize_deferred(pod) and uid not in self.deferred:
-                found = pod["status"]["conditions"]
-                why = [c.get("message", "") for c in found if c["type"] == "PodResizePending"]
-                self.deferred[uid] = why[0]
-            elif uid in self.deferred and resize_applied(pod):
-                self.deferred_applied.add(uid)
 
 
 class DemoCluster(contextlib.ExitStack):
@@ -391,99 +196,6 @@ class DemoCluster(contextlib.ExitStack):
         print(f"demo-cluster: {text}", file=sys.stderr, flush=True)
 
 
-def create_fleet(api: RawApi) -> None:
-    for workload in FLEET:
-        for collection, manifest in manifests(workload):
-            api.create(collection, manifest)
-    api.create(f"/api/v1/namespaces/{NAMESPACE}/pods", nightly_job())
-
-
-def finish_nightly_job(api: RawApi) -> None:
-    """The job ends (its pod goes): the kubelet retries the Deferred resize, which now fits."""
-    path = f"/api/v1/namespaces/{NAMESPACE}/pods/{NIGHTLY_JOB}"
-    api.request("DELETE", path, {"gracePeriodSeconds": 0})
-
-
-def feed_usage(api: RawApi, sim: KubeletSimulator, seen: set[str]) -> list[Json]:
-    """The fleet's pods; each new one gets its workload's live usage on the simulator."""
-    pods = api.get(f"/api/v1/namespaces/{NAMESPACE}/pods")["items"]
-    by_name = {w.name: w for w in FLEET}
-    for pod in pods:
-        workload = by_name.get((pod["metadata"].get("labels") or {}).get("app", ""))
-        if workload and pod["metadata"]["uid"] not in seen:
-            sim.set_usage(
-                NAMESPACE, pod["metadata"]["name"], "app", live_usage(workload, time.time())
-            )
-            seen.add(pod["metadata"]["uid"])
-    return [p for p in pods if not p["metadata"].get("deletionTimestamp")]
-
-
-def _table(title: str, *columns: str) -> Any:
-    from rich.table import Table
-
-    table = Table(title=title, expand=True)
-    for column in columns:
-        table.add_column(column, overflow="fold")
-    return table
-
-
-def _vpa_row(vpa: Json) -> list[str]:
-    status = vpa.get("status") or {}
-    recommended = (status.get("recommendation") or {}).get("containerRecommendations") or [{}]
-    target = recommended[0].get("target", {})
-    why = next(
-        (c.get("message", "") for c in status.get("conditions", []) if c.get("message")),
-        "waiting for the recommender's first pass",
-    )
-    mode = vpa["spec"]["updatePolicy"]["updateMode"]
-    cpu, memory = str(target.get("cpu", "-")), str(target.get("memory", "-"))
-    return [vpa["metadata"]["name"], mode, cpu, memory, why[:160]]
-
-
-def _pod_row(pod: Json, observed: Observed) -> list[str]:
-    uid = pod["metadata"]["uid"]
-    requests = pod["spec"]["containers"][0].get("resources", {}).get("requests", {})
-    restarts = sum(s.get("restartCount", 0) for s in pod["status"].get("containerStatuses", []))
-    change = observed.resized.get(uid)
-    notes = ["webhook"] if uid in observed.webhook_sized else []
-    if change:
-        notes.append(f"in place: {'/'.join(change[1])} -> {'/'.join(change[2])}")
-    if uid in observed.deferred_applied:
-        notes.append("Deferred by the kubelet, then applied")
-    elif uid in observed.deferred:
-        notes.append(f"Deferred: {observed.deferred[uid]}")
-    node = pod["spec"].get("nodeName", "-")
-    cpu, memory = str(requests.get("cpu", "-")), str(requests.get("memory", "-"))
-    return [pod["metadata"]["name"], uid[:8], node, cpu, memory, str(restarts), "; ".join(notes)]
-
-
-def _event_row(event: Json) -> list[str]:
-    involved = event["involvedObject"]
-    when = (event.get("lastTimestamp") or event.get("eventTime") or "")[11:19]
-    subject = f"{involved['kind'].lower()}/{involved['name']}"
-    return [when, event.get("type", ""), event.get("reason", ""), subject, event["message"][:120]]
-
-
-def view(api: RawApi, pods: list[Json], observed: Observed) -> Any:
-    """One frame of the live view: VPAs, pods and the latest Events."""
-    from rich.console import Group
-
-    vpas = _table("VerticalPodAutoscalers", "VPA", "mode", "cpu", "memory", "explanation")
-    found = api.get(f"/apis/autoscaling.k8s.io/v1/namespaces/{NAMESPACE}/verticalpodautoscalers")
-    for vpa in found["items"]:
-        vpas.add_row(*_vpa_row(vpa))
-    columns = ("pod", "uid", "node", "cpu req", "memory req", "restarts", "sized / resized")
-    table = _table("Pods (an in-place resize keeps the UID)", *columns)
-    for pod in sorted(pods, key=lambda p: p["metadata"]["name"]):
-        table.add_row(*_pod_row(pod, observed))
-    events = _table("Events (kubectl get events)", "time", "type", "reason", "object", "message")
-    happened = api.get(f"/api/v1/namespaces/{NAMESPACE}/events")["items"]
-    happened.sort(key=lambda e: e.get("lastTimestamp") or e.get("eventTime") or "", reverse=True)
-    for event in happened[:8]:
-        events.add_row(*_event_row(event))
-    return Group(vpas, table, events)
-
-
 def run(args: argparse.Namespace) -> int:
     from rich.console import Console
     from rich.live import Live
@@ -508,15 +220,14 @@ def run(args: argparse.Namespace) -> int:
                 if not scaled and observed.resized:
                     scale_api_up(api)  # a new pod, sized by the webhook
                     scaled = True
-                if not job_done and observed.deferred:
-                    time.sleep(5)  # a moment to see it Deferred in the live view
-                    finish_nightly_job(api)
-                    job_done = True
                 if not released and observed.deferred_applied:  # node-3's status catches up
                     sim.update_node_allocatable(QUEUE_NODE, cpu=QUEUE_NODE_CPU, memory="4Gi")
                     released = True
                 if not args.plain:
                     live.update(view(api, pods, observed))
+                if not job_done and observed.deferred:  # after a frame showed it Deferred
+                    finish_nightly_job(api)
+                    job_done = True
                 shown = observed.resized and observed.webhook_sized and observed.deferred_applied
                 if args.until_shown and shown:
                     break
@@ -525,13 +236,6 @@ def run(args: argparse.Namespace) -> int:
     if not args.state_dir:
         shutil.rmtree(workdir, ignore_errors=True)
     return 0 if observed.resized else 1
-
-
-def scale_api_up(api: RawApi) -> None:
-    path = f"/apis/apps/v1/namespaces/{NAMESPACE}/deployments/api/scale"
-    scale = api.get(path)
-    scale["spec"]["replicas"] += 1
-    api.request("PUT", path, scale)
 
 
 def report(observed: Observed) -> None:
