@@ -20,6 +20,7 @@ import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 from pydantic import ValidationError
@@ -129,9 +130,13 @@ def group_recommendations(vpa: VerticalPodAutoscaler) -> GroupRecommendations | 
     if not text:
         return None
     try:
-        return GroupRecommendations.decode(text)
+        return _decoded(text)
     except NodeGroupError:
         return None
+
+
+# the updater asks once per pod and the webhook once per admission: one parse per text
+_decoded = lru_cache(maxsize=256)(GroupRecommendations.decode)
 
 
 def for_node(
