@@ -7,10 +7,12 @@ drawn (no matplotlib) leaves no partial set of files behind.
 from __future__ import annotations
 
 import sys
+from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 
 import typer
+from rich import box
 from rich.table import Table
 
 from recommender.backtest import METRIC_NAMES, BacktestInputError, BacktestResult
@@ -35,57 +37,139 @@ class BacktestFormat(StrEnum):
     json = "json"
 
 
-def _cell(value: float, ratio: float | None) -> str:
+@dataclass(frozen=True)
+class MetricView:
+    """How a metric reads in the table: its label, which way is better, its precision."""
+
+    label: str
+    better: str  # "lower is better", ...: said once, in the label's row
+    kind: str  # "share" / "rare" (a percentage, 1 / 2 decimals), "count" (2), "hours" (0)
+
+
+METRIC_VIEWS = {
+    "cpu_relative_slack": MetricView("CPU slack: requested, unused", "lower is better", "share"),
+    "cpu_shortfall_rate": MetricView(
+        "CPU shortfall: windows short of usage", "lower is better", "rare"
+    ),
+    "memory_relative_slack": MetricView(
+        "memory slack: requested, unused", "lower is better", "share"
+    ),
+    "oom_per_container_day": MetricView("OOM kills per container-day", "lower is better", "count"),
+    "changes_per_container_day": MetricView(
+        "request changes per container-day, mean", "fewer: less churn", "count"
+    ),
+    "changes_per_container_day_p50": MetricView(
+        "request changes per container-day, median", "fewer: less churn", "count"
+    ),
+    "changes_per_container_day_p99": MetricView(
+        "request changes per container-day, p99", "fewer: less churn", "count"
+    ),
+    "cpu_core_hours_requested": MetricView("CPU core-hours requested", "lower is cheaper", "hours"),
+    "memory_gib_hours_requested": MetricView(
+        "memory GiB-hours requested", "lower is cheaper", "hours"
+    ),
+    "autopilot_memory_relative_slack": MetricView(
+        "memory slack as GKE Autopilot counts it", "lower is better", "share"
+    ),
+}
+RATIO_NOTE = f"under each figure: its ratio to {BASELINE}"
+
+
+def figure(value: float, kind: str) -> str:
+    """One precision per kind of metric, so that a row's figures line up and compare."""
     if value != value:  # NaN: undefined (e.g. memory on CPU-only data)
         return "n/a"
-    text = f"{value:,.0f}" if abs(value) >= 1000 else f"{value:.4g}"
-    if ratio is not None and ratio == ratio:
+    if kind in ("share", "rare"):  # a rare event's share needs a decimal more
+        return f"{value * 100:.{1 if kind == 'share' else 2}f}%"
+    if kind == "hours":
+        return f"{value:,.0f}"
+    return f"{value:,.2f}"
+
+
+def _cell(value: float, kind: str, ratio: float | None) -> str:
+    text = figure(value, kind)
+    if ratio is not None and ratio == ratio and value == value:
         text += f"\n[dim]{ratio:.2f}x[/dim]"
     return text
+
+
+def metric_label(metric: str) -> str:
+    """The metric as people read it, with which way is better, then its key (dim) for JSON
+    and the docs."""
+    view = METRIC_VIEWS[metric]
+    return f"{view.label} ({view.better})\n[dim]{metric}[/dim]"
+
+
+def _table(title: str, caption: str | None = None) -> Table:
+    return Table(
+        title=title,
+        caption=caption,
+        header_style="bold",
+        box=box.SIMPLE_HEAD,
+        show_edge=False,
+        pad_edge=False,
+    )
 
 
 def result_table(result: BacktestResult) -> Table:
     """Metrics as rows, strategies as columns; under each value its ratio to vpa."""
     ratios = result.ratios(BASELINE)
-    title = (
-        f"backtest: {result.containers} containers, {result.container_days:,.1f} container-days"
-        + (f" (grey: ratio to {BASELINE})" if ratios else "")
-    )
-    table = Table(title=title, header_style="bold")
-    table.add_column("metric", no_wrap=True)
+    title = f"backtest: {result.containers} containers, {result.container_days:,.1f} container-days"
+    table = _table(title, RATIO_NOTE if ratios else None)
+    table.add_column("metric", overflow="fold", ratio=1, min_width=20)
     for name in result.strategies:
-        table.add_column(name, justify="right")
+        table.add_column(name, justify="right", no_wrap=True)
     for metric in METRIC_NAMES:
+        kind = METRIC_VIEWS[metric].kind
         cells = []
         for name in result.strategies:
             ratio = ratios[name][metric] if ratios and name != BASELINE else None
-            cells.append(_cell(result.summary[name][metric], ratio))
-        table.add_row(metric, *cells)
+            cells.append(_cell(result.summary[name][metric], kind, ratio))
+        table.add_row(metric_label(metric), *cells)
     if result.readings:
         for risk, slack in READINGS:
             at = next(iter(result.readings.values()))[risk]
             base = result.readings.get(BASELINE, {}).get(slack, float("nan"))
+            kind = METRIC_VIEWS[slack].kind
             cells = []
             for name in result.strategies:
                 value = result.readings.get(name, {}).get(slack, float("nan"))
                 ratio = value / base if base and name != BASELINE else None
-                cells.append(_cell(value, ratio))
-            label = f"{slack} at vpa's {risk} ({_cell(at, None)})"
-            table.add_row(f"[bold]{label}[/bold]", *cells)
+                cells.append(_cell(value, kind, ratio))
+            risk_text = figure(at, METRIC_VIEWS[risk].kind)
+            label = (
+                f"[bold]{METRIC_VIEWS[slack].label} at {BASELINE}'s "
+                f"{METRIC_VIEWS[risk].label.split(':')[0]} ({risk_text})[/bold]"
+            )
+            table.add_row(f"{label}\n[dim]{slack} at {risk}[/dim]", *cells)
     return table
+
+
+FRONTIER_HEADERS = {  # short: seven columns must fit 80
+    "cpu_relative_slack": "CPU slack",
+    "cpu_shortfall_rate": "CPU short",
+    "memory_relative_slack": "mem slack",
+    "oom_per_container_day": "OOM /c-day",
+    "changes_per_container_day": "changes /c-day",
+}
 
 
 def frontier_table(result: BacktestResult) -> Table:
     """Every point of every strategy's frontier: its setting and the figures it trades."""
-    table = Table(title="frontier: every grid point (* the default)", header_style="bold")
-    for column in ("strategy", "setting", *FRONTIER_COLUMNS):
-        table.add_column(column, justify="left" if column in ("strategy", "setting") else "right")
+    caption = "lower is better in every column; * the default setting; /c-day: per container-day"
+    table = _table("frontier: every grid point", caption)
+    table.add_column("strategy", no_wrap=True)
+    table.add_column("setting", overflow="fold", ratio=1)
+    for column in FRONTIER_COLUMNS:
+        table.add_column(FRONTIER_HEADERS[column], justify="right", no_wrap=True)
     for name, points in result.frontiers.items():
         for point in points:
             setting = point["setting"]
             text = ", ".join(f"{key}={value}" for key, value in setting.items() if key != "default")
             mark = "*" if setting.get("default") else ""
-            figures = [_cell(point[metric], None) for metric in FRONTIER_COLUMNS]
+            figures = [
+                _cell(point[metric], METRIC_VIEWS[metric].kind, None) for metric in FRONTIER_COLUMNS
+            ]
             table.add_row(name + mark, text or "(defaults)", *figures)
     return table
 

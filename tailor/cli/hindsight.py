@@ -10,6 +10,7 @@ OOM budget.
 from __future__ import annotations
 
 import math
+import textwrap
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -189,18 +190,41 @@ def run_hindsight(history: ReplayHistory, settings: HindsightSettings, started: 
     with _flag_errors():
         budget = budget_from_rate(days, resource.value, settings.budget_rate)
         result = slack_lower_bound(days, budget, settings.changes_per_day, settings.exempt_fraction)
-    typer.echo(
-        f"{resource.value}_relative_slack > "
-        f"{_bound_text(result.bound)} "
-        f"(certified; lambda={result.multiplier:.4g}, budget={result.budget:g} of "
+    typer.echo(f"{resource.value}_relative_slack > {_bound_text(result.bound)} (certified)")
+    typer.echo(meaning(settings, result.bound))
+    details = (
+        f"details: lambda={result.multiplier:.4g}, budget={result.budget:g} of "
         f"{days.windows} windows, {days.container_days:.1f} container-days, "
         f"counted days={result.counted_days}, exempt={result.exempt_days}, "
         f"free={result.free_days}, evaluations={result.evaluations}, "
-        f"load {loaded - started:.1f}s, bound {time.perf_counter() - loaded:.1f}s)"
+        f"load {loaded - started:.1f}s, bound {time.perf_counter() - loaded:.1f}s"
     )
+    typer.echo(textwrap.fill(details, width=80, subsequent_indent="  "))
     if windows is not None:
         _print_reference(history, resource, windows, settings.budget_rate, settings.at_least_mean)
     _print_peak_floor(history, settings.memory_window, settings.slack_goal)
+
+
+def meaning(settings: HindsightSettings, bound: float) -> str:
+    """The bound in words for the user, wrapped to 80 columns: what no strategy can beat."""
+    floor = math.floor(bound * 1000) / 10  # rounded down, as the bound is
+    if settings.resource is Resource.cpu:
+        what, risk = "CPU", "no window short of CPU"
+        if settings.budget_rate:
+            risk = f"at most {settings.budget_rate:.2%} of windows short of CPU"
+    else:
+        what, risk = "memory", "no OOM kill"
+        if settings.budget_rate:
+            risk = f"at most {settings.budget_rate:g} OOM kills per container-day"
+    text = (
+        f"What it means: on this history, no strategy, not even one that knows the future, "
+        f"leaves less than {floor:.1f}% of the {what} it requests unused while it has {risk} "
+        f"and makes at most {settings.changes_per_day} request changes per container-day "
+        f"({settings.exempt_fraction:.0%} of the days may have more). The "
+        f"{what.lower()}_relative_slack `tailor backtest` reports for a strategy can come "
+        "down to this figure and no further: the gap is what a better strategy could save."
+    )
+    return textwrap.fill(text, width=80, break_long_words=False, break_on_hyphens=False)
 
 
 def _peak_window_seconds(
