@@ -33,6 +33,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from recommender.data.openmetrics import usage_to_openmetrics
+from tailor.schedule_file import SCHEDULE_KEY
 from tests.cluster import toolchain
 from tests.cluster.certs import CertificateAuthority
 from tests.cluster.controlplane import ClusterOptions, ControlPlane, wait_for_default_namespace
@@ -139,7 +140,11 @@ class DemoCluster(contextlib.ExitStack):
                 "-n", NAMESPACE,
             ],
         }  # fmt: skip
-        follow = services.pop("follow")
+        # an empty plan until the recommender's first pass, so the updater (which refuses to
+        # start on a schedule it cannot read) starts with the others, not a minute later
+        home, schedule = SCHEDULE.split("/")
+        empty = {"metadata": {"name": schedule}, "data": {SCHEDULE_KEY: "[]"}}
+        self.api.create(f"/api/v1/namespaces/{home}/configmaps", empty)
         for name, args in services.items():
             self.service(name, [*args, *common])
         create_fleet(self.api)
@@ -149,7 +154,6 @@ class DemoCluster(contextlib.ExitStack):
         )
         self.say("waiting for the recommender's first pass (the schedule ConfigMap)")
         self.wait_for_schedule()
-        self.service("follow", [*follow, *common])
         self.say(f"services started; logs in {self.logs}")
 
     def service(self, name: str, args: list[str]) -> None:
@@ -182,8 +186,8 @@ class DemoCluster(contextlib.ExitStack):
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             with contextlib.suppress(Exception):
-                self.api.get(path)
-                return
+                if self.api.get(path)["data"][SCHEDULE_KEY] != "[]":
+                    return
             self.while_waiting()
             for process in self.processes:
                 if process.poll() is not None:
