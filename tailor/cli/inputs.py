@@ -25,7 +25,6 @@ from recommender.data.prometheus_settings import (
 from recommender.data.promql import QueryNames, check_extra_matcher
 from recommender.data.schema import DataFormatError, empty_events
 from recommender.data.synthetic import demo_fleet
-from recommender.data.traces import load_dataset
 from recommender.overrides import SettingsError, settings_with, validation_text
 from tailor.cli.errors import DataError
 from tailor.cli.progress import progress_bar
@@ -70,6 +69,8 @@ def load_history(
             return demo_fleet()
         if dataset is not None:
             known_dataset(dataset)
+            from recommender.data.traces import load_dataset  # the trace readers: pyarrow
+
             try:
                 return load_dataset(dataset, **(dataset_options or {})), empty_events()
             except DataFormatError:

@@ -11,7 +11,6 @@ from contextlib import contextmanager
 
 import numpy as np
 import pandas as pd
-import pyarrow as pa
 
 from recommender.data.schema import STRING_DTYPE, DataFormatError, validate_usage
 
@@ -32,7 +31,10 @@ def reading(source: str) -> Iterator[None]:
 
 
 def _repeat_labels(labels: list[str], codes: np.ndarray) -> pd.Series:
-    """labels[codes] as a string column, built in Arrow (no million Python str objects)."""
+    """labels[codes] as a string column, built in Arrow (no million Python str objects);
+    pyarrow imported here, so that a command that loads no trace never imports it."""
+    import pyarrow as pa
+
     return pd.Series(pd.array(pa.array(labels).take(pa.array(codes)), dtype=STRING_DTYPE))
 
 

@@ -19,9 +19,6 @@ from tailor.cli.main import COMMANDS, load_command
 
 ROOT = Path(__file__).resolve().parents[3]
 HEAVY = ("sklearn", "scipy", "statsmodels", "matplotlib", "kubernetes", "pyarrow", "dask")
-# pandas 3 imports pyarrow itself (its string dtype) wherever pyarrow is installed: a
-# command that needs pandas cannot leave pyarrow out, one that does not must
-NEEDS_PANDAS = ("pandas", "pyarrow")
 
 PROBE = """
 import json, sys
@@ -67,9 +64,23 @@ def test_help_and_version_import_no_heavy_library(arguments: list[str], tmp_path
 def test_recommend_demo_imports_neither_the_forecaster_nor_the_cluster_client(
     tmp_path: Path,
 ) -> None:
+    """pandas imports pyarrow wherever it is installed: the demo fleet, built in memory,
+    imports pandas without it (`without_pyarrow`)."""
     loaded = loaded_heavy(["recommend", "--demo", "--format", "json"], tmp_path)
     assert "pandas" in loaded  # the probe works: the command did run
-    assert [name for name in loaded if name not in NEEDS_PANDAS] == []
+    assert [name for name in loaded if name != "pandas"] == []
+
+
+def test_a_command_reading_a_file_still_gets_pyarrow(tmp_path: Path) -> None:
+    """The demo's shortcut stays the demo's: a Parquet history is read with pyarrow."""
+    from recommender.data.files import write_usage
+    from recommender.data.synthetic import demo_fleet
+
+    usage, _ = demo_fleet(days=2)
+    source = tmp_path / "usage.parquet"
+    write_usage(usage, source)
+    loaded = loaded_heavy(["recommend", "--input", str(source), "--format", "json"], tmp_path)
+    assert "pandas" in loaded and "pyarrow" in loaded
 
 
 def test_the_listing_matches_each_command_once_loaded() -> None:
