@@ -18,7 +18,7 @@ import typer
 from rich.console import Console
 
 from recommender.data.arrays import SamplePeriodError
-from recommender.data.ooms import unmatched_oom_kills
+from recommender.data.ooms import OOM_LIKE, unmatched_oom_kills
 from recommender.forecast.settings import ForecastSettings
 from recommender.overrides import SettingsError, settings_with
 from recommender.recommend import recommend_forecast_workloads
@@ -317,9 +317,11 @@ def note_unmatched_ooms(console: Console, usage: pd.DataFrame, events: pd.DataFr
     namespace typo in an events file used to drop every kill without a word."""
     unmatched = unmatched_oom_kills(usage, events)
     if unmatched:
-        kills = int((events["reason"] == "OOMKilled").sum())
+        reasons = events["reason"]
+        kills = int(reasons.isin(OOM_LIKE).sum())  # a pressure episode counts as a kill
+        what = "OOM kills" if (reasons == "OOMKilled").sum() == kills else "OOM-like events"
         console.print(
-            f"note: {unmatched} of {kills} OOM kills in the events file match no container "
+            f"note: {unmatched} of {kills} {what} in the events file match no container "
             "of the history (by namespace, pod and container) and are ignored",
             markup=False,
             highlight=False,

@@ -293,6 +293,11 @@ def test_kills_of_no_container_are_noted(tmp_path: Path, command: list[str]) -> 
     assert result.exit_code == 0, result.output
     assert "note: 2 of 2 OOM kills in the events file match no container" in plain(result.stderr)
     json.loads(result.stdout)
+    # a memory-pressure episode counts as a kill (`recommender.data.ooms.OOM_LIKE`)
+    with events.open("a") as more:
+        more.write(kill.format(9).replace("OOMKilled", "MemoryPressure"))
+    pressed = runner.invoke(app, args)
+    assert "note: 3 of 3 OOM-like events in the events file match no" in plain(pressed.stderr)
     events.write_text(events.read_text().replace("dmeo", "demo"))
     assert "note" not in runner.invoke(app, args).stderr
 
