@@ -169,8 +169,12 @@ class _Reviews:
         self.record(outcome, begun)
         if self.listener is not None:
             self.listener(review, verdict)
-        if verdict.operations or verdict.denied or outcome in ("shed", "timeout"):
+        if verdict.denied:
             LOG.info("%s/%s: %s", review.namespace, _pod_name(review), verdict.reason)
+        elif outcome != "unchanged" and LOG.isEnabledFor(logging.DEBUG):
+            # a line per sized or shed pod would cost a burst more than its reviews: the
+            # metrics count them and the Events say them
+            LOG.debug("%s/%s: %s", review.namespace, _pod_name(review), verdict.reason)
         body = orjson.dumps(review_response(review, verdict))
         return web.Response(body=body, content_type="application/json")
 
