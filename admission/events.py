@@ -4,10 +4,18 @@ Recorded off the request path (`tailor.events.QueuedRecorder`): an admission ans
 never waits on the Event API, and a burst of pod creations drops Events rather than
 delaying pods. A pod created from a generateName has no name yet when it is sized, so
 its Event is on the VPA only (it names the pod's generateName).
+
+A worker process (`admission.workers`) does not write Events itself: each Event call of
+the Python client costs milliseconds of CPU under the worker's GIL, beside its event
+loop. It counts them (`RelayedEvents`) and sends them to the parent with its metrics;
+identical Events of one send (a Deployment's pods sized alike) become one API call
+whose count says how many (`record_relayed`).
 """
 
 from __future__ import annotations
 
+import threading
+from collections import Counter
 from collections.abc import Callable
 
 import kubernetes.client
@@ -15,6 +23,7 @@ import kubernetes.client
 from admission.review import AdmissionRequest, Verdict
 from tailor.events import (
     NORMAL,
+    CountingRecorder,
     EventRecorder,
     KubeEventSink,
     ObjectRef,
@@ -24,12 +33,39 @@ from tailor.events import (
 
 COMPONENT = "kube-tailor-admission"
 SIZED = "PodSized"
+# what a worker relays: an Event (object, type, reason, message) and how many times it happened
+Relayed = tuple[ObjectRef, str, str, str, int]
 
 
 def webhook_recorder(client: kubernetes.client.ApiClient) -> QueuedRecorder:
     """The webhook's recorder: through `client`, on a thread of its own."""
     core = kubernetes.client.CoreV1Api(client)
     return QueuedRecorder(EventRecorder(KubeEventSink(core), COMPONENT))
+
+
+class RelayedEvents:
+    """A `Recorder` that only counts: identical Events are one entry, with how many."""
+
+    def __init__(self) -> None:
+        self._counts: Counter[tuple[ObjectRef, str, str, str]] = Counter()
+        self._lock = threading.Lock()  # recorded on the loop's thread, taken on another
+
+    def record(self, about: ObjectRef, kind: str, reason: str, message: str) -> bool:
+        with self._lock:
+            self._counts[(about, kind, reason, message)] += 1
+        return True
+
+    def take(self) -> list[Relayed]:
+        """What was recorded since the last take, each distinct Event once with its count."""
+        with self._lock:
+            taken, self._counts = self._counts, Counter()
+        return [(*event, times) for event, times in taken.items()]
+
+
+def record_relayed(recorder: CountingRecorder, relayed: list[Relayed]) -> None:
+    """A worker's counted Events recorded by the parent (one API call each)."""
+    for about, kind, reason, message, times in relayed:
+        recorder.record(about, kind, reason, message, times)
 
 
 def events_listener(recorder: Recorder) -> Callable[[AdmissionRequest, Verdict], None]:

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from admission.events import record_relayed, webhook_recorder
 from admission.metrics import ReviewMetrics
 from admission.periodic import Periodic
 from admission.registration import Endpoint, Registrar
@@ -60,8 +61,15 @@ def serve(
     arrives meanwhile waits on the socket), then the heartbeat once a worker serves."""
     metrics = ReviewMetrics(telemetry) if telemetry is not None else None
     record = telemetry.record_pass if telemetry is not None else None
+    recorder = webhook_recorder(client)  # the workers' Events, written here
     server = Supervisor(
-        service.config, sock, service.workers, metrics, record, service.worker_memory_bytes
+        service.config,
+        sock,
+        service.workers,
+        metrics,
+        record,
+        service.worker_memory_bytes,
+        lambda relayed: record_relayed(recorder, relayed),
     )
     stopping = threading.Event()
     for signum in (signal.SIGTERM, signal.SIGINT):

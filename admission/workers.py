@@ -13,9 +13,10 @@ started, and once it serves, the old one stops accepting, answers the reviews it
 holds and exits. The socket stays open in the parent throughout, so no connection
 is refused while they change places.
 
-Metrics: each worker sends what it recorded (`admission.metrics.Batch`) and its
-watches' passes to the parent over a pipe every quarter second; the parent replays
-them into its own registry, which its /metrics port serves.
+Metrics and Events: each worker sends what it recorded (`admission.metrics.Batch`), its
+watches' passes and the Events it counted (`admission.events.RelayedEvents`) to the
+parent over a pipe every quarter second; the parent replays the metrics into its own
+registry, which its /metrics port serves, and writes the Events.
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ from pathlib import Path
 
 import psutil
 
+from admission.events import Relayed, RelayedEvents
 from admission.metrics import Batch, MetricsSink, replay
 from admission.server import ReviewLimits
 from tailor.quantity import Quantity
@@ -71,7 +73,7 @@ def worker_main(config: WorkerConfig, sock: socket.socket, channel: Connection) 
 
     from admission.certificates import CertificateReloader
     from admission.cluster_cache import ClusterCache
-    from admission.events import events_listener, webhook_recorder
+    from admission.events import events_listener
     from admission.periodic import Periodic
     from admission.server import WebhookServer, make_app
     from tailor.kube import ClusterError, api_client_from
@@ -81,6 +83,7 @@ def worker_main(config: WorkerConfig, sock: socket.socket, channel: Connection) 
     signal.signal(signal.SIGTERM, lambda *_: stopping.set())
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides when workers stop
     batch = Batch()
+    relayed = RelayedEvents()
     passes: list[tuple[bool, float]] = []
     certificates = CertificateReloader(config.tls_cert, config.tls_key)
     loaded = api_client_from(config.kubeconfig)
@@ -102,7 +105,7 @@ def worker_main(config: WorkerConfig, sock: socket.socket, channel: Connection) 
     app = make_app(
         cache,
         lambda: cache.loaded,
-        events_listener(webhook_recorder(client)),  # each worker its own recorder
+        events_listener(relayed),  # written by the parent
         metrics=batch,
         scope=config.scope,
         max_cpu_boost=config.max_cpu_boost,
@@ -124,7 +127,7 @@ def worker_main(config: WorkerConfig, sock: socket.socket, channel: Connection) 
     def send() -> None:
         taken, passes[:] = list(passes), []
         try:
-            channel.send(("records", batch.take(), taken))
+            channel.send(("records", batch.take(), taken, relayed.take()))
         except OSError:  # the parent is gone (even kill -9): no orphan keeps the port
             stopping.set()
 
@@ -150,7 +153,8 @@ class _Worker:
 
 class Supervisor:
     """Starts `count` workers on `sock`, replaces any that dies or grows past `memory_limit`
-    bytes, and relays their metrics to `sink` and their passes to `record_pass`."""
+    bytes, and relays their metrics to `sink`, their passes to `record_pass` and their
+    Events to `record_events`."""
 
     def __init__(
         self,
@@ -160,9 +164,11 @@ class Supervisor:
         sink: MetricsSink | None = None,
         record_pass: Callable[[bool, float], None] | None = None,
         memory_limit: int | None = None,
+        record_events: Callable[[list[Relayed]], None] | None = None,
     ) -> None:
         self.config, self.sock, self.count = config, sock, count
         self.sink, self.record_pass, self.memory_limit = sink, record_pass, memory_limit
+        self.record_events = record_events
         self._workers: list[_Worker] = []
         self._lock = threading.Lock()
         self._stopping = threading.Event()
@@ -237,6 +243,8 @@ class Supervisor:
             if self.record_pass is not None:
                 for succeeded, seconds in message[2]:
                     self.record_pass(succeeded, seconds)
+            if self.record_events is not None and message[3]:
+                self.record_events(message[3])
 
     def _gone(self, worker: _Worker) -> None:
         _wait(worker.process, 5)

@@ -135,8 +135,11 @@ class EventRecorder:
         self._tokens[about] = (tokens - 1.0, now)
         return True
 
-    def record(self, about: ObjectRef, kind: str, reason: str, message: str) -> bool:
-        """Record an Event (`kind` Normal or Warning); False when rate-limited or refused."""
+    def record(
+        self, about: ObjectRef, kind: str, reason: str, message: str, times: int = 1
+    ) -> bool:
+        """Record an Event (`kind` Normal or Warning) that happened `times` times (its
+        count); False when rate-limited or refused."""
         if not about.name or not about.namespace:
             return False  # nothing a reader could find it under (a pod not named yet)
         now = self.clock()
@@ -147,7 +150,7 @@ class EventRecorder:
         seen = self._seen.get(key)
         try:
             if seen is not None and now - seen.first < AGGREGATE_WITHIN:
-                seen.count += 1
+                seen.count += times
                 try:
                     patch = {"count": seen.count, "lastTimestamp": _stamp(now)}
                     self.sink.patch_event(about.namespace, seen.name, patch)
@@ -156,9 +159,9 @@ class EventRecorder:
                     pass
             self._forget_before(now - AGGREGATE_WITHIN)
             name = f"{about.name}.{int(now.timestamp() * 1e9):x}"
-            body = self._body(about, kind, reason, message, name, now)
+            body = self._body(about, kind, reason, message, name, now, times)
             self.sink.create_event(about.namespace, body)
-            self._seen[key] = _Seen(name, 1, now)
+            self._seen[key] = _Seen(name, times, now)
         except Exception as error:
             if reason not in self._failed:
                 self._failed.add(reason)
@@ -177,7 +180,14 @@ class EventRecorder:
         }
 
     def _body(
-        self, about: ObjectRef, kind: str, reason: str, message: str, name: str, now: datetime
+        self,
+        about: ObjectRef,
+        kind: str,
+        reason: str,
+        message: str,
+        name: str,
+        now: datetime,
+        count: int,
     ) -> Json:
         return {
             "apiVersion": "v1",
@@ -192,7 +202,7 @@ class EventRecorder:
             "reportingInstance": self.instance,
             "firstTimestamp": _stamp(now),
             "lastTimestamp": _stamp(now),
-            "count": 1,
+            "count": count,
         }
 
 
@@ -207,19 +217,27 @@ class Recorder(Protocol):
     def record(self, about: ObjectRef, kind: str, reason: str, message: str) -> bool: ...
 
 
+class CountingRecorder(Protocol):
+    def record(
+        self, about: ObjectRef, kind: str, reason: str, message: str, times: int = 1
+    ) -> bool: ...
+
+
 class QueuedRecorder:
     """Records on a thread of its own: `record` only queues (a server's request path must
     not wait on the Event API); a full queue drops the Event, and counts it."""
 
-    def __init__(self, recorder: Recorder, size: int = 1000) -> None:
+    def __init__(self, recorder: CountingRecorder, size: int = 1000) -> None:
         self.recorder = recorder
-        self.queue: queue.Queue[tuple[ObjectRef, str, str, str]] = queue.Queue(size)
+        self.queue: queue.Queue[tuple[ObjectRef, str, str, str, int]] = queue.Queue(size)
         self.dropped = 0
         threading.Thread(target=self._drain, name="tailor-events", daemon=True).start()
 
-    def record(self, about: ObjectRef, kind: str, reason: str, message: str) -> bool:
+    def record(
+        self, about: ObjectRef, kind: str, reason: str, message: str, times: int = 1
+    ) -> bool:
         try:
-            self.queue.put_nowait((about, kind, reason, message))
+            self.queue.put_nowait((about, kind, reason, message, times))
         except queue.Full:
             self.dropped += 1
             return False

@@ -11,13 +11,18 @@ from pathlib import Path
 
 import pytest
 
+from admission.events import Relayed
 from admission.metrics import Batch
 from admission.server import listening_socket
 from admission.workers import Supervisor, WorkerConfig
+from tests.admission.burst import populate, review_body
 from tests.admission.https import answer, call, serving_pair
 from tests.admission.test_admit import new_pod, review
 from tests.cluster.certs import CertificateAuthority
 from tests.cluster.controlplane import ControlPlane
+from tests.cluster.crds import install_crds
+from tests.cluster.fixtures import namespace_name
+from tests.cluster.rawapi import RawApi
 from tests.cluster.waiting import wait_until
 
 
@@ -27,6 +32,7 @@ class Recorded(Batch):
     def __init__(self) -> None:
         super().__init__()
         self.passes: list[bool] = []
+        self.events: list[Relayed] = []
 
     def record_pass(self, succeeded: bool, seconds: float) -> None:
         self.passes.append(succeeded)
@@ -41,7 +47,9 @@ def workers(
     sock = listening_socket("127.0.0.1", 0)
     recorded = Recorded()
     limit = getattr(request, "param", None)
-    supervisor = Supervisor(config, sock, 2, recorded, recorded.record_pass, memory_limit=limit)
+    supervisor = Supervisor(
+        config, sock, 2, recorded, recorded.record_pass, limit, recorded.events.extend
+    )
     supervisor.start()
     try:
         yield supervisor, ca, recorded
@@ -70,6 +78,7 @@ def test_two_workers_answer_relay_their_metrics_and_a_killed_one_is_replaced(
         what="the workers' review metrics relayed to the parent",
     )
     assert {label for kind, label, _ in recorded.records if kind == "review"} == {"unchanged"}
+    assert recorded.events == []  # nothing sized, nothing said
     os.kill(first[0], signal.SIGKILL)
     wait_until(
         lambda: supervisor.ready() and first[0] not in supervisor.pids,
@@ -106,3 +115,29 @@ def test_a_worker_over_its_memory_limit_is_swapped_without_a_refused_review(
         stop.set()
         poster.join()
     assert statuses and set(statuses) == {200}
+
+
+def test_the_workers_count_their_events_and_the_parent_gets_each_once(
+    workers: tuple[Supervisor, CertificateAuthority, Recorded], kube_cluster: ControlPlane
+) -> None:
+    supervisor, ca, recorded = workers
+    namespace = namespace_name("relayed-events")
+    with kube_cluster.api_client() as client:
+        install_crds(RawApi(client))
+        populate(RawApi(client), 1, namespace)  # app0: its Deployment, ReplicaSet and VPA
+    url = f"https://127.0.0.1:{supervisor.sock.getsockname()[1]}/mutate"
+
+    def patched() -> bool:
+        return bool(answer(call(url, ca, review_body(0, namespace=namespace))[1]).get("patch"))
+
+    wait_until(patched, timeout=60, what="the workers' watches holding the new VPA")
+    sized = 1 + sum(patched() for _ in range(30))
+    wait_until(
+        lambda: sum(event[4] for event in recorded.events) == sized,
+        timeout=10,
+        what="every sized pod's Event relayed to the parent",
+    )
+    assert {(e[0].kind, e[0].name, e[2]) for e in recorded.events} == {
+        ("VerticalPodAutoscaler", "app0", "PodSized")
+    }
+    assert len(recorded.events) < sized  # counted: identical Events sent once per batch

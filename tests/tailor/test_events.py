@@ -77,3 +77,13 @@ def test_long_messages_are_cut_to_what_the_api_keeps() -> None:
     sink = Sink()
     EventRecorder(sink, "c", "host", Clock()).record(POD, "Normal", "R", "x" * 5000)
     assert len(sink.created[0]["message"]) == 1024
+
+
+def test_an_event_that_happened_several_times_is_written_with_its_count() -> None:
+    sink = Sink()
+    recorder = EventRecorder(sink, "test", clock=Clock())
+    assert recorder.record(POD, WARNING, "Sized", "sized", times=7)
+    assert recorder.record(POD, WARNING, "Sized", "sized", times=3)
+    [created] = sink.created
+    assert created["count"] == 7
+    assert [patch["count"] for _, patch in sink.patched] == [10]
