@@ -16,11 +16,12 @@ import pandas as pd
 
 from recommender.data.arrays import AGGREGATE_COLUMNS, UsageArrays, factorize_rows
 from recommender.data.throttling import throttling_notes
-from recommender.forecast.api import BOUND_COLUMNS, ForecastResult
+from recommender.forecast.api import BOUND_COLUMNS, Planned, bounds, schedule_frame
 from recommender.forecast.explain import with_memory_of
-from recommender.forecast.in_force import PLAY_COLUMNS, held_to_budget, requests_in_force
-from recommender.forecast.settings import ForecastSettings
+from recommender.forecast.policy import ForecastPolicy, InForce
+from recommender.in_force import OnRecord, requests_in_force
 from recommender.vpa.model import VpaModel
+from tailor.change_budget import ChangeBudget
 from tailor.durations import DAY
 from tailor.schedule_file import MAX_AMOUNT
 
@@ -85,44 +86,61 @@ def _joined(previous: object, note: str) -> str:
 
 
 def per_workload_forecast(
-    result: ForecastResult,
+    planned: Planned,
     arrays: UsageArrays,
     active: np.ndarray,
     kept: pd.DataFrame,
     quiet: pd.DataFrame | None,
-    settings: ForecastSettings,
+    policy: ForecastPolicy,
     *,
     count_throttling: bool,
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """The forecaster's per-series `result` merged into one row per aggregate.
+    """The forecaster's per-series plans merged into one row per aggregate.
 
-    Pods of one workload share one spec, so a workload gets the largest of its `active`
-    pods' values (`active_series`), block by block; `quiet` rows (aggregates with no
-    recent sample, from `recent_history`) are appended; the schedule is played from the
-    requests in force in `kept` (the planned history) and rounded as the API writes it.
+    Pods of one workload share one spec, so a workload needs the largest of its
+    `active` pods' needs (`active_series`), block by block; its one schedule is played
+    from the requests in force in `kept` (the planned history) and rounded as the API
+    writes it, and its bounds are that schedule's. `quiet` rows (aggregates with no
+    recent sample, from `recent_history`) are appended.
     """
-    per_series = result.recommendations.loc[active]
-    value_columns = list(BOUND_COLUMNS)
-    ranked = per_series.sort_values("cpu_target", ascending=False, kind="stable")
-    grouped = ranked.groupby(list(AGGREGATE_COLUMNS), sort=False)
-    recommendations = grouped[value_columns].max().reset_index()
+    rows = np.flatnonzero(active)
+    group, aggregates = aggregate_index(arrays.keys.iloc[rows])
+    needs = planned.needs.rows(rows).merged(group, len(aggregates))
+    in_force = _in_force(aggregates, requests_in_force(kept), policy.settings.max_changes_per_day)
+    cpu, memory = policy.schedule(needs, in_force)
+    schedule = schedule_frame(aggregates, needs, cpu, memory)
+    per_series = planned.reasons.iloc[rows].reset_index(drop=True)
+    per_series["cpu_target"] = _largest(planned.needs.cpu[rows])
+    per_series["memory_target"] = _largest(planned.needs.memory[rows])
+    recommendations = pd.concat([aggregates, bounds(needs, cpu, memory, policy.settings)], axis=1)
     recommendations["explanation"] = _workload_explanations(per_series, recommendations)
     if quiet is not None:
         recommendations = pd.concat([recommendations, quiet], ignore_index=True)
     recommendations = recommendations.sort_values(list(AGGREGATE_COLUMNS)).reset_index(drop=True)
     if count_throttling:
         recommendations = with_throttling_notes(recommendations, kept)
-    played = pd.concat([result.schedule, result.rules], axis=1)  # the rules it plays
-    schedule = (
-        played.loc[np.repeat(active, len(played) // arrays.n_series)]
-        .groupby([*AGGREGATE_COLUMNS, "start", "end"], sort=True)[
-            ["cpu_request", "memory_request", "memory_limit", *PLAY_COLUMNS]
-        ]
-        .max()
-        .reset_index()
+    schedule = schedule.sort_values([*AGGREGATE_COLUMNS, "start"], kind="stable")
+    return _rounded(recommendations), _rounded(schedule.reset_index(drop=True))
+
+
+def _largest(values: np.ndarray) -> np.ndarray:
+    """Each row's largest value, NaN for a row without one."""
+    peak = np.max(np.where(np.isnan(values), -np.inf, values), axis=1, initial=-np.inf)
+    return np.where(np.isneginf(peak), np.nan, peak)
+
+
+def _in_force(aggregates: pd.DataFrame, record: OnRecord, cap: int) -> InForce:
+    """The requests on `record` for each aggregate, and its changes of the last day as a
+    spent budget of `cap` a day (an aggregate with none on record: nothing in force)."""
+    keys = list(AGGREGATE_COLUMNS)
+    on_record = pd.MultiIndex.from_tuples(record.keys, names=keys)
+    rows = on_record.get_indexer(pd.MultiIndex.from_frame(aggregates[keys].astype(str)))
+    made = [record.changes[row] if row >= 0 else np.empty(0) for row in rows]
+    return InForce(
+        np.append(record.cpu, np.nan)[rows],  # -1 (not on record) picks the NaN appended
+        np.append(record.memory, np.nan)[rows],
+        ChangeBudget.after(made, cap),
     )
-    schedule = held_to_budget(schedule, requests_in_force(kept), settings)
-    return _rounded(recommendations), _rounded(schedule)
 
 
 def _workload_explanations(per_series: pd.DataFrame, workloads: pd.DataFrame) -> list[str]:

@@ -32,7 +32,8 @@ from recommender.data.ooms import history_start, oom_kills
 from recommender.data.schema import validate_events, validate_usage
 from recommender.data.throttling import with_cpu_demand
 from recommender.data.timestamps import unix_seconds
-from recommender.forecast.api import BOUND_COLUMNS, ForecastResult, recommend_forecast
+from recommender.forecast.api import BOUND_COLUMNS, Planned, plan_forecast
+from recommender.forecast.policy import ForecastPolicy
 from recommender.forecast.settings import ForecastSettings
 from recommender.oom_bumps import series_oom_bumps
 from recommender.vpa.model import VpaModel
@@ -157,7 +158,7 @@ class WorkloadForecast:
     recommendations: pd.DataFrame
     schedule: pd.DataFrame
     arrays: UsageArrays
-    result: ForecastResult
+    result: Planned
     active: np.ndarray
 
 
@@ -214,9 +215,10 @@ def forecast_workloads(
         kept = with_cpu_demand(kept)
     arrays = from_long(kept, step)
     bumps = series_oom_bumps(arrays.keys, oom_bumps) if oom_bumps is not None else None
-    result = recommend_forecast(arrays, events, settings, oom_bumps=bumps)
+    policy = ForecastPolicy(settings)
+    result = plan_forecast(arrays, events, policy, oom_bumps=bumps)
     active = active_series(arrays, settings.residual_days)
     recommendations, schedule = per_workload_forecast(
-        result, arrays, active, kept, quiet, settings, count_throttling=count_throttling
+        result, arrays, active, kept, quiet, policy, count_throttling=count_throttling
     )
     return WorkloadForecast(recommendations, schedule, arrays, result, active)

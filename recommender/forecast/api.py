@@ -1,15 +1,18 @@
 """The batch entry point: usage history in, recommendations and a 24 h schedule out.
 
-`recommend_forecast` is what `tailor recommend --strategy forecast` and
-`tailor schedule` call. It plans every series once from the history it is given
-(the same planner the live strategy runs every block), then lays the plan out
-two ways: a stable recommendation in the VPA API's shape (target, lowerBound,
-upperBound), a drop-in for the upstream recommender, and the schedule of
-requests per update period that the updater applies in place.
+`plan_forecast` plans every series once from the history it is given with the
+policy the live strategy runs every block (`ForecastPolicy`), and says what a schedule
+of each plan must play (`Needs`). `recommend_forecast` plays each series' schedule from
+nothing in force; `recommender.aggregates` merges the needs of a workload's pods and
+plays one schedule per workload from its requests in force. Either way the schedule is
+laid out two ways: a stable recommendation in the VPA API's shape (target, lowerBound,
+upperBound), a drop-in for the upstream recommender, and the requests per update
+period that the updater applies in place.
 """
 
 from __future__ import annotations
 
+import warnings
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 
@@ -19,12 +22,10 @@ import pandas as pd
 from recommender.data.arrays import KEY_COLUMNS, UsageArrays
 from recommender.data.ooms import history_start, oom_kills
 from recommender.forecast.explain import explain, explanation_columns
-from recommender.forecast.in_force import PLAY_COLUMNS
 from recommender.forecast.memory import OomHistory, SeriesBumps, implied_demand
-from recommender.forecast.mid_block import BlockInForce, block_in_force
-from recommender.forecast.planner import Plan, make_plan
-from recommender.forecast.schedule import build_schedule, rise_floor
-from recommender.forecast.settings import DAY, ForecastSettings
+from recommender.forecast.planner import Plan
+from recommender.forecast.policy import ForecastPolicy, Needs
+from recommender.forecast.settings import ForecastSettings
 
 BOUND_COLUMNS = (
     "cpu_target",
@@ -46,6 +47,20 @@ SCHEDULE_COLUMNS = (
 
 
 @dataclass(frozen=True)
+class Planned:
+    """Every series planned by `plan_forecast`.
+
+    plans: (rows, plan) per fleet chunk (rows index the input series); needs: what each
+    series' schedule plays, in input order; reasons: per series, KEY_COLUMNS, the
+    explanation and its facts as columns (season, workload_class, model, ...).
+    """
+
+    plans: tuple[tuple[np.ndarray, Plan], ...]
+    needs: Needs
+    reasons: pd.DataFrame
+
+
+@dataclass(frozen=True)
 class ForecastResult:
     """What `recommend_forecast` returns.
 
@@ -53,17 +68,13 @@ class ForecastResult:
         as columns (season, workload_class, model, cpu_margin, ...).
     schedule: long table, one row per (series, block), SCHEDULE_COLUMNS; start
         and end are UTC timestamps. The first block of each series is the one the
-        history ends in (the block in force, `mid_block`), then the plan's horizon.
-    plans: (rows, plan) per fleet chunk: the raw per-series arrays behind both
-        (rows index the input series).
-    rules: the `PLAY_COLUMNS` of each row of `schedule` (same index), what
-        replaying it from the requests in force needs (see `in_force.held_to_budget`).
+        history ends in (the block in force), then the plan's horizon.
+    plans: (rows, plan) per fleet chunk: the raw per-series arrays behind both.
     """
 
     recommendations: pd.DataFrame
     schedule: pd.DataFrame
     plans: tuple[tuple[np.ndarray, Plan], ...]
-    rules: pd.DataFrame
 
 
 def oom_history(
@@ -101,106 +112,95 @@ def oom_history(
     return ooms, replace(usage, memory=folded)
 
 
-def _stable(
-    plan: Plan, cpu: np.ndarray, memory: np.ndarray, usage: UsageArrays, s: ForecastSettings
-) -> pd.DataFrame:
-    """target / lower / upper per series from the schedule (see the module docstring)."""
-    with np.errstate(invalid="ignore"):
-        recent_cpu = np.max(np.where(np.isnan(usage.cpu), -np.inf, usage.cpu), axis=1)
-    recent_cpu = np.where(np.isfinite(recent_cpu), recent_cpu, np.nan)
-    cpu_target = np.nanmax(np.where(np.isnan(cpu), -np.inf, cpu), axis=1)
-    cpu_target = np.where(np.isfinite(cpu_target), cpu_target, np.nan)
-    cpu_lower = np.nanmin(np.where(np.isnan(cpu), np.inf, cpu), axis=1)
-    cpu_lower = np.where(np.isfinite(cpu_lower), cpu_lower, np.nan)
-    cpu_upper = np.fmax(cpu_target, recent_cpu) * (1.0 + s.increase_threshold)
-    memory_target = np.max(np.where(np.isnan(memory), -np.inf, memory), axis=1)
-    memory_target = np.where(np.isfinite(memory_target), memory_target, np.nan)
-    memory_lower = np.min(np.where(np.isnan(memory), np.inf, memory), axis=1)
-    memory_lower = np.where(np.isfinite(memory_lower), memory_lower, np.nan)
-    memory_upper = np.fmax(memory_target, plan.memory.peak * (1.0 + s.memory_margin))
-    return pd.DataFrame(
-        {
-            "cpu_target": cpu_target,
-            "cpu_lower": cpu_lower,
-            "cpu_upper": cpu_upper,
-            "memory_target": memory_target,
-            "memory_lower": memory_lower,
-            "memory_upper": memory_upper,
-        }
-    )
+def bounds(needs: Needs, cpu: np.ndarray, memory: np.ndarray, s: ForecastSettings) -> pd.DataFrame:
+    """target / lower / upper per unit from its schedule's horizon (the block in force,
+    the first column, only plays what is in force): the highest and lowest request
+    planned, and above the target, the recent peak with the headroom a rise waits for."""
+    horizon_cpu, horizon_memory = cpu[:, 1:], memory[:, 1:]
+    with np.errstate(invalid="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        cpu_target = np.nanmax(horizon_cpu, axis=1)
+        memory_target = np.nanmax(horizon_memory, axis=1)
+        return pd.DataFrame(
+            {
+                "cpu_target": cpu_target,
+                "cpu_lower": np.nanmin(horizon_cpu, axis=1),
+                "cpu_upper": np.fmax(cpu_target, needs.cpu_peak)
+                * (1.0 + s.hysteresis.increase_threshold),
+                "memory_target": memory_target,
+                "memory_lower": np.nanmin(horizon_memory, axis=1),
+                "memory_upper": np.fmax(memory_target, needs.memory_peak * (1.0 + s.memory_margin)),
+            }
+        )
 
 
-def _schedule_frame(
-    keys: pd.DataFrame, plan: Plan, block: BlockInForce, cpu: np.ndarray, memory: np.ndarray
+def schedule_frame(
+    keys: pd.DataFrame, needs: Needs, cpu: np.ndarray, memory: np.ndarray
 ) -> pd.DataFrame:
-    n, horizon = cpu.shape
-    starts = np.concatenate([[int(block.start)], plan.block_starts()])
-    frame = keys.loc[np.repeat(np.arange(n), horizon), list(KEY_COLUMNS)].reset_index(drop=True)
+    """The schedule as a long table: `keys` (one row per unit) then start, end and the
+    requests of each block (the block in force first)."""
+    n, blocks = cpu.shape
+    planned = needs.first_start + needs.period * np.arange(blocks - 1)
+    starts = np.concatenate([[needs.block_start], planned]).astype(np.int64)
+    frame = keys.loc[np.repeat(np.arange(n), blocks)].reset_index(drop=True)
     start = pd.to_datetime(np.tile(starts, n), unit="s", utc=True)
     frame["start"] = start
-    frame["end"] = start + pd.Timedelta(seconds=plan.period)
+    frame["end"] = start + pd.Timedelta(seconds=needs.period)
     frame["cpu_request"] = cpu.ravel()
     frame["memory_request"] = memory.ravel()
     frame["memory_limit"] = memory.ravel()
     return frame
 
 
-def _rules(
-    floor: np.ndarray, plan: Plan, ooms: OomHistory, usage: np.ndarray, block: BlockInForce
-) -> pd.DataFrame:
-    """The `PLAY_COLUMNS` per (series, block), in the schedule frame's row order (the
-    block in force first: no rise floor there, and the history's end only there)."""
-    n, blocks = floor.shape[0], plan.horizon + 1
-    unknown = np.full((n, 1), np.nan)
-    floors = np.column_stack([unknown, floor])
-    end = np.column_stack([np.full(n, block.at), np.full((n, plan.horizon), np.nan)])
-    per_series = (
-        plan.calibration.scale,
-        usage,
-        ooms.hold_until,
-        block.recent_low,
-        block.recent_high,
-    )
-    columns = [floors.ravel(), *(np.repeat(values, blocks) for values in per_series), end.ravel()]
-    return pd.DataFrame(dict(zip(PLAY_COLUMNS, columns, strict=True)))
-
-
 def _chunk(
-    usage: UsageArrays, ooms: OomHistory, rows: np.ndarray, settings: ForecastSettings
-) -> tuple[pd.DataFrame, pd.DataFrame, Plan, pd.DataFrame]:
-    """Plan, schedule and explain one chunk of series (one fleet for the allocation)."""
+    usage: UsageArrays, ooms: OomHistory, rows: np.ndarray, policy: ForecastPolicy
+) -> tuple[Plan, Needs, pd.DataFrame]:
+    """Plan and explain one chunk of series (one fleet for the allocation)."""
     part = usage.select(rows)
     chunk_ooms = ooms.select(rows)
-    plan = make_plan(part, chunk_ooms, settings)
-    blocks_per_day = max(1, round(DAY / plan.period))
-    unset = np.full(part.n_series, np.nan)
-    floor = rise_floor(plan.cpu_forecast, plan.cpu_margin, settings)
-    last_cpu = part.cpu[:, -1] if part.n_windows else unset
-    block = block_in_force(part, plan.period, settings)
-    cpu, memory = build_schedule(
-        unset,
-        unset,
-        plan.cpu_required,
-        plan.memory.required,
-        settings,
-        blocks_per_day,
-        floor,
-        plan.cpu_committed,
-        hold_until=chunk_ooms.hold_until,
-        scale=plan.calibration.scale,
-        usage=last_cpu,
-        in_force=block,
-    )
-    keys = part.keys.reset_index(drop=True)
-    # the recommendation is the plan's: the block in force only plays what is in force
-    stable = _stable(plan, cpu[:, 1:], memory[:, 1:], part, settings)
-    frame = pd.concat(
-        [keys.loc[:, list(KEY_COLUMNS)], stable, explanation_columns(plan, chunk_ooms, settings)],
+    plan = policy.plan(part, chunk_ooms)
+    s = policy.settings
+    reasons = pd.concat(
+        [
+            part.keys.loc[:, list(KEY_COLUMNS)].reset_index(drop=True),
+            explanation_columns(plan, chunk_ooms, s),
+        ],
         axis=1,
     )
-    frame.insert(len(KEY_COLUMNS) + 6, "explanation", explain(plan, chunk_ooms, settings))
-    rules = _rules(floor, plan, chunk_ooms, last_cpu, block)
-    return frame, _schedule_frame(keys, plan, block, cpu, memory), plan, rules
+    reasons.insert(len(KEY_COLUMNS), "explanation", explain(plan, chunk_ooms, s))
+    return plan, policy.needs(plan, part, chunk_ooms), reasons
+
+
+def plan_forecast(
+    usage: UsageArrays,
+    events: pd.DataFrame | None = None,
+    policy: ForecastPolicy | None = None,
+    workers: int = 1,
+    oom_bumps: SeriesBumps | None = None,
+) -> Planned:
+    """Plan every series of `usage` (see `Planned`).
+
+    events: optional canonical events table; OOM kills raise and hold memory as in the
+    live strategy. Series are planned in fixed chunks of `settings.chunk_series` (each
+    chunk is one fleet for the shortfall allocation), so results do not depend on
+    `workers`, the number of threads the chunks run on (numpy releases the GIL in the
+    heavy loops). `oom_bumps`: see `oom_history`.
+    """
+    policy = policy or ForecastPolicy()
+    settings = policy.settings
+    ooms, usage = oom_history(usage, events, settings, oom_bumps)
+    size = settings.chunk_series
+    chunks = [np.arange(b, min(b + size, usage.n_series)) for b in range(0, usage.n_series, size)]
+    if workers > 1 and len(chunks) > 1:
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            done = list(pool.map(lambda rows: _chunk(usage, ooms, rows, policy), chunks))
+    else:
+        done = [_chunk(usage, ooms, rows, policy) for rows in chunks]
+    return Planned(
+        tuple((rows, part[0]) for rows, part in zip(chunks, done, strict=True)),
+        Needs.joined([part[1] for part in done]),
+        pd.concat([part[2] for part in done], ignore_index=True),
+    )
 
 
 def recommend_forecast(
@@ -210,27 +210,19 @@ def recommend_forecast(
     workers: int = 1,
     oom_bumps: SeriesBumps | None = None,
 ) -> ForecastResult:
-    """Stable recommendations and the next horizon's schedule for every series of `usage`.
+    """Stable recommendations and the next horizon's schedule for every series of `usage`,
+    each played from nothing in force (see `plan_forecast` for the arguments).
 
-    events: optional canonical events table; OOM kills raise and hold memory as
-    in the live strategy. Series without samples get NaN everywhere; CPU-only
-    data (memory all NaN) gets NaN memory figures. Series are planned in fixed
-    chunks of `settings.chunk_series` (each chunk is one fleet for the shortfall
-    allocation), so results do not depend on `workers`, the number of threads
-    the chunks run on (numpy releases the GIL in the heavy loops). `oom_bumps`: see
-    `oom_history`.
+    Series without samples get NaN everywhere; CPU-only data (memory all NaN) gets NaN
+    memory figures.
     """
-    settings = settings or ForecastSettings()
-    ooms, usage = oom_history(usage, events, settings, oom_bumps)
-    size = settings.chunk_series
-    chunks = [np.arange(b, min(b + size, usage.n_series)) for b in range(0, usage.n_series, size)]
-    if workers > 1 and len(chunks) > 1:
-        with ThreadPoolExecutor(max_workers=workers) as pool:
-            done = list(pool.map(lambda rows: _chunk(usage, ooms, rows, settings), chunks))
-    else:
-        done = [_chunk(usage, ooms, rows, settings) for rows in chunks]
-    recommendations = pd.concat([part[0] for part in done], ignore_index=True)
-    schedule = pd.concat([part[1] for part in done], ignore_index=True)
-    plans = tuple((rows, part[2]) for rows, part in zip(chunks, done, strict=True))
-    rules = pd.concat([part[3] for part in done], ignore_index=True)
-    return ForecastResult(recommendations, schedule, plans, rules)
+    policy = ForecastPolicy(settings or ForecastSettings())
+    planned = plan_forecast(usage, events, policy, workers, oom_bumps)
+    cpu, memory = policy.schedule(planned.needs)
+    reasons = planned.reasons
+    found = bounds(planned.needs, cpu, memory, policy.settings)
+    frame = pd.concat(
+        [reasons.loc[:, list(KEY_COLUMNS)], found, reasons.iloc[:, len(KEY_COLUMNS) :]], axis=1
+    )
+    keys = usage.keys.loc[:, list(KEY_COLUMNS)].reset_index(drop=True)
+    return ForecastResult(frame, schedule_frame(keys, planned.needs, cpu, memory), planned.plans)

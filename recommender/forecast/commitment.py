@@ -33,9 +33,9 @@ def committed_requirement(
     grown as the last hours have (`growth_since_yesterday`), plus its margin. No
     change can correct that level for hours, and a forecast that has not (yet) caught
     a daily cycle, or a level that drifts from day to day, saw a flat afternoon where
-    a ramp came (synthetic cycles whose level drifts: shortfall 0.073 -> 0.025).
+    a ramp came.
     `blocks`: past block means (series, len(block_ids)) of `period` seconds each."""
-    if not settings.cover_yesterday:
+    if not settings.hysteresis.cover_yesterday:
         return required
     n, horizon = required.shape
     per_day = max(1, round(DAY / period))
@@ -45,7 +45,7 @@ def committed_requirement(
     yesterday[:, known] = blocks[:, index[known]]
     yesterday = yesterday * growth_since_yesterday(blocks, per_day, settings)[:, None]
     guard = yesterday + np.nan_to_num(margin)
-    guard[:, : settings.cover_blocks] = np.nan
+    guard[:, : settings.hysteresis.cover_blocks] = np.nan
     guard[shape.batch] = np.nan
     return np.fmax(required, guard)
 
@@ -56,10 +56,8 @@ def growth_since_yesterday(
     """How much the last `cover_blocks` blocks used over the same blocks a day earlier,
     within [1, 1 + cover_yesterday_growth] (1 where unknown): a level that has grown
     since yesterday will likely keep it through the afternoon, and the bound keeps a
-    burst in the last hours from lifting a whole day's cover. (Synthetic cycles whose
-    level drifts: shortfall 0.025 -> 0.020; uncapped, or scaled down as well, it cost
-    the tuning months slack.)"""
-    last = min(settings.cover_blocks, blocks.shape[1])
+    burst in the last hours from lifting a whole day's cover."""
+    last = min(settings.hysteresis.cover_blocks, blocks.shape[1])
     lately = blocks[:, blocks.shape[1] - last :]
     earlier = np.arange(blocks.shape[1] - last, blocks.shape[1]) - per_day
     before = np.full(lately.shape, np.nan)
@@ -68,5 +66,5 @@ def growth_since_yesterday(
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         ratio = np.nanmean(lately, axis=1) / np.nanmean(before, axis=1)
-    top = 1.0 + settings.cover_yesterday_growth
+    top = 1.0 + settings.hysteresis.cover_yesterday_growth
     return np.clip(np.nan_to_num(ratio, nan=1.0, posinf=top), 1.0, top)

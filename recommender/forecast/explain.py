@@ -92,7 +92,7 @@ def _cpu_sentence(
         sizing = (
             "too little history for a margin: "
             f"P{(1.0 - settings.target_cpu_shortfall) * 100:g} of what was seen "
-            f"+{settings.react_margin:.0%} headroom"
+            f"+{settings.reactions.react_margin:.0%} headroom"
         )
     else:
         level = plan.calibration.level[i, state]
@@ -104,7 +104,8 @@ def _cpu_sentence(
     if plan.cpu_held[i]:
         sizing += (
             f"; held at its first day's P{(1.0 - settings.target_cpu_shortfall) * 100:g} "
-            f"+{settings.react_margin:.0%} until a daily cycle can be detected (second day)"
+            f"+{settings.reactions.react_margin:.0%} until a daily cycle can be detected"
+            " (second day)"
         )
     return f"cpu: {found}, {kind}; {model}; {sizing}"
 

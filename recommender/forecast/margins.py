@@ -19,27 +19,15 @@ import numpy as np
 
 from recommender.forecast.allocation import Offer, allocate
 from recommender.forecast.quantiles import grouped_quantiles
+from recommender.forecast.settings import ReactionSettings
 
 MIN_ERRORS = 12  # fewer past errors than this and a series has no margin of its own
 # Quantile levels offered to the fleet allocation. A fine grid lets the single
-# fleet price stop each series where its errors stop paying: with only the ten
-# levels 0.5, 0.8, 0.9, 0.95, 0.97, 0.98, 0.99, 0.995, 0.999 and 1 a series
-# jumped between coarse steps (tuning months: slack 0.3802 -> 0.3734, shortfall
-# 0.01515 -> 0.01501).
+# fleet price stop each series where its errors stop paying, not at a coarse step.
 CANDIDATE_LEVELS = (
     *(0.5, 0.6, 0.7, 0.75, 0.8, 0.85, 0.88, 0.9, 0.92, 0.93, 0.94, 0.95, 0.955),
     *(0.96, 0.965, 0.97, 0.975, 0.98, 0.985, 0.99, 0.993, 0.995, 0.997, 0.999, 1.0),
 )
-
-
-@dataclass(frozen=True)
-class ReactionRule:
-    """The mid-block reaction the margin is calibrated with."""
-
-    after_windows: int  # consecutive windows clearly above the request before raising
-    margin: float  # the raise goes to the last usage * (1 + margin)
-    per_day: float  # reactions per day the policy can afford
-    min_fraction: float  # "clearly above": by more than this share of the series' peak
 
 
 @dataclass(frozen=True)
@@ -92,7 +80,7 @@ def replay_margins(
     usage: np.ndarray,
     forecast: np.ndarray,
     margins: np.ndarray,
-    rule: ReactionRule,
+    rule: ReactionSettings,
     scale: np.ndarray,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Replay request = forecast + margin with mid-block reactions.
@@ -101,20 +89,20 @@ def replay_margins(
     margins: (series, candidates, blocks); scale: (series,) peak usage. Returns
     shortfall windows and reactions per block, both (series, candidates, blocks).
 
-    A block can only react with `rule.after_windows` windows clearly above its
+    A block can only react with `rule.react_after_windows` windows clearly above its
     request, which few blocks have: the rest are short in every window above
     the request, counted at once, and only the blocks that may react are
     replayed window by window.
     """
     # float32 halves the memory traffic; requests round up so a tie is never a shortfall
     request = np.nextafter((forecast[:, None, :] + margins).astype(np.float32), np.float32(np.inf))
-    clearly = (rule.min_fraction * scale).astype(np.float32)
+    clearly = (rule.react_min_fraction * scale).astype(np.float32)
     values = np.nan_to_num(usage, nan=-np.inf).astype(np.float32)  # no sample: never short
     shortfalls = np.zeros(margins.shape, dtype=np.int16)
     for position in range(usage.shape[2]):
         shortfalls += values[:, None, :, position] > request
     reactions = np.zeros(margins.shape, dtype=np.int16)
-    after = min(max(rule.after_windows, 1), usage.shape[2])
+    after = min(max(rule.react_after_windows, 1), usage.shape[2])
     kth_highest = -np.partition(-values, after - 1, axis=2)[:, :, after - 1]
     may_react = kth_highest[:, None, :] > request + clearly[:, None, None]
     series, candidate, block = np.nonzero(may_react)
@@ -136,7 +124,7 @@ def _replay_blocks(
     missing: np.ndarray,
     request: np.ndarray,
     clearly: np.ndarray,
-    rule: ReactionRule,
+    rule: ReactionSettings,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Window-by-window replay of single blocks: values (blocks, windows), the rest (blocks,)."""
     shortfalls = np.zeros(request.shape, dtype=np.int16)
@@ -147,9 +135,9 @@ def _replay_blocks(
         shortfalls += used > request
         clear = used > request + clearly
         run = np.where(clear, run + 1, np.where(missing[:, position], run, 0)).astype(np.int16)
-        react = run >= rule.after_windows
+        react = run >= rule.react_after_windows
         if react.any():
-            wanted = used * np.float32(1.0 + rule.margin)
+            wanted = used * np.float32(1.0 + rule.react_margin)
             raised = np.where(react, np.maximum(request, wanted), request)
             reactions += react & (raised > request)
             request = raised
@@ -164,7 +152,7 @@ def calibrate(
     scale: np.ndarray,
     target_shortfall: float,
     container_cap: float,
-    rule: ReactionRule,
+    rule: ReactionSettings,
     blocks_per_day: float,
 ) -> Calibration:
     """Choose each series' margin per level bin by replaying candidates over its past.
@@ -207,7 +195,7 @@ def calibrate(
         reactions=per_day,
         windows=bin_windows.sum(axis=1),
     )
-    choice, price = allocate(offer, target_shortfall, container_cap, rule.per_day)
+    choice, price = allocate(offer, target_shortfall, container_cap, rule.reactions_per_day)
     with np.errstate(invalid="ignore", divide="ignore"):
         rate = short_count / bin_windows[:, :, None]
     pick = choice[:, :, None]

@@ -73,7 +73,9 @@ class OomHistory:
             holding = when < self.hold_until[row]
             base = self.floor[row] if holding else 0.0
             self.floor[row] = max(base, bumped)
-            self.hold_until[row] = max(self.hold_until[row], when + settings.oom_hold_hours * HOUR)
+            self.hold_until[row] = max(
+                self.hold_until[row], when + settings.memory.oom_hold_hours * HOUR
+            )
             self.count[row] += 1
             self.last[row] = when if np.isnan(self.last[row]) else max(self.last[row], when)
 
@@ -102,12 +104,14 @@ def bump_after_oom(
     by r / 1.2, upstream's default ratio, so that 1.2 gives the default factor; its
     `oomMinBumpUp` is the step.
     """
-    factor = np.full(memory.shape, settings.oom_bump_factor)
-    step = np.full(memory.shape, settings.oom_bump_min_bytes)
+    factor = np.full(memory.shape, settings.memory.oom_bump_factor)
+    step = np.full(memory.shape, settings.memory.oom_bump_min_bytes)
     if bumps is not None:
         ratio, min_bump = bumps
         factor = np.where(
-            np.isnan(ratio), factor, settings.oom_bump_factor * ratio / UPSTREAM_OOM_BUMP_RATIO
+            np.isnan(ratio),
+            factor,
+            settings.memory.oom_bump_factor * ratio / UPSTREAM_OOM_BUMP_RATIO,
         )
         step = np.where(np.isnan(min_bump), step, min_bump)
     stepped = (memory + step) * (1.0 + settings.memory_margin)
@@ -220,7 +224,9 @@ def _by_state_cost(
     state_peak = np.full((n, n_bins), np.nan)
     for k in range(n_bins):
         in_state = np.where(stable & (cpu_states == k), memory, np.nan)
-        state_peak[:, k] = error_quantiles(in_state, (settings.memory_state_quantile,))[0][:, 0]
+        state_peak[:, k] = error_quantiles(in_state, (settings.memory.memory_state_quantile,))[0][
+            :, 0
+        ]
     # as the plan does: a state's peak never lifts the level above the overall one,
     # and a state with no peak of its own (a CPU blip too short to be stable) gets it
     state_level = np.take_along_axis(state_peak, np.clip(previous, 0, None), axis=1)
@@ -271,22 +277,24 @@ def plan_memory(
     step = round(settings.update_period_seconds / per_block)
     margin = 1.0 + settings.memory_margin
     n_bins = int(max(cpu_states.max(initial=0), future_states.max(initial=0))) + 1
-    recent_blocks = max(1, settings.blocks_per(settings.memory_recent_hours * HOUR))
+    recent_blocks = max(1, settings.blocks_per(settings.memory.memory_recent_hours * HOUR))
     recent_level = _recent_before(memory.reshape(n, -1, per_block), recent_blocks)
     state_peak, extra, saving, days = _by_state_cost(
         memory, cpu_states, n_bins, recent_level, per_block, settings
     )
     # what sizing by state saves buys some of its kills: `oom_worth_bytes` of limit
     # lowered on average, all day, is worth one kill a day
-    net = extra - saving / settings.oom_worth_bytes
-    tolerance = settings.oom_tolerance_per_day
+    net = extra - saving / settings.memory.oom_worth_bytes
+    tolerance = settings.memory.oom_tolerance_per_day
     slack = max(STATE_HYSTERESIS, tolerance)
     if sized_by_state is None:
         by_state = net <= tolerance
     else:
         by_state = np.where(sized_by_state, net <= tolerance + slack, net <= tolerance - slack)
     by_state &= days >= 1.0
-    peak = recent_peak(memory, min(total, max(1, round(settings.memory_peak_days * DAY / step))))
+    peak = recent_peak(
+        memory, min(total, max(1, round(settings.memory.memory_peak_days * DAY / step)))
+    )
     # a series with no sample in those days (a pod gone quiet) keeps the peak it last had
     peak = np.where(np.isnan(peak), recent_peak(memory, total), peak)
     recent = recent_peak(memory, recent_blocks * per_block)

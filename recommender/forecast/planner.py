@@ -28,7 +28,6 @@ from recommender.forecast.lulls import idle_requests, lull_memory, lull_shortfal
 from recommender.forecast.margins import (
     LEVEL_EDGES,
     Calibration,
-    ReactionRule,
     block_states,
     calibrate,
     level_bins,
@@ -83,7 +82,7 @@ MIN_MODEL_ERRORS = 12  # a model needs this many past errors to be judged
 def _fallback_cpu(cpu: np.ndarray, settings: ForecastSettings) -> np.ndarray:
     """Without enough past errors: a high quantile of what was seen, plus headroom."""
     seen, _ = error_quantiles(cpu, (1.0 - settings.target_cpu_shortfall,))
-    return seen[:, 0] * (1.0 + settings.react_margin)
+    return seen[:, 0] * (1.0 + settings.reactions.react_margin)
 
 
 def _held_while_young(
@@ -96,7 +95,7 @@ def _held_while_young(
     its lulls instead; on its first day a series has not seen a whole cycle.) Returns
     the requirement and which series the hold raised."""
     young = (shape.history_days >= 1.0) & (shape.history_days < MIN_SEASON_CYCLES)
-    young &= ~shape.batch & settings.hold_second_day
+    young &= ~shape.batch & settings.hysteresis.hold_second_day
     raised = np.zeros(len(young), dtype=bool)
     if not young.any():
         return required, raised
@@ -190,7 +189,9 @@ def _shortfall_target(
         )
     budget = target
     if settings.lulls.follow:
-        lulls = lull_shortfall_rate(recent_cpu, scale, batch, settings.react_after_windows)
+        lulls = lull_shortfall_rate(
+            recent_cpu, scale, batch, settings.reactions.react_after_windows
+        )
         target = max(settings.target_cpu_shortfall * settings.lulls.target_floor, target - lulls)
     return target, budget, reference
 
@@ -222,10 +223,13 @@ def _forecasts(
     """Holt-Winters candidates and persistence, the one whose recent errors cost the
     least margin per series; `levels` (the perfect reference) replace both."""  # fmt: skip
     params = SmoothingParams(
-        settings.level_alphas, settings.trend_beta, settings.season_gamma, settings.trend_damping
+        settings.model.level_alphas,
+        settings.model.trend_beta,
+        settings.model.season_gamma,
+        settings.model.trend_damping,
     )
     candidates = fit(blocks, layout.block_ids, shape.period, params)
-    persist = persistence_one_step(cpu_blocks, settings.persistence_windows)
+    persist = persistence_one_step(cpu_blocks, settings.model.persistence_windows)
     options = np.concatenate([candidates.one_step, persist[:, None]], axis=1)
     recent = cpu_blocks[:, -residual_blocks:]
     choice = _cheapest_model(recent, options[:, :, -residual_blocks:], target)
@@ -234,7 +238,7 @@ def _forecasts(
     one_step = options[np.arange(usage.n_series), choice]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
-        latest = np.nanmean(usage.cpu[:, -settings.persistence_windows :], axis=1)
+        latest = np.nanmean(usage.cpu[:, -settings.model.persistence_windows :], axis=1)
     forecast = np.where(use_persist[:, None], latest[:, None], hw.forecast(first_block, horizon))
     model = np.where(use_persist, "persistence", "holt-winters")
     if levels is not None:
@@ -320,18 +324,14 @@ def _calibrated(
 ) -> tuple[Calibration, np.ndarray]:
     """The margins calibrated on the recent blocks' states (`margins.calibrate`), and the
     state of every coming block."""  # fmt: skip
-    rule = ReactionRule(
-        settings.react_after_windows, settings.react_margin, settings.reactions_per_day,
-        settings.react_min_fraction,
-    )  # fmt: skip
-    busy_blocks = max(1, settings.blocks_per(settings.busy_lookback_hours * HOUR))
+    busy_blocks = max(1, settings.blocks_per(settings.reactions.busy_lookback_hours * HOUR))
     past_busy, future_busy = _recently_busy(cpu_blocks, scale, busy_blocks, horizon)
     past_states = block_states(one_step, past_busy, scale)
     future_states = block_states(forecast, future_busy, scale)
     recent = slice(-residual_blocks, None)
     calibration = calibrate(
         cpu_blocks[:, recent], one_step[:, recent], past_states[:, recent], scale, target,
-        settings.max_container_shortfall, rule, DAY / period,
+        settings.max_container_shortfall, settings.reactions, DAY / period,
     )  # fmt: skip
     return calibration, future_states
 
@@ -389,7 +389,11 @@ def make_plan(
     )  # fmt: skip
     lulls = settings.lulls
     idle = idle_requests(
-        recent_cpu, scale, lulls.idle_quantile, settings.react_margin, settings.min_cpu_cores
+        recent_cpu,
+        scale,
+        lulls.idle_quantile,
+        settings.reactions.react_margin,
+        settings.min_cpu_cores,
     )
     recent_memory = usage.memory[:, -residual_windows:]
     memory_lull = lull_memory(

@@ -12,11 +12,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from recommender.forecast.mid_block import BlockInForce, play_block_in_force
-from recommender.forecast.settings import DAY, ForecastSettings
+from recommender.forecast.settings import ForecastSettings
 from tailor.change_budget import ChangeBudget
 
-FREE_RIDE_DECREASE = 0.02  # a resize happening anyway also lowers memory by this much
 MEMORY_ALONE_DECREASE = 0.3  # a memory-only resize down must cut the limit by this share
 LAST_CHANGE_CUT = 0.7  # the budget's last change may go to a cut to this share or lower ...
 QUIET_HOURS = 2.0  # ... when usage stayed under the new level for this long
@@ -46,13 +44,15 @@ def budget_reach(
     followed by a rise: with a ramp's 3-block cover, a smooth daily cycle spent its 4
     changes in 16 h on the way up and was short for hours at the top until the cap let
     the next rise through."""
-    reach = np.full(left.shape, settings.cover_blocks, dtype=np.int64)
+    reach = np.full(left.shape, settings.hysteresis.cover_blocks, dtype=np.int64)
     last = left <= settings.reserved_changes + 1
-    if settings.cover_until_free and last.any():
+    if settings.hysteresis.cover_until_free and last.any():
         free = budget.free_again(now, settings.reserved_changes + 1)
         wait = (free[last] - now) / period
         blocks = np.ceil(np.minimum(wait, ahead) - 1e-9).astype(np.int64)
-        reach[last] = np.clip(blocks, settings.cover_blocks, max(ahead, settings.cover_blocks))
+        reach[last] = np.clip(
+            blocks, settings.hysteresis.cover_blocks, max(ahead, settings.hysteresis.cover_blocks)
+        )
     return reach
 
 
@@ -75,13 +75,13 @@ def cpu_step(
     under this rises whatever `increase_threshold` says (see `rise_floor`).
     """
     now = required[:, 0]
-    level = cover(required, settings.cover_blocks if reach is None else reach)
+    level = cover(required, settings.hysteresis.cover_blocks if reach is None else reach)
     unset = np.isnan(current) & ~np.isnan(level)
-    wanted = now > current * (1.0 + settings.increase_threshold)
+    wanted = now > current * (1.0 + settings.hysteresis.increase_threshold)
     if floor is not None:
         wanted |= current < floor
     up = may_increase & wanted
-    down = may_decrease & (level < current * (1.0 - settings.decrease_threshold))
+    down = may_decrease & (level < current * (1.0 - settings.hysteresis.decrease_threshold))
     return np.where(unset | up | down, level, current)
 
 
@@ -90,7 +90,7 @@ def rise_floor(forecast: np.ndarray, margin: np.ndarray, settings: ForecastSetti
     says: the forecast plus `rise_margin_share` of its margin. The threshold saves
     changes where margins are wide, but a smooth series' margin is a few percent: held
     up to 10 % under its need, it was short most of every window of a ramp."""
-    return forecast + settings.rise_margin_share * np.nan_to_num(margin, nan=0.0)
+    return forecast + settings.hysteresis.rise_margin_share * np.nan_to_num(margin, nan=0.0)
 
 
 def kept_above_usage(
@@ -99,7 +99,7 @@ def kept_above_usage(
     """A cut never goes below what the container is using right now (+ the reaction
     margin), nor, for that reason, above the request in force."""
     below = (usage > planned) & (planned < current)
-    using = usage * (1.0 + settings.react_margin)
+    using = usage * (1.0 + settings.reactions.react_margin)
     return np.where(below, np.fmin(current, np.fmax(planned, using)), planned)
 
 
@@ -115,7 +115,7 @@ def cut_worth_making(
     of the recent peak `scale` (such a change is not worth a resize). The live strategy
     and the published schedule both apply this."""
     planned = kept_above_usage(planned, current, usage, settings)
-    small = current - planned < settings.min_decrease_share * scale
+    small = current - planned < settings.hysteresis.min_decrease_share * scale
     return np.where((planned < current) & small, current, planned)
 
 
@@ -141,7 +141,7 @@ def ride_with_memory(
     if not resized.any():
         return cpu
     short = resized & (usage > cpu + clearly)
-    raised = np.where(short, np.fmax(cpu, usage * (1.0 + settings.react_margin)), cpu)
+    raised = np.where(short, np.fmax(cpu, usage * (1.0 + settings.reactions.react_margin)), cpu)
     alone = resized & ~short & follows_plan
     planned = cpu_step(raised, required, settings, alone, alone, reach)
     return kept_above_usage(planned, raised, usage, settings)
@@ -168,46 +168,32 @@ def last_change_cut(
     no_rise = np.zeros(current.shape, dtype=bool)
     level = cpu_step(current, required, settings, no_rise, last, reach)
     deep = last & (level <= LAST_CHANGE_CUT * current)
-    deep &= quiet_peak * (1.0 + settings.react_margin) <= level
+    deep &= quiet_peak * (1.0 + settings.reactions.react_margin) <= level
     return np.where(deep, level, current)
 
 
 def memory_step(
     current: np.ndarray,
-    required: np.ndarray,
+    needed: np.ndarray,
     settings: ForecastSettings,
-    may_increase: np.ndarray,
-    may_decrease: np.ndarray,
-    resizing: np.ndarray,
+    may_rise: np.ndarray,
+    may_fall: np.ndarray,
+    riding: np.ndarray,
+    held: np.ndarray,
 ) -> np.ndarray:
-    """The memory request (= limit) for the coming block.
+    """The memory request (= limit) at a block boundary.
 
-    Up as soon as the requirement eats into half the headroom (or at once when
-    the container is being resized anyway); down only where allowed (no OOM
-    hold, budget left) and by `MEMORY_ALONE_DECREASE` alone, as the live strategy
-    lowers it, or by a little when the container is being resized anyway (`resizing`).
+    Up as soon as the need eats into half the headroom (`may_rise`: the budget has a
+    change); down alone only by `MEMORY_ALONE_DECREASE` (`may_fall`: a planned change
+    is left) and never during an OOM hold (`held`); and to the need, up or (outside a
+    hold) down, whenever CPU is resized anyway (`riding`): one resize for both.
     """
-    unset = np.isnan(current) & ~np.isnan(required)
-    wanted_up = required > current * (1.0 + settings.memory_margin / 2.0)
-    up = (may_increase & wanted_up) | (resizing & (required > current))
-    threshold = np.where(resizing, FREE_RIDE_DECREASE, MEMORY_ALONE_DECREASE)
-    down = may_decrease & (required < current * (1.0 - threshold))
-    return np.where(unset | up | down, required, current)
-
-
-def plan_cpu(
-    current: np.ndarray,
-    required: np.ndarray,
-    settings: ForecastSettings,
-    planned_changes: np.ndarray,
-    may_increase: np.ndarray,
-    reach: np.ndarray | None = None,
-    floor: np.ndarray | None = None,
-) -> np.ndarray:
-    """The CPU level for the coming block at a boundary (`cpu_step`, cuts only while
-    `planned_changes` are left), repeated over the blocks ahead: (series, blocks)."""
-    step = cpu_step(current, required, settings, may_increase, planned_changes > 0, reach, floor)
-    return np.repeat(step[:, None], required.shape[1], axis=1)
+    known = ~np.isnan(needed)
+    unset = np.isnan(current) & known
+    up = may_rise & (needed > current * (1.0 + settings.memory_margin / 2.0))
+    alone_down = may_fall & ~held & (needed < current * (1.0 - MEMORY_ALONE_DECREASE))
+    along = riding & known & ((needed > current) | ~held)
+    return np.where(unset | up | alone_down | along, needed, current)
 
 
 def covered_from(
@@ -220,85 +206,3 @@ def covered_from(
         return required[:, k:]
     near = required[:, k : k + cover_blocks]
     return np.concatenate([near, committed[:, k + cover_blocks :]], axis=1)
-
-
-def build_schedule(
-    current_cpu: np.ndarray,
-    current_memory: np.ndarray,
-    cpu_required: np.ndarray,
-    memory_required: np.ndarray,
-    settings: ForecastSettings,
-    blocks_per_day: int,
-    floor: np.ndarray | None = None,
-    committed: np.ndarray | None = None,
-    budget: ChangeBudget | None = None,
-    start: float = 0.0,
-    *,
-    hold_until: np.ndarray | None = None,
-    scale: np.ndarray | None = None,
-    usage: np.ndarray | None = None,
-    in_force: BlockInForce | None = None,
-) -> tuple[np.ndarray, np.ndarray]:
-    """Requests per horizon block, starting from the requests in force.
-
-    CPU as the live strategy moves it at block boundaries under the same change budget
-    (`ChangeBudget`, `reserved_changes` kept for reactions); a level spending the last
-    planned change covers until the budget frees one (`budget_reach`), `committed`
-    (series, blocks) past `cover_blocks`; a request under `floor` (`rise_floor`) rises.
-    A cut is made as the strategy's block boundary makes it (`cut_worth_making`:
-    none under the recent peak `scale`'s `min_decrease_share`, and in the first block
-    none below the last `usage`). Memory follows block by block with the hysteresis of
-    `memory_step`, riding along with CPU changes, and never falls in a block that
-    starts before `hold_until` (UNIX seconds, per series: the OOM hold). `budget`, with
-    the block grid starting at `start` (UNIX seconds), counts the changes already made
-    (default: none yet). `in_force`: the block the history ends in, played first by the
-    strategy's mid-block rules (`mid_block`), returned as an extra first column.
-    Returns (cpu, memory), each (series, blocks).
-    """
-    n, horizon = cpu_required.shape
-    if budget is None:
-        budget = ChangeBudget(n, settings.max_changes_per_day)
-    cpu, memory = current_cpu.copy(), current_memory.copy()
-    held_until = np.full(n, -np.inf) if hold_until is None else hold_until
-    peak = np.zeros(n) if scale is None else scale
-    lead = None  # the block in force's requests, if played
-    if in_force is not None:
-        ahead = covered_from(cpu_required, committed, 0, settings.cover_blocks)
-        level = cover(ahead, settings.cover_blocks)
-        cpu, memory = play_block_in_force(
-            cpu, memory, level, memory_required[:, 0], settings, in_force, budget, peak, held_until
-        )
-        lead = (cpu, memory)
-    period = DAY / blocks_per_day
-    cpu_out = np.empty((n, horizon))
-    memory_out = np.empty((n, horizon))
-    unknown = np.full(n, np.nan)
-    for k in range(horizon):
-        now = start + k * period
-        left = budget.left(now)
-        may_decrease = left > settings.reserved_changes
-        may_increase = left > 0
-        reach = budget_reach(budget, left, now, horizon - k, period, settings)
-        rise = None if floor is None else floor[:, k]
-        ahead = covered_from(cpu_required, committed, k, settings.cover_blocks)
-        new_cpu = cpu_step(cpu, ahead, settings, may_increase, may_decrease, reach, rise)
-        seen = usage if usage is not None and k == 0 else unknown
-        new_cpu = cut_worth_making(new_cpu, cpu, seen, peak, settings)
-        cpu_moves = ~np.isclose(new_cpu, cpu, equal_nan=True)
-        # memory rides down with a CPU resize (one change for both), as the strategy's
-        # does, even one that spends the change kept for reactions; never in a hold
-        may_lower = (may_decrease | cpu_moves) & ~(held_until > now)
-        new_memory = memory_step(
-            memory, memory_required[:, k], settings, may_increase, may_lower, cpu_moves
-        )
-        moved = cpu_moves | ~np.isclose(new_memory, memory, equal_nan=True)
-        first_setting = np.isnan(cpu) & np.isnan(memory)
-        budget.record(moved & ~first_setting, np.zeros(n), now)
-        cpu, memory = new_cpu, new_memory
-        cpu_out[:, k], memory_out[:, k] = cpu, memory
-    if lead is not None:
-        cpu_out, memory_out = (
-            np.column_stack([lead[0], cpu_out]),
-            np.column_stack([lead[1], memory_out]),
-        )
-    return cpu_out, memory_out

@@ -140,12 +140,12 @@ def detect_shape(
     history = _history_days(blocks, period_seconds)
     daily = autocorrelation(blocks, day_blocks) if day_blocks > 1 else np.full(len(blocks), 0.0)
     weekly = autocorrelation(blocks, week_blocks)
-    threshold = settings.season_threshold
+    threshold = settings.model.season_threshold
     has_daily = (history >= MIN_SEASON_CYCLES) & (np.nan_to_num(daily, nan=-1.0) >= threshold)
     has_weekly = (
         (history >= MIN_SEASON_CYCLES * 7)
         & (np.nan_to_num(weekly, nan=-1.0) >= threshold)
-        & (np.nan_to_num(weekly, nan=-1.0) >= np.nan_to_num(daily) + settings.weekly_gain)
+        & (np.nan_to_num(weekly, nan=-1.0) >= np.nan_to_num(daily) + settings.model.weekly_gain)
     )
     period = np.where(
         has_weekly, week_blocks, np.where(has_daily & (day_blocks > 1), day_blocks, 1)

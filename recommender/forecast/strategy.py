@@ -20,16 +20,13 @@ from recommender.forecast.levels import KnownLevels
 from recommender.forecast.lulls import LullTracker
 from recommender.forecast.margins import LEVEL_EDGES, level_bins
 from recommender.forecast.memory import OomHistory, implied_demand, recent_peak
-from recommender.forecast.planner import Plan, make_plan
+from recommender.forecast.planner import Plan
+from recommender.forecast.policy import ForecastPolicy
 from recommender.forecast.schedule import (
-    MEMORY_ALONE_DECREASE,
     QUIET_HOURS,
     budget_reach,
     cover,
     covered_from,
-    cut_worth_making,
-    last_change_cut,
-    plan_cpu,
     ride_with_memory,
     rise_floor,
 )
@@ -51,7 +48,8 @@ class ForecastStrategy:
     ) -> None:
         """`levels`: true block means that replace the forecasts (the `forecast-perfect`
         backtest reference only)."""
-        self.settings = settings or ForecastSettings()
+        self.policy = ForecastPolicy(settings or ForecastSettings())
+        self.settings = self.policy.settings
         self.known_levels = levels
         self.levels: KnownLevels | None = None
         if levels is not None:
@@ -101,13 +99,13 @@ class ForecastStrategy:
         may_plan = left > s.reserved_changes
         may_react = left > 0
         scale = None if self.plan is None else self.plan.calibration.scale
-        clearly = 0.0 if scale is None else s.react_min_fraction * scale
+        clearly = 0.0 if scale is None else s.reactions.react_min_fraction * scale
         short = self.last_cpu > current.cpu + clearly
         self.short_run = np.where(short, self.short_run + 1, 0)
         at_boundary = int(now) % self.period == 0
         if at_boundary or self.plan is None:
-            self.plan = make_plan(
-                self.buffer.view(), self.ooms, s, int(now), self.plan, levels=self.levels
+            self.plan = self.policy.plan(
+                self.buffer.view(), self.ooms, int(now), self.plan, levels=self.levels
             )
             offset = 0
         else:
@@ -121,9 +119,9 @@ class ForecastStrategy:
         cpu = current.cpu.copy()
         ahead = plan.horizon - offset
         if at_boundary:
-            cpu = self._boundary_cpu(cpu, left, may_react, following, now, ahead, offset)
+            cpu = self._boundary_cpu(cpu, left, following, now, ahead, offset)
             self.spikes.at_boundary(~np.isclose(cpu, current.cpu, equal_nan=True))
-        cpu = np.where(np.isnan(cpu), cover(required, s.cover_blocks), cpu)
+        cpu = np.where(np.isnan(cpu), cover(required, s.hysteresis.cover_blocks), cpu)
         states = plan.cpu_states[:, offset].copy()
         before_reaction = cpu
         cpu, reacted = self._react_cpu(cpu, required, may_react, left, following, now, ahead)
@@ -147,7 +145,7 @@ class ForecastStrategy:
         memory = np.where(self.oom_now, np.fmax(memory, self.ooms.floor), memory)
         resized = differs(memory, current.memory)
         still = resized & ~cpu_moves
-        clearly = s.react_min_fraction * plan.calibration.scale
+        clearly = s.reactions.react_min_fraction * plan.calibration.scale
         riding = self._reach(left, now, ahead) if still.any() else None
         cpu = ride_with_memory(cpu, required, s, still, self.last_cpu, clearly, ~following, riding)
         self.oom_now[:] = False
@@ -159,7 +157,6 @@ class ForecastStrategy:
         self,
         cpu: np.ndarray,
         left: np.ndarray,
-        may_react: np.ndarray,
         following: np.ndarray,
         now: float,
         ahead: int,
@@ -170,20 +167,20 @@ class ForecastStrategy:
         s = self.settings
         assert self.plan is not None
         plan = self.plan
-        may_plan = left > s.reserved_changes
         reach = self._reach(left, now, ahead)
-        planned = np.maximum(left - s.reserved_changes, 0)
         floor = rise_floor(plan.cpu_forecast[:, offset], plan.cpu_margin[:, offset], s)
-        committed = covered_from(plan.cpu_required, plan.cpu_committed, offset, s.cover_blocks)
-        planned_cpu = plan_cpu(cpu, committed, s, planned, may_react, reach, floor)[:, 0]
-        last = ~may_plan & (left >= 1) & ~following
-        if last.any():
+        committed = covered_from(
+            plan.cpu_required, plan.cpu_committed, offset, s.hysteresis.cover_blocks
+        )
+        quiet_peak = np.full(cpu.shape, np.nan)
+        last = (left <= s.reserved_changes) & (left >= 1) & ~following
+        if last.any():  # the buffer is read only when the last change may go to a cut
             cpu_seen, _ = self.buffer.recent(round(QUIET_HOURS * HOUR / self.fleet.step))
-            quiet_peak = recent_peak(cpu_seen, cpu_seen.shape[1])
-            cut = last_change_cut(cpu, committed, s, last, quiet_peak, reach)
-            planned_cpu = np.where(cut < cpu, cut, planned_cpu)
+            quiet_peak = np.where(last, recent_peak(cpu_seen, cpu_seen.shape[1]), np.nan)
         peak = plan.calibration.scale
-        planned_cpu = cut_worth_making(planned_cpu, cpu, self.last_cpu, peak, s)
+        planned_cpu = self.policy.boundary_cpu(
+            cpu, committed, left, reach, floor, self.last_cpu, peak, quiet_peak
+        )
         # an on/off container keeps its busy level through a job's dips: the change
         # a cut within the busy band costs is one the next lull drop needs
         in_job = following & (planned_cpu >= LEVEL_EDGES[2] * peak)
@@ -235,16 +232,14 @@ class ForecastStrategy:
         assert self.plan is not None
         level = self.plan.memory.for_states(states)
         needed = np.where(np.isnan(level), np.nan, np.fmax(level, self.ooms.floor_at(now)))
-        unset = np.isnan(current) & ~np.isnan(needed)
-        along = cpu_moves & ~np.isnan(needed)
-        up = may_react & (needed > current * (1.0 + s.memory_margin / 2.0))
-        waits = up & following
+        rises = may_react.copy()
+        waits = may_react & following & (needed > current * (1.0 + s.memory_margin / 2.0))
         if waits.any():  # the buffer is read only when an on/off limit would rise
-            up &= ~waits | self._memory_nears(current)
-        alone_down = at_boundary & may_plan & (needed < current * (1.0 - MEMORY_ALONE_DECREASE))
-        alone_down &= ~(self.ooms.hold_until > now)
-        along &= (needed > current) | ~(self.ooms.hold_until > now)
-        return np.where(unset | along | up | alone_down, needed, current)
+            rises &= ~waits | self._memory_nears(current)
+        held = self.ooms.hold_until > now
+        return self.policy.boundary_memory(
+            current, needed, rises, at_boundary & may_plan, cpu_moves, held
+        )
 
     def _memory_nears(self, limit: np.ndarray) -> np.ndarray:
         """Series whose memory peak of the last update period ate half the margin."""
@@ -349,16 +344,16 @@ class ForecastStrategy:
         # after a lull drop, usage clearly above the idle request is a job starting:
         # it is answered after one window (its memory, if dropped too, cannot wait)
         soon = ~np.isnan(self.lulls.dropped_from) & (self.short_run >= 1)
-        after = np.full(cpu.shape, s.react_after_windows)
+        after = np.full(cpu.shape, s.reactions.react_after_windows)
         last_change = s.spikes.release & ~following & (left <= 1)
         after = np.where(last_change, np.maximum(after, s.spikes.last_change_after), after)
         react = ((self.short_run >= after) | soon) & may_react
         if not react.any():
             return cpu, react
-        recent, _ = self.buffer.recent(s.react_after_windows)
+        recent, _ = self.buffer.recent(s.reactions.react_after_windows)
         seen = np.max(np.where(np.isnan(recent), -np.inf, recent), axis=1)
         assert self.plan is not None
-        usage_based = seen * (1.0 + s.react_margin)
+        usage_based = seen * (1.0 + s.reactions.react_margin)
         reach = self._reach(left, now, ahead)
         wanted = np.where(following, usage_based, np.fmax(usage_based, cover(required, reach)))
         wanted = self.lulls.restore_level(

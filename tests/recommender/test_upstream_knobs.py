@@ -79,14 +79,14 @@ def test_the_forecaster_scales_its_bump_by_the_vpas_ratio_over_upstreams() -> No
     bumped = bump_after_oom(memory, settings, (ratio, least))
     default = bump_after_oom(memory, settings)
     assert bumped[0] == default[0]  # 1.2, upstream's default, gives the default factor
-    assert bumped[1] == pytest.approx(800 * MIB * settings.oom_bump_factor * 2)
+    assert bumped[1] == pytest.approx(800 * MIB * settings.memory.oom_bump_factor * 2)
     assert bumped[2] == pytest.approx(510 * MIB * (1 + settings.memory_margin))
     usage, kills = _two_workloads()
     plain_rows, _ = recommend_forecast_workloads(usage, kills)
     rows, plan = recommend_forecast_workloads(usage, kills, oom_bumps=_bumps(2.4, 0.0))
     web, api = _rows(rows)["web"], _rows(rows)["api"]
     assert api["memory_target"] == _rows(plain_rows)["api"]["memory_target"]
-    assert web["memory_target"] >= 800 * MIB * settings.oom_bump_factor * 2 * 0.999
+    assert web["memory_target"] >= 800 * MIB * settings.memory.oom_bump_factor * 2 * 0.999
     assert (plan[plan["workload"] == "web"]["memory_request"] >= 1.5 * api["memory_target"]).all()
 
 

@@ -142,7 +142,7 @@ def test_table_shows_metrics_and_ratios_to_vpa(tmp_path: Path) -> None:
             "strategy 'krr': failed in the replay with the settings given: ValueError",
         ),
         (
-            ["--strategies", "forecast", "--forecast-set", "memory_peak_days=1e308"],
+            ["--strategies", "forecast", "--forecast-set", "memory.memory_peak_days=1e308"],
             "memory_peak_days must span at most 366 days",  # was an OverflowError in the replay
         ),
         (

@@ -12,7 +12,7 @@ from recommender.forecast.api import (
     SCHEDULE_COLUMNS,
     recommend_forecast,
 )
-from recommender.forecast.settings import ForecastSettings
+from recommender.forecast.settings import ForecastSettings, MemorySettings, ReactionSettings
 from tests.recommender.forecast import synthetic as syn
 
 
@@ -121,7 +121,9 @@ def test_a_young_series_says_which_quantile_of_its_usage_sized_it(
 ) -> None:
     """Too young for margins: the explanation names the quantile and headroom in use."""
     young = _usage(days=0.25)  # 6 hours: no level state has enough errors
-    settings = ForecastSettings(target_cpu_shortfall=shortfall, react_margin=0.25)
+    settings = ForecastSettings(
+        target_cpu_shortfall=shortfall, reactions=ReactionSettings(react_margin=0.25)
+    )
     frame = recommend_forecast(young, settings=settings).recommendations
     assert frame["cpu_margin"].isna().all()
     assert frame["cpu_margin_quantile"].isna().all()  # no margin, so no margin quantile
@@ -135,7 +137,9 @@ def test_memory_is_explained_as_sized_per_state_only_where_a_state_is_lower() ->
     # the peak's, whatever the replay allowed; small sizes read in MiB, not "0.05 GiB"
     cpu = [syn.daily(5.0), syn.on_off(5.0)]
     memory = [np.full(cpu[0].size, 2.0 * syn.GIB), np.where(cpu[1] > 1, 0.3, 0.05) * syn.GIB]
-    settings = ForecastSettings(oom_worth_bytes=2.0**20)  # any saving buys sizing per state
+    settings = ForecastSettings(
+        memory=MemorySettings(oom_worth_bytes=2.0**20)
+    )  # any saving buys sizing per state
     result = recommend_forecast(syn.fleet(cpu, memory), settings=settings)
     text = result.recommendations["explanation"].tolist()
     assert "memory: covers the peak of the remembered history 2.00 GiB +20%" in text[0]

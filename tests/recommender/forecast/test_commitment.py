@@ -50,11 +50,11 @@ def test_only_blocks_past_the_cover_of_serving_series_take_yesterday() -> None:
     margin = np.full((2, PER_DAY), 0.1)
     shape = _shape([False, True])
     out = committed_requirement(required, blocks, block_ids, first, margin, shape, HOUR, SETTINGS)
-    cover = SETTINGS.cover_blocks
+    cover = SETTINGS.hysteresis.cover_blocks
     np.testing.assert_allclose(out[0, :cover], 1.2)  # what any change covers: the forecast
     np.testing.assert_allclose(out[0, cover:12], 1.2)  # yesterday's 1.0 + 0.1 is under it
     np.testing.assert_allclose(out[0, 12:], 3.1)  # yesterday's afternoon + margin
     np.testing.assert_allclose(out[1], 1.2)  # a batch series follows its jobs instead
-    off = replace(SETTINGS, cover_yesterday=False)
+    off = replace(SETTINGS, hysteresis=replace(SETTINGS.hysteresis, cover_yesterday=False))
     same = committed_requirement(required, blocks, block_ids, first, margin, shape, HOUR, off)
     np.testing.assert_array_equal(same, required)

@@ -14,7 +14,12 @@ from recommender.forecast.lulls import (
     lull_memory,
     lull_shortfall_rate,
 )
-from recommender.forecast.settings import ForecastSettings, ForecastSettingsError, LullSettings
+from recommender.forecast.settings import (
+    ForecastSettings,
+    ForecastSettingsError,
+    LullSettings,
+    MemorySettings,
+)
 from tests.recommender.forecast import synthetic as syn
 from tests.recommender.forecast.test_strategy import replay
 
@@ -204,7 +209,7 @@ def test_idle_memory_growing_in_a_lull_raises_the_limit_before_a_kill() -> None:
 def test_an_oom_hold_keeps_memory_up_through_a_lull() -> None:
     cpu, memory = _job_with_memory(days=6.0)
     memory[0, 2 * syn.PER_DAY + 5 :] *= 2.0  # a bigger job: killed once, then held
-    settings = ForecastSettings(oom_hold_hours=24 * 10)
+    settings = ForecastSettings(memory=MemorySettings(oom_hold_hours=24 * 10))
     _, limits, ooms, _ = replay(cpu, memory, settings)
     first_kill = int(np.flatnonzero(ooms[0])[-1])
     assert first_kill >= 2 * syn.PER_DAY
@@ -270,7 +275,7 @@ def test_a_long_lull_may_drop_with_the_last_change_when_one_frees_soon() -> None
     assert following[0, idle].sum() < 0.95 * waiting[0, idle].sum()  # fewer idle cores
     assert np.mean(following[0, busy] >= job[busy]) < 1.0  # bought with some job starts ...
     # ... but no job waits for its CPU longer than the budget takes to free a change
-    wait = settings.lulls.frees_within + settings.react_after_windows + 1
+    wait = settings.lulls.frees_within + settings.reactions.react_after_windows + 1
     starts = [t for t in range(2 * syn.PER_DAY, windows - 12, 60)]
     assert all(np.any(following[0, t : t + wait] >= job[t : t + wait].min()) for t in starts)
     changes = np.count_nonzero(np.diff(following[0, after]) != 0)

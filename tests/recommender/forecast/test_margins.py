@@ -6,10 +6,13 @@ import numpy as np
 import pytest
 
 from recommender.forecast.allocation import Offer, allocate
-from recommender.forecast.margins import ReactionRule, calibrate, replay_margins
+from recommender.forecast.margins import calibrate, replay_margins
 from recommender.forecast.quantiles import error_quantiles
+from recommender.forecast.settings import ReactionSettings
 
-NO_REACTIONS = ReactionRule(after_windows=10**6, margin=0.1, per_day=24.0, min_fraction=0.0)
+NO_REACTIONS = ReactionSettings(
+    react_after_windows=10**6, react_margin=0.1, reactions_per_day=24.0, react_min_fraction=0.0
+)
 
 
 @pytest.mark.parametrize("level", [0.5, 0.9, 0.99, 1.0])
@@ -25,7 +28,7 @@ def test_error_quantiles_are_observed_values_like_numpy_higher(level: float) -> 
 
 
 def _replay_one_block(
-    values: np.ndarray, request: float, clearly: float, rule: ReactionRule
+    values: np.ndarray, request: float, clearly: float, rule: ReactionSettings
 ) -> tuple[int, int]:
     """The reaction policy window by window, in plain Python: (shortfalls, reactions)."""
     short = raised = run = 0
@@ -34,8 +37,8 @@ def _replay_one_block(
             continue  # no sample: never short, and the run of clear windows goes on
         short += used > request
         run = run + 1 if used > request + clearly else 0
-        if run >= rule.after_windows:
-            wanted = float(np.float32(used) * np.float32(1.0 + rule.margin))
+        if run >= rule.react_after_windows:
+            wanted = float(np.float32(used) * np.float32(1.0 + rule.react_margin))
             if wanted > request:
                 raised += 1
                 request = wanted
@@ -53,10 +56,12 @@ def test_replay_counts_what_a_window_by_window_replay_counts(after: int) -> None
     forecast = np.nanmean(usage, axis=2) * rng.uniform(0.7, 1.3, size=(n, blocks))
     margins = np.sort(rng.gamma(1.0, 0.5, size=(n, candidates, blocks)), axis=1)
     scale = np.nanmax(usage.reshape(n, -1), axis=1)
-    rule = ReactionRule(after_windows=after, margin=0.1, per_day=2.0, min_fraction=0.1)
+    rule = ReactionSettings(
+        react_after_windows=after, react_margin=0.1, reactions_per_day=2.0, react_min_fraction=0.1
+    )
     shortfalls, reactions = replay_margins(usage, forecast, margins, rule, scale)
     request = np.nextafter((forecast[:, None, :] + margins).astype(np.float32), np.float32(np.inf))
-    clearly = (rule.min_fraction * scale).astype(np.float32)
+    clearly = (rule.react_min_fraction * scale).astype(np.float32)
     some_reacted = False
     for s in range(n):
         for c in range(candidates):
@@ -97,7 +102,9 @@ def test_a_job_starting_mid_block_costs_a_reaction_not_a_day_long_margin() -> No
         usage[0, block + 3, :6] = 4.0
     forecast = usage[:, :, 0].copy()  # persistence: the state at the block start
     states = np.where(forecast > 1.0, 2, 0)
-    react = ReactionRule(after_windows=2, margin=0.1, per_day=2.0, min_fraction=0.1)
+    react = ReactionSettings(
+        react_after_windows=2, react_margin=0.1, reactions_per_day=2.0, react_min_fraction=0.1
+    )
     result = calibrate(usage, forecast, states, np.array([4.0]), 0.01, 0.1, react, 24)
     assert result.margin[0, 0] < 0.5  # idle blocks do not carry the job's 4 cores
     assert result.reactions_per_day[0, 0] == pytest.approx(1.0)

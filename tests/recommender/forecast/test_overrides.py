@@ -23,7 +23,7 @@ def test_each_kind_of_setting_is_read_by_its_declared_type() -> None:
             "target_cpu_shortfall=0.01",
             "max_changes_per_day=4",
             "cpu_shortfall_mode=fixed",
-            "level_alphas=0.1, 0.5",
+            "model.level_alphas=0.1, 0.5",
             "lulls.follow=false",
             "spikes.after_windows=3",
         ]
@@ -32,7 +32,7 @@ def test_each_kind_of_setting_is_read_by_its_declared_type() -> None:
     assert settings.target_cpu_shortfall == 0.01
     assert settings.max_changes_per_day == 4
     assert settings.cpu_shortfall_mode == "fixed"
-    assert settings.level_alphas == (0.1, 0.5)
+    assert settings.model.level_alphas == (0.1, 0.5)
     assert settings.lulls.follow is False
     assert settings.lulls.after_windows == default.lulls.after_windows  # the rest of a group stays
     assert settings.spikes.after_windows == 3
@@ -42,8 +42,8 @@ def test_each_kind_of_setting_is_read_by_its_declared_type() -> None:
 
 def test_a_later_pair_wins_and_a_base_is_kept() -> None:
     base = ForecastSettings(memory_margin=0.3)
-    settings = forecast_with(["react_margin=0.2", "react_margin=0.3"], base)
-    assert settings.react_margin == 0.3 and settings.memory_margin == 0.3
+    settings = forecast_with(["reactions.react_margin=0.2", "reactions.react_margin=0.3"], base)
+    assert settings.reactions.react_margin == 0.3 and settings.memory_margin == 0.3
 
 
 @pytest.mark.parametrize(
@@ -57,14 +57,14 @@ def test_a_later_pair_wins_and_a_base_is_kept() -> None:
         ("cpu_shortfall_mode=fast", "expected one of vpa, fixed"),
         ("max_changes_per_day=2.5", "cannot read '2.5'"),
         ("memory_margin=inf", "cannot read 'inf' (expected a finite number)"),
-        ("react_margin=nan", "cannot read 'nan' (expected a finite number)"),
-        ("level_alphas=0.5,inf", "cannot read 'inf' (expected a finite number)"),
+        ("reactions.react_margin=nan", "cannot read 'nan' (expected a finite number)"),
+        ("model.level_alphas=0.5,inf", "cannot read 'inf' (expected a finite number)"),
         ("target_cpu_shortfall=0.9", "target_cpu_shortfall must be in (0, 0.5)"),
         ("lulls.after_windows=0", "after_windows must be at least 1"),
         # a billion days ended in an OverflowError or a MemoryError
         ("history_days=1000000000", r"history_days must be in \[1, 366\]"),
-        ("memory_peak_days=1e308", "memory_peak_days must span at most 366 days"),
-        ("memory_recent_hours=1000000000", "memory_recent_hours must span at most 366 days"),
+        ("memory.memory_peak_days=1e308", "memory_peak_days must span at most 366 days"),
+        ("memory.memory_recent_hours=1000000000", "memory_recent_hours must span at most 366 days"),
         ("no_value_given", "expected NAME=VALUE"),
     ],
 )
@@ -97,10 +97,14 @@ def test_an_update_period_must_hold_whole_sample_windows() -> None:
 
 def test_the_smooth_cycle_rules_are_settings_by_name() -> None:
     settings = forecast_with(
-        ["cover_until_free=false", "hold_second_day=false", "rise_margin_share=0.25"]
+        [
+            "hysteresis.cover_until_free=false",
+            "hysteresis.hold_second_day=false",
+            "hysteresis.rise_margin_share=0.25",
+        ]
     )
-    assert not settings.cover_until_free and not settings.hold_second_day
-    assert settings.rise_margin_share == 0.25
-    for bad in ("rise_margin_share=1.5", "rise_margin_share=-0.1"):
+    assert not settings.hysteresis.cover_until_free and not settings.hysteresis.hold_second_day
+    assert settings.hysteresis.rise_margin_share == 0.25
+    for bad in ("hysteresis.rise_margin_share=1.5", "hysteresis.rise_margin_share=-0.1"):
         with pytest.raises(ForecastSettingsError, match=r"rise_margin_share must be in \[0, 1\]"):
             forecast_with([bad])

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from recommender.forecast.policy import ForecastPolicy, InForce, Needs
 from recommender.forecast.schedule import (
-    build_schedule,
     cover,
     cpu_step,
     last_change_cut,
@@ -18,6 +18,47 @@ from tailor.change_budget import ChangeBudget
 
 SETTINGS = ForecastSettings()
 YES = np.array([True])
+
+
+def build_schedule(
+    current_cpu: np.ndarray,
+    current_memory: np.ndarray,
+    cpu: np.ndarray,
+    memory: np.ndarray,
+    settings: ForecastSettings,
+    floor: np.ndarray | None = None,
+    committed: np.ndarray | None = None,
+    budget: ChangeBudget | None = None,
+    *,
+    hold_until: np.ndarray | None = None,
+    scale: np.ndarray | None = None,
+    usage: np.ndarray | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """The policy's schedule of these hourly needs from the requests in force, blocks
+    from UNIX second 0 (the block in force, which plays nothing here, left out)."""
+    n, _ = cpu.shape
+    unknown = np.full(n, np.nan)
+    needs = Needs(
+        cpu=cpu,
+        committed=cpu if committed is None else committed,
+        rise_floor=np.zeros(cpu.shape) if floor is None else floor,
+        memory=memory,
+        scale=np.zeros(n) if scale is None else scale,
+        usage=unknown if usage is None else usage,
+        quiet_peak=unknown,
+        recent_low=unknown,
+        recent_high=unknown,
+        hold_until=np.full(n, -np.inf) if hold_until is None else hold_until,
+        cpu_peak=unknown,
+        memory_peak=unknown,
+        block_start=-3600.0,
+        history_end=0.0,
+        first_start=0.0,
+        period=3600,
+    )
+    in_force = InForce(current_cpu, current_memory, budget)
+    planned_cpu, planned_memory = ForecastPolicy(settings).schedule(needs, in_force)
+    return planned_cpu[:, 1:], planned_memory[:, 1:]
 
 
 def test_the_last_change_goes_only_to_a_deep_cut_after_quiet_hours() -> None:
@@ -106,7 +147,7 @@ def test_a_daily_cycle_costs_few_changes_per_day() -> None:
     required = np.vstack([cycle, np.full(48, 0.3)])
     unset = np.full(2, np.nan)
     memory = np.full((2, 48), 2.0**30)
-    cpu, _ = build_schedule(unset, unset, required, memory, settings, 24)
+    cpu, _ = build_schedule(unset, unset, required, memory, settings)
     changes = np.sum(cpu[:, 1:] != cpu[:, :-1], axis=1)
     assert changes[1] == 0
     assert 2 <= changes[0] <= 2 * settings.max_changes_per_day
@@ -117,7 +158,7 @@ def test_planned_changes_respect_the_daily_budget() -> None:
     rng = np.random.default_rng(0)
     required = rng.uniform(0.1, 2.0, size=(1, 72))  # wild: wants a change every hour
     unset = np.full(1, np.nan)
-    cpu, _ = build_schedule(unset, unset, required, np.full((1, 72), 1.0), SETTINGS, 24)
+    cpu, _ = build_schedule(unset, unset, required, np.full((1, 72), 1.0), SETTINGS)
     moved = np.flatnonzero(cpu[0, 1:] != cpu[0, :-1])
     for start in range(72):
         in_day = np.sum((moved >= start) & (moved < start + 24))
@@ -128,9 +169,9 @@ def test_a_schedule_rises_under_the_floor_within_the_threshold() -> None:
     required = (1.0 + 0.05 * np.arange(12))[None, :]  # 5 % a block: under the threshold
     unset = np.full(1, np.nan)
     memory = np.full((1, 12), 1.0)
-    plain, _ = build_schedule(unset, unset, required, memory, SETTINGS, 24)
+    plain, _ = build_schedule(unset, unset, required, memory, SETTINGS)
     assert (plain[0] < required[0] - 1e-12).any()  # held up to 10 % under its need
-    floored, _ = build_schedule(unset, unset, required, memory, SETTINGS, 24, required)
+    floored, _ = build_schedule(unset, unset, required, memory, SETTINGS, required)
     assert (floored[0] >= required[0] - 1e-12).all()
 
 
@@ -142,9 +183,9 @@ def test_the_last_planned_change_of_a_schedule_covers_what_is_committed() -> Non
     committed[0, 12:19] = 0.9  # what yesterday's afternoon used
     unset = np.full(1, np.nan)
     memory = np.full(need.shape, 1.0)
-    plain, _ = build_schedule(unset, unset, need, memory, SETTINGS, 24)
+    plain, _ = build_schedule(unset, unset, need, memory, SETTINGS)
     assert plain[0, 9] == 0.5
-    held, _ = build_schedule(unset, unset, need, memory, SETTINGS, 24, None, committed)
+    held, _ = build_schedule(unset, unset, need, memory, SETTINGS, None, committed)
     assert (held[0, 9:16] >= 0.9).all()  # (a level set from block 16 on sees it as near)
     assert held[0, 6] == 1.0  # an earlier fall covers its 3 blocks only: 0.9 is beyond
 
@@ -155,9 +196,7 @@ def test_a_schedule_cuts_as_a_block_boundary_does() -> None:
     memory = np.full((3, 4), 1.0)
     scale = np.array([2.0, 10.0, 2.0])  # the second's recent peak makes 0.4 core a small cut
     usage = np.array([0.2, 0.2, 0.8])  # the third uses 0.8 right now
-    cpu, _ = build_schedule(
-        current, np.ones(3), need, memory, SETTINGS, 24, scale=scale, usage=usage
-    )
+    cpu, _ = build_schedule(current, np.ones(3), need, memory, SETTINGS, scale=scale, usage=usage)
     np.testing.assert_allclose(cpu[:, 0], [0.6, 1.0, 0.88])  # not below the usage + 10 %
     np.testing.assert_allclose(cpu[1], 1.0)  # a small cut is never made
     # the usage is what the container uses now: it holds the first block only
@@ -169,7 +208,7 @@ def test_a_schedule_lowers_memory_alone_by_a_large_share_and_not_in_an_oom_hold(
     memory_need = np.array([[0.8] * 4, [0.6] * 4, [0.6] * 4])
     hold = np.array([-np.inf, -np.inf, 2 * 3600.0])  # the third held until block 2
     _, memory = build_schedule(
-        np.ones(3), np.ones(3), cpu_need, memory_need, SETTINGS, 24, hold_until=hold
+        np.ones(3), np.ones(3), cpu_need, memory_need, SETTINGS, hold_until=hold
     )
     np.testing.assert_allclose(memory[0], 1.0)  # a 20 % cut alone is not worth a resize
     np.testing.assert_allclose(memory[1], 0.6)  # a 40 % one is
@@ -184,7 +223,7 @@ def test_memory_rides_down_with_a_cpu_resize_made_with_the_reserved_change() -> 
     budget = ChangeBudget.after(made, SETTINGS.max_changes_per_day)
     assert budget.left(0.0)[0] == SETTINGS.reserved_changes
     cpu, memory = build_schedule(
-        np.ones(1), np.ones(1), np.full((1, 4), 1.5), np.full((1, 4), 0.6), SETTINGS, 24,
+        np.ones(1), np.ones(1), np.full((1, 4), 1.5), np.full((1, 4), 0.6), SETTINGS,
         budget=budget,
     )  # fmt: skip
     assert cpu[0, 0] == pytest.approx(1.5)  # the rise takes the reserved change

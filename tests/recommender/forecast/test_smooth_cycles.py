@@ -11,12 +11,16 @@ from recommender.data.arrays import UsageArrays
 from recommender.forecast.explain import explain, explanation_columns
 from recommender.forecast.memory import OomHistory
 from recommender.forecast.planner import make_plan
-from recommender.forecast.settings import ForecastSettings
+from recommender.forecast.settings import ForecastSettings, HysteresisSettings
 from tests.recommender.forecast import synthetic as syn
 from tests.recommender.forecast.test_strategy import replay
 
 DAYS = 6.0
-OLD_RULES = ForecastSettings(cover_until_free=False, rise_margin_share=0.0, hold_second_day=False)
+OLD_RULES = ForecastSettings(
+    hysteresis=HysteresisSettings(
+        cover_until_free=False, rise_margin_share=0.0, hold_second_day=False
+    )
+)
 
 
 def smooth_fleet(n: int = 8) -> np.ndarray:
@@ -72,7 +76,9 @@ def test_a_level_held_past_the_budget_covers_what_yesterday_used() -> None:
     cpu = drifting_fleet()
     memory = np.full(cpu.shape, syn.GIB)
     requested, _, _, _ = replay(cpu, memory)
-    flat, _, _, _ = replay(cpu, memory, replace(ForecastSettings(), cover_yesterday=False))
+    flat, _, _, _ = replay(
+        cpu, memory, ForecastSettings(hysteresis=HysteresisSettings(cover_yesterday=False))
+    )
     now, then = shortfall_by_day(cpu, requested), shortfall_by_day(cpu, flat)
     # held for hours on a forecast that missed the afternoon ramp, the request was short
     # in about a tenth of the windows from the third day on
@@ -88,7 +94,7 @@ def test_a_second_day_is_not_planned_below_the_first_day() -> None:
     settings = ForecastSettings()
     plan = make_plan(usage, OomHistory.empty(3), settings)
     seen = np.quantile(cpu[:, -syn.PER_DAY :], 1 - settings.target_cpu_shortfall, axis=1)
-    held = seen * (1 + settings.react_margin)
+    held = seen * (1 + settings.reactions.react_margin)
     assert (plan.cpu_required >= held[:, None] - 1e-12).all()
     assert plan.cpu_held.all()
     reasons = explanation_columns(plan, OomHistory.empty(3), settings)
@@ -97,7 +103,11 @@ def test_a_second_day_is_not_planned_below_the_first_day() -> None:
         "until a daily cycle can be detected" in line
         for line in explain(plan, OomHistory.empty(3), settings)
     )
-    free = make_plan(usage, OomHistory.empty(3), replace(settings, hold_second_day=False))
+    free = make_plan(
+        usage,
+        OomHistory.empty(3),
+        replace(settings, hysteresis=replace(settings.hysteresis, hold_second_day=False)),
+    )
     assert (free.cpu_required.min(axis=1) < held).all()  # the forecast alone goes lower
     # with two whole days a cycle can be detected, and the forecast plans its trough
     older = smooth_fleet(3)[:, : int(2.5 * syn.PER_DAY)]

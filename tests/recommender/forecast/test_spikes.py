@@ -7,7 +7,12 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from recommender.forecast.settings import ForecastSettings, ForecastSettingsError, SpikeSettings
+from recommender.forecast.settings import (
+    ForecastSettings,
+    ForecastSettingsError,
+    HysteresisSettings,
+    SpikeSettings,
+)
 from recommender.forecast.spikes import SpikeTracker
 from tests.recommender.forecast import synthetic as syn
 from tests.recommender.forecast.test_strategy import replay
@@ -93,7 +98,7 @@ def test_with_one_change_left_a_short_burst_is_let_through() -> None:
         reserved_changes=1,
         cpu_shortfall_mode="fixed",
         target_cpu_shortfall=0.03,
-        cover_until_free=False,
+        hysteresis=HysteresisSettings(cover_until_free=False),
     )
     waits, _, _, _ = replay(cpu, memory, tight)
     eager = replace(tight, spikes=SpikeSettings(last_change_after=1))

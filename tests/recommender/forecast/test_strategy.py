@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from recommender.forecast.settings import ForecastSettings, ShortfallMode
+from recommender.forecast.settings import ForecastSettings, HysteresisSettings, ShortfallMode
 from recommender.forecast.strategy import ForecastStrategy
 from recommender.replay import Fleet, Requests, admit, observe_window
 from tests.recommender.forecast import synthetic as syn
@@ -69,7 +69,7 @@ def test_an_oom_kill_raises_memory_for_the_very_next_window_and_holds() -> None:
     assert ooms[0, spike]
     assert ooms[0].sum() <= 3  # each kill raises the limit at once
     assert limits[0, spike + 1] > limits[0, spike]
-    hold = int(strategy.settings.oom_hold_hours * 3600 / syn.STEP)
+    hold = int(strategy.settings.memory.oom_hold_hours * 3600 / syn.STEP)
     windows = int(cpu.size)
     later = spike + 1 + np.arange(min(hold, windows - spike - 2))
     assert (limits[0, later] >= limits[0, spike + 1]).all()  # no decrease while held
@@ -86,7 +86,7 @@ def test_a_kill_is_remembered_past_its_hold() -> None:
     # the killed window's sample stops at the limit; what the kill implies (the bump)
     # stays among the peaks, so when the 24 h hold ends, the limit does not ride down
     # to 1.2 x the capped sample with the next CPU resize, to be killed again there
-    bump = strategy.settings.oom_bump_factor
+    bump = strategy.settings.memory.oom_bump_factor
     killed = np.flatnonzero(ooms[0, spikes])
     assert killed.size <= 3 and ooms[0].sum() == killed.size
     assert (limits[0, spikes[killed + 1]] >= 0.999 * bump * limits[0, spikes[killed]]).all()
@@ -167,8 +167,12 @@ def test_a_planned_decrease_must_save_a_share_of_the_recent_peak() -> None:
     fleet_cpu = np.vstack([cpu, syn.noise(days)])
     memory = np.full(fleet_cpu.shape, syn.GIB)
     share = 0.1
-    strict, _, _, _ = replay(fleet_cpu, memory, ForecastSettings(min_decrease_share=share))
-    loose, _, _, _ = replay(fleet_cpu, memory, ForecastSettings(min_decrease_share=0.0))
+    strict, _, _, _ = replay(
+        fleet_cpu, memory, ForecastSettings(hysteresis=HysteresisSettings(min_decrease_share=share))
+    )
+    loose, _, _, _ = replay(
+        fleet_cpu, memory, ForecastSettings(hysteresis=HysteresisSettings(min_decrease_share=0.0))
+    )
     boundaries = np.arange(2 * syn.PER_DAY, windows, 12)
     cuts = strict[0, boundaries - 1] - strict[0, boundaries]
     assert np.all(cuts[cuts > 0] >= share * 10.0 - 1e-9)

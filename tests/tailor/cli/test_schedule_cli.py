@@ -124,7 +124,9 @@ def test_forecast_settings_change_the_schedule_and_bad_ones_are_refused() -> Non
     )
     bad = runner.invoke(app, ["schedule", "--demo", "--forecast-set", "horizon_seconds=60"])
     assert bad.exit_code == 2 and "horizon_seconds" in bad.output
-    vpa = runner.invoke(app, ["recommend", "--demo", "--forecast-set", "react_margin=0.2"])
+    vpa = runner.invoke(
+        app, ["recommend", "--demo", "--forecast-set", "reactions.react_margin=0.2"]
+    )
     assert vpa.exit_code == 2 and "--strategy forecast" in vpa.output
 
 

@@ -9,9 +9,11 @@ import pandas as pd
 import pytest
 
 from recommender.data.synthetic import demo_fleet
-from recommender.forecast.in_force import held_to_budget, requests_in_force
+from recommender.forecast.policy import ForecastPolicy, InForce, Needs
 from recommender.forecast.settings import ForecastSettings
+from recommender.in_force import OnRecord, requests_in_force
 from recommender.recommend import recommend_forecast_workloads
+from tailor.change_budget import ChangeBudget
 
 KEYS = ["namespace", "workload", "container"]
 HOUR = pd.Timedelta(hours=1)
@@ -61,20 +63,47 @@ def test_no_request_on_record_means_nothing_in_force() -> None:
     assert np.isnan(memory_only.cpu[0]) and memory_only.memory[0] == 2.0**31
 
 
-def _schedule(cpu: list[float], memory: float = 2.0**31) -> pd.DataFrame:
-    start = pd.date_range("2024-01-02 12:00", periods=len(cpu), freq="1h", tz="UTC")
-    return pd.DataFrame(
-        {
-            "namespace": "shop",
-            "workload": "web",
-            "container": "app",
-            "start": start,
-            "end": start + HOUR,
-            "cpu_request": cpu,
-            "memory_request": memory,
-            "memory_limit": memory,
-        }
+NEXT_BLOCK = pd.Timestamp("2024-01-02 12:00", tz="UTC").timestamp()
+UNKNOWN = np.full(1, np.nan)
+
+
+def _played(
+    record: OnRecord,
+    cpu: list[float],
+    memory: float = 2.0**31,
+    settings: ForecastSettings | None = None,
+    usage: tuple[float, float] | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """One aggregate's schedule of the hourly `cpu` need from 12:00 of the second day,
+    played from what `record` holds: the block in force first. With `usage` (the lowest
+    and highest CPU of the last windows), the history ended 16 minutes into that block,
+    else it ended at 12:00."""
+    settings = settings or ForecastSettings()
+    horizon = np.asarray(cpu, dtype=np.float64)[None, :]
+    low, high = usage if usage is not None else (np.nan, np.nan)
+    first = NEXT_BLOCK + (3600 if usage is not None else 0)
+    needs = Needs(
+        cpu=horizon,
+        committed=horizon,
+        rise_floor=np.zeros(horizon.shape),
+        memory=np.full(horizon.shape, memory),
+        scale=np.ones(1),
+        usage=np.full(1, high),
+        quiet_peak=UNKNOWN,
+        recent_low=np.full(1, low),
+        recent_high=np.full(1, high),
+        hold_until=np.full(1, -np.inf),
+        cpu_peak=UNKNOWN,
+        memory_peak=UNKNOWN,
+        block_start=first - 3600,
+        history_end=first - (3600 - 16 * 60 if usage is not None else 0),
+        first_start=first,
+        period=3600,
     )
+    cpu_now = record.cpu if len(record.keys) else UNKNOWN
+    memory_now = record.memory if len(record.keys) else UNKNOWN
+    budget = ChangeBudget.after(record.changes or [np.empty(0)], settings.max_changes_per_day)
+    return ForecastPolicy(settings).schedule(needs, InForce(cpu_now, memory_now, budget))
 
 
 def test_a_spent_budget_holds_the_request_in_force_but_never_under_the_need() -> None:
@@ -85,8 +114,7 @@ def test_a_spent_budget_holds_the_request_in_force_but_never_under_the_need() ->
     in_force = requests_in_force(_history(requests))
     assert len(in_force.changes[0]) == 6 and in_force.cpu[0] == 1.0
     need = [0.6] * 12 + [1.5] * 3 + [0.6] * 9  # a cut wanted now, a peak later
-    played = held_to_budget(_schedule(need), in_force, settings)
-    cpu = played["cpu_request"].to_numpy()
+    cpu = _played(in_force, need, settings=settings)[0][0, 1:]
     assert (cpu[:2] == 1.0).all()  # the cut waits for the budget
     assert cpu[2:12].min() < 1.0  # ... and is made once changes leave the day
     assert (cpu >= np.asarray(need) - 1e-9).all()  # the peak is covered
@@ -97,8 +125,7 @@ def test_a_spent_budget_holds_the_request_in_force_but_never_under_the_need() ->
 def test_without_requests_on_record_the_schedule_starts_where_the_need_is() -> None:
     need = [0.6] * 24
     unknown = requests_in_force(_history([np.nan] * 3))
-    played = held_to_budget(_schedule(need), unknown, ForecastSettings())
-    np.testing.assert_allclose(played["cpu_request"], need)
+    np.testing.assert_allclose(_played(unknown, need)[0][0, 1:], need)
 
 
 def test_hourly_replans_that_are_followed_change_requests_at_most_6_times_a_day() -> None:
@@ -131,46 +158,29 @@ def test_hourly_replans_that_are_followed_change_requests_at_most_6_times_a_day(
 
 def test_what_was_not_measured_stays_unplanned_whatever_is_in_force() -> None:
     in_force = requests_in_force(_history([1.0] * 30))  # 2 GiB of memory asked for
-    played = held_to_budget(_schedule([0.6] * 24, memory=np.nan), in_force, ForecastSettings())
-    assert played["memory_request"].isna().all() and played["memory_limit"].isna().all()
-    assert played["cpu_request"].notna().all()
-
-
-def _mid_block(cpu: list[float], low: float, high: float) -> pd.DataFrame:
-    """A schedule whose first block is the one in force (the history ended in it), with
-    the lowest and highest CPU usage of the last windows."""
-    frame = _schedule(cpu)
-    frame["cpu_recent_low"], frame["cpu_recent_high"] = low, high
-    frame["cpu_scale"], frame["cpu_usage"] = 1.0, high
-    frame["history_end"] = np.nan
-    first_start = pd.Timestamp(frame["start"].iloc[0])
-    frame.loc[0, "history_end"] = (first_start + pd.Timedelta(minutes=16)).timestamp()
-    return frame
+    cpu, memory = _played(in_force, [0.6] * 24, memory=np.nan)
+    assert np.isnan(memory).all() and not np.isnan(cpu).any()
 
 
 def test_the_block_in_force_keeps_the_requests_in_force_until_the_boundary() -> None:
     in_force = requests_in_force(_history([1.0] * 30))
-    played = held_to_budget(
-        _mid_block([0.4] * 25, low=0.3, high=0.35), in_force, ForecastSettings()
-    )
-    cpu = played["cpu_request"].to_numpy()
+    cpu = _played(in_force, [0.4] * 24, usage=(0.3, 0.35))[0][0]
     assert cpu[0] == 1.0  # no cut between boundaries: the strategy cuts at a boundary
     assert cpu[1] < 1.0  # ... the next one
-    assert "history_end" not in played.columns  # the rules are not published
 
 
 def test_the_block_in_force_reacts_to_usage_clearly_over_the_request() -> None:
     settings = ForecastSettings()
     in_force = requests_in_force(_history([1.0] * 30))
-    short = held_to_budget(_mid_block([1.0] * 25, low=1.3, high=1.5), in_force, settings)
-    assert short["cpu_request"].iloc[0] == pytest.approx(1.5 * (1.0 + settings.react_margin))
+    short = _played(in_force, [1.0] * 24, settings=settings, usage=(1.3, 1.5))[0]
+    assert short[0, 0] == pytest.approx(1.5 * (1.0 + settings.reactions.react_margin))
     # one window under the request in the last `react_after_windows`: no reaction yet
-    once = held_to_budget(_mid_block([1.0] * 25, low=0.9, high=1.5), in_force, settings)
-    assert once["cpu_request"].iloc[0] == 1.0
+    once = _played(in_force, [1.0] * 24, settings=settings, usage=(0.9, 1.5))[0]
+    assert once[0, 0] == 1.0
 
 
 def test_with_nothing_in_force_the_block_in_force_sets_what_the_boundary_would() -> None:
     unknown = requests_in_force(_history([np.nan] * 3))
-    need = [0.6, 0.9, 0.7] + [0.6] * 22
-    played = held_to_budget(_mid_block(need, low=0.5, high=0.6), unknown, ForecastSettings())
-    assert played["cpu_request"].iloc[0] == pytest.approx(0.9)  # covers the next blocks
+    need = [0.9, 0.7] + [0.6] * 22
+    cpu = _played(unknown, need, usage=(0.5, 0.6))[0]
+    assert cpu[0, 0] == pytest.approx(0.9)  # covers the next blocks

@@ -1,0 +1,288 @@
+"""The forecast policy: one object that plans and moves requests, wherever it runs.
+
+The backtest's `forecast` strategy, `tailor schedule` and the recommender service all
+run a `ForecastPolicy`: it plans from the usage seen (`make_plan`), turns a plan into
+what a schedule must play (`Needs`), and sets the requests of a block boundary
+(`boundary_cpu`, `boundary_memory`), which the strategy calls at every boundary it
+replays and `schedule` calls for every block of the published horizon. A workload's
+pods are merged on their needs (`Needs.merged`) before the one schedule is played from
+the requests in force, so no second pass replays the rules over a finished schedule.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields, replace
+from typing import Any
+
+import numpy as np
+
+from recommender.data.arrays import UsageArrays
+from recommender.forecast.levels import KnownLevels
+from recommender.forecast.memory import OomHistory, recent_peak
+from recommender.forecast.planner import Plan, make_plan
+from recommender.forecast.schedule import (
+    QUIET_HOURS,
+    budget_reach,
+    cover,
+    covered_from,
+    cpu_step,
+    cut_worth_making,
+    last_change_cut,
+    memory_step,
+    rise_floor,
+)
+from recommender.forecast.settings import HOUR, ForecastSettings
+from tailor.change_budget import ChangeBudget
+
+
+@dataclass(frozen=True)
+class Needs:
+    """What a schedule plays, per unit (a series, or a workload's pods merged).
+
+    Per block of the horizon (units, blocks): `cpu` the plan's requirement, `committed`
+    what a level spending the last planned change covers past `cover_blocks`,
+    `rise_floor` the request under which a boundary raises CPU, `memory` the limit
+    needed. Per unit (units,): `scale` the recent CPU peak (what "clearly" and "small"
+    are shares of), `usage` the last CPU sample, `quiet_peak` the CPU peak of the last
+    `QUIET_HOURS`, `recent_low` / `recent_high` the lowest and highest CPU of the last
+    `react_after_windows` windows (what a reaction in the block in force reads),
+    `hold_until` the end of an OOM hold (UNIX seconds), `cpu_peak` / `memory_peak` the
+    peaks the upper bounds cover. The grid: the block in force started at `block_start`,
+    the history ends at `history_end`, the horizon's blocks start at `first_start` and
+    last `period` seconds.
+    """
+
+    cpu: np.ndarray
+    committed: np.ndarray
+    rise_floor: np.ndarray
+    memory: np.ndarray
+    scale: np.ndarray
+    usage: np.ndarray
+    quiet_peak: np.ndarray
+    recent_low: np.ndarray
+    recent_high: np.ndarray
+    hold_until: np.ndarray
+    cpu_peak: np.ndarray
+    memory_peak: np.ndarray
+    block_start: float
+    history_end: float
+    first_start: float
+    period: int
+
+    @property
+    def units(self) -> int:
+        return int(self.cpu.shape[0])
+
+    def _arrays(self) -> list[str]:
+        return [f.name for f in fields(self) if isinstance(getattr(self, f.name), np.ndarray)]
+
+    def rows(self, rows: np.ndarray) -> Needs:
+        """The needs of some units."""
+        return replace(self, **{name: getattr(self, name)[rows] for name in self._arrays()})
+
+    def merged(self, groups: np.ndarray, count: int) -> Needs:
+        """Units merged into `count` groups (`groups[i]`: unit i's group) by their largest
+        value everywhere: pods of a workload share one spec, sized for the largest."""
+        merged: dict[str, Any] = {}
+        for name in self._arrays():
+            values = getattr(self, name)
+            out = np.full((count, *values.shape[1:]), np.nan)
+            np.fmax.at(out, groups, values)
+            merged[name] = out
+        return replace(self, **merged)
+
+    @classmethod
+    def joined(cls, parts: list[Needs]) -> Needs:
+        """Needs of chunks planned apart on the same grid, one after the other."""
+        first = parts[0]
+        arrays: dict[str, Any] = {
+            name: np.concatenate([getattr(p, name) for p in parts]) for name in first._arrays()
+        }
+        return replace(first, **arrays)
+
+
+@dataclass(frozen=True)
+class InForce:
+    """Per unit: the requests in force (NaN = unknown) and the change budget already
+    spent (None: nothing on record, a fresh budget)."""
+
+    cpu: np.ndarray
+    memory: np.ndarray
+    budget: ChangeBudget | None = None
+
+
+@dataclass(frozen=True)
+class ForecastPolicy:
+    """The forecast strategy's rules on one `ForecastSettings` (see the module docstring)."""
+
+    settings: ForecastSettings = field(default_factory=ForecastSettings)
+
+    def plan(
+        self,
+        usage: UsageArrays,
+        ooms: OomHistory,
+        now: int | None = None,
+        previous: Plan | None = None,
+        levels: KnownLevels | None = None,
+    ) -> Plan:
+        """The plan of the coming horizon from `usage` (see `planner.make_plan`)."""
+        return make_plan(usage, ooms, self.settings, now, previous, levels)
+
+    def needs(self, plan: Plan, usage: UsageArrays, ooms: OomHistory) -> Needs:
+        """What a schedule of `plan` plays, from the history `usage` it was made on."""
+        s = self.settings
+        end = usage.start + usage.n_windows * usage.step
+        unknown = np.full(usage.n_series, np.nan)
+        recent = usage.cpu[:, -s.reactions.react_after_windows :]
+        quiet = usage.cpu[:, -max(1, round(QUIET_HOURS * HOUR / usage.step)) :]
+        with np.errstate(invalid="ignore"):
+            low = np.min(recent, axis=1) if recent.shape[1] else unknown
+        return Needs(
+            cpu=plan.cpu_required,
+            committed=plan.cpu_committed,
+            rise_floor=rise_floor(plan.cpu_forecast, plan.cpu_margin, s),
+            memory=plan.memory.required,
+            scale=plan.calibration.scale,
+            usage=usage.cpu[:, -1] if usage.n_windows else unknown,
+            quiet_peak=recent_peak(quiet, quiet.shape[1]) if usage.n_windows else unknown,
+            recent_low=low,
+            recent_high=recent_peak(recent, recent.shape[1]) if recent.shape[1] else unknown,
+            hold_until=ooms.hold_until.copy(),
+            cpu_peak=recent_peak(usage.cpu, usage.n_windows) if usage.n_windows else unknown,
+            memory_peak=plan.memory.peak,
+            block_start=float(((end - usage.step) // plan.period) * plan.period),
+            history_end=float(end),
+            first_start=float(plan.first_block * plan.period),
+            period=plan.period,
+        )
+
+    def boundary_cpu(
+        self,
+        current: np.ndarray,
+        ahead: np.ndarray,
+        left: np.ndarray,
+        reach: np.ndarray,
+        floor: np.ndarray | None,
+        usage: np.ndarray,
+        scale: np.ndarray,
+        quiet_peak: np.ndarray,
+    ) -> np.ndarray:
+        """The CPU level a block boundary sets: the need `ahead` through the hysteresis
+        within the `left` changes (a level covering `reach` blocks, a rise under
+        `floor`), the last change's deep cut where usage stayed under it for
+        `QUIET_HOURS` (`quiet_peak`; NaN: no such cut), and no cut under the `usage`
+        now or worth too little against the recent peak `scale`."""
+        s = self.settings
+        may_plan = left > s.reserved_changes
+        level = cpu_step(current, ahead, s, left > 0, may_plan, reach, floor)
+        last = ~may_plan & (left >= 1) & ~np.isnan(quiet_peak)
+        if last.any():
+            cut = last_change_cut(current, ahead, s, last, quiet_peak, reach)
+            level = np.where(cut < current, cut, level)
+        return cut_worth_making(level, current, usage, scale, s)
+
+    def boundary_memory(
+        self,
+        current: np.ndarray,
+        needed: np.ndarray,
+        may_rise: np.ndarray,
+        may_fall: np.ndarray,
+        riding: np.ndarray,
+        held: np.ndarray,
+    ) -> np.ndarray:
+        """The memory limit at a boundary (see `schedule.memory_step`)."""
+        return memory_step(current, needed, self.settings, may_rise, may_fall, riding, held)
+
+    def schedule(
+        self, needs: Needs, in_force: InForce | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """CPU and memory per block, (units, 1 + horizon): the rest of the block in force
+        (the strategy's mid-block reaction, `_block_in_force`), then every block of the
+        horizon as the strategy's boundaries set it, from the requests `in_force` and the
+        changes already made (default: nothing in force, a fresh budget)."""
+        s = self.settings
+        n, horizon = needs.cpu.shape
+        if in_force is None:
+            in_force = InForce(np.full(n, np.nan), np.full(n, np.nan))
+        budget = in_force.budget or ChangeBudget(n, s.max_changes_per_day)
+        cpu, memory = self._block_in_force(needs, in_force.cpu, in_force.memory, budget)
+        cpu_out, memory_out = [cpu], [memory]
+        unknown = np.full(n, np.nan)
+        for k in range(horizon):
+            now = needs.first_start + k * needs.period
+            left = budget.left(now)
+            reach = budget_reach(budget, left, now, horizon - k, needs.period, s)
+            ahead = covered_from(needs.cpu, needs.committed, k, s.hysteresis.cover_blocks)
+            first = k == 0  # only the first planned block knows the usage of now
+            new_cpu = self.boundary_cpu(
+                cpu,
+                ahead,
+                left,
+                reach,
+                needs.rise_floor[:, k],
+                needs.usage if first else unknown,
+                needs.scale,
+                needs.quiet_peak if first else unknown,
+            )
+            moves = ~np.isclose(new_cpu, cpu, equal_nan=True)
+            held = needs.hold_until > now
+            may_plan = left > s.reserved_changes
+            new_memory = self.boundary_memory(
+                memory, needs.memory[:, k], left > 0, may_plan, moves, held
+            )
+            self._record(budget, cpu, memory, new_cpu, new_memory, now)
+            cpu, memory = new_cpu, new_memory
+            cpu_out.append(cpu)
+            memory_out.append(memory)
+        # what was not measured stays unplanned, whatever is in force
+        cpu_need = np.column_stack([needs.cpu[:, :1], needs.cpu])
+        memory_need = np.column_stack([needs.memory[:, :1], needs.memory])
+        return (
+            np.where(np.isnan(cpu_need), np.nan, np.column_stack(cpu_out)),
+            np.where(np.isnan(memory_need), np.nan, np.column_stack(memory_out)),
+        )
+
+    def _block_in_force(
+        self, needs: Needs, cpu: np.ndarray, memory: np.ndarray, budget: ChangeBudget
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """The rest of the block the history ends in, as the strategy's mid-block step
+        sets it: what is in force stays unless usage was clearly above the CPU request
+        for `react_after_windows` windows (a reaction: the recent usage plus
+        `react_margin`, at least the level a boundary would set) or memory needs eat
+        into half the headroom; with nothing in force, what a boundary would set."""
+        s = self.settings
+        at = needs.history_end
+        may_react = budget.left(at) > 0
+        level = cover(
+            covered_from(needs.cpu, needs.committed, 0, s.hysteresis.cover_blocks),
+            s.hysteresis.cover_blocks,
+        )
+        with np.errstate(invalid="ignore"):
+            short = may_react & (
+                needs.recent_low > cpu + s.reactions.react_min_fraction * needs.scale
+            )
+            wanted = np.fmax(needs.recent_high * (1.0 + s.reactions.react_margin), level)
+            raised = short & (wanted > cpu)
+        new_cpu = np.where(np.isnan(cpu) & ~np.isnan(level), level, np.where(raised, wanted, cpu))
+        held = needs.hold_until > at
+        no_fall = np.zeros(len(cpu), dtype=bool)
+        new_memory = self.boundary_memory(
+            memory, needs.memory[:, 0], may_react, no_fall, raised, held
+        )
+        self._record(budget, cpu, memory, new_cpu, new_memory, at)
+        return new_cpu, new_memory
+
+    @staticmethod
+    def _record(
+        budget: ChangeBudget,
+        cpu: np.ndarray,
+        memory: np.ndarray,
+        new_cpu: np.ndarray,
+        new_memory: np.ndarray,
+        now: float,
+    ) -> None:
+        """A change made at `now` counts against the budget; the first setting does not."""
+        moved = ~np.isclose(new_cpu, cpu, equal_nan=True)
+        moved |= ~np.isclose(new_memory, memory, equal_nan=True)
+        first_setting = np.isnan(cpu) & np.isnan(memory)
+        budget.record(moved & ~first_setting, np.zeros(len(cpu)), now)
