@@ -16,8 +16,9 @@ from tests.cluster.podtools import applied_requests, get_pod, pod_manifest, wait
 from tests.cluster.rawapi import Json, RawApi
 from tests.cluster.workloads import Mi, vpa
 from tests.updater.following import follow, start, write_schedule
+from updater.act import budget_of
 from updater.budget import RESIZED_AT, recorded, refusal, resized_at
-from updater.follow import PassOptions, _budget_of
+from updater.follow import PassOptions
 from updater.governance import Governance
 from updater.plan import PodRules
 
@@ -119,9 +120,9 @@ def test_a_vpa_annotation_sets_its_pods_budget() -> None:
     document["metadata"]["annotations"] = {"kube-tailor.io/changes-per-day": "12"}
     annotated = VerticalPodAutoscaler.from_api(document)
     options = PassOptions(changes_per_day=6)
-    assert _budget_of(Governance(PodRules(), vpa=annotated), options) == 12
-    assert _budget_of(Governance(PodRules()), options) == 6
+    assert budget_of(Governance(PodRules(), vpa=annotated), options) == 12
+    assert budget_of(Governance(PodRules()), options) == 6
     document["metadata"]["annotations"] = {"kube-tailor.io/changes-per-day": "lots"}
     broken = VerticalPodAutoscaler.from_api(document)
     with pytest.raises(BudgetError):
-        _budget_of(Governance(PodRules(), vpa=broken), options)
+        budget_of(Governance(PodRules(), vpa=broken), options)
