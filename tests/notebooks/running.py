@@ -17,13 +17,19 @@ CELL_TIMEOUT = 600  # seconds: a hung cell fails the test instead of hanging CI
 HANG_GUARD = pytest.mark.timeout(2400)
 
 
-def execute(name: str, *probes: str) -> tuple[nbformat.NotebookNode, list[Any]]:
+def execute(
+    name: str, *probes: str, parameters: str | None = None
+) -> tuple[nbformat.NotebookNode, list[Any]]:
     """The executed notebook `name`, and what each probe printed as JSON: a probe is code
     run after the notebook's last cell, in its kernel, printing one JSON document, so a
     test asserts on the notebook's own variables without the stored notebook printing
-    them for it."""
+    them for it. `parameters`: code run right after the cell tagged `parameters`, as a
+    user sets them (papermill's convention)."""
     path = NOTEBOOKS / name
     notebook = nbformat.read(path, as_version=4)
+    if parameters is not None:
+        index = notebook.cells.index(tagged(notebook, "parameters"))
+        notebook.cells.insert(index + 1, nbformat.v4.new_code_cell(parameters))
     stored = len(notebook.cells)
     notebook.cells.extend(nbformat.v4.new_code_cell(probe) for probe in probes)
     client = NotebookClient(
