@@ -15,9 +15,8 @@ import re
 from collections.abc import Iterable
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pandas as pd
 from pydantic import (
     BaseModel,
     ConfigDict,
@@ -30,6 +29,9 @@ from pydantic import (
 from tailor.names import NAME_RULES, shown
 from tailor.quantity import MILLIS_PER_UNIT
 from tailor.special_files import regular_file
+
+if TYPE_CHECKING:  # pandas only writes the file; `tailor follow` reads it without
+    import pandas as pd
 
 # Amounts above a Kubernetes quantity's int64 range cannot be written back.
 MAX_AMOUNT = float(2**63 - 1) / MILLIS_PER_UNIT
@@ -176,6 +178,8 @@ def read_schedule(path: Path) -> list[ScheduleRow]:
 
 def json_number(value: Any) -> float | None:
     """A plain number for JSON, or None (null) where nothing was measured: a NaN is not JSON."""
+    import pandas as pd
+
     return None if pd.isna(value) else float(value)
 
 

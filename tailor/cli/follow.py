@@ -21,7 +21,7 @@ from rich.console import Console
 from rich.table import Table
 
 from tailor.cli import election as election_flags
-from tailor.cli import follow_flags, memory_pressure, options
+from tailor.cli import follow_flags, memory_pressure, scope_flags
 from tailor.cli.follow_flags import FollowFlags, FollowFormat
 from tailor.cli.service import (
     IgnoredNamespaces,
@@ -186,7 +186,7 @@ def follow_command(
     schedule: follow_flags.Schedule = None,
     schedule_configmap: follow_flags.ScheduleConfigmap = None,
     kubeconfig: Kubeconfig = None,
-    namespace: options.Namespace = None,
+    namespace: scope_flags.Namespace = None,
     vpa_object_namespace: VpaNamespace = None,
     ignored_vpa_object_namespaces: IgnoredNamespaces = None,
     protected_namespaces: follow_flags.ProtectedNamespaces = None,

@@ -14,7 +14,7 @@ from typing import Annotated
 import typer
 
 from tailor.cli import election as election_flags
-from tailor.cli import memory_pressure, options
+from tailor.cli import memory_pressure, scope_flags
 from tailor.cli.service import (
     IgnoredNamespaces,
     Interval,
@@ -164,7 +164,7 @@ class FollowFlags:
     schedule: Path | None
     schedule_configmap: str | None
     kubeconfig: Kubeconfig
-    namespace: options.Namespace
+    namespace: scope_flags.Namespace
     vpa_object_namespace: VpaNamespace
     ignored_vpa_object_namespaces: IgnoredNamespaces
     protected_namespaces: str | None

@@ -30,6 +30,7 @@ from tailor.cli.inputs import (
     one_source,
     only_namespaces,
 )
+from tailor.cli.scope_flags import Namespace as Namespace
 from tailor.cli.writing import special_file
 from tailor.durations import parse_duration
 
@@ -50,9 +51,6 @@ Step = Annotated[str, typer.Option(help="With --prometheus: sample period.")]
 Chunk = Annotated[
     str | None,
     typer.Option(help="With --prometheus: range per query [default: 1d, less for steps under 8s]."),
-]
-Namespace = Annotated[
-    list[str] | None, typer.Option("--namespace", "-n", help="Only these namespaces.")
 ]
 Match = Annotated[
     list[str] | None,

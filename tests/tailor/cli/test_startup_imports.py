@@ -71,6 +71,14 @@ def test_recommend_demo_imports_neither_the_forecaster_nor_the_cluster_client(
     assert [name for name in loaded if name != "pandas"] == []
 
 
+def test_follow_starts_without_pandas_or_the_forecaster(tmp_path: Path) -> None:
+    """`tailor follow` reads a schedule and talks to the cluster: it loads the Kubernetes
+    client, but neither pandas nor the forecaster of the commands that read history."""
+    loaded = loaded_heavy(["follow", "--help"], tmp_path)
+    assert "kubernetes" in loaded  # the probe works: the command was loaded
+    assert [name for name in loaded if name != "kubernetes"] == []
+
+
 def test_a_command_reading_a_file_still_gets_pyarrow(tmp_path: Path) -> None:
     """The demo's shortcut stays the demo's: a Parquet history is read with pyarrow."""
     from recommender.data.files import write_usage
