@@ -22,6 +22,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 _PR_SET_PDEATHSIG = 1
+# How long a test may wait for a `tailor_process` service to do its first thing: its
+# start (imports, the first pass) can take tens of seconds on a machine that runs several
+# suites at once. A bound, not a wait: the tests poll and go on as soon as it happens.
+SERVICE_BOUND = 90.0
 
 
 class ProcessStartError(RuntimeError):

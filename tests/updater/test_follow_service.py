@@ -12,7 +12,7 @@ from tests.cluster.controlplane import ControlPlane
 from tests.cluster.fixtures import FullNamespace
 from tests.cluster.kubelet_sim import KubeletSimulator
 from tests.cluster.podtools import applied_requests, get_pod, pod_manifest
-from tests.cluster.processes import free_port, tailor_process
+from tests.cluster.processes import SERVICE_BOUND, free_port, tailor_process
 from tests.cluster.prometheus import PrometheusFactory
 from tests.cluster.rawapi import Json, RawApi
 from tests.cluster.waiting import wait_until
@@ -167,7 +167,9 @@ def test_a_growth_without_room_waits_as_deferred_and_one_past_the_node_goes_at_o
     flags = ["--interval", "1s", "--deferred-timeout", "3s", "--evict", NO_WEBHOOK]
     log = tmp_path / "follow.log"
     with tailor_process([*command, *flags], log):
-        wait_until(lambda: "evict: evicted: does not fit node" in log.read_text(), timeout=30)
+        wait_until(
+            lambda: "evict: evicted: does not fit node" in log.read_text(), timeout=SERVICE_BOUND
+        )
     text = log.read_text()
     assert text.index("waiting up to 0:00:03 for room") < text.index("evict: evicted:")
     waited = text.split("evict: evicted: ")[1].split(" for ")[1].split()[0]
@@ -213,21 +215,25 @@ def test_the_service_follows_the_file_and_survives_a_broken_rewrite(
     with tailor_process(command, log) as service:
         wait_until(
             lambda: applied_requests(get_pod(kube_api, kube_namespace, "web"))["cpu"] == "500m",
-            timeout=30,
+            timeout=SERVICE_BOUND,
             what="first period applied",
         )
         schedule.write_text("[{", encoding="utf-8")
-        wait_until(lambda: "keeping the last good schedule" in log.read_text(), what="error")
+        wait_until(
+            lambda: "keeping the last good schedule" in log.read_text(),
+            timeout=SERVICE_BOUND,
+            what="error",
+        )
         write_schedule(schedule, [period(kube_namespace, "web", 0.75, 64 * Mi)])
         wait_until(
             lambda: applied_requests(get_pod(kube_api, kube_namespace, "web"))["cpu"] == "750m",
-            timeout=30,
+            timeout=SERVICE_BOUND,
             what="rewritten period applied",
         )
         resized = 'tailor_updater_pods_total{action="resize",applied="true"}'
         wait_until(
             lambda: [r for r in scraper.query(resized) if float(r["value"][1]) >= 2],
-            timeout=30,
+            timeout=SERVICE_BOUND,
             what="both resizes counted in Prometheus",
         )
         [passes] = scraper.query('tailor_updater_passes_total{outcome="ok"}')
