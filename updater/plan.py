@@ -116,6 +116,20 @@ class PodRules:
     container_limit_range: LimitRangeItem | None = None
     pod_limit_range: LimitRangeItem | None = None
 
+    def cap(
+        self,
+        wanted: Sequence[RecommendedContainerResources],
+        containers: Sequence[ContainerResources],
+    ) -> PodCapping:
+        """`wanted` for a pod of `containers`, within these rules (`tailor.capping`)."""
+        return cap_recommendations_for_pod(
+            wanted,
+            containers,
+            self.resource_policy,
+            self.container_limit_range,
+            self.pod_limit_range,
+        )
+
 
 def wanted_amounts(target: Target, qos: Qos, requested: Mapping[str, int]) -> ResourceList:
     """The target as quantities, for the resources the container already requests."""

@@ -15,7 +15,6 @@ from collections.abc import Mapping, Sequence
 
 from tailor.api.meta import ResourceList
 from tailor.api.vpa import RecommendedContainerResources
-from tailor.capping import cap_recommendations_for_pod
 from tailor.limits import ContainerResources
 from tailor.pod_level import (
     POD_STANZA,
@@ -61,13 +60,7 @@ def _capped_targets(
         for name, target in targets.items()
         if name in current
     ]
-    capped = cap_recommendations_for_pod(
-        wanted,
-        list(current.values()),
-        rules.resource_policy,
-        rules.container_limit_range,
-        rules.pod_limit_range,
-    )
+    capped = rules.cap(wanted, list(current.values()))
     return {r.container_name or "": r.target or ResourceList() for r in capped.recommendations}
 
 
@@ -115,13 +108,7 @@ def plan_pod_level(
         for c in sized
         if c.name in targets
     ]
-    capped = cap_recommendations_for_pod(
-        own,
-        list(current.values()),
-        rules.resource_policy,
-        rules.container_limit_range,
-        rules.pod_limit_range,
-    )
+    capped = rules.cap(own, list(current.values()))
     changes, _ = container_changes(current, capped.recommendations, rules, targets, sidecars)
     resized = [_resized(current[name], changes.get(name)) for name in current]
     policies = [

@@ -18,7 +18,6 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from tailor.api.vpa import RecommendedContainerResources, VerticalPodAutoscaler
-from tailor.capping import cap_recommendations_for_pod
 from tailor.limits import ContainerResources
 from tailor.pods import container_statuses, sized_containers
 from tailor.schedule_file import aware_time
@@ -77,13 +76,7 @@ def processed_recommendation(
         return {}
     rules = rules or PodRules(resource_policy=vpa.spec.resource_policy)
     containers = [ContainerResources.of_container(c.spec) for c in sized_containers(pod)]
-    capped = cap_recommendations_for_pod(
-        items,
-        containers,
-        rules.resource_policy,
-        rules.container_limit_range,
-        rules.pod_limit_range,
-    )
+    capped = rules.cap(items, containers)
     return {r.container_name: r for r in capped.recommendations if r.container_name}
 
 
