@@ -1,4 +1,4 @@
-"""The backtest notebook on its default input (four Bitbrains VMs, four days): every
+"""The backtest notebook on its default input (three Bitbrains VMs, three days): every
 strategy's frontier, the worst containers' timelines and the changes, all drawn."""
 
 from __future__ import annotations
@@ -39,9 +39,9 @@ def test_it_replays_the_default_vms_through_every_strategy(
     ran: tuple[Any, dict[str, Any]],
 ) -> None:
     _, probe = ran
-    assert probe["containers"] == 4
-    # 4 VMs x (4 days - 1 warming up), less the windows the trace lacks (11.9 measured)
-    assert probe["container_days"] == pytest.approx(4 * 3, abs=0.2)
+    assert probe["containers"] == 3
+    # 3 VMs x (3 days - 1 warming up), less the windows the trace lacks
+    assert probe["container_days"] == pytest.approx(3 * 2, abs=0.2)
     assert probe["strategies"] == ["vpa", "krr", "autopilot", "forecast"]
 
 
