@@ -15,7 +15,9 @@ from admission.events import events_listener, webhook_recorder
 from admission.registration import Endpoint, registration
 from tests.admission.https import Served, serve
 from tests.cluster.controlplane import ControlPlane
+from tests.cluster.crds import install_crds
 from tests.cluster.rawapi import Json, RawApi
+from tests.cluster.rbac import apply_manifest, kubeconfig_for
 from tests.cluster.waiting import wait_until
 
 WEBHOOKS = "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations"
@@ -97,3 +99,12 @@ def registered(api: RawApi, served: Served, namespace: str) -> Iterator[None]:
     finally:
         with contextlib.suppress(ApiException):
             api.delete(f"{WEBHOOKS}/{name}")
+
+
+def registering_account(api: RawApi, cluster: ControlPlane, folder: Path) -> Path:
+    """The CRDs and the webhook's shipped RBAC, with the optional right to update its own
+    registration, applied; the kubeconfig (in `folder`) of its service account."""
+    install_crds(api)
+    apply_manifest(api, "admission/rbac.yaml")
+    apply_manifest(api, "admission/registration-rbac.yaml")
+    return kubeconfig_for(api, cluster, "kube-tailor", "tailor-admission", folder)

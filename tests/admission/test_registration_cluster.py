@@ -17,10 +17,9 @@ from tailor.kube import api_client_from
 from tailor.lease import ApiLease
 from tailor.schedule_file import aware_time
 from tailor.status_lease import STATUS_LEASE, StatusCheck
-from tests.admission.cluster import WEBHOOKS
+from tests.admission.cluster import WEBHOOKS, registering_account
 from tests.admission.https import call, serving_pair
 from tests.admission.test_webhook_cluster import container, create_vpa, deployment, pod_of
-from tests.cluster.crds import install_crds
 from tests.cluster.fixtures import FullNamespace
 from tests.cluster.processes import free_port, tailor_process
 from tests.cluster.rawapi import Json, RawApi
@@ -43,12 +42,7 @@ def test_the_webhook_updates_its_own_registration_and_is_then_called_for_new_pod
     full_namespace: FullNamespace, tmp_path: Path
 ) -> None:
     api, namespace = full_namespace.api, full_namespace.name
-    install_crds(api)
-    apply_manifest(api, "admission/rbac.yaml")
-    apply_manifest(api, "admission/registration-rbac.yaml")
-    account = kubeconfig_for(
-        api, full_namespace.cluster, "kube-tailor", "tailor-admission", tmp_path / "account"
-    )
+    account = registering_account(api, full_namespace.cluster, tmp_path / "account")
     ca, pair = serving_pair(tmp_path / "tls")
     ca_file = tmp_path / "ca.crt"
     ca_file.write_bytes(ca.cert_pem)

@@ -20,14 +20,12 @@ from kubernetes.client.exceptions import ApiException
 from admission.registration import REGISTRATION_NAME, Endpoint, Registrar, registration
 from admission.self_signed import holds, issue
 from tailor.kube import ClusterError
-from tests.admission.cluster import WEBHOOKS
+from tests.admission.cluster import WEBHOOKS, registering_account
 from tests.admission.test_webhook_cluster import container, create_vpa, deployment, pod_of
 from tests.cluster.controlplane import ControlPlane
-from tests.cluster.crds import install_crds
 from tests.cluster.fixtures import FullNamespace
 from tests.cluster.processes import free_port, tailor_process
 from tests.cluster.rawapi import RawApi
-from tests.cluster.rbac import apply_manifest, kubeconfig_for
 from tests.cluster.waiting import wait_until
 
 
@@ -48,12 +46,7 @@ def test_the_webhook_registers_the_ca_it_made_and_the_api_server_calls_it(
     full_namespace: FullNamespace, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     api, namespace = full_namespace.api, full_namespace.name
-    install_crds(api)
-    apply_manifest(api, "admission/rbac.yaml")
-    apply_manifest(api, "admission/registration-rbac.yaml")
-    account = kubeconfig_for(
-        api, full_namespace.cluster, "kube-tailor", "tailor-admission", tmp_path / "account"
-    )
+    account = registering_account(api, full_namespace.cluster, tmp_path / "account")
     scratch = tmp_path / "tmp"  # where the service writes its pair ($TMPDIR)
     scratch.mkdir()
     monkeypatch.setenv("TMPDIR", str(scratch))
