@@ -155,8 +155,10 @@ def test_frontier_table_and_report(
 ) -> None:
     result, _, replay = swept
     text = table_text(result_table(result)) + table_text(frontier_table(result))
-    assert "cpu_relative_slack at vpa's cpu_shortfall_rate" in text
-    assert "memory_relative_slack at vpa's oom_per_container_day" in text
+    # each reading named in words at vpa's risk, its JSON keys under it
+    assert "at vpa's CPU shortfall" in text and "cpu_relative_slack at cpu_shortfall_rate" in text
+    assert "at vpa's OOM kills per container-day" in text
+    assert "memory_relative_slack at oom_per_container_day" in text
     assert text.count("krr") >= 13  # the column, the default and the eleven other points
     page = render_report(replay, result, resolve_strategies("vpa,krr"), containers=1)
     assert "<h2>Frontiers</h2>" in page and page.count("data:image/png") >= 4

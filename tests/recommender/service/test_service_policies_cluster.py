@@ -179,7 +179,13 @@ def test_a_vpas_own_settings_tune_the_model_for_it_alone(
     loose = ForecastSettings(cpu_shortfall_mode="fixed", target_cpu_shortfall=0.05)
     [mine] = recommend_forecast_workloads(web, kills, loose, step=300)[0].to_dict("records")
     [theirs] = recommend_forecast_workloads(other, kills, step=300)[0].to_dict("records")
-    written = _written_as(api, namespace, {"web": mine, "api": theirs})
+    # the block in force is the reaction to usage over the request in force, knob or
+    # not; the knob shows in the bounds of the schedule: web's are its own
+    written = _written_as(api, namespace, {"web": mine, "api": theirs}, web_lower=False)
+    lowers = _lower_bounds(api, namespace)
+    assert mine["cpu_lower"] != theirs["cpu_lower"]
+    for name, row in (("web", mine), ("api", theirs)):
+        assert lowers[name].cpu_cores() == pytest.approx(row["cpu_lower"], abs=1e-3)
     # the vpa-set typo is not the forecaster's: nothing unsupported under --strategy forecast
     assert _condition(api, namespace, "web", "ConfigUnsupported")["status"] == "False"
 
@@ -198,13 +204,27 @@ def test_a_vpas_own_settings_tune_the_model_for_it_alone(
     assert _targets(api, namespace) == written
 
 
-def _written_as(api: RawApi, namespace: str, rows: dict[str, Any]) -> dict[str, ResourceList]:
+def _written_as(
+    api: RawApi, namespace: str, rows: dict[str, Any], *, web_lower: bool = True
+) -> dict[str, ResourceList]:
     """The uncapped targets written, each the library's row; web's CPU the lower."""
     written = _targets(api, namespace)
     for name, row in rows.items():
         assert written[name] == ResourceList.from_amounts(row["cpu_target"], row["memory_target"])
-    assert (written["web"].cpu_cores() or 0) < (written["api"].cpu_cores() or 0)
+    if web_lower:
+        assert (written["web"].cpu_cores() or 0) < (written["api"].cpu_cores() or 0)
     return written
+
+
+def _lower_bounds(api: RawApi, namespace: str) -> dict[str, ResourceList]:
+    found = {}
+    for name in ("web", "api"):
+        document = VerticalPodAutoscaler.from_api(api.get(f"{vpa_collection(namespace)}/{name}"))
+        assert document.status is not None and document.status.recommendation is not None
+        [item] = document.status.recommendation.container_recommendations or []
+        assert item.lower_bound is not None
+        found[name] = item.lower_bound
+    return found
 
 
 def _targets(api: RawApi, namespace: str) -> dict[str, ResourceList]:

@@ -137,7 +137,8 @@ def test_malformed_file_names_row_line_and_column_without_usage(
     """The data is at fault, not the flags: no usage banner sends the user to --help."""
     bad = tmp_path / "bad.csv"
     bad.write_text(HEADER + FIRST_ROW + "\n" + last_row)  # a blank line: line 4 is row 2
-    result = runner.invoke(app, [command, "--input", str(bad)])
+    # wide enough that rich never wraps the temporary path inside its error box
+    result = runner.invoke(app, [command, "--input", str(bad)], env={"COLUMNS": "1000"})
     assert result.exit_code == 2
     text = plain(result.output)
     assert "bad.csv" in text and all(part in text for part in expected), text

@@ -103,6 +103,11 @@ def test_recommend_takes_the_change_budget_for_the_forecast_only() -> None:
         result = runner.invoke(app, [*args, "--changes-per-day", budget])
         assert result.exit_code == 0, result.output
         rows[budget] = pd.read_csv(io.StringIO(result.stdout))
-    # one change a day holds the day's peak longer: never a smaller target than 24 allow
-    assert (rows["1"]["cpu_target"] >= rows["24"]["cpu_target"] - 1e-9).all()
-    assert (rows["1"]["cpu_target"] > rows["24"]["cpu_target"]).any()
+
+    # the forecast is played from the requests in force, the demo history's own changes
+    # spending the budget: at one a day fewer containers may move their CPU than at 24
+    def moved(frame: pd.DataFrame) -> int:
+        return int((frame["cpu_change"].abs() > 1e-9).sum())
+
+    assert moved(rows["1"]) < moved(rows["24"])
+    assert not rows["1"]["cpu_target"].equals(rows["24"]["cpu_target"])
