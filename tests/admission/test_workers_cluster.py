@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
-import ssl
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -16,7 +14,7 @@ import pytest
 from admission.events import Relayed
 from admission.metrics import Batch
 from admission.server import listening_socket
-from admission.workers import Supervisor, WorkerConfig, worker_rss
+from admission.workers import Supervisor, WorkerConfig
 from tests.admission.burst import populate, review_body
 from tests.admission.https import answer, call, serving_pair
 from tests.admission.test_admit import new_pod, review
@@ -143,26 +141,3 @@ def test_the_workers_count_their_events_and_the_parent_gets_each_once(
         ("VerticalPodAutoscaler", "app0", "PodSized")
     }
     assert len(recorded.events) < sized  # counted: identical Events sent once per batch
-
-
-def test_a_burst_of_connections_leaves_the_workers_no_larger(
-    workers: tuple[Supervisor, CertificateAuthority, Recorded],
-) -> None:
-    supervisor, ca, _ = workers
-    port = supervisor.sock.getsockname()[1]
-    context = ssl.create_default_context(cafile=str(ca.pair.cert_file))
-    post(supervisor, ca)  # both workers warm (imports, first review)
-    before = sum(worker_rss(pid) or 0 for pid in supervisor.pids)
-    opened = []
-    for _ in range(400):  # every connection answered once and held open, then all closed
-        raw = socket.create_connection(("127.0.0.1", port))
-        connection = context.wrap_socket(raw, server_hostname="127.0.0.1")
-        connection.sendall(b"GET /healthz HTTP/1.1\r\nHost: webhook\r\n\r\n")
-        assert connection.recv(1024).startswith(b"HTTP/1.1 200")
-        opened.append(connection)
-    for connection in opened:
-        connection.close()
-    wait_until(lambda: post(supervisor, ca)[0] == 200, timeout=10, what="a review after")
-    grown = sum(worker_rss(pid) or 0 for pid in supervisor.pids) - before
-    # 400 read buffers of 256 KiB held from the heap would leave ~100 MiB behind
-    assert grown < 40 * 2**20, f"the workers kept {grown >> 20} MiB after the connections closed"
