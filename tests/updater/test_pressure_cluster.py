@@ -20,6 +20,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import timedelta
+from typing import Any
 from urllib.parse import urlsplit
 
 import pytest
@@ -36,6 +37,7 @@ from tests.cluster.fixtures import create_namespace, namespace_name
 from tests.cluster.kubelet_sim import KubeletSimulator, UsageSeries
 from tests.cluster.prometheus import PrometheusFactory, PrometheusInstance
 from tests.cluster.rawapi import MERGE_PATCH, Json, RawApi
+from tests.cluster.waiting import wait_until
 from tests.cluster.workloads import (
     create_deployment,
     deployment,
@@ -188,9 +190,17 @@ def check_recommender_remembers(scene: Scene) -> None:
         retries=0,
         memory_pressure=PressureRule(window=timedelta(seconds=6)),
     )
-    usage, events = load_prometheus_history(settings)
-    in_time = events.sort_values("timestamp", kind="stable")  # events come sorted; said here
-    seen = list(zip(in_time["namespace"], in_time["reason"], strict=True))
+
+    def read_back() -> tuple[Any, Any, list[tuple[str, str]]] | None:
+        """The history once the control's kill is in it: the restart counter shows it at
+        Prometheus's next scrape after the kill, seconds later on a loaded machine."""
+        usage, events = load_prometheus_history(settings)
+        in_time = events.sort_values("timestamp", kind="stable")  # events come sorted; said here
+        seen = list(zip(in_time["namespace"], in_time["reason"], strict=True))
+        killed = "OOMKilled" in [reason for namespace, reason in seen if namespace == scene.control]
+        return (usage, events, seen) if killed else None
+
+    usage, events, seen = wait_until(read_back, timeout=60, interval=2, what="the kill read back")
     print(f"events: {seen}")
     assert [reason for namespace, reason in seen if namespace == scene.reacting] == [
         MEMORY_PRESSURE
