@@ -387,17 +387,8 @@ def make_plan(
         usage, layout, cpu_blocks, level_bins(chosen.forecast, calibration.scale),
         calibration.scale, ooms, first_block, horizon, now, settings, previous,
     )  # fmt: skip
-    lulls = settings.lulls
-    idle = idle_requests(
-        recent_cpu,
-        scale,
-        lulls.idle_quantile,
-        settings.reactions.react_margin,
-        settings.min_cpu_cores,
-    )
-    recent_memory = usage.memory[:, -residual_windows:]
-    memory_lull = lull_memory(
-        recent_cpu, recent_memory, scale, lulls.memory_quantile, settings.memory_margin
+    idle, memory_lull = _lull_requests(
+        recent_cpu, usage.memory[:, -residual_windows:], scale, settings
     )
     return Plan(
         first_block=first_block,
@@ -420,3 +411,19 @@ def make_plan(
         alpha=chosen.alpha,
         shape=shape,
     )
+
+
+def _lull_requests(
+    recent_cpu: np.ndarray, recent_memory: np.ndarray, scale: np.ndarray, settings: ForecastSettings
+) -> tuple[np.ndarray, np.ndarray]:
+    """The CPU and memory a series is held at in a lull (idle stretches of its recent
+    history), so that a quiet block need not keep the busy blocks' requests."""
+    lulls = settings.lulls
+    idle = idle_requests(
+        recent_cpu, scale, lulls.idle_quantile, settings.reactions.react_margin,
+        settings.min_cpu_cores,
+    )  # fmt: skip
+    memory = lull_memory(
+        recent_cpu, recent_memory, scale, lulls.memory_quantile, settings.memory_margin
+    )
+    return idle, memory
