@@ -216,25 +216,24 @@ def _written_as(
     return written
 
 
-def _lower_bounds(api: RawApi, namespace: str) -> dict[str, ResourceList]:
-    found = {}
-    for name in ("web", "api"):
-        document = VerticalPodAutoscaler.from_api(api.get(f"{vpa_collection(namespace)}/{name}"))
-        assert document.status is not None and document.status.recommendation is not None
-        [item] = document.status.recommendation.container_recommendations or []
-        assert item.lower_bound is not None
-        found[name] = item.lower_bound
-    return found
-
-
 def _targets(api: RawApi, namespace: str) -> dict[str, ResourceList]:
+    return _written(api, namespace, "uncapped_target")
+
+
+def _lower_bounds(api: RawApi, namespace: str) -> dict[str, ResourceList]:
+    return _written(api, namespace, "lower_bound")
+
+
+def _written(api: RawApi, namespace: str, field: str) -> dict[str, ResourceList]:
+    """`field` of each VPA's one container recommendation in its status."""
     found = {}
     for name in ("web", "api"):
         document = VerticalPodAutoscaler.from_api(api.get(f"{vpa_collection(namespace)}/{name}"))
         assert document.status is not None and document.status.recommendation is not None
         [item] = document.status.recommendation.container_recommendations or []
-        assert item.uncapped_target is not None
-        found[name] = item.uncapped_target
+        value = getattr(item, field)
+        assert isinstance(value, ResourceList), (name, field, value)
+        found[name] = value
     return found
 
 
