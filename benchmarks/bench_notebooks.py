@@ -13,14 +13,11 @@ from __future__ import annotations
 import argparse
 import os
 import platform
-import resource
-import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
-from benchmarks.report import emit
+from benchmarks.report import emit, time_child
 
 NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
 GOAL_SECONDS = 120.0  # on 2 cores
@@ -36,18 +33,7 @@ RUN = (
 
 def run_once(path: Path) -> tuple[float, float]:
     """(CPU seconds, wall seconds) of executing `path` in a child process."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    start = time.perf_counter()
-    subprocess.run(
-        [sys.executable, "-c", RUN, str(path), str(path.parent)],
-        check=True,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    wall = time.perf_counter() - start
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    return cpu, wall
+    return time_child([sys.executable, "-c", RUN, str(path), str(path.parent)])
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -12,15 +12,12 @@ from __future__ import annotations
 import argparse
 import os
 import platform
-import resource
 import statistics
-import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
-from benchmarks.report import emit
+from benchmarks.report import emit, time_child
 
 COMMANDS = {
     "help": ["--help"],
@@ -32,18 +29,7 @@ GOALS = {"help": 0.5, "recommend_demo": 2.0}  # CPU seconds
 
 def run_once(arguments: list[str]) -> tuple[float, float]:
     """(CPU seconds, wall seconds) of one `tailor ARGUMENTS` process."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    start = time.perf_counter()
-    subprocess.run(
-        [sys.executable, "-m", "tailor.cli.main", *arguments],
-        check=True,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    wall = time.perf_counter() - start
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    return cpu, wall
+    return time_child([sys.executable, "-m", "tailor.cli.main", *arguments])
 
 
 def measure(arguments: list[str], runs: int) -> dict[str, Any]:
