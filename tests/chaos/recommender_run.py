@@ -3,8 +3,6 @@ the service's /metrics and /health-check, and its log read line by line."""
 
 from __future__ import annotations
 
-import urllib.error
-import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -43,16 +41,6 @@ def serve_web(full: FullNamespace, prometheus: PrometheusFactory) -> Served:
         lambda: api.get(f"/api/v1/namespaces/{namespace}/pods")["items"], timeout=30, what="pod"
     )
     return Served(namespace, instance)
-
-
-def get(url: str) -> tuple[int, str]:
-    try:
-        with urllib.request.urlopen(url, timeout=5) as response:
-            return response.status, response.read().decode()
-    except urllib.error.HTTPError as error:
-        return error.code, error.read().decode()
-    except OSError:
-        return 0, ""
 
 
 def metric(text: str, name: str, **labels: str) -> float | None:

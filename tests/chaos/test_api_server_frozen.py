@@ -18,12 +18,12 @@ from pathlib import Path
 
 import pytest
 
-from tests.chaos.recommender_run import Log, get, metric
+from tests.chaos.recommender_run import Log, metric
 from tests.cluster import toolchain
 from tests.cluster.controlplane import ControlPlane, wait_for_default_namespace
 from tests.cluster.crds import install_crds
 from tests.cluster.fixtures import _unavailable
-from tests.cluster.processes import free_port, tailor_process
+from tests.cluster.processes import free_port, http_get, tailor_process
 from tests.cluster.rawapi import RawApi
 from tests.cluster.waiting import wait_until
 
@@ -32,12 +32,12 @@ TIMEOUT = 10.0
 
 
 def _passes(component: str, port: int) -> float | None:
-    text = get(f"http://127.0.0.1:{port}/metrics")[1]
+    text = http_get(f"http://127.0.0.1:{port}/metrics")[1]
     return metric(text, f"tailor_{component}_passes_total", outcome="ok")
 
 
 def _named(port: int) -> bool:
-    return "api-server down for" in get(f"http://127.0.0.1:{port}/health-check")[1]
+    return "api-server down for" in http_get(f"http://127.0.0.1:{port}/health-check")[1]
 
 
 @pytest.fixture
@@ -89,7 +89,7 @@ def test_a_frozen_api_server_is_said_once_a_pass_by_both_services(
                 assert f"read timeout={TIMEOUT:g}" in said or "timed out" in said, said
                 assert "kept:" in said
                 wait_until(partial(_named, ports[name]), timeout=10, what="health names it")
-                text = get(f"http://127.0.0.1:{ports[name]}/metrics")[1]
+                text = http_get(f"http://127.0.0.1:{ports[name]}/metrics")[1]
                 assert metric(text, f"tailor_{name}_dependency_up", dependency="api-server") == 0
         finally:
             os.kill(apiserver.pid, signal.SIGCONT)

@@ -14,9 +14,9 @@ import signal
 import time
 from pathlib import Path
 
-from tests.chaos.recommender_run import Log, get, metric, recommendation, serve_web
+from tests.chaos.recommender_run import Log, metric, recommendation, serve_web
 from tests.cluster.fixtures import FullNamespace
-from tests.cluster.processes import free_port, tailor_process
+from tests.cluster.processes import free_port, http_get, tailor_process
 from tests.cluster.prometheus import PrometheusFactory
 from tests.cluster.waiting import wait_until
 
@@ -27,7 +27,7 @@ DOWN = "tailor_recommender_dependency_up"
 
 def _down(base: str) -> str | None:
     """The health answer once it names Prometheus (its code follows the loop, not this)."""
-    health = get(f"{base}/health-check")[1]
+    health = http_get(f"{base}/health-check")[1]
     return health if "prometheus down for" in health else None
 
 
@@ -63,7 +63,7 @@ def test_a_frozen_then_stopped_prometheus_is_said_once_a_pass_and_costs_no_recom
             assert "kept: every VPA's last recommendation and conditions" in said
             # the line is logged, then the state recorded: both within a moment
             wait_until(lambda: _down(base), timeout=10, what="health names it")
-            assert metric(get(f"{base}/metrics")[1], DOWN, dependency="prometheus") == 0
+            assert metric(http_get(f"{base}/metrics")[1], DOWN, dependency="prometheus") == 0
             errors_before = log.count("ERROR")
             time.sleep(3 * INTERVAL)
             errors = log.count("ERROR") - errors_before

@@ -22,9 +22,9 @@ from pathlib import Path
 
 from tailor.api.vpa import VerticalPodAutoscaler
 from tailor.schedule_configmap import decode_schedule
-from tests.chaos.recommender_run import Log, get, mean_pass_seconds, recommendation, serve_web
+from tests.chaos.recommender_run import Log, mean_pass_seconds, recommendation, serve_web
 from tests.cluster.fixtures import FullNamespace
-from tests.cluster.processes import free_port, tailor_process
+from tests.cluster.processes import free_port, http_get, tailor_process
 from tests.cluster.prometheus import PrometheusFactory
 from tests.cluster.rawapi import JSON_PATCH, Json, RawApi
 from tests.cluster.waiting import wait_until
@@ -85,9 +85,9 @@ def test_kill_9_mid_pass_loses_no_recommendation_no_condition_no_schedule(
             what="a first recommendation",
         )
         _add_condition(api, served.vpa_path, "Theirs")
-        wait_until(lambda: get(f"http://127.0.0.1:{port}/metrics")[0] == 200, what="metrics")
+        wait_until(lambda: http_get(f"http://127.0.0.1:{port}/metrics")[0] == 200, what="metrics")
         time.sleep(5)  # a few passes, to time them
-        pass_seconds = mean_pass_seconds(get(f"http://127.0.0.1:{port}/metrics")[1])
+        pass_seconds = mean_pass_seconds(http_get(f"http://127.0.0.1:{port}/metrics")[1])
     _whole(api, served.vpa_path, namespace)
 
     chance = random.Random(42)

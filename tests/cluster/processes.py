@@ -17,6 +17,8 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.error
+import urllib.request
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -193,3 +195,15 @@ def tailor_process(args: Sequence[str], log: Path) -> Iterator[TailorProcess]:
         finally:
             process.send_signal(signal.SIGTERM)
             running.code = process.wait(timeout=20)
+
+
+def http_get(url: str) -> tuple[int, str]:
+    """(status, body) of a GET to a service's plain-HTTP endpoint: an error status with
+    its body, (0, "") while nothing answers."""
+    try:
+        with urllib.request.urlopen(url, timeout=5) as response:
+            return response.status, response.read().decode()
+    except urllib.error.HTTPError as error:
+        return error.code, error.read().decode()
+    except OSError:
+        return 0, ""

@@ -8,8 +8,6 @@ kubelet's liveness probe restarts the pod.
 from __future__ import annotations
 
 import socket
-import urllib.error
-import urllib.request
 from pathlib import Path
 
 from prometheus_client.parser import text_string_to_metric_families
@@ -18,20 +16,10 @@ from typer.testing import CliRunner
 from tailor.cli.main import app
 from tests.cli_text import plain
 from tests.cluster.controlplane import ControlPlane
-from tests.cluster.processes import free_port, tailor_process
+from tests.cluster.processes import free_port, http_get, tailor_process
 from tests.cluster.rawapi import RawApi
 from tests.cluster.waiting import wait_until
 from tests.recommender.service.served import serve_a_pod_without_history
-
-
-def _get(url: str) -> tuple[int, str]:
-    try:
-        with urllib.request.urlopen(url, timeout=5) as response:
-            return response.status, response.read().decode()
-    except urllib.error.HTTPError as error:
-        return error.code, error.read().decode()
-    except OSError:
-        return 0, ""
 
 
 def _failed_passes(text: str) -> float:
@@ -57,12 +45,14 @@ def test_failing_passes_are_counted_and_turn_the_health_check_red(
     log = tmp_path / "recommender.log"
     base = f"http://127.0.0.1:{port}"
     with tailor_process(command, log) as service:
-        status = wait_until(lambda: _get(f"{base}/health-check")[0], what="endpoint up")
+        status = wait_until(lambda: http_get(f"{base}/health-check")[0], what="endpoint up")
         assert status == 200  # within five intervals of the start
-        wait_until(lambda: _failed_passes(_get(f"{base}/metrics")[1]) >= 2, what="failed passes")
+        wait_until(
+            lambda: _failed_passes(http_get(f"{base}/metrics")[1]) >= 2, what="failed passes"
+        )
 
         def red() -> str | None:
-            status, text = _get(f"{base}/health-check")
+            status, text = http_get(f"{base}/health-check")
             return text if status == 500 else None
 
         text = wait_until(red, timeout=20, what="health check 500")
