@@ -33,7 +33,7 @@ helm:
 # Two workers, one test module each at a time: most real-cluster tests wait on processes,
 # and module-scoped fixtures (an executed notebook, a started service) are built once.
 test: venv controlplane helm
-	$(BIN)/pytest -q -n 2 --dist loadfile
+	$(BIN)/pytest -q -n 2 --dist loadfile --durations=30
 
 test-fast: venv
 	$(BIN)/pytest -q -m "not cluster and not prometheus"
