@@ -105,7 +105,7 @@ def test_image_prometheus_strategy_default_and_extra_args_reach_the_commands(
         *("--set", "recommender.prometheus=http://thanos.monitoring:10902"),
         *("--set", "recommender.strategy=vpa,recommender.default=true"),
         *("--set", "recommender.recommenderName=tailor-b,recommender.interval=5m"),
-        *("--set", "updater.evict=true,updater.metricsPort=9100"),
+        *("--set", "updater.evict=true,updater.metricsPort=9100,updater.memoryPressure=true"),
         *("--set-json", 'recommender.extraArgs=["--history=14d","--match=job=kubelet"]'),
         *("--set-json", 'admission.extraArgs=["--refresh=10m"]'),
     )
@@ -128,6 +128,8 @@ def test_image_prometheus_strategy_default_and_extra_args_reach_the_commands(
     updater = command(objects, "tailor-updater")
     assert "--evict" in updater
     assert option(updater, "--metrics-port") == "9100"
+    # the pressure reaction reads the recommender's Prometheus
+    assert option(updater, "--memory-pressure-prometheus") == "http://thanos.monitoring:10902"
     pod = find(objects, "Deployment", "tailor-updater")["spec"]["template"]
     assert pod["metadata"]["annotations"]["prometheus.io/port"] == "9100"
     assert pod["spec"]["containers"][0]["ports"] == [{"name": "metrics", "containerPort": 9100}]
