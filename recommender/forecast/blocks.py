@@ -41,10 +41,6 @@ class BlockLayout:
         """Absolute block numbers (UNIX seconds // period), int64 (n_blocks,)."""
         return self.first_block + np.arange(self.n_blocks, dtype=np.int64)
 
-    def block_of_window(self) -> np.ndarray:
-        """Index (into the layout's blocks) of each original window, int64 (n_windows,)."""
-        return (self.pad + np.arange(self.n_windows, dtype=np.int64)) // self.windows_per_block
-
 
 def layout_for(start: int, step: int, n_windows: int, windows_per_block: int) -> BlockLayout:
     """The block layout of windows [start, start + n_windows * step)."""
@@ -68,10 +64,3 @@ def block_mean(values: np.ndarray, layout: BlockLayout) -> np.ndarray:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         return np.nanmean(as_blocks(values, layout), axis=2)
-
-
-def block_max(values: np.ndarray, layout: BlockLayout) -> np.ndarray:
-    """Peak usage of each block, NaN for blocks without a sample: (series, blocks)."""
-    blocks = as_blocks(values, layout)
-    peak = np.max(np.where(np.isnan(blocks), -np.inf, blocks), axis=2)
-    return np.where(np.isneginf(peak), np.nan, peak)

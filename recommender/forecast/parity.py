@@ -1,33 +1,31 @@
 """The shortfall rate the upstream VPA would run a fleet at: our default risk budget.
 
-The project promises requests that are never riskier than the upstream VPA's
-and cost less. So, by default, the fleet's CPU shortfall target is not a number
-picked once for every workload: it is what the VPA's own estimator would have
-let through on the same containers over the same recent past, times a safety
-factor. That estimator is emulated the way upstream computes it: a histogram of
-CPU samples in exponential buckets (first bucket 0.01 core, ratio 1.05) whose
-weights halve every 24 h, target = the upper edge of the P90 bucket x 1.15, at
-least the 25 millicore pod minimum. Noisy fleets, where the VPA lets more
-through, get a larger allowance; calm ones a smaller one. Only the past is read.
-Each container's own first two days only build its history, wherever in the fleet's
-history it starts: that cold start is the emulation's, not the VPA's (whose updater
-keeps the pod's own request until its bounds are confident), and counting it priced a
-fleet of young jobs as if the VPA fell short far more often than it does.
+The project promises requests never riskier than the upstream VPA's and cheaper. So the
+fleet's CPU shortfall target is not one number for every workload: it is what the VPA's
+own estimator would have let through on the same containers over the same recent past,
+times a safety factor (noisy fleets get a larger allowance, calm ones a smaller one).
+The estimator is emulated as upstream computes it, with upstream's defaults
+(`VpaSettings`): a histogram in exponential buckets whose weights halve every day,
+target = the upper edge of the P90 bucket x 1.15, at least the pod minimum. Only the
+past is read. Each container's own first chunks only build its history, wherever it
+starts: that cold start is the emulation's, not the VPA's (whose updater keeps the
+pod's own request until its bounds are confident).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from tailor.durations import DAY
+from recommender.vpa.settings import VpaSettings
 
-VPA_PERCENTILE = 0.9
-VPA_SAFETY_MARGIN = 1.15
-VPA_MIN_CPU = 0.025  # cores: the upstream pod minimum (one container per pod)
-FIRST_BUCKET = 0.01  # cores
-BUCKET_RATIO = 1.05
+_UPSTREAM = VpaSettings()
+VPA_PERCENTILE = _UPSTREAM.target_percentile
+VPA_SAFETY_MARGIN = 1.0 + _UPSTREAM.safety_margin
+VPA_MIN_CPU = _UPSTREAM.pod_min_cpu  # cores (one container per pod)
+FIRST_BUCKET = _UPSTREAM.cpu_first_bucket  # cores
+BUCKET_RATIO = 1.0 + _UPSTREAM.bucket_growth
 BUCKETS = 176
-HALF_LIFE_SECONDS = DAY
+HALF_LIFE_SECONDS = _UPSTREAM.cpu_half_life
 HISTORY_CHUNKS = 8  # upstream keeps about eight days of weight that matters
 MIN_CHUNKS = 3  # the first chunks only build history (the VPA's own cold start is not its norm)
 
