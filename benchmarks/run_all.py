@@ -17,6 +17,7 @@ SCRIPTS = (
     "bench_vpa",
     "bench_forecast",
     "bench_backtest",
+    "bench_frontier",
     "bench_updater",
     "bench_startup",
     "bench_webhook",
