@@ -39,29 +39,31 @@ def _picks(base: np.ndarray, reactions: np.ndarray, mu: np.ndarray) -> np.ndarra
     return np.argmin(base + mu[:, None, None] * reactions, axis=2)
 
 
-def _reactions_of(reactions: np.ndarray, picks: np.ndarray) -> np.ndarray:
-    return np.take_along_axis(reactions, picks[..., None], axis=2)[..., 0].sum(axis=1)
+def _total_of(values: np.ndarray, picks: np.ndarray) -> np.ndarray:
+    """Sum over states of `values` at the picked candidates; picks (series, [R,] states).
+
+    Plain indexing, not `take_along_axis`: these arrays are small and this runs
+    hundreds of times per allocation, so numpy's per-call overhead is the cost."""
+    rows = np.arange(picks.shape[0]).reshape((-1,) + (1,) * (picks.ndim - 1))
+    return values[rows, np.arange(picks.shape[-1]), picks].sum(axis=-1)
 
 
 def _priced(
     base: np.ndarray, reactions: np.ndarray, scale: np.ndarray, budget: float
 ) -> np.ndarray:
-    """Choice under the smallest reaction price that fits the budget (grid, then bisection)."""
+    """Choice under the smallest reaction price that fits the budget (grid, then bisection).
+
+    The grid is weighed in one broadcast: it runs on the few series over the budget."""
     n = base.shape[0]
     grid = scale[:, None] * REACTION_GRID[None, :]  # (n, R)
-    within = np.stack(
-        [
-            _reactions_of(reactions, _picks(base, reactions, grid[:, r])) <= budget + 1e-9
-            for r in range(grid.shape[1])
-        ],
-        axis=1,
-    )
+    weighed = np.argmin(base[:, None] + grid[:, :, None, None] * reactions[:, None], axis=3)
+    within = _total_of(reactions, weighed) <= budget + 1e-9  # (n, R)
     first = np.where(within.any(axis=1), np.argmax(within, axis=1), grid.shape[1] - 1)
     high = grid[np.arange(n), first]
     low = np.where(first > 0, grid[np.arange(n), np.maximum(first - 1, 0)], 0.0)
     for _ in range(REACTION_BISECTION):
         middle = (low + high) / 2.0
-        fits = _reactions_of(reactions, _picks(base, reactions, middle)) <= budget + 1e-9
+        fits = _total_of(reactions, _picks(base, reactions, middle)) <= budget + 1e-9
         high = np.where(fits, middle, high)
         low = np.where(fits, low, middle)
     return _picks(base, reactions, high)
@@ -75,19 +77,16 @@ def _choose(offer: Offer, price: np.ndarray, budget: float) -> tuple[np.ndarray,
     grid brackets it, bisection narrows it). Returns the choice (series, states)
     and the shortfall windows it implies (series,).
     """
-    n = offer.cost.shape[0]
-    scale = np.maximum(offer.cost.max(axis=(1, 2)), 1e-12)
     finite = np.isfinite(price)
-    shortfall_term = np.where(finite, price, 0.0)[:, None, None] * offer.shortfalls
-    base = np.where(finite[:, None, None], offer.cost + shortfall_term, 0.0)
-    # an infinite price: fewest shortfalls first, cost breaks ties
-    base = np.where(finite[:, None, None], base, offer.shortfalls * 1e12 + offer.cost)
-    choice = _picks(base, offer.reactions, np.zeros(n))
-    over = np.flatnonzero(_reactions_of(offer.reactions, choice) > budget + 1e-9)
+    base = offer.cost + np.where(finite, price, 0.0)[:, None, None] * offer.shortfalls
+    if not finite.all():  # an infinite price: fewest shortfalls first, cost breaks ties
+        base = np.where(finite[:, None, None], base, offer.shortfalls * 1e12 + offer.cost)
+    choice = np.argmin(base, axis=2)
+    over = np.flatnonzero(_total_of(offer.reactions, choice) > budget + 1e-9)
     if over.size:  # only series over the reaction budget need a reaction price
-        choice[over] = _priced(base[over], offer.reactions[over], scale[over], budget)
-    shortfalls = np.take_along_axis(offer.shortfalls, choice[..., None], axis=2)[..., 0]
-    return choice, shortfalls.sum(axis=1)
+        scale = np.maximum(offer.cost[over].max(axis=(1, 2)), 1e-12)
+        choice[over] = _priced(base[over], offer.reactions[over], scale, budget)
+    return choice, _total_of(offer.shortfalls, choice)
 
 
 def _smallest_price(
