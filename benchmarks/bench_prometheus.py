@@ -60,6 +60,7 @@ def one_run(url: str, output: Path) -> dict[str, Any]:
         "query_s": round(answered[0] - began, 2),
         "assembly_s": round(loaded - answered[0], 2),
         "load_peak_rss_mib": _peak_mib(),
+        "load_cpu_s": round(_cpu_s(), 1),
     }
     for model in ("vpa", "forecast"):
         started = time.perf_counter()
@@ -82,8 +83,19 @@ def one_run(url: str, output: Path) -> dict[str, Any]:
     return result
 
 
+def _cpu_s() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
 def _peak_mib() -> int:
     return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds process `pid` has used so far (Linux /proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def serve(data: Path, workdir: Path) -> tuple[subprocess.Popen[bytes], str]:
@@ -122,10 +134,13 @@ def bench_size(count: int, runs: int, workdir: Path) -> dict[str, Any]:
         for _ in range(runs):  # each run a fresh process: its peak RSS is its own
             argv = [sys.executable, "-m", "benchmarks.bench_prometheus", "--one", "--url", url]
             argv += ["--output", str(workdir / "recommendations.json")]
+            served = cpu_seconds(process.pid)
             done = subprocess.run(argv, capture_output=True, text=True, check=False)
             if done.returncode != 0:
                 raise RuntimeError(f"run failed:\n{done.stderr[-3000:]}")
-            results.append(json.loads(done.stdout.strip().splitlines()[-1]))
+            run = json.loads(done.stdout.strip().splitlines()[-1])
+            run["prometheus_cpu_s"] = round(cpu_seconds(process.pid) - served, 1)
+            results.append(run)
     finally:
         process.terminate()
         process.wait(timeout=60)

@@ -49,36 +49,36 @@ Task = tuple[str, str, int, int]  # answer kind, query, first and last grid poin
 def query_plan(queries: HistoryQueries, start: int, end: int, chunk: int) -> list[Task]:
     """Every query of a load: the per-chunk ones, then the pods' owners over the range."""
     metrics = queries.metrics
-    per_chunk = {
-        **_counter_plan(queries, metrics.cpu_usage, "cpu"),
+    per_chunk: list[tuple[str, str]] = [
+        *_counter_plan(queries, metrics.cpu_usage, "cpu"),
         # cAdvisor exports throttling only under a CPU limit: elsewhere it stays NaN
-        **_counter_plan(queries, metrics.cpu_throttled, THROTTLED_COLUMN),
-        "memory": queries.memory_peak(),
-        "memory_stalled": queries.memory_stalled_share(),  # PSI, where the kubelet has it
-        "requests": queries.requests(),
-        "limits": queries.limits(),
-        "restarts": queries.restarts(),
-        "oom": queries.oom_killed(),
-        "evicted": queries.evicted(),
-    }
+        *_counter_plan(queries, metrics.cpu_throttled, THROTTLED_COLUMN),
+        ("memory", queries.memory_peak()),
+        ("memory_stalled", queries.memory_stalled_share()),  # PSI, where the kubelet has it
+        *(("requests", query) for query in queries.requests()),
+        *(("limits", query) for query in queries.limits()),
+        *(("restarts", query) for query in queries.restarts()),
+        *(("oom", query) for query in queries.oom_killed()),
+        ("evicted", queries.evicted()),
+    ]
     tasks = [
         (kind, query, first, last)
         for first, last in plan_chunks(start, end, queries.step, chunk)
-        for kind, query in per_chunk.items()
+        for kind, query in per_chunk
     ]
     # one point per owner: the grid points' lookback saw samples up to 5 minutes before
     tasks.append(("owners", queries.owners(over=end - start + 300), end, end))
     return tasks
 
 
-def _counter_plan(queries: HistoryQueries, metric: str, column: str) -> dict[str, str]:
+def _counter_plan(queries: HistoryQueries, metric: str, column: str) -> list[tuple[str, str]]:
     """The four queries a CPU-seconds counter is read with (`prometheus_assembly`)."""
-    return {
-        column: queries.cpu_counter(metric),
-        f"{column}_at": queries.cpu_counter_time(metric),
-        f"{column}_resets": queries.cpu_resets(metric),
-        f"{column}_low": queries.cpu_low(metric),
-    }
+    return [
+        (column, queries.cpu_counter(metric)),
+        (f"{column}_at", queries.cpu_counter_time(metric)),
+        (f"{column}_resets", queries.cpu_resets(metric)),
+        (f"{column}_low", queries.cpu_low(metric)),
+    ]
 
 
 def load_prometheus_history(

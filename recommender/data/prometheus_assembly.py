@@ -68,7 +68,9 @@ class Answers:
         self.state = (state.namespace, state.pod, state.container)
         self.pod_labels = (state.namespace, state.pod, "")
         kinds = [*CADVISOR, "restarts", "oom", *(c for g in GAUGES.values() for c in g.values())]
-        self.grids = {kind: Grid(start, step, self.points) for kind in kinds}
+        self.grids = {
+            kind: Grid(start, step, self.points, lowest=kind.endswith("_low")) for kind in kinds
+        }
         self.evicted = Grid(start, step, self.points)
         self.owners: list[pd.DataFrame] = []
 

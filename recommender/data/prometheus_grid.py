@@ -58,11 +58,19 @@ class SeriesIndex:
 
 
 class Grid:
-    """A float64 value per container row and grid point (NaN: none), growing with rows."""
+    """A float64 value per container row and grid point (NaN: none), growing with rows.
 
-    def __init__(self, start: int, step: int, points: int) -> None:
+    Several series of one row (a container exported by two scrape jobs, the app and the
+    init container halves of a kube-state-metrics query) collapse to their largest value
+    at each point, or their smallest with `lowest`: the `max by` / `min by` Prometheus
+    would evaluate step by step at several times the CPU, done here in one numpy call.
+    NaN counts only where no series has a number, as in PromQL's aggregations.
+    """
+
+    def __init__(self, start: int, step: int, points: int, *, lowest: bool = False) -> None:
         self.start, self.step, self.points = start, step, points
         self.values = np.full((0, points), np.nan)
+        self.combine = np.fmin if lowest else np.fmax
 
     def _grow(self, need: int) -> None:
         if need > self.values.shape[0]:
@@ -78,7 +86,12 @@ class Grid:
         offset = matrix.times - self.start
         column = offset // self.step
         on_grid = (offset % self.step == 0) & (column >= 0) & (column < self.points)
-        self.values[row_of_point[on_grid], column[on_grid]] = matrix.values[on_grid]
+        at = (row_of_point[on_grid], column[on_grid])
+        values = matrix.values[on_grid]
+        if np.unique(rows).size == rows.size:  # one series a row here: no point repeats
+            self.values[at] = self.combine(self.values[at], values)
+        else:
+            self.combine.at(self.values, at, values)
 
     def rows(self, count: int) -> np.ndarray:
         """The first `count` rows (NaN for rows no answer reached)."""

@@ -21,12 +21,15 @@ ContainerKey = tuple[str, str, str]  # namespace, pod, container
 
 
 def _last_values(matrix: Matrix, keys: tuple[str, str, str]) -> dict[ContainerKey, float]:
+    """Each container's last value; the largest where several series carry one container
+    (two scrape jobs: the queries leave the collapsing to the reader)."""
     columns = [label_values(matrix, label) for label in keys]
     found: dict[ContainerKey, float] = {}
     for i, key in enumerate(zip(*columns, strict=True)):
         start, end = int(matrix.offsets[i]), int(matrix.offsets[i + 1])
         if end > start:
-            found[key] = float(matrix.values[end - 1])
+            value = float(matrix.values[end - 1])
+            found[key] = value if math.isnan(found.get(key, math.nan)) else max(found[key], value)
     return found
 
 

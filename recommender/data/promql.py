@@ -187,12 +187,15 @@ class QueryNames(BaseModel):
 class HistoryQueries:
     """The PromQL of every history query, for one configuration.
 
-    Every query is evaluated by query_range on the grid start, start+step, ...;
-    window j is [T_j, T_j + step). Aggregating with `max by` collapses duplicate
-    scrapes of one container (two jobs exporting it) without changing single series.
-    cAdvisor's series are matched and grouped by `names.labels`, kube-state-metrics'
-    by `names.state_labels`; both come back keyed by the same (namespace, pod,
-    container) columns.
+    Every per-container query is evaluated by query_range on the grid start,
+    start+step, ...; window j is [T_j, T_j + step). The queries select series
+    without aggregating them: Prometheus 2.x evaluates an aggregation (`max by`) or
+    a binary operator step by step, at about 8x the CPU of the bare selector, so a
+    container exported twice (two scrape jobs, a new series after a restart) comes
+    back as two series and the reader collapses them on its grid (the larger value;
+    the smallest for `cpu_low`), as `max by (namespace, pod, container)` would have.
+    cAdvisor's series are matched by `names.labels`, kube-state-metrics' by
+    `names.state_labels`; both are keyed by the same (namespace, pod, container).
     """
 
     names: QueryNames
@@ -251,16 +254,17 @@ class HistoryQueries:
         keys = [labels.namespace, labels.pod] + ([labels.container] if per_container else [])
         return "max by (" + ", ".join(validate_label_name(name) for name in [*keys, *more]) + ")"
 
+    def _usage(self, metric: str | None = None) -> str:
+        return selector(metric or self.metrics.cpu_usage, self._cadvisor())
+
     def cpu_counter(self, metric: str | None = None) -> str:
         """Raw counter value of the last sample at or before each grid point (of
         `metric`, a CPU-seconds counter; the usage counter by default)."""
-        inner = selector(metric or self.metrics.cpu_usage, self._cadvisor())
-        return f"{self._by(self.names.labels)} ({inner})"
+        return self._usage(metric)
 
     def cpu_counter_time(self, metric: str | None = None) -> str:
         """When that sample was taken, so the rate divides by the true interval."""
-        inner = selector(metric or self.metrics.cpu_usage, self._cadvisor())
-        return f"{self._by(self.names.labels)} (timestamp({inner}))"
+        return f"timestamp({self._usage(metric)})"
 
     def cpu_resets(self, metric: str | None = None) -> str:
         """Counter resets among the samples up to each grid point since the one before.
@@ -268,15 +272,12 @@ class HistoryQueries:
         With `cpu_low` this tells a window crossing a restart: the counter difference
         alone misses a reset whenever the new instance overtakes the old value.
         """
-        inner = selector(metric or self.metrics.cpu_usage, self._cadvisor())
-        return f"{self._by(self.names.labels)} (resets({inner}[{duration(self.step)}]))"
+        return f"resets({self._usage(metric)}[{duration(self.step)}])"
 
     def cpu_low(self, metric: str | None = None) -> str:
-        """Lowest counter sample in the same range, over all series of the container
-        (after a restart cAdvisor may export the new instance as a new series)."""
-        inner = selector(metric or self.metrics.cpu_usage, self._cadvisor())
-        by = self._by(self.names.labels).replace("max by", "min by", 1)
-        return f"{by} (min_over_time({inner}[{duration(self.step)}]))"
+        """Lowest counter sample in the same range (read over all series of the
+        container: after a restart cAdvisor may export the new instance as a new one)."""
+        return f"min_over_time({self._usage(metric)}[{duration(self.step)}])"
 
     def memory_peak(self) -> str:
         """Peak working set of the window ENDING at each grid point.
@@ -286,54 +287,50 @@ class HistoryQueries:
         samples at whole seconds, so a sample on a window boundary counts once.
         """
         inner = selector(self.metrics.memory_working_set, self._cadvisor())
-        window = f"[{duration(self.step)}] offset 1ms"
-        return f"{self._by(self.names.labels)} (max_over_time({inner}{window}))"
+        return f"max_over_time({inner}[{duration(self.step)}] offset 1ms)"
 
     def memory_stalled_share(self, window: int | None = None) -> str:
         """Share of wall time every task of the container stalled on memory (PSI `full`,
         kubelet 1.34+ on cgroup v2), averaged over the `window` seconds (the step by
         default) ending at each grid point; rate() also spans a restart's new counter."""
         inner = selector(self.metrics.memory_stalled, self._cadvisor())
-        return f"{self._by(self.names.labels)} (rate({inner}[{duration(window or self.step)}]))"
+        return f"rate({inner}[{duration(window or self.step)}])"
 
     def working_set_peak(self, window: int) -> str:
         """Peak working set over the `window` seconds ending at each grid point."""
         inner = selector(self.metrics.memory_working_set, self._cadvisor())
-        return f"{self._by(self.names.labels)} (max_over_time({inner}[{duration(window)}]))"
+        return f"max_over_time({inner}[{duration(window)}])"
 
-    def _state(self, metric: str, *more: Matcher, by: str | None = None) -> str:
-        """A kube-state-metrics series, matched and grouped by its own labels."""
-        matchers = [*self._base(self.names.state_labels), *more]
-        return f"{by or self._by(self.names.state_labels)} ({selector(metric, matchers)})"
+    def _state(self, metric: str, *more: Matcher) -> str:
+        """A kube-state-metrics series, matched by its own labels."""
+        return selector(metric, [*self._base(self.names.state_labels), *more])
 
-    def _containers(
-        self, metric: str, init_metric: str, *more: Matcher, by: str | None = None
-    ) -> str:
+    def _containers(self, metric: str, init_metric: str, *more: Matcher) -> tuple[str, ...]:
         """A per-container kube-state-metrics query over app and init containers alike.
 
         kube-state-metrics exports init containers (native sidecars among them) under
         their own metric names; a container name is unique across both lists of a pod,
-        so the union (`or`) of the two equally grouped results never drops a series.
+        so reading both (two queries: `A or B` is a binary operator, evaluated step by
+        step) onto one grid never drops nor mixes a series.
         """
-        app = self._state(metric, *more, by=by)
+        app = self._state(metric, *more)
         if init_metric == metric:  # a setup exporting both under one name
-            return app
-        return f"{app} or {self._state(init_metric, *more, by=by)}"
+            return (app,)
+        return app, self._state(init_metric, *more)
 
-    def _resources(self, metric: str, init_metric: str) -> str:
-        by = self._by(self.names.state_labels, "resource")
-        return self._containers(metric, init_metric, Matcher("resource", "=~", "cpu|memory"), by=by)
+    def _resources(self, metric: str, init_metric: str) -> tuple[str, ...]:
+        return self._containers(metric, init_metric, Matcher("resource", "=~", "cpu|memory"))
 
-    def requests(self) -> str:
+    def requests(self) -> tuple[str, ...]:
         return self._resources(self.metrics.requests, self.metrics.init_requests)
 
-    def limits(self) -> str:
+    def limits(self) -> tuple[str, ...]:
         return self._resources(self.metrics.limits, self.metrics.init_limits)
 
-    def restarts(self) -> str:
+    def restarts(self) -> tuple[str, ...]:
         return self._containers(self.metrics.restarts, self.metrics.init_restarts)
 
-    def oom_killed(self) -> str:
+    def oom_killed(self) -> tuple[str, ...]:
         return self._containers(
             self.metrics.last_terminated_reason,
             self.metrics.init_last_terminated_reason,
@@ -341,18 +338,18 @@ class HistoryQueries:
         )
 
     def evicted(self) -> str:
-        by = self._by(self.names.state_labels, per_container=False)
-        return self._state(self.metrics.pod_status_reason, Matcher("reason", "=", "Evicted"), by=by)
+        return self._state(self.metrics.pod_status_reason, Matcher("reason", "=", "Evicted"))
 
     def owners(self, over: int = 0) -> str:
         """Every owner of each pod, with whether it is the pod's controller (the owner
         its workload is named after, as `tailor.workloads.pod_workload` does); with
         `over`, every owner seen in the `over` seconds up to the evaluation time (one
-        point per owner, where reading it on every grid point sent thousands)."""
+        point per owner, where reading it on every grid point sent thousands). Grouped
+        by Prometheus: evaluated at one instant, the aggregation costs little."""
         labels = self.names.state_labels
         by = self._by(labels, *OWNER_LABELS, per_container=False)
         if not over:
-            return self._state(self.metrics.pod_owner, by=by)
+            return f"{by} ({self._state(self.metrics.pod_owner)})"
         inner = selector(self.metrics.pod_owner, self._base(labels))
         return f"{by} (max_over_time({inner}[{duration(over)}]))"
 

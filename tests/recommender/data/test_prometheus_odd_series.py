@@ -58,11 +58,12 @@ class History:
         *,
         counter: Counter | None = None,
         working_set: Callable[[int], float] | None = None,
+        phase: int = 0,
         **labels: str | None,
     ) -> None:
         keys = {"namespace": "shop", "pod": "web-0", "container": "app", **labels}
         text = _labels(cluster=cluster, image="img", **keys)
-        for at in range(START, END + 1, SCRAPE):
+        for at in range(START + phase, END + 1, SCRAPE):
             used = counter(at) if counter else cores * (at - START)
             peak = working_set(at) if working_set else memory
             self.cpu.append(f"container_cpu_usage_seconds_total{text} {_value(used)} {at}")
@@ -91,6 +92,9 @@ def build_history() -> History:
     # "twice": one container exported by two scrape jobs
     history.add("twice", 0.25, 200e6, instance="node-1:10250", job="kubelet")
     history.add("twice", 0.25, 200e6, instance="node-1:4194", job="cadvisor")
+    # "apart": two jobs scraping 10 s apart, seeing different working sets
+    history.add("apart", 0.25, 200e6, instance="node-1:10250", job="kubelet")
+    history.add("apart", 0.25, 210e6, instance="node-1:4194", job="cadvisor", phase=10)
     # "glitch": one exporter glitch each, an hour in
     glitch = START + 3600
     history.add("glitch", pod="clean-0")
@@ -152,6 +156,17 @@ def test_a_container_scraped_by_two_jobs_is_counted_once(server_url: str) -> Non
     assert len(usage) == WINDOWS
     np.testing.assert_allclose(usage["cpu"], 0.25, rtol=1e-9)
     assert (usage["memory"] == 200e6).all()
+
+
+def test_two_jobs_scraping_apart_collapse_to_the_larger_value_and_the_exact_rate(
+    server_url: str,
+) -> None:
+    """The queries return both series; the reader keeps one container, its peak the larger
+    of the two (as `max by` did) and its CPU from the latest sample with that sample's time."""
+    usage = load(server_url, "apart")
+    assert len(usage) == WINDOWS
+    np.testing.assert_allclose(usage["cpu"], 0.25, rtol=1e-9)
+    assert (usage["memory"] == 210e6).all()
 
 
 def test_an_exporter_glitch_drops_its_windows_not_the_load(

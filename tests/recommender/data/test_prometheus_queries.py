@@ -85,17 +85,15 @@ def test_queries_use_configured_labels_namespaces_and_extra_matchers() -> None:
         namespaces=["prod"],
         extra_matchers={"cluster": 'eu"1'},
     )
-    assert queries.cpu_counter() == (
-        "max by (exported_namespace, pod_name, container_name) "
-        '(container_cpu_usage_seconds_total{cluster="eu\\"1",exported_namespace=~"prod",'
+    assert queries.cpu_counter() == (  # no aggregation: the reader collapses duplicates
+        'container_cpu_usage_seconds_total{cluster="eu\\"1",exported_namespace=~"prod",'
         'exported_namespace!="",pod_name!="",'
-        'container_name!="",container_name!="POD",image!=""})'
+        'container_name!="",container_name!="POD",image!=""}'
     )
-    assert "timestamp(container_cpu_usage_seconds_total{" in queries.cpu_counter_time()
-    assert queries.memory_peak().endswith('image!=""}[300s] offset 1ms))')
-    assert 'resource=~"cpu|memory"' in queries.requests()
-    assert queries.oom_killed().startswith("max by (exported_namespace, pod_name, container_name)")
-    assert 'reason="OOMKilled"' in queries.oom_killed()
+    assert queries.cpu_counter_time().startswith("timestamp(container_cpu_usage_seconds_total{")
+    assert queries.memory_peak().endswith('image!=""}[300s] offset 1ms)')
+    assert all('resource=~"cpu|memory"' in query for query in queries.requests())
+    assert all('reason="OOMKilled"' in query for query in queries.oom_killed())
     assert queries.owners().startswith("max by (exported_namespace, pod_name, owner_kind")
 
 
@@ -141,13 +139,11 @@ def test_cadvisor_and_kube_state_metrics_series_keep_their_own_label_names() -> 
     exported = LabelNames(namespace="exported_namespace", pod="exported_pod")
     queries = HistoryQueries.build(QueryNames(state_labels=exported), 300, namespaces=["shop"])
     for cadvisor in (queries.cpu_counter(), queries.memory_peak()):
-        assert cadvisor.startswith("max by (namespace, pod, container) (")
         assert 'namespace=~"shop",namespace!="",pod!=""' in cadvisor
         assert "exported" not in cadvisor
-    for state in (queries.requests(), queries.restarts(), queries.oom_killed()):
-        assert state.startswith("max by (exported_namespace, exported_pod, container")
+    for state in (*queries.requests(), *queries.restarts(), *queries.oom_killed()):
         assert 'exported_namespace=~"shop",exported_namespace!="",exported_pod!=""' in state
-    assert queries.evicted().startswith("max by (exported_namespace, exported_pod) (")
+    assert 'exported_namespace=~"shop",exported_namespace!=""' in queries.evicted()
     assert queries.owners().startswith(  # the controller names the workload
         "max by (exported_namespace, exported_pod, owner_kind, owner_name, owner_is_controller) ("
     )
@@ -160,7 +156,7 @@ def test_a_match_on_namespace_or_pod_uses_each_sources_own_label() -> None:
     extra = {"namespace": "shop", "pod": "web-0", "cluster": "prod"}
     queries = HistoryQueries.build(QueryNames(state_labels=exported), 300, extra_matchers=extra)
     assert 'cluster="prod",namespace="shop",pod="web-0",' in queries.cpu_counter()
-    for state in (queries.requests(), queries.restarts(), queries.evicted(), queries.owners()):
+    for state in (*queries.requests(), *queries.restarts(), queries.evicted(), queries.owners()):
         assert 'cluster="prod",exported_namespace="shop",exported_pod="web-0",' in state
         assert 'namespace="shop"' not in state.replace("exported_namespace", "")
 
@@ -170,12 +166,13 @@ def test_a_match_on_a_sources_renamed_label_means_the_pods_namespace_in_both() -
     extra = {"exported_namespace": "shop", "exported_pod": "web-0"}
     queries = HistoryQueries.build(QueryNames(state_labels=exported), 300, extra_matchers=extra)
     assert 'namespace="shop",pod="web-0",' in queries.cpu_counter()
-    assert 'exported_namespace="shop",exported_pod="web-0",' in queries.requests()
+    assert 'exported_namespace="shop",exported_pod="web-0",' in queries.requests()[0]
 
 
 def test_container_state_is_read_for_app_and_init_containers_alike() -> None:
     """kube-state-metrics exports init containers (native sidecars) under their own names:
-    each per-container query is the union of two equally matched and grouped halves."""
+    each per-container read is two equally matched queries (no `or`, which Prometheus
+    evaluates step by step), both landing on one grid."""
     queries = HistoryQueries.build(
         QueryNames(state_labels=LabelNames(namespace="exported_namespace")),
         step=300,
@@ -183,24 +180,23 @@ def test_container_state_is_read_for_app_and_init_containers_alike() -> None:
         extra_matchers={"cluster": 'eu"1'},
     )
     base = 'cluster="eu\\"1",exported_namespace=~"team\\\\.a",exported_namespace!="",pod!=""'
-    by = "max by (exported_namespace, pod, container"
-    resources = f'{{{base},resource=~"cpu|memory"}})'
+    resources = f'{{{base},resource=~"cpu|memory"}}'
     assert queries.requests() == (
-        f"{by}, resource) (kube_pod_container_resource_requests{resources} or "
-        f"{by}, resource) (kube_pod_init_container_resource_requests{resources}"
+        f"kube_pod_container_resource_requests{resources}",
+        f"kube_pod_init_container_resource_requests{resources}",
     )
     assert queries.limits() == (
-        f"{by}, resource) (kube_pod_container_resource_limits{resources} or "
-        f"{by}, resource) (kube_pod_init_container_resource_limits{resources}"
+        f"kube_pod_container_resource_limits{resources}",
+        f"kube_pod_init_container_resource_limits{resources}",
     )
     assert queries.restarts() == (
-        f"{by}) (kube_pod_container_status_restarts_total{{{base}}}) or "
-        f"{by}) (kube_pod_init_container_status_restarts_total{{{base}}})"
+        f"kube_pod_container_status_restarts_total{{{base}}}",
+        f"kube_pod_init_container_status_restarts_total{{{base}}}",
     )
-    oom = f'{{{base},reason="OOMKilled"}})'
+    oom = f'{{{base},reason="OOMKilled"}}'
     assert queries.oom_killed() == (
-        f"{by}) (kube_pod_container_status_last_terminated_reason{oom} or "
-        f"{by}) (kube_pod_init_container_status_last_terminated_reason{oom}"
+        f"kube_pod_container_status_last_terminated_reason{oom}",
+        f"kube_pod_init_container_status_last_terminated_reason{oom}",
     )
     # pod-level series have no init counterpart
     assert " or " not in queries.evicted() and " or " not in queries.owners()
@@ -216,15 +212,14 @@ def test_init_container_metrics_are_renamed_with_prometheus_set() -> None:
         )
     )
     queries = HistoryQueries.build(names, step=300)
-    assert queries.requests().endswith(
-        " or max by (namespace, pod, container, resource) "
-        '(ksm_init_requests{namespace!="",pod!="",resource=~"cpu|memory"})'
+    assert queries.requests()[1] == (
+        'ksm_init_requests{namespace!="",pod!="",resource=~"cpu|memory"}'
     )
-    assert "(ksm_init_limits{" in queries.limits()
-    assert "(ksm_init_restarts_total{" in queries.restarts()
-    assert "(ksm_init_reason{" in queries.oom_killed()
+    assert queries.limits()[1].startswith("ksm_init_limits{")
+    assert queries.restarts()[1].startswith("ksm_init_restarts_total{")
+    assert queries.oom_killed()[1].startswith("ksm_init_reason{")
     assert "kube_pod_init_container" not in "".join(
-        (queries.requests(), queries.limits(), queries.restarts(), queries.oom_killed())
+        (*queries.requests(), *queries.limits(), *queries.restarts(), *queries.oom_killed())
     )
     with pytest.raises(typer.BadParameter, match="init_restarts: invalid Prometheus metric name"):
         query_names(("metrics.init_restarts=bad name",))
@@ -233,12 +228,12 @@ def test_init_container_metrics_are_renamed_with_prometheus_set() -> None:
 
 
 def test_init_containers_exported_under_the_app_container_name_are_read_once() -> None:
-    """A setup that relabels both families onto one name: no `X or X`."""
+    """A setup that relabels both families onto one name: one query, not the same twice."""
     merged = MetricNames(init_requests="kube_pod_container_resource_requests")
     queries = HistoryQueries.build(QueryNames(metrics=merged), step=300)
-    assert " or " not in queries.requests()
-    assert queries.requests().count("kube_pod_container_resource_requests{") == 1
-    assert " or " in queries.limits()
+    assert len(queries.requests()) == 1
+    assert queries.requests()[0].startswith("kube_pod_container_resource_requests{")
+    assert len(queries.limits()) == 2
 
 
 @pytest.mark.parametrize(

@@ -183,8 +183,9 @@ def test_chunked_equals_unchunked(server_url: str, history: History) -> None:
     pd.testing.assert_frame_equal(chunked[1], whole[1], check_exact=True)
     start, end = chunked_settings.resolve_range()
     assert len(plan_chunks(start, end, STEP, 7 * 3600)) == 8
-    # one call per answered query: 15 per chunk, then the owners over the whole range
-    total = 8 * 15 + 1
+    # one call per answered query: 19 per chunk (requests, limits, restarts and OOM kills
+    # twice: app and init containers), then the owners over the whole range
+    total = 8 * 19 + 1
     assert calls == [(done, total) for done in range(1, total + 1)]
 
 
