@@ -203,6 +203,33 @@ def readings(
     return out
 
 
+def budget_of(setting: Mapping[str, Any]) -> int | None:
+    """The change budget a grid point was replayed at (None: the strategy's own, as at a
+    default point outside the swept budgets, or a strategy without a budget)."""
+    for knobs in GRIDS.values():
+        if knobs.budget is not None and knobs.budget in setting:
+            return int(setting[knobs.budget])
+    return None
+
+
+def readings_per_budget(
+    frontiers: Mapping[str, Sequence[Mapping[str, Any]]], baseline: Mapping[str, float]
+) -> dict[str, dict[int, dict[str, float]]]:
+    """Per strategy with swept budgets, per budget: `readings` of the frontier made of
+    that budget's points alone. Read over all budgets at once, a frontier would mix
+    them, and the reading would be the largest budget's whatever it costs in changes."""
+    grouped: dict[str, dict[int, list[Mapping[str, Any]]]] = {}
+    for name, points in frontiers.items():
+        for point in points:
+            budget = budget_of(point["setting"])
+            if budget is not None:
+                grouped.setdefault(name, {}).setdefault(budget, []).append(point)
+    return {
+        name: {budget: readings({name: points}, baseline)[name] for budget, points in by.items()}
+        for name, by in grouped.items()
+    }
+
+
 def parse_budgets(text: str) -> tuple[int, ...]:
     """`--budgets 6,12,24,unlimited`: changes per day for the strategies that have a cap."""
     budgets = []
@@ -238,7 +265,8 @@ def run_frontier(
     """`run_backtest` of `specs` with each strategy's grid replayed beside its default
     point (all points are tasks of one run, spread over its workers). The result is the
     default points' as without a frontier, plus every strategy's `frontier` and the
-    slack read off it at `vpa`'s default risks (`readings`, when `vpa` is run)."""
+    slack read off it at `vpa`'s default risks (`readings`, when `vpa` is run; with
+    `budgets`, also per budget: `budget_readings`)."""
     variants = [variant for spec in specs for variant in frontier_variants(spec, budgets)]
     everything = run_backtest(
         history,
@@ -253,8 +281,11 @@ def run_frontier(
         frontiers[variant.strategy].append(point)
     names = [spec.name for spec in specs]
     baseline = everything.summary.get(BASELINE)
+    if baseline is None:
+        return replace(everything.only(names), frontiers=frontiers)
     return replace(
         everything.only(names),
         frontiers=frontiers,
-        readings={} if baseline is None else readings(frontiers, baseline),
+        readings=readings(frontiers, baseline),
+        budget_readings=readings_per_budget(frontiers, baseline) if budgets else {},
     )

@@ -36,6 +36,8 @@ class BacktestResult:
     frontiers: with `--frontier`, strategy -> every point of its grid (the metrics
         plus `setting`, the knob values; see `recommender.backtest.frontier`).
     readings: strategy -> vpa's default risks and the slack read off its frontier there.
+    budget_readings: with `--budgets`, strategy -> budget -> the same reading off the
+        frontier of that budget's points alone.
     """
 
     containers: int
@@ -51,11 +53,13 @@ class BacktestResult:
     elapsed_seconds: float = 0.0
     frontiers: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     readings: dict[str, dict[str, float]] = field(default_factory=dict)
+    budget_readings: dict[str, dict[int, dict[str, float]]] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON contract: containers, container_days, strategies -> metrics; with a
         frontier, each strategy's object also holds `frontier` (its points, each with
-        `setting`) and `at_vpa_default` (slack read off it at vpa's default risks)."""
+        `setting`) and `at_vpa_default` (slack read off it at vpa's default risks); with
+        budgets swept, `at_vpa_default_per_budget` (the same per budget)."""
         strategies: dict[str, dict[str, Any]] = {}
         for name, values in self.summary.items():
             entry: dict[str, Any] = {metric: _plain(values[metric]) for metric in METRIC_NAMES}
@@ -70,6 +74,11 @@ class BacktestResult:
             if name in self.readings:
                 entry["at_vpa_default"] = {
                     key: _plain(value) for key, value in self.readings[name].items()
+                }
+            if name in self.budget_readings:
+                entry["at_vpa_default_per_budget"] = {
+                    str(budget): {key: _plain(value) for key, value in reading.items()}
+                    for budget, reading in self.budget_readings[name].items()
                 }
             strategies[name] = entry
         return {

@@ -23,17 +23,19 @@ from recommender.backtest import (
 from recommender.backtest.frontier import (
     GRIDS,
     UNLIMITED_CHANGES,
+    budget_of,
     efficient,
     frontier_variants,
     parse_budgets,
     read_off,
+    readings_per_budget,
     run_frontier,
 )
 from recommender.backtest.registry import baseline_settings as parse_baseline_settings
 from recommender.backtest.registry import resolve_strategies, with_baseline_settings
 from recommender.backtest.report import render_report
 from tailor.cli.backtest import backtest_command
-from tailor.cli.backtest_output import frontier_table, result_table
+from tailor.cli.backtest_output import budget_table, frontier_table, result_table
 from tailor.cli.tables import table_text
 from tests.recommender.backtest.helpers import PER_DAY, history, write_usage
 
@@ -110,12 +112,13 @@ def test_parse_budgets() -> None:
 
 @pytest.fixture(scope="module")
 def swept() -> tuple[BacktestResult, BacktestResult, ReplayHistory]:
-    """vpa and krr over their grids, and alone, on three noisy containers."""
+    """vpa and krr over their grids (krr's at budgets of 1 and 24 changes a day), and
+    alone, on three noisy containers."""
     rng = np.random.default_rng(3)
     cpu = np.abs(rng.normal(0.5, 0.2, (3, PER_DAY + PER_DAY // 2)))
     replay = prepare_history(history(cpu, memory=(0.5 + cpu) * 2.0**30))
     specs = resolve_strategies("vpa,krr")
-    result = run_frontier(replay, specs, ExecutionSettings(workers=2))
+    result = run_frontier(replay, specs, ExecutionSettings(workers=2), budgets=(1, 24))
     alone = run_backtest(replay, strategies=specs, execution=ExecutionSettings(workers=1))
     return result, alone, replay
 
@@ -125,9 +128,9 @@ def test_frontier_run_keeps_the_default_points_and_orders_risk_against_slack(
 ) -> None:
     result, alone, _ = swept
     assert result.strategies == ("vpa", "krr")
-    for name in ("vpa", "krr"):
+    for name, points in (("vpa", 12), ("krr", 2 * 12 + 1)):  # krr: its default, no cap
         assert result.summary[name] == pytest.approx(alone.summary[name], nan_ok=True)
-        assert len(result.frontiers[name]) == 12
+        assert len(result.frontiers[name]) == points
     vpa_points = {
         (p["setting"]["model.target_percentile"], p["setting"]["model.safety_margin"]): p
         for p in result.frontiers["vpa"]
@@ -144,10 +147,52 @@ def test_frontier_run_keeps_the_default_points_and_orders_risk_against_slack(
     assert vpa_read <= result.summary["vpa"]["cpu_relative_slack"] + 1e-12
     document = result.to_dict()
     point = document["strategies"]["krr"]["frontier"][3]
-    assert set(point["setting"]) == {"cpu_percentile", "memory_buffer"}
+    assert set(point["setting"]) == {
+        "cpu_percentile",
+        "memory_buffer",
+        "policy.max_changes_per_day",
+    }
     assert document["strategies"]["krr"]["at_vpa_default"]["cpu_relative_slack"] == (
         pytest.approx(result.readings["krr"]["cpu_relative_slack"], nan_ok=True)
     )
+
+
+def test_readings_per_budget_read_each_budget_s_points_alone() -> None:
+    def point(risk: float, slack: float, budget: int | None) -> dict[str, object]:
+        setting = {} if budget is None else {"max_changes_per_day": budget}
+        return {**_point(risk, slack), "setting": setting}
+
+    frontiers = {
+        "forecast": [point(0.01, 0.5, None), point(0.02, 0.4, 6), point(0.01, 0.3, 24)],
+        "vpa": [point(0.02, 0.6, None)],
+    }
+    read = readings_per_budget(frontiers, {"cpu_shortfall_rate": 0.02})
+    assert set(read) == {"forecast"}  # vpa has no budget; the default point is neither's
+    assert read["forecast"][6]["cpu_relative_slack"] == pytest.approx(0.4)
+    assert read["forecast"][24]["cpu_relative_slack"] == pytest.approx(0.3)
+    assert budget_of({"policy.max_changes_per_day": 12, "cpu_percentile": 0.9}) == 12
+
+
+def test_budgets_are_read_apart_in_json_and_table(
+    swept: tuple[BacktestResult, BacktestResult, ReplayHistory],
+) -> None:
+    result = swept[0]
+    assert set(result.budget_readings) == {"krr"}
+    for budget in (1, 24):
+        points = [
+            p
+            for p in result.frontiers["krr"]
+            if p["setting"].get("policy.max_changes_per_day") == budget
+        ]
+        assert len(points) == 12
+        at = result.summary["vpa"]["oom_per_container_day"]
+        expected = read_off(points, "oom_per_container_day", "memory_relative_slack", at)
+        got = result.budget_readings["krr"][budget]["memory_relative_slack"]
+        assert got == pytest.approx(expected, nan_ok=True)
+    per_budget = result.to_dict()["strategies"]["krr"]["at_vpa_default_per_budget"]
+    assert set(per_budget) == {"1", "24"}
+    text = table_text(budget_table(result))
+    assert "frontier per change budget" in text and text.count("krr") == 1
 
 
 def test_frontier_table_and_report(
