@@ -53,27 +53,49 @@ class Fetcher:
     The request is prometheus-api-client's (its session: auth, TLS, retries), but the
     answer is read as bytes: `decode_matrix` turns it into arrays without building a
     Python object per point. Safe to call from several threads (one session, pooled).
+
+    Answers come uncompressed unless `settings.compressed` (or a header naming an
+    Accept-Encoding): gzip cost Prometheus 2.42 four to five times the CPU of encoding
+    the answer itself (1.6 s against 0.35 s for a day of 1,000 containers' counters),
+    and the reader as much again to inflate it; it pays only over a slow link.
     """
 
     def __init__(self, settings: PrometheusSettings, client: PrometheusConnect) -> None:
         self.settings = settings
         self.client = client
+        self.headers = dict(client.headers or {})
+        chosen = any(name.lower() == "accept-encoding" for name in self.headers)
+        if not settings.compressed and not chosen:
+            self.headers["Accept-Encoding"] = "identity"
 
     def range_matrix(self, query: str, first: int, last: int) -> Matrix:
         """The matrix of `query` on the grid first, first + step, ..., last."""
+        step = str(self.settings.step_seconds)
+        params: dict[str, str | int] = {"query": query, "start": first, "end": last, "step": step}
+        return self._matrix(self.answer("query_range", params).content)
+
+    def samples(self, query: str, at: int) -> Matrix:
+        """The raw samples of `query`, a range selector (`x[...]`), evaluated at `at`:
+        every stored sample in the range, with its own time in milliseconds."""
+        return self._matrix(self.answer("query", {"query": query, "time": at}).content, 1000)
+
+    def _matrix(self, body: bytes, unit: int = 1) -> Matrix:
+        matrix = decode_matrix(body, unit)
+        if matrix is not None:
+            return matrix
+        return matrix_from_result(_parsed_result(self.settings.url, body), unit)
+
+    def answer(self, endpoint: str, params: dict[str, str | int]) -> requests.Response:
+        """Prometheus's answer to GET /api/v1/`endpoint` with `params` (status 200)."""
         url = self.settings.url
         client = self.client
+        query = str(params.get("query", ""))
         try:
             response = client._session.request(
                 method="GET",
-                url=f"{client.url}/api/v1/query_range",
-                params={
-                    "query": query,
-                    "start": first,
-                    "end": last,
-                    "step": str(self.settings.step_seconds),
-                },
-                headers=client.headers,
+                url=f"{client.url}/api/v1/{endpoint}",
+                params=params,
+                headers=self.headers,
                 auth=client.auth,
                 timeout=self.settings.timeout_seconds,
                 # named here: a REQUESTS_CA_BUNDLE in the environment would otherwise win
@@ -97,11 +119,7 @@ class Fetcher:
                     "bearer token, or the basic auth username and password"
                 )
             raise PrometheusSourceError(f"Prometheus at {url} refused query {query!r}: {problem}")
-        body = response.content
-        matrix = decode_matrix(body)
-        if matrix is not None:
-            return matrix
-        return matrix_from_result(_parsed_result(url, body))
+        return response
 
 
 def _parsed_result(url: str, body: bytes) -> list[dict]:

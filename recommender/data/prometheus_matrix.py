@@ -40,7 +40,7 @@ class Matrix:
 
     labels: list[dict[str, str]]
     offsets: np.ndarray  # int64, len(labels) + 1
-    times: np.ndarray  # int64 UNIX seconds (grid points are whole seconds)
+    times: np.ndarray  # int64 UNIX seconds (grid points are whole), or ms for raw samples
     values: np.ndarray  # float64
 
     @property
@@ -52,9 +52,10 @@ def empty_matrix() -> Matrix:
     return Matrix([], np.zeros(1, np.int64), np.zeros(0, np.int64), np.zeros(0))
 
 
-def decode_matrix(body: bytes) -> Matrix | None:
-    """The matrix of a Prometheus query_range answer; None when `body` is not laid out
-    as Prometheus lays it out (the caller then parses it as generic JSON)."""
+def decode_matrix(body: bytes, unit: int = 1) -> Matrix | None:
+    """The matrix of a Prometheus query_range answer (or of an instant query of a range
+    selector), its times in 1/`unit` seconds; None when `body` is not laid out as
+    Prometheus lays it out (the caller then parses it as generic JSON)."""
     if not body.startswith(PREFIX):
         return None
     labels_text: list[bytes] = []
@@ -86,7 +87,7 @@ def decode_matrix(body: bytes) -> Matrix | None:
         return None
     offsets = np.zeros(len(counts) + 1, np.int64)
     np.cumsum(counts, out=offsets[1:])
-    return Matrix(labels, offsets, np.rint(times).astype(np.int64), values)
+    return Matrix(labels, offsets, np.rint(times * unit).astype(np.int64), values)
 
 
 def _points(text: bytes) -> tuple[np.ndarray | None, np.ndarray | None]:
@@ -105,15 +106,16 @@ def _points(text: bytes) -> tuple[np.ndarray | None, np.ndarray | None]:
     return table.column("time").to_numpy(), table.column("value").to_numpy()
 
 
-def matrix_from_result(result: list[dict]) -> Matrix:
-    """The generic path: a result already parsed as JSON (`_is_series` items), checked."""
+def matrix_from_result(result: list[dict], unit: int = 1) -> Matrix:
+    """The generic path: a result already parsed as JSON (`_is_series` items), checked,
+    its times in 1/`unit` seconds."""
     labels: list[dict[str, str]] = []
     times: list[np.ndarray] = []
     values: list[np.ndarray] = []
     for series in result:
         try:
             points = np.asarray(series["values"], dtype=object).reshape(-1, 2)
-            stamps = np.rint(points[:, 0].astype(np.float64)).astype(np.int64)
+            stamps = np.rint(points[:, 0].astype(np.float64) * unit).astype(np.int64)
             numbers = points[:, 1].astype(np.float64)  # Prometheus spells NaN and +Inf
         except (ValueError, TypeError) as error:
             raise PrometheusSourceError(

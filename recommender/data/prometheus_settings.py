@@ -92,6 +92,9 @@ class PrometheusSettings(BaseModel):
     timeout_seconds: float = 60.0
     retries: int = Field(default=3, ge=0)
     concurrency: int = Field(default=4, ge=1, le=32)  # queries in flight at once
+    # gzip the answers: Prometheus and the reader spend several times the CPU of the
+    # answer itself on it (`prometheus_http.Fetcher`); worth it only over a slow link
+    compressed: bool = False
     # what a sustained-pressure episode is (read back as an OOM-like event): the updater's rule
     memory_pressure: PressureRule = PressureRule()
 

@@ -20,6 +20,7 @@ from recommender.data.prometheus import (
     PrometheusSourceError,
     load_prometheus_history,
 )
+from recommender.data.prometheus_http import Fetcher, connect
 from recommender.data.promql import plan_chunks
 from recommender.data.schema import KEY_LABELS, validate_events, validate_usage
 from tests.cluster.prometheus import backfill_end
@@ -233,3 +234,24 @@ def test_coarser_step_averages_cpu_and_keeps_memory_peaks(
 def test_events_are_valid_canonical_events(server_url: str, history: History) -> None:
     _, events = load_prometheus_history(settings_for(server_url, history))
     pd.testing.assert_frame_equal(events, validate_events(events, "reloaded"))
+
+
+@pytest.mark.parametrize(("compressed", "encoding"), [(False, None), (True, "gzip")])
+def test_answers_come_uncompressed_unless_asked(
+    server_url: str, history: History, compressed: bool, encoding: str | None
+) -> None:
+    """gzip cost Prometheus several times the CPU of the answer itself: off by default."""
+    settings = settings_for(server_url, history, compressed=compressed)
+    client = connect(settings)
+    try:
+        answer = Fetcher(settings, client).answer(
+            "query", {"query": "container_memory_working_set_bytes", "time": settings_end(settings)}
+        )
+    finally:
+        client.close()
+    assert answer.headers.get("Content-Encoding") == encoding
+    assert b'"resultType":"vector"' in answer.content
+
+
+def settings_end(settings: PrometheusSettings) -> int:
+    return settings.resolve_range()[1]
