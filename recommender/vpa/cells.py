@@ -43,6 +43,8 @@ class Cells:
     def heavy_span(self, epsilon: float) -> Span:
         """Per row, its cells from the first to the last holding at least epsilon."""
         heavy = np.flatnonzero(self.weights >= epsilon)
+        if heavy.size == self.weights.size:  # the usual case: every row's cells, whole
+            return Span(self, self.bounds[:-1], np.diff(self.bounds), whole=True)
         first = self.bounds[:-1].copy()
         length = np.zeros(self.n_rows, dtype=np.int64)
         if heavy.size:
@@ -56,11 +58,13 @@ class Cells:
 
 @dataclass(frozen=True)
 class Span:
-    """Each row's run of cells `first[r] : first[r] + length[r]` (length 0: empty row)."""
+    """Each row's run of cells `first[r] : first[r] + length[r]` (length 0: empty row);
+    `whole` when every row's run is all its cells."""
 
     cells: Cells
     first: np.ndarray
     length: np.ndarray
+    whole: bool = False
 
     @property
     def nonempty(self) -> np.ndarray:

@@ -164,3 +164,21 @@ def test_percentile_buckets_walk_like_upstream_on_sparse_rows() -> None:
             if want >= 0:
                 assert buckets[i, row] == want, (row, p)
     assert buckets[1, 7] == 11  # ...unless the light bucket 3, below the range, were summed
+
+
+def test_percentile_buckets_walk_like_upstream_when_no_cell_is_light() -> None:
+    rng = np.random.default_rng(8)
+    model = VpaModel(np.arange(300))
+    weights = model.cpu.weights
+    for row in range(300):
+        cells = rng.choice(weights.shape[1], size=rng.integers(0, 40), replace=False)
+        weights[row, cells] = rng.exponential(1.0, cells.size) + 1e-3
+    model.cpu.total[:] = weights.sum(axis=1)
+    percentiles = [0.0, 0.5, 0.9, 0.95, 1.0]
+    buckets, nonempty = model.cpu.percentile_bucket(percentiles)
+    for row in range(300):
+        for i, p in enumerate(percentiles):
+            want = upstream_percentile_bucket(weights[row], model.cpu.total[row], p, 1e-4)
+            assert nonempty[row] == (want >= 0)
+            if want >= 0:
+                assert buckets[i, row] == want, (row, p)
