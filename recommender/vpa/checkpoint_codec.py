@@ -1,4 +1,4 @@
-"""VerticalPodAutoscalerCheckpoint status dicts <-> histogram rows.
+"""VerticalPodAutoscalerCheckpoint statuses: the stored weights, and reading them back.
 
 The JSON shape is upstream's (version "v3"): bucket weights scaled so the
 heaviest bucket is 10000 and rounded to integers, keyed by the bucket index as a
@@ -8,15 +8,15 @@ in UTC; Go's zero time is written as null, as metav1.Time does.
 What a status may hold (types, RFC 3339 times, whole uint32 weights...) is decided
 once, by `tailor.api.checkpoint`; a status is read through that model. Only what
 needs this model is checked here: the version, bucket indices inside the histogram,
-and lastSampleStart not before firstSampleStart.
+and lastSampleStart not before firstSampleStart. Statuses are written by
+`recommender.vpa.checkpoint_export`.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from itertools import islice
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 from pydantic import ValidationError
@@ -77,15 +77,20 @@ def normalised_weights(histograms: DecayingHistograms, max_weight: int) -> Store
     span = histograms.cells().heavy_span(histograms.epsilon)
     n_rows = span.first.shape[0]
     offsets = np.cumsum(span.length) - span.length
-    rows = np.repeat(np.arange(n_rows), span.length)
-    at = np.arange(rows.size) + np.repeat(span.first - offsets, span.length)
-    weights = span.cells.weights[at]
+    if span.whole:
+        rows, buckets, weights = span.cells.rows, span.cells.buckets, span.cells.weights
+    else:
+        rows = np.repeat(np.arange(n_rows), span.length)
+        at = np.arange(rows.size) + np.repeat(span.first - offsets, span.length)
+        buckets, weights = span.cells.buckets[at], span.cells.weights[at]
     heaviest = np.ones(n_rows)
     if rows.size:
         heaviest[span.nonempty] = np.maximum.reduceat(weights, offsets[span.nonempty])
     stored = np.floor(weights * (max_weight / heaviest)[rows] + 0.5).astype(np.int64)
     kept = stored > 0
-    return StoredWeights(rows[kept], span.cells.buckets[at][kept], stored[kept], n_rows)
+    if kept.all():
+        return StoredWeights(rows, buckets, stored, n_rows)
+    return StoredWeights(rows[kept], buckets[kept], stored[kept], n_rows)
 
 
 @dataclass(frozen=True)
@@ -170,60 +175,3 @@ def format_times(seconds: np.ndarray) -> list[str | None]:
     text = np.datetime_as_string(distinct.astype("datetime64[s]"), unit="s").astype(object) + "Z"
     text[distinct == ZERO_TIME] = None
     return list(text[inverse.reshape(-1)].tolist())
-
-
-def _bucket_dicts(stored: StoredWeights, n_buckets: int) -> list[dict[str, int]]:
-    """`bucketWeights` of every row: its non-zero buckets, keyed by index as text.
-
-    Keys and values come from tables of shared objects (a bucket's name, a weight's int),
-    so the only objects made per cell are the dict entries themselves.
-    """
-    names = np.array([str(b) for b in range(n_buckets)], dtype=object)
-    top = int(stored.weights.max()) + 1 if stored.weights.size else 1
-    numbers = np.arange(top, dtype=np.int64).astype(object)
-    cells = zip(names[stored.buckets].tolist(), numbers[stored.weights].tolist(), strict=True)
-    per_row = np.bincount(stored.rows, minlength=stored.n_rows).tolist()
-    return [dict(islice(cells, count)) for count in per_row]
-
-
-def _histogram_dicts(histograms: DecayingHistograms, max_weight: int) -> list[dict[str, Any]]:
-    """One HistogramCheckpoint per row, from one pass over the whole matrix."""
-    buckets = _bucket_dicts(normalised_weights(histograms, max_weight), histograms.n_buckets)
-    references = format_times(histograms.reference)
-    totals = np.maximum(histograms.total, 0.0).tolist()
-    return [
-        {"referenceTimestamp": reference, "bucketWeights": weights, "totalWeight": total}
-        for reference, weights, total in zip(references, buckets, totals, strict=True)
-    ]
-
-
-def status_dicts(
-    cpu: DecayingHistograms,
-    memory: DecayingHistograms,
-    first_sample: np.ndarray,
-    last_sample: np.ndarray,
-    sample_count: np.ndarray,
-    now: int | None,
-    max_weight: int,
-) -> list[dict[str, Any]]:
-    """VerticalPodAutoscalerCheckpoint `status` objects, one per histogram row."""
-    updated = format_time(now) if now is not None else None
-    return [
-        {
-            "lastUpdateTime": updated,
-            "version": CHECKPOINT_VERSION,
-            "cpuHistogram": cpu_histogram,
-            "memoryHistogram": memory_histogram,
-            "firstSampleStart": first,
-            "lastSampleStart": last,
-            "totalSamplesCount": count,
-        }
-        for cpu_histogram, memory_histogram, first, last, count in zip(
-            _histogram_dicts(cpu, max_weight),
-            _histogram_dicts(memory, max_weight),
-            format_times(first_sample),
-            format_times(last_sample),
-            np.asarray(sample_count, dtype=np.int64).tolist(),
-            strict=True,
-        )
-    ]

@@ -74,6 +74,20 @@ class DecayingHistograms:
             epsilon=self.epsilon,
         )
 
+    def read_rows(self, rows: np.ndarray) -> DecayingHistograms:
+        """Some rows, to read only: the live arrays themselves when `rows` is every row in
+        order (no copy of the matrix), else `select`."""
+        if np.array_equal(rows, np.arange(self.total.shape[0])):
+            return DecayingHistograms(
+                weights=self.weights,
+                total=self.total,
+                reference=self.reference,
+                half_life=self.half_life,
+                max_decay_exponent=self.max_decay_exponent,
+                epsilon=self.epsilon,
+            )
+        return self.select(rows)
+
     def reset(self, rows: np.ndarray) -> None:
         self.weights[rows] = 0.0
         self.total[rows] = 0.0

@@ -14,7 +14,8 @@ from typing import Any
 import numpy as np
 
 from recommender.vpa.buckets import cpu_buckets, memory_buckets
-from recommender.vpa.checkpoint_codec import CheckpointError, load_status, status_dicts
+from recommender.vpa.checkpoint_codec import CheckpointError, load_status
+from recommender.vpa.checkpoint_export import CheckpointExport, HistogramColumns
 from recommender.vpa.estimators import (
     VpaRecommendation,
     confidence_days,
@@ -332,38 +333,51 @@ class VpaModel:
     def to_checkpoints(
         self, aggregate_indices: np.ndarray, now: int | None = None
     ) -> list[dict[str, Any]]:
-        """VerticalPodAutoscalerCheckpoint `status` dicts, one per requested aggregate.
+        """VerticalPodAutoscalerCheckpoint `status` dicts, one per requested aggregate
+        (`export_checkpoints(...).statuses()`)."""
+        return self.export_checkpoints(aggregate_indices, now).statuses()
+
+    def export_checkpoints(
+        self, aggregate_indices: np.ndarray, now: int | None = None
+    ) -> CheckpointExport:
+        """The VerticalPodAutoscalerCheckpoint statuses of the requested aggregates, in
+        columns; `.json()` writes one document each, `.statuses()` gives the dicts.
 
         With `now`, the peaks of memory intervals still in progress at `now` are
         left out (upstream's checkpoint writer does this so a restart does not
-        count them twice) and lastUpdateTime is set; without it the dicts hold
+        count them twice) and lastUpdateTime is set; without it the statuses hold
         the complete state.
         """
         rows = checked_indices(aggregate_indices, self.n_aggregates, "aggregate")
         if np.unique(rows).size != rows.size:
             raise ValueError("aggregate_indices must be distinct")
-        memory = self.memory.select(rows)
+        memory = self.memory.read_rows(rows)
         if now is not None and rows.size:
-            position = np.full(self.n_aggregates, -1, dtype=np.int64)
-            position[rows] = np.arange(rows.size)
-            series, held, ends = self.peaks.in_progress(now)
-            target = position[self.series_to_aggregate[series]]
-            wanted = target >= 0
-            memory.subtract(
-                target[wanted],
-                self.memory_buckets.find(held[wanted]),
-                self.settings.memory_peak_weight
-                * memory.decay_factor(target[wanted], ends[wanted]),
-            )
-        return status_dicts(
-            self.cpu.select(rows),
-            memory,
-            self.first_sample[rows],
-            self.last_sample[rows],
-            self.sample_count[rows],
-            now,
-            self.settings.checkpoint_max_weight,
+            memory = self._memory_without_running_peaks(rows, now)
+        max_weight = self.settings.checkpoint_max_weight
+        return CheckpointExport(
+            cpu=HistogramColumns.of(self.cpu.read_rows(rows), max_weight),
+            memory=HistogramColumns.of(memory, max_weight),
+            first_sample=self.first_sample[rows],
+            last_sample=self.last_sample[rows],
+            sample_count=np.asarray(self.sample_count[rows], dtype=np.int64),
+            updated=now,
         )
+
+    def _memory_without_running_peaks(self, rows: np.ndarray, now: int) -> DecayingHistograms:
+        """A copy of these rows' memory histograms less the peaks of intervals in progress."""
+        memory = self.memory.select(rows)
+        position = np.full(self.n_aggregates, -1, dtype=np.int64)
+        position[rows] = np.arange(rows.size)
+        series, held, ends = self.peaks.in_progress(now)
+        target = position[self.series_to_aggregate[series]]
+        wanted = target >= 0
+        memory.subtract(
+            target[wanted],
+            self.memory_buckets.find(held[wanted]),
+            self.settings.memory_peak_weight * memory.decay_factor(target[wanted], ends[wanted]),
+        )
+        return memory
 
     def load_checkpoint(self, aggregate: int, status: dict[str, Any]) -> None:
         """Replace one aggregate's histograms and sample bookkeeping by a checkpoint status.
