@@ -22,6 +22,14 @@ LIMIT_SCALED_RESOURCES = (RESOURCE_CPU, RESOURCE_MEMORY)
 Rounding = Literal["down", "up"]
 
 
+def defaulted_requests(container: Mapping[str, Any]) -> tuple[dict[str, Any], Mapping[str, Any]]:
+    """A pod spec container's requests with its limits standing in for missing ones (the
+    API server's defaulting), and its limits: the JSON amounts, not yet parsed."""
+    resources = container.get("resources") or {}
+    requests, limits = resources.get("requests") or {}, resources.get("limits") or {}
+    return {**limits, **requests}, limits
+
+
 @dataclass(frozen=True)
 class ContainerResources:
     """A container's requests and limits as they stand in its pod spec."""
@@ -34,9 +42,7 @@ class ContainerResources:
     def of_container(cls, container: Mapping[str, Any]) -> ContainerResources:
         """cpu / memory of a pod spec's container (JSON); a limit stands in for a missing
         request, as the API server's defaulting does. Raises QuantityError on bad amounts."""
-        resources = container.get("resources") or {}
-        requests, limits = resources.get("requests") or {}, resources.get("limits") or {}
-        defaulted = {**limits, **requests}
+        defaulted, limits = defaulted_requests(container)
         return cls(
             name=str(container.get("name")),
             requests=ResourceList(

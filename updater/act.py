@@ -20,7 +20,7 @@ from updater.budget import RESIZED_AT, recorded, resized_at
 from updater.budget import refusal as budget_refusal
 from updater.decide import Action, Decision, NoRoomClock, Policy, decide, recreate_decision
 from updater.due_targets import Target
-from updater.fit import NodeUsage, fits_beside
+from updater.fit import NodeUsage
 from updater.governance import Governance
 from updater.others import awaited
 from updater.pass_options import Outcome, PassOptions
@@ -74,7 +74,7 @@ def _decision(
         if node is None:
             return Decision(Action.NONE, f"node {node_name} not found")
         try:
-            fit = fits_beside(pod, planned, node, usage.beside(pod))
+            fit = usage.fit(pod, planned, node)
         except QuantityError as error:
             return Decision(Action.NONE, f"unreadable resources: {error}")
     uid = str((pod.get("metadata") or {}).get("uid"))

@@ -12,89 +12,16 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from tailor.pods import container_statuses, is_native_sidecar
 from updater.plan import ResizePlan
-from updater.resize_status import ResizeState, resize_status
-from updater.resources import Amounts, Json, requests_of, resource_list, sum_amounts, to_amounts
+from updater.pod_counts import PodCount, pod_count
+from updater.resources import Amounts, Json, resource_list, to_amounts
 
 _FINISHED = ("Succeeded", "Failed")
 
 
-def _container_effective(container: Json, status: Json | None, use_spec: bool) -> Amounts:
-    found = to_amounts(requests_of(container)) if use_spec else Amounts()
-    if status:
-        applied = resource_list((status.get("resources") or {}).get("requests"))
-        allocated = resource_list(status.get("allocatedResources"))
-        found = found.larger(to_amounts(applied)).larger(to_amounts(allocated))
-    return found
-
-
-def _pod_total(
-    app: Iterable[Amounts],
-    sidecars: Iterable[Amounts],
-    plain_init: Iterable[Amounts],
-    overhead: Amounts,
-) -> Amounts:
-    running = sum_amounts(app) + sum_amounts(sidecars)
-    for init in plain_init:
-        running = running.larger(init)
-    return running + overhead
-
-
 def effective_requests(pod: Json, plan: ResizePlan | None = None) -> Amounts:
     """What the scheduler counts for `pod`; with `plan`, as if its resize were asked for."""
-    spec = pod.get("spec") or {}
-    use_spec = resize_status(pod).state is not ResizeState.INFEASIBLE or plan is not None
-    planned = {c.name: c for c in plan.containers} if plan else {}
-
-    def counted(container: Json, status: Json | None) -> Amounts:
-        change = planned.get(str(container.get("name")))
-        if change is None:
-            return _container_effective(container, status, use_spec)
-        # the new spec replaces the old one in the max
-        in_flight = _container_effective(container, status, use_spec=False)
-        return in_flight.larger(change.request_amounts())
-
-    statuses = container_statuses(pod)  # names are unique across both kinds of container
-    app = [counted(c, statuses.get(str(c.get("name")))) for c in spec.get("containers") or []]
-    sidecars: list[Amounts] = []
-    plain: list[Amounts] = []
-    for container in spec.get("initContainers") or []:
-        if is_native_sidecar(container):  # resizable: the same max rule
-            sidecars.append(counted(container, statuses.get(str(container.get("name")))))
-        else:  # runs beside the sidecars started before it (KEP-753)
-            plain.append(sum_amounts(sidecars) + to_amounts(requests_of(container)))
-    overhead = to_amounts(resource_list(spec.get("overhead")))
-    total = _pod_total(app, sidecars, plain, overhead)
-    return _pod_level(pod, total, overhead, use_spec, plan)
-
-
-def _pod_level(
-    pod: Json, total: Amounts, overhead: Amounts, use_spec: bool, plan: ResizePlan | None
-) -> Amounts:
-    """A resource the pod requests at pod level counts at that request, the largest of
-    spec (or the plan's), applied (`status.resources`) and allocated
-    (`status.allocatedResources`, KEP-5419), plus overhead; the rest as its containers."""
-    asked = resource_list(((pod.get("spec") or {}).get("resources") or {}).get("requests"))
-    if not asked:
-        return total
-    status = pod.get("status") or {}
-    if plan is not None and plan.pod_level is not None:
-        spec_amounts = plan.pod_level.request_amounts()
-    elif use_spec:
-        spec_amounts = to_amounts(asked)
-    else:
-        spec_amounts = Amounts()
-    counted = (
-        spec_amounts.larger(
-            to_amounts(resource_list((status.get("resources") or {}).get("requests")))
-        ).larger(to_amounts(resource_list(status.get("allocatedResources"))))
-        + overhead
-    )
-    return Amounts(
-        counted.cpu_millis if "cpu" in asked else total.cpu_millis,
-        counted.memory_bytes if "memory" in asked else total.memory_bytes,
-    )
+    return pod_count(pod).effective(plan)
 
 
 @dataclass(frozen=True)
@@ -116,14 +43,31 @@ class NodeUsage:
     A pod's fit is its node's total without the pod itself; recomputing every
     neighbour's effective requests for every pod made a pass quadratic in the pods
     per node. `record` recounts a pod whose resize the API server just accepted, so
-    the node's next pods see it.
+    the node's next pods see it. Each pod's and node's amounts are read once
+    (`count`, `allocatable`): the pass's objects are not changed while it runs.
     """
 
     def __init__(self, pods: Iterable[Json]) -> None:
         self._counted: dict[str, tuple[str, Amounts]] = {}
         self._totals: dict[str, Amounts] = {}
+        self._read: dict[int, tuple[Json, PodCount]] = {}  # by object; it is kept alive
+        self._nodes: dict[int, tuple[Json, Amounts]] = {}
         for pod in pods:
             self.record(pod)
+
+    def count(self, pod: Json) -> PodCount:
+        """`pod`'s amounts, read once. Raises QuantityError on an unreadable one."""
+        found = self._read.get(id(pod))
+        if found is None:
+            found = self._read[id(pod)] = (pod, pod_count(pod))
+        return found[1]
+
+    def allocatable(self, node: Json) -> Amounts:
+        """What `node` offers the scheduler, read once."""
+        found = self._nodes.get(id(node))
+        if found is None:
+            found = self._nodes[id(node)] = (node, node_allocatable(node))
+        return found[1]
 
     def record(self, pod: Json) -> None:
         """Count `pod` on its node, replacing an earlier count of the same pod (by uid)."""
@@ -134,7 +78,7 @@ class NodeUsage:
         node = str((pod.get("spec") or {}).get("nodeName") or "")
         if not node or (pod.get("status") or {}).get("phase") in _FINISHED:
             return
-        amounts = effective_requests(pod)
+        amounts = self.count(pod).effective()
         self._counted[uid] = (node, amounts)
         self._totals[node] = self._totals.get(node, Amounts()) + amounts
 
@@ -153,11 +97,22 @@ class NodeUsage:
         own = self._counted.get(str((without.get("metadata") or {}).get("uid")))
         return total - own[1] if own and own[0] == node else total
 
+    def fit(self, pod: Json, plan: ResizePlan, node: Json) -> Fit:
+        """Does `pod` resized by `plan` fit `node` beside the other pods counted there?"""
+        room = self.allocatable(node)
+        return counted_fit(self.count(pod), plan, node, room, self.beside(pod))
 
-def fits_beside(pod: Json, plan: ResizePlan, node: Json, used: Amounts) -> Fit:
-    """Does `pod` resized by `plan` fit `node` next to `used` (the other pods' count)?"""
-    allocatable = to_amounts(resource_list((node.get("status") or {}).get("allocatable")))
-    wanted, now = effective_requests(pod, plan), effective_requests(pod)
+
+def node_allocatable(node: Json) -> Amounts:
+    return to_amounts(resource_list((node.get("status") or {}).get("allocatable")))
+
+
+def counted_fit(
+    count: PodCount, plan: ResizePlan, node: Json, allocatable: Amounts, used: Amounts
+) -> Fit:
+    """Does the pod counted `count`, resized by `plan`, fit `node` (`allocatable`) next to
+    `used` (the other pods' count)?"""
+    wanted, now = count.effective(plan), count.effective()
 
     def past(room: Amounts, word: str) -> list[str]:
         """Resources growing past `room` (one that does not grow frees room, never takes it)."""
@@ -180,4 +135,5 @@ def fits_beside(pod: Json, plan: ResizePlan, node: Json, used: Amounts) -> Fit:
 
 def node_fit(pod: Json, plan: ResizePlan, node: Json, pods_on_node: Iterable[Json]) -> Fit:
     """Does `pod` resized by `plan` fit `node` beside the other live pods bound to it?"""
-    return fits_beside(pod, plan, node, NodeUsage(pods_on_node).beside(pod))
+    usage = NodeUsage(pods_on_node)
+    return usage.fit(pod, plan, node)

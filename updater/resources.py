@@ -9,9 +9,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
-from tailor.limits import ContainerResources
+from tailor.limits import defaulted_requests
 from tailor.quantity import Quantity
 
 Json = Mapping[str, Any]
@@ -43,16 +44,25 @@ class Amounts:
 
 def amount(resource: str, text: object) -> int:
     """A quantity in the resource's unit: millicores (rounded up) or bytes (rounded up)."""
+    if type(text) is str:  # the API's form; the few texts of a cluster repeat on every pod
+        return _text_amount(resource, text)
     quantity = Quantity.parse(text)  # type: ignore[arg-type]
+    return quantity.milli_value() if resource == "cpu" else quantity.int_value()
+
+
+@lru_cache(maxsize=4096)
+def _text_amount(resource: str, text: str) -> int:
+    quantity = Quantity.parse(text)
     return quantity.milli_value() if resource == "cpu" else quantity.int_value()
 
 
 def resource_list(values: Mapping[str, Any] | None) -> dict[str, int]:
     """cpu and memory of a ResourceList (other resources are not ours to change)."""
     found: dict[str, int] = {}
-    for resource in RESOURCES:
-        if values and resource in values:
-            found[resource] = amount(resource, values[resource])
+    if values:
+        for resource in RESOURCES:
+            if resource in values:
+                found[resource] = amount(resource, values[resource])
     return found
 
 
@@ -61,12 +71,19 @@ def to_amounts(values: Mapping[str, int]) -> Amounts:
 
 
 def requests_of(container: Json) -> dict[str, int]:
-    """A container's requests, a limit standing in for a missing request (the shared rule)."""
-    return resource_list(ContainerResources.of_container(container).requests)
+    """A container's requests, a limit standing in for a missing request (the shared rule,
+    `tailor.limits.defaulted_requests`). Raises QuantityError on an unreadable request or
+    limit, as `ContainerResources.of_container` does."""
+    defaulted, limits = defaulted_requests(container)
+    found = resource_list(defaulted)
+    resource_list(limits)  # read for its errors only
+    return found
 
 
 def limits_of(container: Json) -> dict[str, int]:
-    return resource_list(ContainerResources.of_container(container).limits)
+    defaulted, limits = defaulted_requests(container)
+    resource_list(defaulted)  # read for its errors only
+    return resource_list(limits)
 
 
 def sum_amounts(items: Iterable[Amounts]) -> Amounts:
