@@ -3,8 +3,9 @@ and a cluster port that counts what a pass reads and writes.
 
 Every workload is a Deployment's ReplicaSet of `pods_per_workload` one-container pods,
 `workloads_per_namespace` to a namespace, the pods dealt round-robin over the nodes.
-The schedule asks each workload for more CPU and memory than its pods request, so every
-pod is planned, fit-checked against its node and resized: the pass's heaviest case.
+The schedule asks each workload for more CPU and memory than its pods request (each its
+own amounts, as forecasts differ), so every pod is planned, fit-checked against its node
+and resized: the pass's heaviest case.
 """
 
 from __future__ import annotations
@@ -86,13 +87,19 @@ def schedule_rows(fleet: Fleet, bare: bool = False) -> list[ScheduleRow]:
         "container": "app",
         "start": (NOW - timedelta(hours=1)).strftime(stamp),
         "end": (NOW + timedelta(hours=1)).strftime(stamp),
-        "cpu": TARGET_CPU,
-        "memory": TARGET_MEMORY,
-        "memoryLimit": 2 * TARGET_MEMORY,
     }
+
+    def targets(index: int) -> dict[str, float]:  # each workload its own forecast
+        memory = TARGET_MEMORY + index * 2**10
+        return {"cpu": TARGET_CPU + index / 10_000, "memory": memory, "memoryLimit": 2 * memory}
+
     return [
-        ScheduleRow.model_validate({"namespace": namespace, "workload": workload, **period})
-        for namespace, workload in (fleet.bare_pods() if bare else fleet.workloads())
+        ScheduleRow.model_validate(
+            {"namespace": namespace, "workload": workload, **period, **targets(index % 1000)}
+        )
+        for index, (namespace, workload) in enumerate(
+            fleet.bare_pods() if bare else fleet.workloads()
+        )
     ]
 
 

@@ -27,6 +27,7 @@ from updater.governance import Governance, limit_rules, pod_targets, vpa_governa
 from updater.hpa_sync import HpaSync, sync_hpas
 from updater.pass_options import Outcome, Outcomes, PassOptions
 from updater.plan import PodRules
+from updater.plans import Plans
 from updater.report import record_outcome
 from updater.resources import Json
 from updater.restriction import GROUP_KINDS, EvictionRestriction, WebhookStatus, configured_replicas
@@ -128,6 +129,7 @@ def follow_once(
     boosted = {id(pod): boost for pod in pods if (boost := startup_boost(pod)) is not None}
     readings = options.memory_pressure.readings() if options.memory_pressure else None
     due += boosted_elsewhere(pods, due, boosted, options.acts_in)
+    plans = Plans()  # a workload's replicas share one plan
     for pod, namespace, workload, scheduled in due:
         name = object_key(pod)[1]
         boost = boosted.get(id(pod))
@@ -156,7 +158,7 @@ def follow_once(
             outcomes.append(Outcome(namespace, name, workload, Action.NONE, why_not))
             continue
         targets = pressure.floored(pod, targets, now)  # what pressure raised stays for a while
-        planned = checked_plan(pod, targets, governance.rules)
+        planned = plans.plan(pod, targets, governance.rules)
         candidates.append(
             Candidate(pod, namespace, name, workload, governance, targets, planned, reason)
         )

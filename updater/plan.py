@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 
 from tailor.api.limitrange import LimitRangeItem
 from tailor.api.meta import ResourceList
@@ -52,15 +53,26 @@ class ContainerResize:
     sidecar: bool = False  # a native sidecar: it sits in spec.initContainers
 
     def resources(self) -> Json:
+        requests, limits = self._texts
         body: dict[str, dict[str, str]] = {}
-        if self.requests:
-            body["requests"] = {r: q.canonical() for r, q in self.requests.items()}
-        if self.limits:
-            body["limits"] = {r: q.canonical() for r, q in self.limits.items()}
+        if requests:
+            body["requests"] = dict(requests)
+        if limits:
+            body["limits"] = dict(limits)
         return body
+
+    @cached_property
+    def _texts(self) -> tuple[dict[str, str], dict[str, str]]:
+        """The canonical texts, printed once: a plan serves every replica of a workload."""
+        requests = {r: q.canonical() for r, q in self.requests.items()}
+        return requests, {r: q.canonical() for r, q in self.limits.items()}
 
     def request_amounts(self) -> Amounts:
         """The new requests in millicores and bytes, for the node-fit sums."""
+        return self._amounts
+
+    @cached_property
+    def _amounts(self) -> Amounts:
         cpu, memory = self.requests.get("cpu"), self.requests.get("memory")
         return Amounts(
             cpu.milli_value() if cpu is not None else 0,
@@ -94,6 +106,10 @@ class ResizePlan:
         return {"spec": spec}
 
     def describe(self) -> str:
+        return self._description
+
+    @cached_property
+    def _description(self) -> str:
         parts = []
         for container in (*self.containers, *([self.pod_level] if self.pod_level else [])):
             amounts = ", ".join(f"{r} {q.canonical()}" for r, q in container.requests.items())
