@@ -79,7 +79,10 @@ def events_listener(recorder: Recorder) -> Callable[[AdmissionRequest, Verdict],
         name = str(metadata.get("name") or "")
         shown = name or f"{metadata.get('generateName') or ''}*"
         said = f"Pod {shown} sized by kube-tailor: {verdict.reason}"
-        recorder.record(ObjectRef.vpa(vpa.to_api()), NORMAL, SIZED, said)
+        # from the model's fields: dumping the whole VPA (to_api) cost more than the review
+        meta = vpa.metadata
+        about = ObjectRef(vpa.api_version, vpa.kind, vpa.namespace, vpa.name, meta.uid or "")
+        recorder.record(about, NORMAL, SIZED, said)
         if name:
             pod = ObjectRef("v1", "Pod", review.namespace, name)
             recorder.record(pod, NORMAL, SIZED, f"sized by kube-tailor: {verdict.reason}")
