@@ -126,32 +126,36 @@ def fit(
     level0, trend0, season0 = initial_state(y, block_ids, period, max_period)
     level = np.repeat(level0[:, None], k, axis=1)
     trend = np.repeat(trend0[:, None], k, axis=1)
-    season = np.repeat(season0[:, None, :], k, axis=1)
+    # season rows (series x slot, candidates): a block reads and writes one row per series
+    season_rows = np.repeat(season0[:, :, None], k, axis=2).reshape(n * max_period, k)
+    slot_rows = np.arange(n)[None, :] * max_period + block_ids[:, None] % period[None, :]
     gamma = np.where(period > 1, params.gamma, 0.0)[:, None]
+    keep_level, keep_season = 1.0 - alphas, 1.0 - gamma
     beta, phi = params.beta, params.phi
-    one_step = np.full((n, k, blocks), np.nan)
-    rows = np.arange(n)
+    decay = (1.0 - beta) * phi
+    active = np.arange(blocks)[None, :] >= period[:, None]
+    observed = np.ascontiguousarray(y.T)[:, :, None]  # (blocks, series, 1)
+    seen = (active & ~np.isnan(y)).T[:, :, None].copy()
+    # While a series initialises its trend is 0, so level + phi * trend is its level:
+    # the unseen branch below also leaves an initialising series unchanged.
+    one_step = np.empty((blocks, n, k))
     for t in range(blocks):
-        active = (t >= period)[:, None]
-        slot = block_ids[t] % period
-        s_old = season[rows, :, slot]
+        row = slot_rows[t]
+        s_old = season_rows[row]
         base = level + phi * trend
-        one_step[:, :, t] = np.where(active, base + s_old, np.nan)
-        obs = y[:, t][:, None]
-        seen = active & ~np.isnan(obs)
-        new_level = alphas * (obs - s_old) + (1.0 - alphas) * base
-        new_level = np.where(seen, new_level, np.where(active, base, level))
-        new_trend = beta * (new_level - level) + (1.0 - beta) * phi * trend
-        new_trend = np.where(seen, new_trend, np.where(active, phi * trend, trend))
-        new_season = gamma * (obs - base) + (1.0 - gamma) * s_old
-        season[rows, :, slot] = np.where(seen, new_season, s_old)
-        level, trend = new_level, new_trend
+        one_step[t] = base + s_old
+        obs, use = observed[t], seen[t]
+        new_level = np.where(use, alphas * (obs - s_old) + keep_level * base, base)
+        trend = np.where(use, beta * (new_level - level) + decay * trend, phi * trend)
+        season_rows[row] = np.where(use, gamma * (obs - base) + keep_season * s_old, s_old)
+        level = new_level
+    one_step = np.where(active[:, None, :], one_step.transpose(1, 2, 0), np.nan)
     return HoltWintersCandidates(
         one_step=one_step,
         alphas=alphas[0],
         level=level,
         trend=trend,
-        season=season,
+        season=season_rows.reshape(n, max_period, k).transpose(0, 2, 1),
         period=period.astype(np.int64),
         phi=phi,
     )
