@@ -11,6 +11,11 @@ keep-alive, at a fixed rate. Per webhook, alternating ours and upstream's each r
 3. overload, 3,000 requests/s for 10 s, then 15 s idle: resident memory before and
    after (the whole process tree; goal: after within 1.5x of before).
 
+Each phase also reports the webhook's CPU seconds (its whole process tree, from the
+kernel's accounting) per answered review. `--baseline DIR` runs ours a second time from
+another checkout (e.g. `git worktree add DIR main`) in the same rounds, so a change is
+measured against what it changes, alternating, on the same busy machine.
+
 Prints one JSON object (`--out FILE` also writes it) with every round and the medians
 and ratios. The machine is shared: quote ratios, not absolute figures.
 """
@@ -30,6 +35,7 @@ from typing import Any
 
 from benchmarks.report import emit
 from benchmarks.webhook_servers import (
+    REPO,
     ToolUnavailable,
     attack,
     ours,
@@ -75,13 +81,22 @@ def _figures(report: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def _phase(webhook: Any, targets: Path, ca: Path, rate: int, seconds: float, folder: Path) -> Any:
+    """One fixed-rate phase's figures, with the webhook's CPU per answered review."""
+    begun = webhook.cpu_seconds
+    figures = _figures(attack(targets, ca, rate, seconds, folder, f"r{rate}"))
+    cpu = webhook.cpu_seconds - begun
+    answered = figures["status_codes"].get("200", 0)
+    figures["cpu_seconds"] = round(cpu, 3)
+    figures["cpu_ms_per_review"] = round(1000 * cpu / answered, 3) if answered else None
+    return figures
+
+
 def measure(webhook: Any, targets: Path, ca: Path, folder: Path, short: bool) -> dict[str, Any]:
     seconds = 5 if short else 20
     attack(targets, ca, 100, 3, folder, "warm")
-    result: dict[str, Any] = {
-        "rate_100": _figures(attack(targets, ca, 100, seconds, folder, "r100"))
-    }
-    result["rate_1000"] = _figures(attack(targets, ca, 1000, seconds, folder, "r1000"))
+    result: dict[str, Any] = {"rate_100": _phase(webhook, targets, ca, 100, seconds, folder)}
+    result["rate_1000"] = _phase(webhook, targets, ca, 1000, seconds, folder)
     time.sleep(5)
     before = webhook.rss
     overload = attack(targets, ca, 3000, 5 if short else 10, folder, "r3000")
@@ -98,6 +113,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path)
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--short", action="store_true", help="5 s phases (a smoke run)")
+    parser.add_argument(
+        "--baseline", type=Path, help="another checkout of ours, measured in the same rounds"
+    )
     args = parser.parse_args(argv)
     folder = Path(tempfile.mkdtemp(prefix="bench-webhook-"))
     vegeta()
@@ -115,7 +133,7 @@ def main(argv: list[str] | None = None) -> int:
         api = RawApi(plane.api_client())
         install_crds(api)
         populate(api, APPS)
-        result = run_rounds(plane, upstream_binary, folder, args.rounds, args.short)
+        result = run_rounds(plane, upstream_binary, folder, args.rounds, args.short, args.baseline)
     finally:
         plane.stop()
     result["upstream_unavailable"] = why_not
@@ -126,17 +144,24 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def run_rounds(
-    plane: ControlPlane, upstream_binary: Path | None, folder: Path, rounds: int, short: bool
+    plane: ControlPlane,
+    upstream_binary: Path | None,
+    folder: Path,
+    rounds: int,
+    short: bool,
+    baseline: Path | None = None,
 ) -> dict[str, Any]:
     authority = CertificateAuthority(folder / "ca")
     pair = authority.issue("webhook", common_name="webhook", hosts=("127.0.0.1",), server=True)
     ca = authority.pair.cert_file
-    runs: dict[str, list[dict[str, Any]]] = {"ours": [], "upstream": []}
+    names = ["ours", "upstream", *(["baseline"] if baseline is not None else [])]
+    runs: dict[str, list[dict[str, Any]]] = {name: [] for name in names}
     for round_ in range(rounds):
-        order = ["ours", "upstream"] if round_ % 2 == 0 else ["upstream", "ours"]
+        order = names if round_ % 2 == 0 else names[::-1]
         for name in order:
             port, metrics = free_port(), free_port()
-            if name == "ours":
+            code = baseline if name == "baseline" and baseline is not None else REPO
+            if name in ("ours", "baseline"):
                 argv = ours(plane.kubeconfig, pair.cert_file, pair.key_file, port, metrics)
             elif upstream_binary is not None:
                 keys = (pair.cert_file, pair.key_file)
@@ -144,7 +169,8 @@ def run_rounds(
             else:
                 continue
             url = f"https://127.0.0.1:{port}/mutate"
-            with running(name, argv, url, ca, folder / f"{name}-{round_}.log") as webhook:
+            log = folder / f"{name}-{round_}.log"
+            with running(name, argv, url, ca, log, code) as webhook:
                 time.sleep(3)  # watches settled
                 runs[name].append(measure(webhook, targets_file(url, folder), ca, folder, short))
     return {"runs": runs, "summary": summarize(runs)}
@@ -157,7 +183,8 @@ def summarize(runs: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
             value: Any = run
             for key in path:
                 value = value[key]
-            values.append(value)
+            if value is not None:  # no review answered: no CPU per review
+                values.append(value)
         return statistics.median(values) if values else None
 
     summary: dict[str, Any] = {}
@@ -168,6 +195,8 @@ def summarize(runs: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
             "p50_ms_at_1000": median(name, "rate_1000", "p50_ms"),
             "p99_ms_at_1000": median(name, "rate_1000", "p99_ms"),
             "success_at_1000": median(name, "rate_1000", "success"),
+            "cpu_ms_per_review_at_100": median(name, "rate_100", "cpu_ms_per_review"),
+            "cpu_ms_per_review_at_1000": median(name, "rate_1000", "cpu_ms_per_review"),
             "rss_ratio_after_overload": median(name, "rss_ratio"),
         }
     ours_, theirs = summary["ours"], summary.get("upstream", {})
@@ -175,6 +204,16 @@ def summarize(runs: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
         ours_["p50_ms_at_100"] / theirs["p50_ms_at_100"] if theirs.get("p50_ms_at_100") else None
     )
     summary["p50_ratio_ours_to_upstream_at_100"] = p50_ratio
+    for rate in (100, 1000):
+        key = f"cpu_ms_per_review_at_{rate}"
+        mine, upstream_cpu = ours_[key], theirs.get(key)
+        summary[f"cpu_ratio_ours_to_upstream_at_{rate}"] = (
+            mine / upstream_cpu if mine and upstream_cpu else None
+        )
+        before = summary.get("baseline", {}).get(key)
+        summary[f"cpu_ratio_ours_to_baseline_at_{rate}"] = (
+            mine / before if mine and before else None
+        )
     summary["goals"] = {
         "all_answered_at_1000": ours_["success_at_1000"] == 1.0,
         "p99_under_25ms_at_1000": (ours_["p99_ms_at_1000"] or 1e9) < P99_GOAL_MS,

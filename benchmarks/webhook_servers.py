@@ -69,15 +69,28 @@ def upstream_admission_controller() -> Path:
     return binary
 
 
-def tree_rss(pid: int) -> int:
-    """Resident bytes of a process and its children (our webhook's workers)."""
+def _tree(pid: int) -> list[psutil.Process]:
     try:
         parent = psutil.Process(pid)
-        processes = [parent, *parent.children(recursive=True)]
+        return [parent, *parent.children(recursive=True)]
     except psutil.Error:
-        return 0
+        return []
+
+
+def tree_cpu_seconds(pid: int) -> float:
+    """CPU seconds (user + system) of a process and its children so far."""
+    total = 0.0
+    for process in _tree(pid):
+        with contextlib.suppress(psutil.Error):
+            times = process.cpu_times()
+            total += times.user + times.system
+    return total
+
+
+def tree_rss(pid: int) -> int:
+    """Resident bytes of a process and its children (our webhook's workers)."""
     total = 0
-    for process in processes:
+    for process in _tree(pid):
         with contextlib.suppress(psutil.Error):
             total += process.memory_info().rss
     return total
@@ -94,6 +107,10 @@ class Webhook:
     @property
     def rss(self) -> int:
         return tree_rss(self.process.pid)
+
+    @property
+    def cpu_seconds(self) -> float:
+        return tree_cpu_seconds(self.process.pid)
 
 
 def _wait_serving(url: str, ca_file: Path, process: subprocess.Popen[bytes], log: Path) -> None:
@@ -115,10 +132,14 @@ def _wait_serving(url: str, ca_file: Path, process: subprocess.Popen[bytes], log
 
 
 @contextlib.contextmanager
-def running(name: str, argv: list[str], url: str, ca_file: Path, log: Path) -> Iterator[Webhook]:
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
+def running(
+    name: str, argv: list[str], url: str, ca_file: Path, log: Path, code: Path = REPO
+) -> Iterator[Webhook]:
+    """The webhook `argv` started (ours from the checkout `code`), once it answers."""
+    env = {**os.environ, "PYTHONPATH": str(code)}
     with log.open("w") as sink:
-        process = subprocess.Popen(argv, stdout=sink, stderr=subprocess.STDOUT, env=env)
+        # run from `code` too: `python -m` puts the working directory first on sys.path
+        process = subprocess.Popen(argv, stdout=sink, stderr=subprocess.STDOUT, env=env, cwd=code)
     try:
         _wait_serving(url, ca_file, process, log)
         yield Webhook(name, process, url)
@@ -154,11 +175,17 @@ def upstream(
 def attack(
     targets: Path, ca_file: Path, rate: int, seconds: float, folder: Path, label: str
 ) -> dict[str, object]:
-    """vegeta at `rate` requests/s for `seconds` over TLS with keep-alive; its JSON report."""
+    """vegeta at `rate` requests/s for `seconds` over TLS, connecting as the API server
+    calls a webhook: HTTP/1.1 (it offers only http/1.1 to webhooks, so that a Service's
+    replicas share the load: k8s.io/apiserver pkg/util/webhook/client.go), keep-alive
+    with up to 25 idle connections kept (client-go's transport) and a new connection
+    whenever none is idle. vegeta would otherwise speak HTTP/2 to a server offering it
+    (upstream's Go), one connection for everything, and HTTP/1.1 to ours. Its JSON report."""
     results = folder / f"{label}.bin"
     command = [
         str(vegeta()), "attack", "-format=json", f"-targets={targets}", f"-rate={rate}/s",
         f"-duration={seconds}s", f"-root-certs={ca_file}", "-timeout=10s", "-max-workers=2000",
+        "-http2=false", "-keepalive=true", "-connections=25",
     ]  # fmt: skip
     with results.open("wb") as sink:
         subprocess.run(command, stdout=sink, check=True)
