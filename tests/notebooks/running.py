@@ -21,10 +21,10 @@ def execute(
     name: str, *probes: str, parameters: str | None = None
 ) -> tuple[nbformat.NotebookNode, list[Any]]:
     """The executed notebook `name`, and what each probe printed as JSON: a probe is code
-    run after the notebook's last cell, in its kernel, printing one JSON document, so a
-    test asserts on the notebook's own variables without the stored notebook printing
-    them for it. `parameters`: code run right after the cell tagged `parameters`, as a
-    user sets them (papermill's convention)."""
+    run after the notebook's last cell, in its kernel, printing one JSON document (the
+    last line of its standard output), so a test asserts on the notebook's own variables
+    without the stored notebook printing them for it. `parameters`: code run right after
+    the cell tagged `parameters`, as a user sets them (papermill's convention)."""
     path = NOTEBOOKS / name
     notebook = nbformat.read(path, as_version=4)
     if parameters is not None:
@@ -39,13 +39,27 @@ def execute(
         resources={"metadata": {"path": str(path.parent)}},
     )
     client.execute()  # raises CellExecutionError on the first cell that fails
-    answers = [json.loads(_text(cell)) for cell in notebook.cells[stored:]]
+    answers = [json.loads(_text(cell).splitlines()[-1]) for cell in notebook.cells[stored:]]
     del notebook.cells[stored:]
     return notebook, answers
 
 
+def rerun(name: str, parameters: str, through: str) -> str:
+    """Code for a probe that runs the notebook `name` again in the kernel that just ran it,
+    from its parameter cell through the cell tagged `through`, with `parameters` set as
+    `execute` sets them: a second source read without a second kernel and its imports.
+    The probe's JSON is the last line it prints."""
+    notebook = nbformat.read(NOTEBOOKS / name, as_version=4)
+    start = notebook.cells.index(tagged(notebook, "parameters"))
+    end = notebook.cells.index(tagged(notebook, through))
+    code = [cell.source for cell in notebook.cells[start : end + 1] if cell.cell_type == "code"]
+    return "\n".join([code[0], parameters, *code[1:]])
+
+
 def _text(cell: nbformat.NotebookNode) -> str:
-    return "".join(output.get("text", "") for output in cell.outputs)
+    """What the cell printed on its standard output."""
+    printed = (output for output in cell.outputs if output.get("name") == "stdout")
+    return "".join(output.get("text", "") for output in printed)
 
 
 def tagged(notebook: nbformat.NotebookNode, tag: str) -> nbformat.NotebookNode:

@@ -1,6 +1,7 @@
 """The recommendations notebook on a real cluster and a real Prometheus: with the kube
 context (pods' requests, Prometheus found behind a Service) its rows are the CLI's for the
-same source; with a Prometheus URL, the same targets over the history's own requests."""
+same source; with a Prometheus URL (its reading cells run again in the same kernel), the
+same targets over the history's own requests."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from tailor.cli.main import app
 from tests.cluster.controlplane import ControlPlane
 from tests.cluster.prometheus import PrometheusFactory
 from tests.cluster.rawapi import RawApi
-from tests.notebooks.running import HANG_GUARD, execute, images, tagged
+from tests.notebooks.running import HANG_GUARD, execute, images, rerun, tagged
 from tests.tailor.cli.test_recommend_cluster import (
     PODS,
     deployment_pod,
@@ -47,28 +48,32 @@ def test_the_notebook_reads_the_kube_context_and_a_prometheus_url(
     )
     expose(kube_api, kube_namespace, address, int(instance.url.rsplit(":", 1)[1]))
     monkeypatch.setenv("KUBECONFIG", str(kube_cluster.kubeconfig))  # the kernel's context
-    try:
-        cluster = f'FROM_CLUSTER = True\nNAMESPACES = ["{kube_namespace}"]\nHISTORY = "4d"\n'
-        notebook, (rows,) = execute("analyse_recommendations.ipynb", ROWS, parameters=cluster)
+    scope = f'NAMESPACES = ["{kube_namespace}"]\nHISTORY = "4d"\nWHAT_IF = False\n'
+    url = f'PROMETHEUS_URL = "{instance.url}"\n{scope}'
+    try:  # one kernel: the whole notebook on the kube context, then its reading cells on the URL
+        notebook, (rows, by_url) = execute(
+            "analyse_recommendations.ipynb",
+            ROWS,
+            rerun("analyse_recommendations.ipynb", url, through="load") + ROWS,
+            parameters=f"FROM_CLUSTER = True\n{scope}",
+        )
         cli = CliRunner().invoke(
             app,
             ["recommend", "--kubeconfig", str(kube_cluster.kubeconfig), "-n", kube_namespace,
              "--history", "4d", "--format", "json"],
         )  # fmt: skip
-        assert cli.exit_code == 0, cli.output
-        [expected] = json.loads(cli.stdout)
-        [row] = rows  # one workload container: web/app, two pods
-        assert (row["namespace"], row["workload"], row["pods"]) == (kube_namespace, "web", 2)
-        assert row["cpu_current"] == expected["current"]["cpu"] == 0.5
-        assert row["cpu_target_vpa"] == pytest.approx(expected["cpu"]["target"])
-        assert row["cpu_target_forecast"] > 0
-        assert images(tagged(notebook, "workloads")) >= 1
     finally:
         kube_api.delete(f"/api/v1/namespaces/{kube_namespace}/services/prometheus-operated")
+    assert cli.exit_code == 0, cli.output
+    [expected] = json.loads(cli.stdout)
+    [row] = rows  # one workload container: web/app, two pods
+    assert (row["namespace"], row["workload"], row["pods"]) == (kube_namespace, "web", 2)
+    assert row["cpu_current"] == expected["current"]["cpu"] == 0.5
+    assert row["cpu_target_vpa"] == pytest.approx(expected["cpu"]["target"])
+    assert row["cpu_target_forecast"] > 0
+    assert images(tagged(notebook, "workloads")) >= 1
 
-    url = f'PROMETHEUS_URL = "{instance.url}"\nNAMESPACES = ["{kube_namespace}"]\nHISTORY = "4d"\n'
-    _, (rows,) = execute("analyse_recommendations.ipynb", ROWS, parameters=url)
-    [row] = rows  # the same history through the URL: its requests are kube-state-metrics'
+    [row] = by_url  # the same history through the URL: its requests are kube-state-metrics'
     recorded = two_pod_history(kube_namespace)["cpu_request"].iloc[-1]
     assert row["workload"] == "web" and row["cpu_current"] == pytest.approx(recorded)
     assert row["cpu_target_vpa"] == pytest.approx(expected["cpu"]["target"])
