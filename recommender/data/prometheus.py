@@ -23,16 +23,18 @@ from datetime import UTC, datetime
 
 import pandas as pd
 
-from recommender.data.prometheus_assembly import Answers, assemble
+from recommender.data.prometheus_assembly import SAMPLES, Answers, assemble
 from recommender.data.prometheus_http import Fetcher, connect
 from recommender.data.prometheus_matrix import Matrix
+from recommender.data.prometheus_samples import SAMPLES_SPAN, samples_range
 from recommender.data.prometheus_settings import (
     EmptyHistoryError,
     PrometheusSettings,
     PrometheusSourceError,
 )
 from recommender.data.promql import HistoryQueries, plan_chunks
-from recommender.data.schema import THROTTLED_COLUMN, DataFormatError, validate_events
+from recommender.data.schema import THROTTLED_COLUMN as THROTTLED
+from recommender.data.schema import DataFormatError, validate_events
 
 __all__ = [
     "EmptyHistoryError",
@@ -47,12 +49,10 @@ Task = tuple[str, str, int, int]  # answer kind, query, first and last grid poin
 
 
 def query_plan(queries: HistoryQueries, start: int, end: int, chunk: int) -> list[Task]:
-    """Every query of a load: the per-chunk ones, then the pods' owners over the range."""
+    """Every query of a load: the per-chunk ones, the counters' per piece of at most
+    `SAMPLES_SPAN`, then the pods' owners over the range."""
     metrics = queries.metrics
     per_chunk: list[tuple[str, str]] = [
-        *_counter_plan(queries, metrics.cpu_usage, "cpu"),
-        # cAdvisor exports throttling only under a CPU limit: elsewhere it stays NaN
-        *_counter_plan(queries, metrics.cpu_throttled, THROTTLED_COLUMN),
         ("memory", queries.memory_peak()),
         ("memory_stalled", queries.memory_stalled_share()),  # PSI, where the kubelet has it
         *(("requests", query) for query in queries.requests()),
@@ -61,24 +61,25 @@ def query_plan(queries: HistoryQueries, start: int, end: int, chunk: int) -> lis
         *(("oom", query) for query in queries.oom_killed()),
         ("evicted", queries.evicted()),
     ]
-    tasks = [
-        (kind, query, first, last)
-        for first, last in plan_chunks(start, end, queries.step, chunk)
-        for kind, query in per_chunk
-    ]
+    step = queries.step
+    chunks = plan_chunks(start, end, step, chunk)
+    tasks = [(kind, query, first, last) for first, last in chunks for kind, query in per_chunk]
+    piece = min(chunk, max(step, SAMPLES_SPAN // step * step))
+    for first, last in (p for c in chunks for p in plan_chunks(*c, step, piece)):
+        # cAdvisor exports throttling only under a CPU limit: elsewhere it stays NaN
+        for metric, column in ((metrics.cpu_usage, "cpu"), (metrics.cpu_throttled, THROTTLED)):
+            seconds = samples_range(first, last, step)
+            tasks.append((column, queries.cpu_counter(metric), first, last))
+            tasks.append((column + SAMPLES, queries.cpu_samples(seconds, metric), first, last))
     # one point per owner: the grid points' lookback saw samples up to 5 minutes before
     tasks.append(("owners", queries.owners(over=end - start + 300), end, end))
     return tasks
 
 
-def _counter_plan(queries: HistoryQueries, metric: str, column: str) -> list[tuple[str, str]]:
-    """The four queries a CPU-seconds counter is read with (`prometheus_assembly`)."""
-    return [
-        (column, queries.cpu_counter(metric)),
-        (f"{column}_at", queries.cpu_counter_time(metric)),
-        (f"{column}_resets", queries.cpu_resets(metric)),
-        (f"{column}_low", queries.cpu_low(metric)),
-    ]
+def _fetch(fetcher: Fetcher, kind: str, query: str, first: int, last: int) -> Matrix:
+    if kind.endswith(SAMPLES):  # a range selector's raw samples, read at the piece's end
+        return fetcher.samples(query, last)
+    return fetcher.range_matrix(query, first, last)
 
 
 def load_prometheus_history(
@@ -102,12 +103,13 @@ def load_prometheus_history(
     fetcher = Fetcher(settings, client)
     pool = ThreadPoolExecutor(max_workers=settings.concurrency)
     try:
-        running: dict[Future[Matrix], str] = {
-            pool.submit(fetcher.range_matrix, query, first, last): kind
+        running: dict[Future[Matrix], tuple[str, int, int]] = {
+            pool.submit(_fetch, fetcher, kind, query, first, last): (kind, first, last)
             for kind, query, first, last in tasks
         }
         for done, future in enumerate(as_completed(running), start=1):
-            answers.add(running[future], future.result())
+            kind, first, last = running[future]
+            answers.add(kind, future.result(), first, last)
             if progress is not None:
                 progress(done, len(tasks))
     finally:

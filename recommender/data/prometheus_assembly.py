@@ -22,6 +22,7 @@ from recommender.data.prometheus_grid import (
     matrix_frame,
 )
 from recommender.data.prometheus_matrix import Matrix
+from recommender.data.prometheus_samples import counter_reads
 from recommender.data.prometheus_settings import PrometheusSourceError
 from recommender.data.promql import OWNER_LABELS, QueryNames
 from recommender.data.schema import (
@@ -36,6 +37,7 @@ from recommender.data.timestamps import TIMESTAMP_DTYPE
 from tailor.memory_pressure import MEMORY_PRESSURE, PressureRule
 
 COUNTERS = ("cpu", THROTTLED_COLUMN)
+SAMPLES = "_samples"  # suffix of a counter's raw samples (`prometheus_samples`)
 GAUGES = {  # answer kind -> the usage columns its `resource` label splits it into
     "requests": {"cpu": "cpu_request", "memory": "memory_request"},
     "limits": {"cpu": "cpu_limit", "memory": "memory_limit"},
@@ -73,9 +75,16 @@ class Answers:
         }
         self.evicted = Grid(start, step, self.points)
         self.owners: list[pd.DataFrame] = []
+        self.halves: dict[tuple[str, int], dict[str, Matrix]] = {}  # counter pieces, by start
 
-    def add(self, kind: str, matrix: Matrix) -> None:
-        if kind in CADVISOR:
+    def add(self, kind: str, matrix: Matrix, first: int = 0, last: int = 0) -> None:
+        """Place the answer of a query of `kind` on the grid points first .. last."""
+        counter = kind.removesuffix(SAMPLES)
+        if counter in COUNTERS:
+            if kind == counter:
+                self.grids[kind].put(self.index.rows(matrix, self.cadvisor), matrix)
+            self._pair(counter, kind, matrix, first, last)
+        elif kind in CADVISOR:
             self.grids[kind].put(self.index.rows(matrix, self.cadvisor), matrix)
         elif kind in ("restarts", "oom"):
             self.grids[kind].put(self.index.rows(matrix, self.state), matrix)
@@ -90,6 +99,18 @@ class Answers:
             for resource, column in GAUGES[kind].items():
                 chosen = resources == resource
                 self.grids[column].put(rows[chosen], _series(matrix, chosen))
+
+    def _pair(self, counter: str, kind: str, matrix: Matrix, first: int, last: int) -> None:
+        """Once both halves of a counter's piece are in (the bare selector and its raw
+        samples): the samples' times, resets and lows on the grid."""
+        halves = self.halves.setdefault((counter, first), {})
+        halves[kind] = matrix
+        if len(halves) < 2:
+            return
+        del self.halves[(counter, first)]
+        reads = counter_reads(halves[counter + SAMPLES], halves[counter], first, last, self.step)
+        for part, read in reads.items():
+            self.grids[f"{counter}_{part}"].put(self.index.rows(read, self.cadvisor), read)
 
     def owner_frame(self) -> pd.DataFrame:
         columns = ["namespace", "pod", *OWNER_LABELS, "time", "value"]

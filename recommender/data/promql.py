@@ -262,22 +262,11 @@ class HistoryQueries:
         `metric`, a CPU-seconds counter; the usage counter by default)."""
         return self._usage(metric)
 
-    def cpu_counter_time(self, metric: str | None = None) -> str:
-        """When that sample was taken, so the rate divides by the true interval."""
-        return f"timestamp({self._usage(metric)})"
-
-    def cpu_resets(self, metric: str | None = None) -> str:
-        """Counter resets among the samples up to each grid point since the one before.
-
-        With `cpu_low` this tells a window crossing a restart: the counter difference
-        alone misses a reset whenever the new instance overtakes the old value.
-        """
-        return f"resets({self._usage(metric)}[{duration(self.step)}])"
-
-    def cpu_low(self, metric: str | None = None) -> str:
-        """Lowest counter sample in the same range (read over all series of the
-        container: after a restart cAdvisor may export the new instance as a new one)."""
-        return f"min_over_time({self._usage(metric)}[{duration(self.step)}])"
+    def cpu_samples(self, seconds: int, metric: str | None = None) -> str:
+        """The counter's raw samples over `seconds`, for an instant query: their times (the
+        rate divides by the true interval), resets and lowest values, which tell a window
+        crossing a restart (`prometheus_samples`)."""
+        return f"{self._usage(metric)}[{duration(seconds)}]"
 
     def memory_peak(self) -> str:
         """Peak working set of the window ENDING at each grid point.

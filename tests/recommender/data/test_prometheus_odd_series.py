@@ -17,6 +17,9 @@ import pandas as pd
 import pytest
 
 from recommender.data.prometheus import PrometheusSettings, load_prometheus_history
+from recommender.data.prometheus_http import Fetcher, connect
+from recommender.data.prometheus_matrix import Matrix
+from recommender.data.prometheus_samples import counter_reads, samples_range
 from tests.cluster.prometheus import backfill_end
 
 pytestmark = pytest.mark.prometheus
@@ -200,3 +203,44 @@ def test_windows_crossing_a_restart_are_left_out_even_when_the_counter_grew(
     assert crash["timestamp"].astype("int64").floordiv(10**6).tolist() == expected
     np.testing.assert_allclose(crash["cpu"], 1.0, rtol=1e-9)  # was 0.1: 60 - 30 over 300 s
     assert len(usage[usage["pod"] == "steady-0"]) == WINDOWS
+
+
+@pytest.mark.parametrize("cluster", ["restarts", "apart", "glitch", "twice"])
+def test_times_resets_and_lows_from_raw_samples_equal_what_prometheus_evaluates(
+    server_url: str, cluster: str
+) -> None:
+    """The reads `counter_reads` makes of one raw-sample query equal Prometheus's own
+    `timestamp(x)`, `resets(x[step])` and `min_over_time(x[step])`, series by series,
+    over restarts, two jobs scraping apart and an infinite sample."""
+    settings = PrometheusSettings(
+        url=server_url, extra_matchers={"cluster": cluster}, retries=0, end=datetime.now(UTC)
+    )
+    queries = settings.queries()
+    first, last = START + STEP, START + 4 * 3600
+    client = connect(settings)
+    try:
+        fetcher = Fetcher(settings, client)
+        bare = queries.cpu_counter()
+        samples = fetcher.samples(queries.cpu_samples(samples_range(first, last, STEP)), last)
+        reads = counter_reads(samples, fetcher.range_matrix(bare, first, last), first, last, STEP)
+        evaluated = {
+            "at": f"timestamp({bare})",
+            "resets": f"resets({bare}[{STEP}s])",
+            "low": f"min_over_time({bare}[{STEP}s])",
+        }
+        for part, query in evaluated.items():
+            assert _by_series(reads[part]) == _by_series(fetcher.range_matrix(query, first, last))
+    finally:
+        client.close()
+
+
+def _by_series(answer: Matrix) -> dict[tuple, list[tuple[int, float]]]:
+    """Each series' points, keyed by its labels without the metric name (functions drop it)."""
+    found = {}
+    for i, labels in enumerate(answer.labels):
+        key = tuple(sorted((k, v) for k, v in labels.items() if k != "__name__"))
+        points = slice(answer.offsets[i], answer.offsets[i + 1])
+        times, values = answer.times[points].tolist(), answer.values[points].tolist()
+        found[key] = list(zip(times, values, strict=True))
+    assert found and all(found.values())
+    return found

@@ -90,7 +90,8 @@ def test_queries_use_configured_labels_namespaces_and_extra_matchers() -> None:
         'exported_namespace!="",pod_name!="",'
         'container_name!="",container_name!="POD",image!=""}'
     )
-    assert queries.cpu_counter_time().startswith("timestamp(container_cpu_usage_seconds_total{")
+    assert queries.cpu_samples(86400).startswith("container_cpu_usage_seconds_total{")
+    assert queries.cpu_samples(86400).endswith('image!=""}[86400s]')
     assert queries.memory_peak().endswith('image!=""}[300s] offset 1ms)')
     assert all('resource=~"cpu|memory"' in query for query in queries.requests())
     assert all('reason="OOMKilled"' in query for query in queries.oom_killed())

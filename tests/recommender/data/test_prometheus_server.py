@@ -183,10 +183,14 @@ def test_chunked_equals_unchunked(server_url: str, history: History) -> None:
     pd.testing.assert_frame_equal(chunked[0], whole[0], check_exact=True)
     pd.testing.assert_frame_equal(chunked[1], whole[1], check_exact=True)
     start, end = chunked_settings.resolve_range()
-    assert len(plan_chunks(start, end, STEP, 7 * 3600)) == 8
-    # one call per answered query: 19 per chunk (requests, limits, restarts and OOM kills
-    # twice: app and init containers), then the owners over the whole range
-    total = 8 * 19 + 1
+    chunks = plan_chunks(start, end, STEP, 7 * 3600)
+    assert len(chunks) == 8
+    # one call per answered query: 11 per chunk (requests, limits, restarts and OOM kills
+    # twice: app and init containers), 4 per piece of at most 6 hours (the two counters,
+    # bare and their raw samples), then the owners over the whole range
+    pieces = sum(len(plan_chunks(*chunk, STEP, 6 * 3600)) for chunk in chunks)
+    assert pieces == 15
+    total = 8 * 11 + 4 * pieces + 1
     assert calls == [(done, total) for done in range(1, total + 1)]
 
 
