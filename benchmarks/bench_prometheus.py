@@ -38,19 +38,22 @@ GOALS = {"containers": 10_000, "first_read_s": 60.0, "peak_rss_gib": 4.0}
 
 
 def one_run(url: str, output: Path) -> dict[str, Any]:
-    """In this process: one load, then each model and its JSON written; seconds of each
-    and the peak RSS."""
-    from recommender.data.prometheus import PrometheusSettings, load_prometheus_history
+    """In this process: one load (through the service's history cache), each model and its
+    JSON written, then the service's next pass reading what is new; seconds of each and
+    the peak RSS."""
+    from recommender.data.prometheus import PrometheusSettings
     from recommender.recommend import recommend_forecast_workloads, recommend_vpa
+    from recommender.service.history_cache import HistoryCache
     from tailor.cli.output import OutputFormat, render
 
     settings = PrometheusSettings(url=url, retries=0, timeout_seconds=1800)
     now = datetime.fromtimestamp(fleet.END, UTC)
     answered = [0.0]
-    began = time.perf_counter()
-    usage, events = load_prometheus_history(
-        settings, lambda _done, _total: answered.__setitem__(0, time.perf_counter()), now=now
+    cache = HistoryCache(
+        progress=lambda _done, _total: answered.__setitem__(0, time.perf_counter())
     )
+    began = time.perf_counter()
+    usage, events = cache.load(settings, now)
     loaded = time.perf_counter()
     containers = int(usage[["namespace", "pod", "container"]].drop_duplicates().shape[0])
     result: dict[str, Any] = {
@@ -79,8 +82,30 @@ def one_run(url: str, output: Path) -> dict[str, Any]:
             "write_s": round(written - modelled, 2),
             "first_read_total_s": round(loaded - began + written - started, 2),
         }
+    del usage, events, frame  # the cache holds the history, as the service's does
+    result["next_pass"] = next_pass(cache, settings, now)
     result["peak_rss_mib"] = _peak_mib()
     return result
+
+
+def next_pass(cache: Any, settings: Any, now: datetime) -> dict[str, Any]:
+    """The service's next pass, one step later: the history cache reads what is new and
+    folds it into what it holds, then the VPA model refits (as `tailor recommender` does)."""
+    from recommender.recommend import recommend_vpa
+
+    later = now + settings.step
+    began = time.perf_counter()
+    usage, events = cache.load(settings, later)
+    read = time.perf_counter()
+    frame = recommend_vpa(usage, events, checked=True)
+    done = time.perf_counter()
+    return {
+        "partial_reads": cache.partial_reads,
+        "read_s": round(read - began, 2),
+        "vpa_model_s": round(done - read, 2),
+        "recommendations": len(frame),
+        "usage_rows": len(usage),
+    }
 
 
 def _cpu_s() -> float:
