@@ -101,13 +101,7 @@ def _patch_for(
         controller = None  # the owner's own owners are unreadable: the chain stops there
         kind, name = (owner.kind, owner.name) if owner else ("", "")
         LOG.warning("%s: %s %s: %s", namespace, kind, name, error)
-    reference = PodRef.of_pod(pod, controller)
-    vpas = view.vpas(namespace)
-    # as upstream's webhook: VPAs in mode Off are dropped before the oldest match wins;
-    # one is still found when nothing else matches, for its startup boost and the reason
-    vpa = controlling_vpa(reference, [v for v in vpas if acts(v)]) or controlling_vpa(
-        reference, vpas
-    )
+    vpa = _controlling_vpa(PodRef.of_pod(pod, controller), view.vpas(namespace))
     if vpa is None:
         return pod_patch(pod, None)
     hpas = view.hpas(namespace) if acts(vpa) else []  # a VPA in mode Off fights nothing
@@ -118,6 +112,27 @@ def _patch_for(
     if group is not None and patch.operations:
         patch = replace(patch, reason=f"{patch.reason} (node group {group})")
     return replace(patch, vpa=vpa)
+
+
+def _controlling_vpa(
+    reference: PodRef, vpas: Sequence[VerticalPodAutoscaler]
+) -> VerticalPodAutoscaler | None:
+    """As upstream's webhook: VPAs in mode Off are dropped before the oldest match wins;
+    one is still found when nothing else matches, for its startup boost and the reason.
+
+    Only the VPAs aimed at the pod's controller by kind and name are matched (no other
+    can target it): a namespace's VPAs are otherwise each matched, twice, per pod."""
+    target = reference.controller
+    if target is None:
+        return None
+    aimed = [
+        vpa
+        for vpa in vpas
+        if vpa.spec.target_ref.name == target.name and vpa.spec.target_ref.kind == target.kind
+    ]
+    return controlling_vpa(reference, [v for v in aimed if acts(v)]) or controlling_vpa(
+        reference, aimed
+    )
 
 
 def _by_node_group(
