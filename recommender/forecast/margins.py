@@ -170,7 +170,6 @@ def calibrate(
     usable = np.where(np.isnan(forecast)[:, :, None], np.nan, usage)
     bins = states
     n_bins = STATES
-    levels = len(CANDIDATE_LEVELS)
     errors = (usable - forecast[:, :, None]).reshape(n, -1)
     per_window = np.repeat(bins, usable.shape[2], axis=1)
     candidates, count = grouped_quantiles(errors, per_window, n_bins, CANDIDATE_LEVELS)
@@ -180,15 +179,12 @@ def calibrate(
         usable, np.nan_to_num(forecast), per_block_margin.transpose(0, 2, 1), rule, scale
     )
     windows = np.sum(~np.isnan(usable), axis=2)  # (n, B)
-    short_count = np.zeros((n, n_bins, levels))
-    per_day = np.zeros((n, n_bins, levels))
-    bin_windows = np.zeros((n, n_bins))
     days = np.maximum(np.sum(windows > 0, axis=1), 1) / blocks_per_day
-    for k in range(n_bins):
-        mask = (bins == k)[:, None, :]
-        bin_windows[:, k] = np.sum(np.where(bins == k, windows, 0), axis=1)
-        short_count[:, k] = np.sum(shortfalls * mask, axis=2)
-        per_day[:, k] = np.sum(reactions * mask, axis=2) / days[:, None]
+    # sums over each state's blocks as one product with a 0/1 matrix: whole counts, so exact
+    in_state = (bins[:, :, None] == np.arange(n_bins)).astype(np.float64)  # (n, B, states)
+    short_count = np.matmul(shortfalls, in_state).transpose(0, 2, 1).copy()
+    per_day = np.matmul(reactions, in_state).transpose(0, 2, 1) / days[:, None, None]
+    bin_windows = np.matmul(windows[:, None, :].astype(np.float64), in_state)[:, 0]
     offer = Offer(
         cost=candidates * bin_windows[:, :, None],
         shortfalls=short_count,
