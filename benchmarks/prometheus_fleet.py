@@ -121,6 +121,16 @@ def backfilled(count: int, promtool: str, log=print) -> Path:
     return data
 
 
+def snapshot(count: int, into: Path) -> Path:
+    """A copy of the finished blocks of a backfill still under way (`count` containers
+    asked, fewer done), to measure the largest fleet there is while it goes on."""
+    into.mkdir(parents=True)
+    for block in (CACHE / f"v{VERSION}-n{count}" / "data").iterdir():
+        if block.is_dir() and (block / "meta.json").exists():
+            shutil.copytree(block, into / block.name)
+    return into
+
+
 def _start_from_smaller(target: Path, count: int) -> None:
     """Copy the blocks of the largest finished smaller fleet: its containers are the
     first of this one, their history the same (each shard is seeded by its position)."""
