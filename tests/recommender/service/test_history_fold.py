@@ -1,0 +1,46 @@
+"""How the history cache folds a read of what is new into what it holds (no server)."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from recommender.data.columnar import shared_categories
+from recommender.data.schema import KEY_LABELS
+from recommender.service.history_cache import HistoryCache, _one_workload
+
+
+def frame(rows: list[tuple[str, str, str, int]]) -> pd.DataFrame:
+    """Usage rows (workload, pod, container, minute), keys one shared categorical."""
+    usage = pd.DataFrame(rows, columns=["workload", "pod", "container", "minute"])
+    usage.insert(0, "namespace", "shop")
+    usage["timestamp"] = pd.to_datetime(usage.pop("minute") * 60, unit="s", utc=True)
+    usage["cpu"] = 0.5
+    dtype = shared_categories(usage[name] for name in KEY_LABELS)
+    return usage.astype(dict.fromkeys(KEY_LABELS, dtype))
+
+
+def test_a_pod_named_after_itself_in_one_read_takes_its_controllers_name() -> None:
+    usage = frame(
+        [
+            ("web", "web-1", "app", 0),
+            ("web-1", "web-1", "app", 5),  # a read whose range held no owner sample
+            ("bare", "bare", "app", 0),  # a pod without a controller keeps its own name
+            ("db", "db-0", "app", 0),
+        ]
+    )
+    folded = _one_workload(usage)
+    assert folded["workload"].astype(str).tolist() == ["web", "web", "bare", "db"]
+    assert folded["workload"].dtype == usage["workload"].dtype
+
+
+def test_a_series_whose_controller_changed_takes_the_last_one() -> None:
+    usage = frame([("old", "web-1", "app", 0), ("new", "web-1", "app", 5)])
+    assert _one_workload(usage)["workload"].astype(str).tolist() == ["new", "new"]
+
+
+def test_the_fold_keeps_old_rows_before_the_cut_and_new_ones_from_it_in_order() -> None:
+    old = frame([("web", "web-1", "app", m) for m in (0, 5, 10)] + [("db", "db-0", "app", 5)])
+    new = frame([("web", "web-1", "app", m) for m in (5, 10, 15)] + [("api", "api-0", "x", 15)])
+    joined = HistoryCache._joined(old, new, start=5 * 60, cut=10 * 60)
+    shown = list(zip(joined["pod"].astype(str), joined["timestamp"].dt.minute, strict=True))
+    assert shown == [("api-0", 15), ("db-0", 5), ("web-1", 5), ("web-1", 10), ("web-1", 15)]
