@@ -119,10 +119,11 @@ def savings_figure(cpu: pd.DataFrame, memory: pd.DataFrame) -> Figure:
 def what_if_figure(frame: pd.DataFrame, defaults: Mapping[str, float] | None = None) -> Figure:
     """`recommender.analysis.what_if` rows of several knobs, one row of panels per knob:
     the fleet's CPU target (and the forecast's mean scheduled CPU) with the share of past
-    CPU samples above the target, and the fleet's memory target."""
+    CPU samples above the target, and the fleet's memory target; one legend above all."""
     knobs = list(dict.fromkeys(frame["knob"]))
     figure = canvas.new_figure(12, 2.9 * len(knobs))
     grid = figure.subplots(len(knobs), 2, squeeze=False)
+    legend: dict[str, Any] = {}
     for (cpu_axes, memory_axes), knob in zip(grid, knobs, strict=True):
         part = frame[frame["knob"] == knob].sort_values("value")
         cpu_axes.plot(part["value"], part["cpu_target_cores"], label="CPU target", **style(0))
@@ -143,10 +144,14 @@ def what_if_figure(frame: pd.DataFrame, defaults: Mapping[str, float] | None = N
         for axes in (cpu_axes, memory_axes):
             if defaults and knob in defaults:
                 axes.axvline(defaults[knob], color="grey", lw=1, linestyle=":", label="default")
-        finish(cpu_axes, f"What if: {knob} (CPU)", knob, "CPU, all containers (cores)")
-        finish(memory_axes, f"What if: {knob} (memory)", knob, "memory, all containers (GiB)")
-        handles, labels = cpu_axes.get_legend_handles_labels()
-        twin_handles, twin_labels = risk.get_legend_handles_labels()
-        cpu_axes.legend(handles + twin_handles, labels + twin_labels, fontsize=7, loc="best")
-        memory_axes.legend(fontsize=7, loc="best")
+        finish(cpu_axes, f"{knob}: CPU", knob, "CPU, all containers (cores)")
+        finish(memory_axes, f"{knob}: memory", knob, "memory, all containers (GiB)")
+        for axes in (cpu_axes, risk, memory_axes):
+            for handle, label in zip(*axes.get_legend_handles_labels(), strict=True):
+                legend.setdefault(label, handle)
+    # one legend for every panel, above them: a legend inside a panel hid its points
+    figure.legend(
+        list(legend.values()), list(legend), loc="outside upper center", ncols=len(legend),
+        fontsize=8,
+    )  # fmt: skip
     return figure
