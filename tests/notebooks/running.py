@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +17,9 @@ CELL_TIMEOUT = 600  # seconds: a hung cell fails the test instead of hanging CI
 # A whole notebook's guard against a hang, not a speed goal (benchmarks/bench_notebooks.py
 # measures that): on a 2-core host shared by other builds one took 691 s, past pytest's 600.
 HANG_GUARD = pytest.mark.timeout(2400)
+# Each notebook as executed here on its default input: the docs site shows these copies of
+# the notebooks its build does not run itself (docs/hooks/notebooks.py).
+EXECUTED = NOTEBOOKS.parent / "build" / "executed-notebooks"
 
 
 def execute(
@@ -41,7 +46,35 @@ def execute(
     client.execute()  # raises CellExecutionError on the first cell that fails
     answers = [json.loads(_text(cell).splitlines()[-1]) for cell in notebook.cells[stored:]]
     del notebook.cells[stored:]
+    if parameters is None:
+        keep_executed(name, notebook)
     return notebook, answers
+
+
+def keep_executed(name: str, notebook: nbformat.NotebookNode) -> None:
+    """Write the executed notebook to EXECUTED, saying when and on which revision it ran
+    (written whole, then renamed: a docs build reading it never sees half of it)."""
+    notebook.metadata["kube_tailor"] = {
+        "executed_by": "tests/notebooks",
+        "executed_at": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        "revision": _revision(),
+    }
+    EXECUTED.mkdir(parents=True, exist_ok=True)
+    partial = EXECUTED / f".{name}.partial"
+    nbformat.write(notebook, partial)
+    partial.replace(EXECUTED / name)
+
+
+def _revision() -> str:
+    """The checkout's commit, "-dirty" when files differ from it; "unknown" outside git."""
+    try:
+        described = subprocess.run(
+            ["git", "describe", "--always", "--dirty"],
+            cwd=NOTEBOOKS.parent, capture_output=True, text=True, timeout=30, check=True,
+        )  # fmt: skip
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+    return described.stdout.strip()
 
 
 def rerun(name: str, parameters: str, through: str) -> str:

@@ -3,14 +3,10 @@
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import nbformat
-from nbclient import NotebookClient
 
-from tests.notebooks.running import HANG_GUARD
-
-NOTEBOOK = Path(__file__).parents[2] / "notebooks" / "forecast_analysis.ipynb"
+from tests.notebooks.running import HANG_GUARD, execute
 
 
 def _outputs(notebook: nbformat.NotebookNode) -> list[str]:
@@ -30,14 +26,7 @@ def _numbers(pattern: str, text: str) -> list[float]:
 
 @HANG_GUARD
 def test_the_forecast_analysis_notebook_runs_and_says_what_its_text_says() -> None:
-    notebook = nbformat.read(NOTEBOOK, as_version=4)
-    client = NotebookClient(
-        notebook,
-        timeout=600,
-        kernel_name="python3",
-        resources={"metadata": {"path": str(NOTEBOOK.parent)}},
-    )
-    client.execute()  # raises on the first cell that fails
+    notebook, _ = execute("forecast_analysis.ipynb")  # raises on the first cell that fails
     outputs = _outputs(notebook)
     text = "\n".join(outputs)
     # an optimised per-series statsmodels fit beats the fixed smoothing candidates in sample
