@@ -317,10 +317,10 @@ class Supervisor:
 def _worker_environment() -> dict[str, str]:
     """The parent's environment, with glibc's malloc told to map every block past 64 KiB
     on its own (unless the operator set it): each TLS connection holds a 256 KiB read
-    buffer (asyncio's SSLProtocol), which with the default sliding threshold comes from
-    the heap after the first is freed and is never given back, so a burst of
-    connections left a worker ~90 MiB larger for good (600 connections); mapped, it is
-    returned when the connection closes."""
+    buffer (uvloop's SSLProtocol, as asyncio's), which with the default sliding
+    threshold comes from the heap after the first is freed and is never given back, so
+    a burst of connections left a worker ~90 MiB larger for good (600 connections);
+    mapped, it is returned when the connection closes."""
     return {"MALLOC_MMAP_THRESHOLD_": str(64 * 1024), **os.environ}
 
 
