@@ -56,7 +56,7 @@ class NoRoomClock:
         self._short = set()
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Decision:
     action: Action
     reason: str

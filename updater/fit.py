@@ -9,7 +9,7 @@ allocated requests, and drops the spec when the pod's resize is Infeasible.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from updater.plan import ResizePlan
@@ -24,7 +24,7 @@ def effective_requests(pod: Json, plan: ResizePlan | None = None) -> Amounts:
     return pod_count(pod).effective(plan)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Fit:
     """Whether the resized pod fits; `reason` names the short resource when it does not.
 
@@ -35,6 +35,9 @@ class Fit:
     fits: bool
     reason: str = ""
     never: bool = False
+
+
+FITS = Fit(True)
 
 
 class NodeUsage:
@@ -53,7 +56,7 @@ class NodeUsage:
         self._read: dict[int, tuple[Json, PodCount]] = {}  # by object; it is kept alive
         self._nodes: dict[int, tuple[Json, Amounts]] = {}
         for pod in pods:
-            self.record(pod)
+            self._place(pod, self.count)
 
     def count(self, pod: Json) -> PodCount:
         """`pod`'s amounts, read once. Raises QuantityError on an unreadable one."""
@@ -70,7 +73,11 @@ class NodeUsage:
         return found[1]
 
     def record(self, pod: Json) -> None:
-        """Count `pod` on its node, replacing an earlier count of the same pod (by uid)."""
+        """Count `pod` on its node, replacing an earlier count of the same pod (by uid): the
+        API server's answer to a resize, read for this count only."""
+        self._place(pod, pod_count)
+
+    def _place(self, pod: Json, read: Callable[[Json], PodCount]) -> None:
         uid = str((pod.get("metadata") or {}).get("uid"))
         if uid in self._counted:
             old_node, old = self._counted.pop(uid)
@@ -78,7 +85,7 @@ class NodeUsage:
         node = str((pod.get("spec") or {}).get("nodeName") or "")
         if not node or (pod.get("status") or {}).get("phase") in _FINISHED:
             return
-        amounts = self.count(pod).effective()
+        amounts = read(pod).now
         self._counted[uid] = (node, amounts)
         self._totals[node] = self._totals.get(node, Amounts()) + amounts
 
@@ -112,7 +119,12 @@ def counted_fit(
 ) -> Fit:
     """Does the pod counted `count`, resized by `plan`, fit `node` (`allocatable`) next to
     `used` (the other pods' count)?"""
-    wanted, now = count.effective(plan), count.effective()
+    wanted, now = count.effective(plan), count.now
+    free = allocatable - used
+    if wanted.cpu_millis <= max(free.cpu_millis, now.cpu_millis) and (
+        wanted.memory_bytes <= max(free.memory_bytes, now.memory_bytes)
+    ):
+        return FITS
 
     def past(room: Amounts, word: str) -> list[str]:
         """Resources growing past `room` (one that does not grow frees room, never takes it)."""
@@ -122,9 +134,7 @@ def counted_fit(
             if wanted.get(resource) > max(room.get(resource), now.get(resource))
         ]
 
-    short = past(allocatable - used, "free")
-    if not short:
-        return Fit(True)
+    short = past(free, "free")
     node_name = (node.get("metadata") or {}).get("name")
     unit = "(cpu in millicores, memory in bytes)"
     over = past(allocatable, "allocatable")  # past the whole node: no neighbour makes room

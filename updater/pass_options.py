@@ -20,7 +20,7 @@ from updater.recommendations import UpdateRules
 from updater.restriction import DisruptionLimits
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Outcome:
     """What happened to one pod; `applied` is False when the API refused the write."""
 

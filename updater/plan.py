@@ -88,6 +88,12 @@ class ResizePlan:
     notes: tuple[str, ...] = ()
     pod_level: ContainerResize | None = None  # the new spec.resources (`tailor.pod_level`)
 
+    @cached_property
+    def requested(self) -> dict[str, tuple[int, int]]:
+        """Each changed container's new requests (millicores, bytes), for the node sums."""
+        amounts = {c.name: c.request_amounts() for c in self.containers}
+        return {name: (a.cpu_millis, a.memory_bytes) for name, a in amounts.items()}
+
     @property
     def changes(self) -> bool:
         return bool(self.containers) or self.pod_level is not None

@@ -4,123 +4,142 @@ The scheduler counts each container at the largest of its spec, applied
 (`status.resources`) and allocated requests, drops the spec when the pod's resize is
 Infeasible, and counts a pod that sets pod-level resources (KEP-2837) at those. A pass
 asks for a pod's count several times (its node's total, its fit before and after the
-resize, an eviction's landing), so the amounts are parsed once into a `PodCount` and
-the counts are sums over integers.
+resize, an eviction's landing), so the amounts are parsed once into a `PodCount`, and
+the counts are sums of plain integers (millicores, bytes): a pass makes tens of
+thousands of them.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
-from functools import cached_property
+from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from tailor.pods import container_statuses, is_native_sidecar
 from updater.plan import ResizePlan
 from updater.resize_status import ResizeState, resize_status
-from updater.resources import Amounts, Json, requests_of, resource_list, sum_amounts, to_amounts
+from updater.resources import Amounts, Json, requests_of, resource_list
+
+Pair = tuple[int, int]  # millicores, bytes
+
+APP, SIDECAR, PLAIN_INIT = "app", "sidecar", "plain init"
 
 
-@dataclass(frozen=True)
-class CountedContainer:
+class CountedContainer(NamedTuple):
     """A container's requests (a limit standing in) and, when the kubelet reports it, the
     larger of its applied and allocated requests (None: no status)."""
 
     name: str
-    spec: Amounts
-    in_flight: Amounts | None = None
-
-    def counted(self, use_spec: bool) -> Amounts:
-        found = self.spec if use_spec else Amounts()
-        return found if self.in_flight is None else found.larger(self.in_flight)
+    kind: str  # APP, SIDECAR or PLAIN_INIT
+    spec: Pair
+    in_flight: Pair | None = None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class PodLevel:
     """A pod's own requests (`spec.resources.requests`, by resource) and the larger of its
     applied and allocated pod-level requests (KEP-5419)."""
 
     asked: Mapping[str, int]
-    in_flight: Amounts
+    in_flight: Pair
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class PodCount:
     """A pod's amounts as the scheduler reads them; `effective` sums them."""
 
-    app: tuple[CountedContainer, ...]
-    init: tuple[tuple[bool, CountedContainer], ...]  # (native sidecar?, container), in order
-    overhead: Amounts
+    containers: tuple[CountedContainer, ...]  # app containers, then init containers in order
+    overhead: Pair
     pod_level: PodLevel | None
     infeasible: bool  # its last resize is Infeasible: the scheduler drops the spec
+    now: Amounts = field(init=False)  # the count as the pod is, asked for on every count
 
-    @cached_property
-    def now(self) -> Amounts:
-        """What the scheduler counts for the pod as it is (asked for on every count)."""
-        return self._counted(not self.infeasible, None)
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "now", self._counted(not self.infeasible, None))
 
     def effective(self, plan: ResizePlan | None = None) -> Amounts:
         """What the scheduler counts; with `plan`, as if its resize were asked for."""
         return self.now if plan is None else self._counted(True, plan)
 
     def _counted(self, use_spec: bool, plan: ResizePlan | None) -> Amounts:
-        planned = {c.name: c.request_amounts() for c in plan.containers} if plan else {}
-
-        def counted(container: CountedContainer) -> Amounts:
+        planned = plan.requested if plan is not None else {}
+        cpu = memory = 0  # app containers and sidecars: they run together
+        sidecars = (0, 0)  # the sidecars started so far
+        plain: list[Pair] = []  # each plain init container beside the sidecars before it
+        for container in self.containers:
+            if container.kind == PLAIN_INIT:
+                spec = container.spec
+                plain.append((sidecars[0] + spec[0], sidecars[1] + spec[1]))
+                continue
             change = planned.get(container.name)
-            if change is None:
-                return container.counted(use_spec)
-            # the new spec replaces the old one in the max
-            return container.counted(use_spec=False).larger(change)
+            found = _container(container, use_spec, change)
+            cpu, memory = cpu + found[0], memory + found[1]
+            if container.kind == SIDECAR:
+                sidecars = (sidecars[0] + found[0], sidecars[1] + found[1])
+        for init_cpu, init_memory in plain:  # the largest of the running and each of these
+            cpu, memory = max(cpu, init_cpu), max(memory, init_memory)
+        cpu, memory = cpu + self.overhead[0], memory + self.overhead[1]
+        if self.pod_level is None:
+            return Amounts(cpu, memory)
+        return self._at_pod_level((cpu, memory), use_spec, plan)
 
-        running = [counted(c) for c in self.app]
-        sidecars = Amounts()
-        plain: list[Amounts] = []
-        for sidecar, container in self.init:
-            if sidecar:  # resizable: the same max rule
-                sidecars = sidecars + counted(container)
-            else:  # runs beside the sidecars started before it (KEP-753)
-                plain.append(sidecars + container.spec)
-        total = sum_amounts(running) + sidecars
-        for init in plain:
-            total = total.larger(init)
-        return self._at_pod_level(total + self.overhead, use_spec, plan)
-
-    def _at_pod_level(self, total: Amounts, use_spec: bool, plan: ResizePlan | None) -> Amounts:
+    def _at_pod_level(self, total: Pair, use_spec: bool, plan: ResizePlan | None) -> Amounts:
         """A resource the pod requests at pod level counts at that request, the largest of
         spec (or the plan's), applied and allocated, plus overhead; the rest as its
         containers."""
         level = self.pod_level
-        if level is None:
-            return total
+        assert level is not None
         if plan is not None and plan.pod_level is not None:
-            spec_amounts = plan.pod_level.request_amounts()
+            asked = plan.pod_level.request_amounts()
+            spec = (asked.cpu_millis, asked.memory_bytes)
         elif use_spec:
-            spec_amounts = to_amounts(level.asked)
+            spec = (level.asked.get("cpu", 0), level.asked.get("memory", 0))
         else:
-            spec_amounts = Amounts()
-        counted = spec_amounts.larger(level.in_flight) + self.overhead
+            spec = (0, 0)
+        cpu = max(spec[0], level.in_flight[0]) + self.overhead[0]
+        memory = max(spec[1], level.in_flight[1]) + self.overhead[1]
         return Amounts(
-            counted.cpu_millis if "cpu" in level.asked else total.cpu_millis,
-            counted.memory_bytes if "memory" in level.asked else total.memory_bytes,
+            cpu if "cpu" in level.asked else total[0],
+            memory if "memory" in level.asked else total[1],
         )
 
 
-def _in_flight(status: Json | None) -> Amounts | None:
+def _container(container: CountedContainer, use_spec: bool, change: Pair | None) -> Pair:
+    """A running container's count: the largest of its spec, applied and allocated; a
+    planned change replaces the spec."""
+    flight = container.in_flight
+    if change is None:
+        found = container.spec if use_spec else (0, 0)
+        return found if flight is None else (max(found[0], flight[0]), max(found[1], flight[1]))
+    if flight is None:
+        return max(0, change[0]), max(0, change[1])
+    return max(0, flight[0], change[0]), max(0, flight[1], change[1])
+
+
+def _pair(values: Mapping[str, int]) -> Pair:
+    return values.get("cpu", 0), values.get("memory", 0)
+
+
+def _larger(first: Json | None, second: Json | None) -> Pair:
+    """The larger, per resource, of two ResourceLists (a missing amount counts 0)."""
+    one, other = _pair(resource_list(first)), _pair(resource_list(second))
+    return max(one[0], other[0]), max(one[1], other[1])
+
+
+def _in_flight(status: Json | None) -> Pair | None:
     if not status:
         return None
-    applied = resource_list((status.get("resources") or {}).get("requests"))
-    allocated = resource_list(status.get("allocatedResources"))
-    return to_amounts(applied).larger(to_amounts(allocated))
+    applied = (status.get("resources") or {}).get("requests")
+    return _larger(applied, status.get("allocatedResources"))
 
 
-def _pod_level(pod: Json) -> PodLevel | None:
-    asked = resource_list(((pod.get("spec") or {}).get("resources") or {}).get("requests"))
+def _pod_level(pod: Json, spec: Json) -> PodLevel | None:
+    asked = resource_list((spec.get("resources") or {}).get("requests"))
     if not asked:
         return None
     status = pod.get("status") or {}
-    applied = resource_list((status.get("resources") or {}).get("requests"))
-    allocated = resource_list(status.get("allocatedResources"))
-    return PodLevel(asked, to_amounts(applied).larger(to_amounts(allocated)))
+    applied = (status.get("resources") or {}).get("requests")
+    return PodLevel(asked, _larger(applied, status.get("allocatedResources")))
 
 
 def pod_count(pod: Json) -> PodCount:
@@ -128,19 +147,15 @@ def pod_count(pod: Json) -> PodCount:
     spec = pod.get("spec") or {}
     infeasible = resize_status(pod).state is ResizeState.INFEASIBLE
     statuses = container_statuses(pod)  # names are unique across both kinds of container
-
-    def counted(container: Json) -> CountedContainer:
-        name = str(container.get("name"))
-        spec_amounts = to_amounts(requests_of(container))
-        return CountedContainer(name, spec_amounts, _in_flight(statuses.get(name)))
-
-    app = tuple(counted(c) for c in spec.get("containers") or [])
-    init: list[tuple[bool, CountedContainer]] = []
-    for container in spec.get("initContainers") or []:
-        if is_native_sidecar(container):
-            init.append((True, counted(container)))
-        else:  # a plain init container counts at its requests only
+    containers = []
+    listed = ((APP, spec.get("containers")), (None, spec.get("initContainers")))
+    for kind_of_field, found in listed:
+        for container in found or ():
             name = str(container.get("name"))
-            init.append((False, CountedContainer(name, to_amounts(requests_of(container)))))
-    overhead = to_amounts(resource_list(spec.get("overhead")))
-    return PodCount(app, tuple(init), overhead, _pod_level(pod), infeasible)
+            kind = kind_of_field or (SIDECAR if is_native_sidecar(container) else PLAIN_INIT)
+            requests = _pair(requests_of(container))
+            # a plain init container counts at its requests only
+            flight = None if kind == PLAIN_INIT else _in_flight(statuses.get(name))
+            containers.append(CountedContainer(name, kind, requests, flight))
+    overhead = _pair(resource_list(spec.get("overhead")))
+    return PodCount(tuple(containers), overhead, _pod_level(pod, spec), infeasible)

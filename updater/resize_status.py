@@ -25,18 +25,13 @@ class ResizeState(StrEnum):
     ERROR = "Error"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ResizeStatus:
     """The state, since when (the condition's transition time) and the kubelet's message."""
 
     state: ResizeState
     since: datetime | None = None
     message: str = ""
-
-
-def _condition(pod: Json, kind: str) -> Json | None:
-    conditions = (pod.get("status") or {}).get("conditions") or []
-    return next((c for c in conditions if c.get("type") == kind), None)
 
 
 def _current(condition: Json | None, generation: int | None) -> bool:
@@ -56,18 +51,34 @@ def _since(condition: Json) -> datetime | None:
         return None
 
 
+NO_RESIZE = ResizeStatus(ResizeState.NONE)
+
+
+def _conditions(pod: Json) -> tuple[Json | None, Json | None]:
+    """The pod's first PodResizePending and PodResizeInProgress conditions, in one scan."""
+    pending = progress = None
+    for condition in (pod.get("status") or {}).get("conditions") or ():
+        kind = condition.get("type")
+        if kind == "PodResizePending" and pending is None:
+            pending = condition
+        elif kind == "PodResizeInProgress" and progress is None:
+            progress = condition
+    return pending, progress
+
+
 def resize_status(pod: Json) -> ResizeStatus:
     """The pod's resize state; a pending answer about the current spec comes first."""
+    pending, progress = _conditions(pod)
+    if pending is None and progress is None:
+        return NO_RESIZE
     generation = (pod.get("metadata") or {}).get("generation")
-    pending = _condition(pod, "PodResizePending")
     if _current(pending, generation):
         assert pending is not None
         reason = pending.get("reason")
         state = ResizeState.INFEASIBLE if reason == "Infeasible" else ResizeState.DEFERRED
         return ResizeStatus(state, _since(pending), str(pending.get("message", "")))
-    progress = _condition(pod, "PodResizeInProgress")
     if _current(progress, generation):
         assert progress is not None
         state = ResizeState.ERROR if progress.get("reason") == "Error" else ResizeState.IN_PROGRESS
         return ResizeStatus(state, _since(progress), str(progress.get("message", "")))
-    return ResizeStatus(ResizeState.NONE)
+    return NO_RESIZE

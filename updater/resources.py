@@ -19,7 +19,7 @@ Json = Mapping[str, Any]
 RESOURCES = ("cpu", "memory")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Amounts:
     """CPU in millicores and memory in bytes; the pair the scheduler sums per node."""
 
