@@ -26,7 +26,7 @@ from updater.others import awaited
 from updater.pass_options import Outcome, PassOptions
 from updater.plan import PodRules, ResizePlan, Skipped
 from updater.pod_plan import plan_pod_resize
-from updater.priority import priority
+from updater.priority import Rank, priority
 from updater.replacement import eviction_landing
 from updater.report import (
     EVICTED,
@@ -82,7 +82,7 @@ def _decision(
     return decide(planned, resize_status(pod), fit, now, policy, owner_of(pod) is not None, since)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Candidate:
     """A scheduled, running pod of this pass with what its VPA allows and its plan."""
 
@@ -95,11 +95,12 @@ class Candidate:
     planned: Planned
     reason: str = ""  # why upstream's rules update it (VPA recommendations)
     no_eviction: str | None = None  # why it is never evicted, whatever the policy
+    rank: Rank | None = None  # its priority, when its plan's was found already
 
-    def order(self) -> tuple[int, float]:
+    def order(self) -> Rank:
         """Upstream's priority for pods that change, then the rest in listing order."""
         if isinstance(self.planned, ResizePlan) and self.planned.changes:
-            return priority(self.pod, self.planned)
+            return self.rank if self.rank is not None else priority(self.pod, self.planned)
         return (2, 0.0)
 
 

@@ -158,10 +158,9 @@ def follow_once(
             outcomes.append(Outcome(namespace, name, workload, Action.NONE, why_not))
             continue
         targets = pressure.floored(pod, targets, now)  # what pressure raised stays for a while
-        planned = plans.plan(pod, targets, governance.rules)
-        candidates.append(
-            Candidate(pod, namespace, name, workload, governance, targets, planned, reason)
-        )
+        planned, rank = plans.plan(pod, targets, governance.rules)
+        candidates.append(Candidate(pod, namespace, name, workload, governance, targets,
+                                    planned, reason, rank=rank))  # fmt: skip
     run = Run(cluster, nodes, usage, restriction, webhook, options, now)
     for item in sorted(candidates, key=Candidate.order):  # stable: ties keep listing order
         outcome = run.act(item)

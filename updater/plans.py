@@ -13,12 +13,13 @@ lookup.
 from __future__ import annotations
 
 from collections.abc import Hashable, Mapping
-from typing import Any
+from typing import Any, NamedTuple
 
 from tailor.pods import APP_FIELD, INIT_FIELD
 from updater.act import Planned, checked_plan
 from updater.due_targets import Target
-from updater.plan import PodRules
+from updater.plan import PodRules, ResizePlan
+from updater.priority import Rank, priority
 from updater.resources import Json
 
 _READ = ("name", "restartPolicy", "resources", "resizePolicy")  # what a plan reads of one
@@ -43,17 +44,32 @@ def template(pod: Json) -> Hashable | None:
     return repr(read)
 
 
+class Made(NamedTuple):
+    """A plan, and its priority among the pass's resizes (None: it changes nothing)."""
+
+    planned: Planned
+    rank: Rank | None
+
+
+def _made(pod: Json, targets: Mapping[str, Target], rules: PodRules) -> Made:
+    planned = checked_plan(pod, targets, rules)
+    if isinstance(planned, ResizePlan) and planned.changes:
+        return Made(planned, priority(pod, planned))
+    return Made(planned, None)
+
+
 class Plans:
     """The plans of one pass, by pod template, targets and rules."""
 
     def __init__(self) -> None:
-        self._made: dict[Hashable, tuple[PodRules, Planned]] = {}
+        self._made: dict[Hashable, tuple[PodRules, Made]] = {}
 
-    def plan(self, pod: Json, targets: Mapping[str, Target], rules: PodRules) -> Planned:
-        """`checked_plan(pod, targets, rules)`, made once for pods alike."""
+    def plan(self, pod: Json, targets: Mapping[str, Target], rules: PodRules) -> Made:
+        """`checked_plan(pod, targets, rules)` and its `priority`, made once for pods alike
+        (the priority too reads only the template and the plan)."""
         shape = template(pod)
         if shape is None:
-            return checked_plan(pod, targets, rules)
+            return _made(pod, targets, rules)
         # the rules' parts by identity: one object each per VPA or namespace in a pass,
         # kept alive with the plan so that an id is not reused
         bounds = (id(rules.resource_policy), id(rules.container_limit_range),
@@ -61,5 +77,5 @@ class Plans:
         key = (shape, tuple(targets.items()), bounds)
         found = self._made.get(key)
         if found is None:
-            found = self._made[key] = (rules, checked_plan(pod, targets, rules))
+            found = self._made[key] = (rules, _made(pod, targets, rules))
         return found[1]

@@ -21,7 +21,10 @@ def _pod_requests(containers: list[Json]) -> dict[str, int]:
     return totals
 
 
-def priority(pod: Json, plan: ResizePlan) -> tuple[int, float]:
+Rank = tuple[int, float]
+
+
+def priority(pod: Json, plan: ResizePlan) -> Rank:
     """A sort key, smallest first: (0 for a scale-up else 1, minus the relative change).
 
     The relative change is upstream's (`updater.resources.relative_change`).
