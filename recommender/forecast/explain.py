@@ -59,7 +59,6 @@ def explanation_columns(plan: Plan, ooms: OomHistory, settings: ForecastSettings
                 np.take_along_axis(plan.calibration.level, first_state[:, None], axis=1)[:, 0],
             ),
             "cpu_seen_quantile": np.where(young, 1.0 - settings.target_cpu_shortfall, np.nan),
-            "cpu_held_second_day": plan.cpu_held,
             "shortfall_target": plan.shortfall_target,
             "memory_by_cpu_state": plan.memory.by_state,
             "memory_peak": plan.memory.peak,
@@ -100,12 +99,6 @@ def _cpu_sentence(
             f"margin +{_cores(float(margin))} cores in state {STATE_NAMES[state]} "
             f"(P{level * 100:g} of its recent errors; fleet shortfall target "
             f"{plan.shortfall_target:.2%})"
-        )
-    if plan.cpu_held[i]:
-        sizing += (
-            f"; held at its first day's P{(1.0 - settings.target_cpu_shortfall) * 100:g} "
-            f"+{settings.reactions.react_margin:.0%} until a daily cycle can be detected"
-            " (second day)"
         )
     return f"cpu: {found}, {kind}; {model}; {sizing}"
 

@@ -36,7 +36,7 @@ from recommender.forecast.memory import MemoryPlan, OomHistory, plan_memory
 from recommender.forecast.parity import parity_target, vpa_rate
 from recommender.forecast.quantiles import error_quantiles
 from recommender.forecast.settings import DAY, HOUR, ForecastSettings
-from recommender.forecast.shape import MIN_SEASON_CYCLES, ShapeReport, detect_shape
+from recommender.forecast.shape import ShapeReport, detect_shape
 
 
 @dataclass(frozen=True)
@@ -59,7 +59,6 @@ class Plan:
     cpu_margin: np.ndarray  # (series, horizon) cores added to the forecast (NaN = fallback)
     cpu_idle: np.ndarray  # (series,) request while idle in a lull (NaN = never idle)
     cpu_ceiling: np.ndarray  # (series,) most a batch series' request needs (NaN = no cap)
-    cpu_held: np.ndarray  # (series,) bool: on its second day, held at its first day's usage
     cpu_committed: np.ndarray  # (series, horizon) what a level held past the budget covers
     memory_lull: np.ndarray  # (series,) memory limit in a lull (NaN = keep the limit)
     calibration: Calibration
@@ -83,28 +82,6 @@ def _fallback_cpu(cpu: np.ndarray, settings: ForecastSettings) -> np.ndarray:
     """Without enough past errors: a high quantile of what was seen, plus headroom."""
     seen, _ = error_quantiles(cpu, (1.0 - settings.target_cpu_shortfall,))
     return seen[:, 0] * (1.0 + settings.reactions.react_margin)
-
-
-def _held_while_young(
-    required: np.ndarray, cpu: np.ndarray, shape: ShapeReport, step: int, settings: ForecastSettings
-) -> tuple[np.ndarray, np.ndarray]:
-    """On its second day, before a daily cycle can be detected (two days of history), a
-    serving series is not planned below what it used over the last day (`_fallback_cpu`
-    of that day): a fall may be the trough of a cycle seen only once, and the forecast
-    of a smooth series chases it with a margin of a few percent. (A batch series follows
-    its lulls instead; on its first day a series has not seen a whole cycle.) Returns
-    the requirement and which series the hold raised."""
-    young = (shape.history_days >= 1.0) & (shape.history_days < MIN_SEASON_CYCLES)
-    young &= ~shape.batch & settings.hysteresis.hold_second_day
-    raised = np.zeros(len(young), dtype=bool)
-    if not young.any():
-        return required, raised
-    day = max(1, round(DAY / step))
-    held = _fallback_cpu(cpu[young, -day:], settings)
-    required = required.copy()
-    raised[young] = np.any(required[young] < held[:, None], axis=1)
-    required[young] = np.fmax(required[young], held[:, None])
-    return required, raised
 
 
 def persistence_one_step(windows: np.ndarray, recent: int) -> np.ndarray:
@@ -260,9 +237,9 @@ def _cpu_required(
     shape: ShapeReport,
     ceiling: np.ndarray,
     settings: ForecastSettings,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(required, the margin used, held): forecast + margin per block, a fallback where
-    no margin is known, the second-day hold, the batch ceiling and the floor."""  # fmt: skip
+) -> tuple[np.ndarray, np.ndarray]:
+    """(required, the margin used): forecast + margin per block, a fallback where no
+    margin is known, the batch ceiling and the floor."""
     mean_sized = shape.batch & (settings.batch_cpu_sizing == "mean")
     use_margin = np.where(mean_sized[:, None], 0.0, np.maximum(margin, 0.0))
     required = forecast + use_margin
@@ -274,12 +251,11 @@ def _cpu_required(
         if quiet.any():
             fallback[quiet] = _fallback_cpu(usage.cpu[quiet], settings)
         required = np.where(np.isnan(margin), fallback[:, None], required)
-    required, held = _held_while_young(required, usage.cpu, shape, usage.step, settings)
     # an on/off job runs at its own ceiling: a batch request never needs to exceed it
     required = np.fmin(required, ceiling[:, None])
     required = np.maximum(required, settings.min_cpu_cores)
     required[np.all(np.isnan(usage.cpu), axis=1)] = np.nan
-    return required, use_margin, held
+    return required, use_margin
 
 
 def _memory_plan(
@@ -377,7 +353,7 @@ def make_plan(
     )  # fmt: skip
     margin = calibration.margin_for(future_states)
     ceiling = np.where(shape.batch, scale * (1.0 + settings.batch_peak_margin), np.nan)
-    required, use_margin, held = _cpu_required(
+    required, use_margin = _cpu_required(
         chosen.forecast, margin, usage, recent_cpu, shape, ceiling, settings
     )
     committed = committed_requirement(
@@ -403,7 +379,6 @@ def make_plan(
         cpu_margin=np.where(np.isnan(margin), np.nan, use_margin),
         cpu_idle=idle,
         cpu_ceiling=ceiling,
-        cpu_held=held,
         cpu_committed=committed,
         memory_lull=memory_lull,
         calibration=calibration,

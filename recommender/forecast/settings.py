@@ -89,9 +89,6 @@ class HysteresisSettings:
         caught a daily cycle yet saw a flat afternoon where a ramp came.
     cover_yesterday_growth: ... scaled up by the last hours' growth over the same
         hours a day earlier, by at most this share (a burst must not lift a day).
-    hold_second_day: on its second day, before a daily cycle can be detected, a
-        serving series is not planned below what it used over the first: the level
-        forecast chased a cycle's trough with a margin of a few percent.
     """
 
     decrease_threshold: float = 0.15
@@ -102,7 +99,6 @@ class HysteresisSettings:
     cover_until_free: bool = True
     cover_yesterday: bool = True
     cover_yesterday_growth: float = 0.2
-    hold_second_day: bool = True
 
     def __post_init__(self) -> None:
         checks = [

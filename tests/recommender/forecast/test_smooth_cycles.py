@@ -3,23 +3,15 @@ be covered with 6 changes a day, and a cycle seen only once must not be chased d
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 import numpy as np
 
-from recommender.data.arrays import UsageArrays
-from recommender.forecast.explain import explain, explanation_columns
-from recommender.forecast.memory import OomHistory
-from recommender.forecast.planner import make_plan
 from recommender.forecast.settings import ForecastSettings, HysteresisSettings
 from tests.recommender.forecast import synthetic as syn
 from tests.recommender.forecast.test_strategy import replay
 
 DAYS = 6.0
 OLD_RULES = ForecastSettings(
-    hysteresis=HysteresisSettings(
-        cover_until_free=False, rise_margin_share=0.0, hold_second_day=False
-    )
+    hysteresis=HysteresisSettings(cover_until_free=False, rise_margin_share=0.0)
 )
 
 
@@ -86,32 +78,3 @@ def test_a_level_held_past_the_budget_covers_what_yesterday_used() -> None:
     assert now[2:].mean() < 0.4 * then[2:].mean()
     changes = np.count_nonzero(np.diff(requested, axis=1), axis=1)
     assert changes.max() <= 6 * DAYS
-
-
-def test_a_second_day_is_not_planned_below_the_first_day() -> None:
-    cpu = smooth_fleet(3)[:, : int(1.5 * syn.PER_DAY)]  # at a trough's start or so
-    usage = UsageArrays(syn.keys(3), syn.START, syn.STEP, cpu, np.full(cpu.shape, syn.GIB))
-    settings = ForecastSettings()
-    plan = make_plan(usage, OomHistory.empty(3), settings)
-    seen = np.quantile(cpu[:, -syn.PER_DAY :], 1 - settings.target_cpu_shortfall, axis=1)
-    held = seen * (1 + settings.reactions.react_margin)
-    assert (plan.cpu_required >= held[:, None] - 1e-12).all()
-    assert plan.cpu_held.all()
-    reasons = explanation_columns(plan, OomHistory.empty(3), settings)
-    assert reasons["cpu_held_second_day"].all()
-    assert all(
-        "until a daily cycle can be detected" in line
-        for line in explain(plan, OomHistory.empty(3), settings)
-    )
-    free = make_plan(
-        usage,
-        OomHistory.empty(3),
-        replace(settings, hysteresis=replace(settings.hysteresis, hold_second_day=False)),
-    )
-    assert (free.cpu_required.min(axis=1) < held).all()  # the forecast alone goes lower
-    # with two whole days a cycle can be detected, and the forecast plans its trough
-    older = smooth_fleet(3)[:, : int(2.5 * syn.PER_DAY)]
-    usage = UsageArrays(syn.keys(3), syn.START, syn.STEP, older, np.full(older.shape, syn.GIB))
-    grown = make_plan(usage, OomHistory.empty(3), settings)
-    assert (grown.shape.period > 1).all() and not grown.cpu_held.any()
-    assert (grown.cpu_required.min(axis=1) < held).all()
