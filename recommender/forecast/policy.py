@@ -29,7 +29,6 @@ from recommender.forecast.schedule import (
     cut_worth_making,
     last_change_cut,
     memory_step,
-    rise_floor,
 )
 from recommender.forecast.settings import HOUR, ForecastSettings
 from tailor.change_budget import ChangeBudget
@@ -40,9 +39,8 @@ class Needs:
     """What a schedule plays, per unit (a series, or a workload's pods merged).
 
     Per block of the horizon (units, blocks): `cpu` the plan's requirement, `committed`
-    what a level spending the last planned change covers past `cover_blocks`,
-    `rise_floor` the request under which a boundary raises CPU, `memory` the limit
-    needed. Per unit (units,): `scale` the recent CPU peak (what "clearly" and "small"
+    what a level spending the last planned change covers past `cover_blocks`, `memory`
+    the limit needed. Per unit (units,): `scale` the recent CPU peak (what "clearly" and "small"
     are shares of), `usage` the last CPU sample, `quiet_peak` the CPU peak of the last
     `QUIET_HOURS`, `recent_low` / `recent_high` the lowest and highest CPU of the last
     `react_after_windows` windows (what a reaction in the block in force reads),
@@ -54,7 +52,6 @@ class Needs:
 
     cpu: np.ndarray
     committed: np.ndarray
-    rise_floor: np.ndarray
     memory: np.ndarray
     scale: np.ndarray
     usage: np.ndarray
@@ -140,7 +137,6 @@ class ForecastPolicy:
         return Needs(
             cpu=plan.cpu_required,
             committed=plan.cpu_committed,
-            rise_floor=rise_floor(plan.cpu_forecast, plan.cpu_margin, s),
             memory=plan.memory.required,
             scale=plan.calibration.scale,
             usage=usage.cpu[:, -1] if usage.n_windows else unknown,
@@ -162,19 +158,18 @@ class ForecastPolicy:
         ahead: np.ndarray,
         left: np.ndarray,
         reach: np.ndarray,
-        floor: np.ndarray | None,
         usage: np.ndarray,
         scale: np.ndarray,
         quiet_peak: np.ndarray,
     ) -> np.ndarray:
         """The CPU level a block boundary sets: the need `ahead` through the hysteresis
-        within the `left` changes (a level covering `reach` blocks, a rise under
-        `floor`), the last change's deep cut where usage stayed under it for
-        `QUIET_HOURS` (`quiet_peak`; NaN: no such cut), and no cut under the `usage`
-        now or worth too little against the recent peak `scale`."""
+        within the `left` changes (a level covering `reach` blocks), the last change's
+        deep cut where usage stayed under it for `QUIET_HOURS` (`quiet_peak`; NaN: no
+        such cut), and no cut under the `usage` now or worth too little against the
+        recent peak `scale`."""
         s = self.settings
         may_plan = left > s.reserved_changes
-        level = cpu_step(current, ahead, s, left > 0, may_plan, reach, floor)
+        level = cpu_step(current, ahead, s, left > 0, may_plan, reach)
         last = ~may_plan & (left >= 1) & ~np.isnan(quiet_peak)
         if last.any():
             cut = last_change_cut(current, ahead, s, last, quiet_peak, reach)
@@ -219,7 +214,6 @@ class ForecastPolicy:
                 ahead,
                 left,
                 reach,
-                needs.rise_floor[:, k],
                 needs.usage if first else unknown,
                 needs.scale,
                 needs.quiet_peak if first else unknown,

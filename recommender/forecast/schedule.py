@@ -63,7 +63,6 @@ def cpu_step(
     may_increase: np.ndarray,
     may_decrease: np.ndarray,
     reach: np.ndarray | None = None,
-    floor: np.ndarray | None = None,
 ) -> np.ndarray:
     """The CPU request for the coming block given the requirement of the blocks ahead.
 
@@ -71,26 +70,14 @@ def cpu_step(
     blocks ahead) starting with the coming block; may_increase, may_decrease:
     (series,) bool, what the change budget still allows; reach: (series,) blocks
     a new level covers (default `cover_blocks`; longer for a change that spends
-    the last of the budget, see `ForecastStrategy`); floor: (series,) a request
-    under this rises whatever `increase_threshold` says (see `rise_floor`).
+    the last of the budget, see `ForecastStrategy`).
     """
     now = required[:, 0]
     level = cover(required, settings.hysteresis.cover_blocks if reach is None else reach)
     unset = np.isnan(current) & ~np.isnan(level)
-    wanted = now > current * (1.0 + settings.hysteresis.increase_threshold)
-    if floor is not None:
-        wanted |= current < floor
-    up = may_increase & wanted
+    up = may_increase & (now > current * (1.0 + settings.hysteresis.increase_threshold))
     down = may_decrease & (level < current * (1.0 - settings.hysteresis.decrease_threshold))
     return np.where(unset | up | down, level, current)
-
-
-def rise_floor(forecast: np.ndarray, margin: np.ndarray, settings: ForecastSettings) -> np.ndarray:
-    """The request under which a block boundary raises CPU whatever `increase_threshold`
-    says: the forecast plus `rise_margin_share` of its margin. The threshold saves
-    changes where margins are wide, but a smooth series' margin is a few percent: held
-    up to 10 % under its need, it was short most of every window of a ramp."""
-    return forecast + settings.hysteresis.rise_margin_share * np.nan_to_num(margin, nan=0.0)
 
 
 def kept_above_usage(

@@ -76,10 +76,7 @@ class HysteresisSettings:
     min_decrease_share: ... and by this share of the recent peak (a small cut is not
         worth one of the day's few changes).
     increase_threshold: a planned increase waits until the need exceeds the request
-        by this share (a shortfall still triggers a reaction) ...
-    rise_margin_share: ... but a request under the forecast plus this share of its
-        margin rises anyway: a smooth series' margin is a few percent, and held up to
-        the threshold under its need it was short through every ramp.
+        by this share (a shortfall still triggers a reaction).
     cover_blocks: a new level covers the requirement of this many blocks ahead, so a
         ramp costs one change, not one per block ...
     cover_until_free: ... or, when the change spends the last of the budget, of every
@@ -94,7 +91,6 @@ class HysteresisSettings:
     decrease_threshold: float = 0.15
     min_decrease_share: float = 0.05
     increase_threshold: float = 0.1
-    rise_margin_share: float = 0.5
     cover_blocks: int = 3
     cover_until_free: bool = True
     cover_yesterday: bool = True
@@ -105,7 +101,6 @@ class HysteresisSettings:
             (0.0 <= self.decrease_threshold < 1.0, "decrease_threshold must be in [0, 1)"),
             (0.0 <= self.min_decrease_share < 1.0, "min_decrease_share must be in [0, 1)"),
             (self.increase_threshold >= 0.0, "increase_threshold cannot be negative"),
-            (0.0 <= self.rise_margin_share <= 1.0, "rise_margin_share must be in [0, 1]"),
             (self.cover_blocks >= 1, "cover_blocks must be at least 1"),
             (self.cover_yesterday_growth >= 0.0, "cover_yesterday_growth cannot be negative"),
         ]

@@ -28,7 +28,6 @@ from recommender.forecast.schedule import (
     cover,
     covered_from,
     ride_with_memory,
-    rise_floor,
 )
 from recommender.forecast.settings import DAY, HOUR, ForecastSettings
 from recommender.forecast.spikes import SpikeTracker
@@ -168,7 +167,6 @@ class ForecastStrategy:
         assert self.plan is not None
         plan = self.plan
         reach = self._reach(left, now, ahead)
-        floor = rise_floor(plan.cpu_forecast[:, offset], plan.cpu_margin[:, offset], s)
         committed = covered_from(
             plan.cpu_required, plan.cpu_committed, offset, s.hysteresis.cover_blocks
         )
@@ -179,7 +177,7 @@ class ForecastStrategy:
             quiet_peak = np.where(last, recent_peak(cpu_seen, cpu_seen.shape[1]), np.nan)
         peak = plan.calibration.scale
         planned_cpu = self.policy.boundary_cpu(
-            cpu, committed, left, reach, floor, self.last_cpu, peak, quiet_peak
+            cpu, committed, left, reach, self.last_cpu, peak, quiet_peak
         )
         # an on/off container keeps its busy level through a job's dips: the change
         # a cut within the busy band costs is one the next lull drop needs

@@ -85,7 +85,6 @@ def _played(
     needs = Needs(
         cpu=horizon,
         committed=horizon,
-        rise_floor=np.zeros(horizon.shape),
         memory=np.full(horizon.shape, memory),
         scale=np.ones(1),
         usage=np.full(1, high),

@@ -99,11 +99,6 @@ def test_the_smooth_cycle_rules_are_settings_by_name() -> None:
     settings = forecast_with(
         [
             "hysteresis.cover_until_free=false",
-            "hysteresis.rise_margin_share=0.25",
         ]
     )
     assert not settings.hysteresis.cover_until_free
-    assert settings.hysteresis.rise_margin_share == 0.25
-    for bad in ("hysteresis.rise_margin_share=1.5", "hysteresis.rise_margin_share=-0.1"):
-        with pytest.raises(ForecastSettingsError, match=r"rise_margin_share must be in \[0, 1\]"):
-            forecast_with([bad])

@@ -11,7 +11,6 @@ from recommender.forecast.schedule import (
     cpu_step,
     last_change_cut,
     ride_with_memory,
-    rise_floor,
 )
 from recommender.forecast.settings import ForecastSettings
 from tailor.change_budget import ChangeBudget
@@ -26,7 +25,6 @@ def build_schedule(
     cpu: np.ndarray,
     memory: np.ndarray,
     settings: ForecastSettings,
-    floor: np.ndarray | None = None,
     committed: np.ndarray | None = None,
     budget: ChangeBudget | None = None,
     *,
@@ -41,7 +39,6 @@ def build_schedule(
     needs = Needs(
         cpu=cpu,
         committed=cpu if committed is None else committed,
-        rise_floor=np.zeros(cpu.shape) if floor is None else floor,
         memory=memory,
         scale=np.zeros(n) if scale is None else scale,
         usage=unknown if usage is None else usage,
@@ -126,20 +123,6 @@ def test_a_change_that_spends_the_budget_covers_until_it_frees() -> None:
     np.testing.assert_allclose(step, [1.4, 2.0])
 
 
-def test_a_request_under_its_forecast_and_half_its_margin_rises_despite_the_threshold() -> None:
-    forecast = np.array([1.0, 1.0, 1.0])
-    margin = np.array([0.06, 0.06, np.nan])  # a smooth series: a margin of a few percent
-    floor = rise_floor(forecast, margin, SETTINGS)
-    np.testing.assert_allclose(floor, [1.03, 1.03, 1.0])  # no margin yet: the forecast
-    current = np.array([1.0, 1.04, 0.99])
-    required = np.repeat((forecast + np.nan_to_num(margin))[:, None], 3, axis=1)
-    everyone = np.ones(3, dtype=bool)
-    # 6 % under the need is inside the 10 % threshold, but under forecast + margin / 2
-    assert cpu_step(current, required, SETTINGS, everyone, everyone)[0] == 1.0
-    stepped = cpu_step(current, required, SETTINGS, everyone, everyone, None, floor)
-    np.testing.assert_allclose(stepped, [1.06, 1.04, 1.0])
-
-
 def test_a_daily_cycle_costs_few_changes_per_day() -> None:
     settings = ForecastSettings()
     hours = np.arange(48)
@@ -165,16 +148,6 @@ def test_planned_changes_respect_the_daily_budget() -> None:
         assert in_day <= SETTINGS.max_changes_per_day
 
 
-def test_a_schedule_rises_under_the_floor_within_the_threshold() -> None:
-    required = (1.0 + 0.05 * np.arange(12))[None, :]  # 5 % a block: under the threshold
-    unset = np.full(1, np.nan)
-    memory = np.full((1, 12), 1.0)
-    plain, _ = build_schedule(unset, unset, required, memory, SETTINGS)
-    assert (plain[0] < required[0] - 1e-12).any()  # held up to 10 % under its need
-    floored, _ = build_schedule(unset, unset, required, memory, SETTINGS, required)
-    assert (floored[0] >= required[0] - 1e-12).all()
-
-
 def test_the_last_planned_change_of_a_schedule_covers_what_is_committed() -> None:
     # falls at blocks 3 and 6 leave one planned change in 16 h; the fall at block 9
     # spends it, so its level holds until the fall at block 3 leaves the span (block 19)
@@ -185,7 +158,7 @@ def test_the_last_planned_change_of_a_schedule_covers_what_is_committed() -> Non
     memory = np.full(need.shape, 1.0)
     plain, _ = build_schedule(unset, unset, need, memory, SETTINGS)
     assert plain[0, 9] == 0.5
-    held, _ = build_schedule(unset, unset, need, memory, SETTINGS, None, committed)
+    held, _ = build_schedule(unset, unset, need, memory, SETTINGS, committed)
     assert (held[0, 9:16] >= 0.9).all()  # (a level set from block 16 on sees it as near)
     assert held[0, 6] == 1.0  # an earlier fall covers its 3 blocks only: 0.9 is beyond
 

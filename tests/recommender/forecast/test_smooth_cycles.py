@@ -11,7 +11,7 @@ from tests.recommender.forecast.test_strategy import replay
 
 DAYS = 6.0
 OLD_RULES = ForecastSettings(
-    hysteresis=HysteresisSettings(cover_until_free=False, rise_margin_share=0.0)
+    hysteresis=HysteresisSettings(cover_until_free=False)
 )
 
 
