@@ -21,16 +21,14 @@ from recommender.forecast.levels import KnownLevels
 from recommender.forecast.memory import OomHistory, recent_peak
 from recommender.forecast.planner import Plan, make_plan
 from recommender.forecast.schedule import (
-    QUIET_HOURS,
     budget_reach,
     cover,
     covered_from,
     cpu_step,
     cut_worth_making,
-    last_change_cut,
     memory_step,
 )
-from recommender.forecast.settings import HOUR, ForecastSettings
+from recommender.forecast.settings import ForecastSettings
 from tailor.change_budget import ChangeBudget
 
 
@@ -40,14 +38,13 @@ class Needs:
 
     Per block of the horizon (units, blocks): `cpu` the plan's requirement, `committed`
     what a level spending the last planned change covers past `cover_blocks`, `memory`
-    the limit needed. Per unit (units,): `scale` the recent CPU peak (what "clearly" and "small"
-    are shares of), `usage` the last CPU sample, `quiet_peak` the CPU peak of the last
-    `QUIET_HOURS`, `recent_low` / `recent_high` the lowest and highest CPU of the last
-    `react_after_windows` windows (what a reaction in the block in force reads),
-    `hold_until` the end of an OOM hold (UNIX seconds), `cpu_peak` / `memory_peak` the
-    peaks the upper bounds cover. The grid: the block in force started at `block_start`,
-    the history ends at `history_end`, the horizon's blocks start at `first_start` and
-    last `period` seconds.
+    the limit needed. Per unit (units,): `scale` the recent CPU peak (what "clearly" and
+    "small" are shares of), `usage` the last CPU sample, `recent_low` / `recent_high` the
+    lowest and highest CPU of the last `react_after_windows` windows (what a reaction in
+    the block in force reads), `hold_until` the end of an OOM hold (UNIX seconds),
+    `cpu_peak` / `memory_peak` the peaks the upper bounds cover. The grid: the block in
+    force started at `block_start`, the history ends at `history_end`, the horizon's
+    blocks start at `first_start` and last `period` seconds.
     """
 
     cpu: np.ndarray
@@ -55,7 +52,6 @@ class Needs:
     memory: np.ndarray
     scale: np.ndarray
     usage: np.ndarray
-    quiet_peak: np.ndarray
     recent_low: np.ndarray
     recent_high: np.ndarray
     hold_until: np.ndarray
@@ -131,7 +127,6 @@ class ForecastPolicy:
         end = usage.start + usage.n_windows * usage.step
         unknown = np.full(usage.n_series, np.nan)
         recent = usage.cpu[:, -s.reactions.react_after_windows :]
-        quiet = usage.cpu[:, -max(1, round(QUIET_HOURS * HOUR / usage.step)) :]
         with np.errstate(invalid="ignore"):
             low = np.min(recent, axis=1) if recent.shape[1] else unknown
         return Needs(
@@ -140,7 +135,6 @@ class ForecastPolicy:
             memory=plan.memory.required,
             scale=plan.calibration.scale,
             usage=usage.cpu[:, -1] if usage.n_windows else unknown,
-            quiet_peak=recent_peak(quiet, quiet.shape[1]) if usage.n_windows else unknown,
             recent_low=low,
             recent_high=recent_peak(recent, recent.shape[1]) if recent.shape[1] else unknown,
             hold_until=ooms.hold_until.copy(),
@@ -160,20 +154,13 @@ class ForecastPolicy:
         reach: np.ndarray,
         usage: np.ndarray,
         scale: np.ndarray,
-        quiet_peak: np.ndarray,
     ) -> np.ndarray:
         """The CPU level a block boundary sets: the need `ahead` through the hysteresis
-        within the `left` changes (a level covering `reach` blocks), the last change's
-        deep cut where usage stayed under it for `QUIET_HOURS` (`quiet_peak`; NaN: no
-        such cut), and no cut under the `usage` now or worth too little against the
-        recent peak `scale`."""
+        within the `left` changes (a level covering `reach` blocks), and no cut under the
+        `usage` now or worth too little against the recent peak `scale`."""
         s = self.settings
         may_plan = left > s.reserved_changes
         level = cpu_step(current, ahead, s, left > 0, may_plan, reach)
-        last = ~may_plan & (left >= 1) & ~np.isnan(quiet_peak)
-        if last.any():
-            cut = last_change_cut(current, ahead, s, last, quiet_peak, reach)
-            level = np.where(cut < current, cut, level)
         return cut_worth_making(level, current, usage, scale, s)
 
     def boundary_memory(
@@ -216,7 +203,6 @@ class ForecastPolicy:
                 reach,
                 needs.usage if first else unknown,
                 needs.scale,
-                needs.quiet_peak if first else unknown,
             )
             moves = ~np.isclose(new_cpu, cpu, equal_nan=True)
             held = needs.hold_until > now

@@ -16,8 +16,6 @@ from recommender.forecast.settings import ForecastSettings
 from tailor.change_budget import ChangeBudget
 
 MEMORY_ALONE_DECREASE = 0.3  # a memory-only resize down must cut the limit by this share
-LAST_CHANGE_CUT = 0.7  # the budget's last change may go to a cut to this share or lower ...
-QUIET_HOURS = 2.0  # ... when usage stayed under the new level for this long
 
 
 def cover(required: np.ndarray, blocks: int | np.ndarray) -> np.ndarray:
@@ -132,31 +130,6 @@ def ride_with_memory(
     alone = resized & ~short & follows_plan
     planned = cpu_step(raised, required, settings, alone, alone, reach)
     return kept_above_usage(planned, raised, usage, settings)
-
-
-def last_change_cut(
-    current: np.ndarray,
-    required: np.ndarray,
-    settings: ForecastSettings,
-    last: np.ndarray,
-    quiet_peak: np.ndarray,
-    reach: np.ndarray | None = None,
-) -> np.ndarray:
-    """The level for series with only their `last` change left: a deep cut may take it.
-
-    That change is kept for a reaction, but a request far above what the blocks
-    ahead need waits for the budget to free up, up to a day. A cut to at most
-    `LAST_CHANGE_CUT` of the request is taken when the usage of the last
-    `QUIET_HOURS` (`quiet_peak`) stayed under the new level with the reaction margin.
-    `reach`: blocks the cut must cover, as for `cpu_step`; spending the reserve, it
-    should cover until the budget frees a change (a cut sized for 3 blocks left a
-    smooth cycle's morning ramp short for hours with nothing left to raise it).
-    """
-    no_rise = np.zeros(current.shape, dtype=bool)
-    level = cpu_step(current, required, settings, no_rise, last, reach)
-    deep = last & (level <= LAST_CHANGE_CUT * current)
-    deep &= quiet_peak * (1.0 + settings.reactions.react_margin) <= level
-    return np.where(deep, level, current)
 
 
 def memory_step(

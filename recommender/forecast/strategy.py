@@ -23,13 +23,12 @@ from recommender.forecast.memory import OomHistory, implied_demand, recent_peak
 from recommender.forecast.planner import Plan
 from recommender.forecast.policy import ForecastPolicy
 from recommender.forecast.schedule import (
-    QUIET_HOURS,
     budget_reach,
     cover,
     covered_from,
     ride_with_memory,
 )
-from recommender.forecast.settings import DAY, HOUR, ForecastSettings
+from recommender.forecast.settings import DAY, ForecastSettings
 from recommender.forecast.spikes import SpikeTracker
 from recommender.replay import Fleet, Requests, differs
 from tailor.change_budget import ChangeBudget
@@ -161,8 +160,8 @@ class ForecastStrategy:
         ahead: int,
         offset: int,
     ) -> np.ndarray:
-        """The CPU level a block boundary sets: the plan through the hysteresis, the last
-        change's deep cut, no cut worth too little, and the lull and burst holds."""
+        """The CPU level a block boundary sets: the plan through the hysteresis, no cut
+        worth too little, and the lull and burst holds."""
         s = self.settings
         assert self.plan is not None
         plan = self.plan
@@ -170,15 +169,8 @@ class ForecastStrategy:
         committed = covered_from(
             plan.cpu_required, plan.cpu_committed, offset, s.hysteresis.cover_blocks
         )
-        quiet_peak = np.full(cpu.shape, np.nan)
-        last = (left <= s.reserved_changes) & (left >= 1) & ~following
-        if last.any():  # the buffer is read only when the last change may go to a cut
-            cpu_seen, _ = self.buffer.recent(round(QUIET_HOURS * HOUR / self.fleet.step))
-            quiet_peak = np.where(last, recent_peak(cpu_seen, cpu_seen.shape[1]), np.nan)
         peak = plan.calibration.scale
-        planned_cpu = self.policy.boundary_cpu(
-            cpu, committed, left, reach, self.last_cpu, peak, quiet_peak
-        )
+        planned_cpu = self.policy.boundary_cpu(cpu, committed, left, reach, self.last_cpu, peak)
         # an on/off container keeps its busy level through a job's dips: the change
         # a cut within the busy band costs is one the next lull drop needs
         in_job = following & (planned_cpu >= LEVEL_EDGES[2] * peak)

@@ -88,7 +88,6 @@ def _played(
         memory=np.full(horizon.shape, memory),
         scale=np.ones(1),
         usage=np.full(1, high),
-        quiet_peak=UNKNOWN,
         recent_low=np.full(1, low),
         recent_high=np.full(1, high),
         hold_until=np.full(1, -np.inf),

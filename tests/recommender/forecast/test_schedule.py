@@ -9,7 +9,6 @@ from recommender.forecast.policy import ForecastPolicy, InForce, Needs
 from recommender.forecast.schedule import (
     cover,
     cpu_step,
-    last_change_cut,
     ride_with_memory,
 )
 from recommender.forecast.settings import ForecastSettings
@@ -42,7 +41,6 @@ def build_schedule(
         memory=memory,
         scale=np.zeros(n) if scale is None else scale,
         usage=unknown if usage is None else usage,
-        quiet_peak=unknown,
         recent_low=unknown,
         recent_high=unknown,
         hold_until=np.full(n, -np.inf) if hold_until is None else hold_until,
@@ -56,26 +54,6 @@ def build_schedule(
     in_force = InForce(current_cpu, current_memory, budget)
     planned_cpu, planned_memory = ForecastPolicy(settings).schedule(needs, in_force)
     return planned_cpu[:, 1:], planned_memory[:, 1:]
-
-
-def test_the_last_change_goes_only_to_a_deep_cut_after_quiet_hours() -> None:
-    current = np.full(4, 2.0)
-    required = np.array([[0.4, 0.5, 0.3]] * 3 + [[1.6, 1.6, 1.6]])  # the last: a 20 % cut
-    last = np.array([True, True, False, True])
-    quiet = np.array([0.3, 0.48, 0.3, 0.3])  # the second used nearly the new level lately
-    cut = last_change_cut(current, required, SETTINGS, last, quiet)
-    # only the first: the others are busy lately, not on their last change, or cut too little
-    np.testing.assert_array_equal(cut, [0.5, 2.0, 2.0, 2.0])
-
-
-def test_a_cut_with_the_last_change_covers_until_the_budget_frees_one() -> None:
-    current = np.full(2, 2.0)
-    ramp = np.array([[0.4, 0.5, 0.3, 0.9, 1.9]] * 2)  # quiet now, a ramp in 4 blocks
-    last, quiet = np.ones(2, dtype=bool), np.full(2, 0.3)
-    # sized for 3 blocks the cut spends the reserve and leaves the ramp short; sized for
-    # the 5 blocks until a change frees it would be no deep cut, so none is made
-    cut = last_change_cut(current, ramp, SETTINGS, last, quiet, np.array([3, 5]))
-    np.testing.assert_array_equal(cut, [0.5, 2.0])
 
 
 def test_cpu_riding_a_memory_resize_covers_the_reach_it_is_given() -> None:

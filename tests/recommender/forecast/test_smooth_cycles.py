@@ -10,9 +10,7 @@ from tests.recommender.forecast import synthetic as syn
 from tests.recommender.forecast.test_strategy import replay
 
 DAYS = 6.0
-OLD_RULES = ForecastSettings(
-    hysteresis=HysteresisSettings(cover_until_free=False)
-)
+OLD_RULES = ForecastSettings(hysteresis=HysteresisSettings(cover_until_free=False))
 
 
 def smooth_fleet(n: int = 8) -> np.ndarray:
