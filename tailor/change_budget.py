@@ -86,16 +86,3 @@ class ChangeBudget:
             return
         oldest = np.argmin(self.times[rows], axis=1)
         self.times[rows, oldest] = now
-
-    def free_again(self, now: float, wanted: int = 1) -> np.ndarray:
-        """When a change made at `now` could next be followed by `wanted` more: (n,)
-        UNIX seconds, `now` itself while that much budget is left after it, else the
-        first moment enough earlier changes, or this one, have left every trailing
-        span. A change that spends the last of the budget holds until then."""
-        now_column = np.full((self.times.shape[0], 1), now)
-        times = np.concatenate([self.times, now_column], axis=1)
-        # the moments room can grow: now, and whenever a change leaves a span
-        exits = np.concatenate([now_column] + [times + span * DAY for span in self.spans], axis=1)
-        exits = np.where(exits >= now, exits, np.inf)
-        free = self._room(times, exits) >= wanted
-        return np.min(np.where(free, exits, np.inf), axis=1)

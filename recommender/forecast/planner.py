@@ -21,7 +21,6 @@ import numpy as np
 
 from recommender.data.arrays import UsageArrays
 from recommender.forecast.blocks import BlockLayout, as_blocks, layout_for
-from recommender.forecast.commitment import committed_requirement
 from recommender.forecast.holtwinters import SmoothingParams, fit
 from recommender.forecast.levels import KnownLevels
 from recommender.forecast.lulls import idle_requests, lull_memory, lull_shortfall_rate
@@ -59,7 +58,6 @@ class Plan:
     cpu_margin: np.ndarray  # (series, horizon) cores added to the forecast (NaN = fallback)
     cpu_idle: np.ndarray  # (series,) request while idle in a lull (NaN = never idle)
     cpu_ceiling: np.ndarray  # (series,) most a batch series' request needs (NaN = no cap)
-    cpu_committed: np.ndarray  # (series, horizon) what a level held past the budget covers
     memory_lull: np.ndarray  # (series,) memory limit in a lull (NaN = keep the limit)
     calibration: Calibration
     model: np.ndarray  # (series,) "holt-winters", "persistence" or "known levels"
@@ -356,9 +354,6 @@ def make_plan(
     required, use_margin = _cpu_required(
         chosen.forecast, margin, usage, recent_cpu, shape, ceiling, settings
     )
-    committed = committed_requirement(
-        required, blocks, layout.block_ids, first_block, use_margin, shape, period, settings
-    )
     memory = _memory_plan(
         usage, layout, cpu_blocks, level_bins(chosen.forecast, calibration.scale),
         calibration.scale, ooms, first_block, horizon, now, settings, previous,
@@ -379,7 +374,6 @@ def make_plan(
         cpu_margin=np.where(np.isnan(margin), np.nan, use_margin),
         cpu_idle=idle,
         cpu_ceiling=ceiling,
-        cpu_committed=committed,
         memory_lull=memory_lull,
         calibration=calibration,
         model=chosen.model,

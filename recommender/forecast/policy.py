@@ -20,14 +20,7 @@ from recommender.data.arrays import UsageArrays
 from recommender.forecast.levels import KnownLevels
 from recommender.forecast.memory import OomHistory, recent_peak
 from recommender.forecast.planner import Plan, make_plan
-from recommender.forecast.schedule import (
-    budget_reach,
-    cover,
-    covered_from,
-    cpu_step,
-    cut_worth_making,
-    memory_step,
-)
+from recommender.forecast.schedule import cover, cpu_step, cut_worth_making, memory_step
 from recommender.forecast.settings import ForecastSettings
 from tailor.change_budget import ChangeBudget
 
@@ -36,9 +29,8 @@ from tailor.change_budget import ChangeBudget
 class Needs:
     """What a schedule plays, per unit (a series, or a workload's pods merged).
 
-    Per block of the horizon (units, blocks): `cpu` the plan's requirement, `committed`
-    what a level spending the last planned change covers past `cover_blocks`, `memory`
-    the limit needed. Per unit (units,): `scale` the recent CPU peak (what "clearly" and
+    Per block of the horizon (units, blocks): `cpu` the plan's requirement, `memory` the
+    limit needed. Per unit (units,): `scale` the recent CPU peak (what "clearly" and
     "small" are shares of), `usage` the last CPU sample, `recent_low` / `recent_high` the
     lowest and highest CPU of the last `react_after_windows` windows (what a reaction in
     the block in force reads), `hold_until` the end of an OOM hold (UNIX seconds),
@@ -48,7 +40,6 @@ class Needs:
     """
 
     cpu: np.ndarray
-    committed: np.ndarray
     memory: np.ndarray
     scale: np.ndarray
     usage: np.ndarray
@@ -131,7 +122,6 @@ class ForecastPolicy:
             low = np.min(recent, axis=1) if recent.shape[1] else unknown
         return Needs(
             cpu=plan.cpu_required,
-            committed=plan.cpu_committed,
             memory=plan.memory.required,
             scale=plan.calibration.scale,
             usage=usage.cpu[:, -1] if usage.n_windows else unknown,
@@ -151,16 +141,15 @@ class ForecastPolicy:
         current: np.ndarray,
         ahead: np.ndarray,
         left: np.ndarray,
-        reach: np.ndarray,
         usage: np.ndarray,
         scale: np.ndarray,
     ) -> np.ndarray:
         """The CPU level a block boundary sets: the need `ahead` through the hysteresis
-        within the `left` changes (a level covering `reach` blocks), and no cut under the
-        `usage` now or worth too little against the recent peak `scale`."""
+        within the `left` changes, and no cut under the `usage` now or worth too little
+        against the recent peak `scale`."""
         s = self.settings
         may_plan = left > s.reserved_changes
-        level = cpu_step(current, ahead, s, left > 0, may_plan, reach)
+        level = cpu_step(current, ahead, s, left > 0, may_plan)
         return cut_worth_making(level, current, usage, scale, s)
 
     def boundary_memory(
@@ -193,17 +182,8 @@ class ForecastPolicy:
         for k in range(horizon):
             now = needs.first_start + k * needs.period
             left = budget.left(now)
-            reach = budget_reach(budget, left, now, horizon - k, needs.period, s)
-            ahead = covered_from(needs.cpu, needs.committed, k, s.hysteresis.cover_blocks)
-            first = k == 0  # only the first planned block knows the usage of now
-            new_cpu = self.boundary_cpu(
-                cpu,
-                ahead,
-                left,
-                reach,
-                needs.usage if first else unknown,
-                needs.scale,
-            )
+            usage = needs.usage if k == 0 else unknown  # only the first block knows it
+            new_cpu = self.boundary_cpu(cpu, needs.cpu[:, k:], left, usage, needs.scale)
             moves = ~np.isclose(new_cpu, cpu, equal_nan=True)
             held = needs.hold_until > now
             may_plan = left > s.reserved_changes
@@ -233,10 +213,7 @@ class ForecastPolicy:
         s = self.settings
         at = needs.history_end
         may_react = budget.left(at) > 0
-        level = cover(
-            covered_from(needs.cpu, needs.committed, 0, s.hysteresis.cover_blocks),
-            s.hysteresis.cover_blocks,
-        )
+        level = cover(needs.cpu, s.hysteresis.cover_blocks)
         with np.errstate(invalid="ignore"):
             short = may_react & (
                 needs.recent_low > cpu + s.reactions.react_min_fraction * needs.scale

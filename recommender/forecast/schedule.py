@@ -13,45 +13,15 @@ from __future__ import annotations
 import numpy as np
 
 from recommender.forecast.settings import ForecastSettings
-from tailor.change_budget import ChangeBudget
 
 MEMORY_ALONE_DECREASE = 0.3  # a memory-only resize down must cut the limit by this share
 
 
-def cover(required: np.ndarray, blocks: int | np.ndarray) -> np.ndarray:
-    """Highest requirement of the first `blocks` columns (NaN-aware; one count for
-    all series, or one per series): (series,)."""
-    reach = np.asarray(blocks)
-    head = required[:, : max(1, int(reach.max(initial=1)))]
-    beyond = np.arange(head.shape[1])[None, :] >= np.reshape(reach, (-1, 1))
-    peak = np.max(np.where(np.isnan(head) | beyond, -np.inf, head), axis=1)
+def cover(required: np.ndarray, blocks: int) -> np.ndarray:
+    """Highest requirement of the first `blocks` columns, NaN-aware: (series,)."""
+    head = required[:, : max(1, blocks)]
+    peak = np.max(np.where(np.isnan(head), -np.inf, head), axis=1)
     return np.where(np.isneginf(peak), np.nan, peak)
-
-
-def budget_reach(
-    budget: ChangeBudget,
-    left: np.ndarray,
-    now: float,
-    ahead: int,
-    period: float,
-    settings: ForecastSettings,
-) -> np.ndarray:
-    """Blocks a new CPU level covers: `cover_blocks`, or, for a change that spends the
-    last planned change (`left` at most the reserve + 1), every block until `budget`
-    frees another one, within the `ahead` blocks planned. Such a change cannot be
-    followed by a rise: with a ramp's 3-block cover, a smooth daily cycle spent its 4
-    changes in 16 h on the way up and was short for hours at the top until the cap let
-    the next rise through."""
-    reach = np.full(left.shape, settings.hysteresis.cover_blocks, dtype=np.int64)
-    last = left <= settings.reserved_changes + 1
-    if settings.hysteresis.cover_until_free and last.any():
-        free = budget.free_again(now, settings.reserved_changes + 1)
-        wait = (free[last] - now) / period
-        blocks = np.ceil(np.minimum(wait, ahead) - 1e-9).astype(np.int64)
-        reach[last] = np.clip(
-            blocks, settings.hysteresis.cover_blocks, max(ahead, settings.hysteresis.cover_blocks)
-        )
-    return reach
 
 
 def cpu_step(
@@ -60,18 +30,15 @@ def cpu_step(
     settings: ForecastSettings,
     may_increase: np.ndarray,
     may_decrease: np.ndarray,
-    reach: np.ndarray | None = None,
 ) -> np.ndarray:
     """The CPU request for the coming block given the requirement of the blocks ahead.
 
     current: (series,) request in force (NaN = none yet); required: (series,
     blocks ahead) starting with the coming block; may_increase, may_decrease:
-    (series,) bool, what the change budget still allows; reach: (series,) blocks
-    a new level covers (default `cover_blocks`; longer for a change that spends
-    the last of the budget, see `ForecastStrategy`).
+    (series,) bool, what the change budget still allows.
     """
     now = required[:, 0]
-    level = cover(required, settings.hysteresis.cover_blocks if reach is None else reach)
+    level = cover(required, settings.hysteresis.cover_blocks)
     unset = np.isnan(current) & ~np.isnan(level)
     up = may_increase & (now > current * (1.0 + settings.hysteresis.increase_threshold))
     down = may_decrease & (level < current * (1.0 - settings.hysteresis.decrease_threshold))
@@ -112,7 +79,6 @@ def ride_with_memory(
     usage: np.ndarray,
     clearly: np.ndarray,
     follows_plan: np.ndarray,
-    reach: np.ndarray | None = None,
 ) -> np.ndarray:
     """CPU for series whose memory is `resized` anyway (an OOM kill's bump, a rise).
 
@@ -121,14 +87,13 @@ def ride_with_memory(
     resize instead of a reaction later), else, where it `follows_plan`, to the plan's
     level with the block boundary's thresholds: kills had spent a young container's
     budget, and its CPU then waited up to a day at a level the plan no longer wanted.
-    `reach`: blocks the new level covers, as for `cpu_step`.
     """
     if not resized.any():
         return cpu
     short = resized & (usage > cpu + clearly)
     raised = np.where(short, np.fmax(cpu, usage * (1.0 + settings.reactions.react_margin)), cpu)
     alone = resized & ~short & follows_plan
-    planned = cpu_step(raised, required, settings, alone, alone, reach)
+    planned = cpu_step(raised, required, settings, alone, alone)
     return kept_above_usage(planned, raised, usage, settings)
 
 
@@ -154,15 +119,3 @@ def memory_step(
     alone_down = may_fall & ~held & (needed < current * (1.0 - MEMORY_ALONE_DECREASE))
     along = riding & known & ((needed > current) | ~held)
     return np.where(unset | up | alone_down | along, needed, current)
-
-
-def covered_from(
-    required: np.ndarray, committed: np.ndarray | None, k: int, cover_blocks: int
-) -> np.ndarray:
-    """What a level set at block `k` of a plan covers: the requirement of the next
-    `cover_blocks` blocks, `committed` beyond; the live strategy (replanning at every
-    boundary) and the published schedule (playing a plan's blocks ahead) both ask this."""
-    if committed is None:
-        return required[:, k:]
-    near = required[:, k : k + cover_blocks]
-    return np.concatenate([near, committed[:, k + cover_blocks :]], axis=1)

@@ -78,23 +78,13 @@ class HysteresisSettings:
     increase_threshold: a planned increase waits until the need exceeds the request
         by this share (a shortfall still triggers a reaction).
     cover_blocks: a new level covers the requirement of this many blocks ahead, so a
-        ramp costs one change, not one per block ...
-    cover_until_free: ... or, when the change spends the last of the budget, of every
-        block until the budget frees another (nothing can raise it before).
-    cover_yesterday: ... and past `cover_blocks` a serving series' level also covers
-        what the same blocks used a day earlier, plus margin: a forecast that has not
-        caught a daily cycle yet saw a flat afternoon where a ramp came.
-    cover_yesterday_growth: ... scaled up by the last hours' growth over the same
-        hours a day earlier, by at most this share (a burst must not lift a day).
+        ramp costs one change, not one per block.
     """
 
     decrease_threshold: float = 0.15
     min_decrease_share: float = 0.05
     increase_threshold: float = 0.1
     cover_blocks: int = 3
-    cover_until_free: bool = True
-    cover_yesterday: bool = True
-    cover_yesterday_growth: float = 0.2
 
     def __post_init__(self) -> None:
         checks = [
@@ -102,7 +92,6 @@ class HysteresisSettings:
             (0.0 <= self.min_decrease_share < 1.0, "min_decrease_share must be in [0, 1)"),
             (self.increase_threshold >= 0.0, "increase_threshold cannot be negative"),
             (self.cover_blocks >= 1, "cover_blocks must be at least 1"),
-            (self.cover_yesterday_growth >= 0.0, "cover_yesterday_growth cannot be negative"),
         ]
         require(checks, ForecastSettingsError)
 

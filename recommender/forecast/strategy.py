@@ -23,9 +23,7 @@ from recommender.forecast.memory import OomHistory, implied_demand, recent_peak
 from recommender.forecast.planner import Plan
 from recommender.forecast.policy import ForecastPolicy
 from recommender.forecast.schedule import (
-    budget_reach,
     cover,
-    covered_from,
     ride_with_memory,
 )
 from recommender.forecast.settings import DAY, ForecastSettings
@@ -69,8 +67,6 @@ class ForecastStrategy:
         self.short_run = np.zeros(n, dtype=np.int64)
         self.last_cpu = np.full(n, np.nan)
         self.changes = ChangeBudget(n, s.max_changes_per_day)
-        self._reach_key: tuple[float, int] | None = None
-        self._reach_blocks = np.zeros(n, dtype=np.int64)
         self.lulls = LullTracker.empty(n)
         self.spikes = SpikeTracker.empty(n)
         self.plan = None
@@ -115,14 +111,13 @@ class ForecastStrategy:
         required = plan.cpu_required[:, offset:]
         following = plan.shape.batch & s.lulls.follow  # series that follow their lulls
         cpu = current.cpu.copy()
-        ahead = plan.horizon - offset
         if at_boundary:
-            cpu = self._boundary_cpu(cpu, left, following, now, ahead, offset)
+            cpu = self._boundary_cpu(cpu, left, following, offset)
             self.spikes.at_boundary(~np.isclose(cpu, current.cpu, equal_nan=True))
         cpu = np.where(np.isnan(cpu), cover(required, s.hysteresis.cover_blocks), cpu)
         states = plan.cpu_states[:, offset].copy()
         before_reaction = cpu
-        cpu, reacted = self._react_cpu(cpu, required, may_react, left, following, now, ahead)
+        cpu, reacted = self._react_cpu(cpu, required, may_react, left, following)
         serving = ~following & np.isnan(self.lulls.dropped_from)
         self.spikes.record_raises(reacted & serving, before_reaction)
         usage_state = level_bins(self.last_cpu[:, None], plan.calibration.scale)[:, 0]
@@ -144,8 +139,7 @@ class ForecastStrategy:
         resized = differs(memory, current.memory)
         still = resized & ~cpu_moves
         clearly = s.reactions.react_min_fraction * plan.calibration.scale
-        riding = self._reach(left, now, ahead) if still.any() else None
-        cpu = ride_with_memory(cpu, required, s, still, self.last_cpu, clearly, ~following, riding)
+        cpu = ride_with_memory(cpu, required, s, still, self.last_cpu, clearly, ~following)
         self.oom_now[:] = False
         changed = cpu_moves | resized
         self.changes.record(changed, current.cpu, now)
@@ -156,8 +150,6 @@ class ForecastStrategy:
         cpu: np.ndarray,
         left: np.ndarray,
         following: np.ndarray,
-        now: float,
-        ahead: int,
         offset: int,
     ) -> np.ndarray:
         """The CPU level a block boundary sets: the plan through the hysteresis, no cut
@@ -165,12 +157,10 @@ class ForecastStrategy:
         s = self.settings
         assert self.plan is not None
         plan = self.plan
-        reach = self._reach(left, now, ahead)
-        committed = covered_from(
-            plan.cpu_required, plan.cpu_committed, offset, s.hysteresis.cover_blocks
-        )
         peak = plan.calibration.scale
-        planned_cpu = self.policy.boundary_cpu(cpu, committed, left, reach, self.last_cpu, peak)
+        planned_cpu = self.policy.boundary_cpu(
+            cpu, plan.cpu_required[:, offset:], left, self.last_cpu, peak
+        )
         # an on/off container keeps its busy level through a job's dips: the change
         # a cut within the busy band costs is one the next lull drop needs
         in_job = following & (planned_cpu >= LEVEL_EDGES[2] * peak)
@@ -187,15 +177,6 @@ class ForecastStrategy:
         in_lull |= self.spikes.released
         in_lull &= self.short_run == 0  # a drop below the idle usage itself is not kept
         return np.where(in_lull, np.fmin(planned_cpu, cpu), planned_cpu)
-
-    def _reach(self, left: np.ndarray, now: float, ahead: int) -> np.ndarray:
-        """Blocks a new CPU level covers (see `schedule.budget_reach`), worked out once
-        per decision: the budget moves only when the decision's changes are recorded."""
-        if self._reach_key != (now, ahead):
-            s = self.settings
-            self._reach_blocks = budget_reach(self.changes, left, now, ahead, self.period, s)
-            self._reach_key = (now, ahead)
-        return self._reach_blocks
 
     def _memory(
         self,
@@ -321,8 +302,6 @@ class ForecastStrategy:
         may_react: np.ndarray,
         left: np.ndarray,
         following: np.ndarray,
-        now: float,
-        ahead: int,
     ) -> tuple[np.ndarray, np.ndarray]:
         """Raise CPU after `react_after_windows` windows in a row clearly above the request.
 
@@ -344,8 +323,8 @@ class ForecastStrategy:
         seen = np.max(np.where(np.isnan(recent), -np.inf, recent), axis=1)
         assert self.plan is not None
         usage_based = seen * (1.0 + s.reactions.react_margin)
-        reach = self._reach(left, now, ahead)
-        wanted = np.where(following, usage_based, np.fmax(usage_based, cover(required, reach)))
+        level = cover(required, s.hysteresis.cover_blocks)
+        wanted = np.where(following, usage_based, np.fmax(usage_based, level))
         wanted = self.lulls.restore_level(
             wanted, seen, self.plan.calibration.scale, self.plan.cpu_ceiling
         )

@@ -84,7 +84,6 @@ def _played(
     first = NEXT_BLOCK + (3600 if usage is not None else 0)
     needs = Needs(
         cpu=horizon,
-        committed=horizon,
         memory=np.full(horizon.shape, memory),
         scale=np.ones(1),
         usage=np.full(1, high),

@@ -56,23 +56,3 @@ def test_a_first_setting_is_not_a_change() -> None:
 def test_bad_budgets_are_refused(cap: int, spans: tuple[float, ...]) -> None:
     with pytest.raises(ValueError, match=r"cap|spans"):
         ChangeBudget(1, cap, spans)
-
-
-def test_free_again_is_when_a_change_made_now_could_be_followed() -> None:
-    budget = ChangeBudget(3, 6)
-    # container 0: 21 h yesterday, then 4:30, 9 and 13 h; container 1: nothing;
-    # container 2: four changes from 10 to 13 h (its 16 h span is full)
-    for hour in (-3.0, 4.5, 9.0, 13.0):
-        budget.record(np.array([True, False, False]), np.ones(3), hour * HOUR)
-    for hour in (10.0, 11.0, 12.0, 13.0):
-        budget.record(np.array([False, False, True]), np.ones(3), hour * HOUR)
-    now = 16 * HOUR
-    assert budget.left(now).tolist() == [1, 4, 0]
-    waits = (budget.free_again(now) - now) / HOUR
-    # 0: a change at 16 h fills the 16 h span until 4:30 leaves it (20:30)
-    # 1: budget is left at once; 2: two of its changes must leave the span (11 h + 16 h)
-    assert waits.tolist() == pytest.approx([4.5, 0.0, 11.0])
-    # wanting two more: container 0 waits until 9 h has left the 16 h span too (25 h);
-    # container 2 until 10 h has left the 24 h span (34 h), with five changes in it
-    two = (budget.free_again(now, wanted=2) - now) / HOUR
-    assert two.tolist() == pytest.approx([9.0, 0.0, 18.0])

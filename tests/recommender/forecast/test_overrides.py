@@ -93,12 +93,3 @@ def test_an_update_period_must_hold_whole_sample_windows() -> None:
     for step in (420, 7200):  # 420 s does not divide an hour; 2 h samples are coarser
         with pytest.raises(ForecastSettingsError, match="whole number"):
             ForecastSettings().windows_per_block(step)
-
-
-def test_the_smooth_cycle_rules_are_settings_by_name() -> None:
-    settings = forecast_with(
-        [
-            "hysteresis.cover_until_free=false",
-        ]
-    )
-    assert not settings.hysteresis.cover_until_free

@@ -7,7 +7,6 @@ import pytest
 
 from recommender.forecast.policy import ForecastPolicy, InForce, Needs
 from recommender.forecast.schedule import (
-    cover,
     cpu_step,
     ride_with_memory,
 )
@@ -24,7 +23,6 @@ def build_schedule(
     cpu: np.ndarray,
     memory: np.ndarray,
     settings: ForecastSettings,
-    committed: np.ndarray | None = None,
     budget: ChangeBudget | None = None,
     *,
     hold_until: np.ndarray | None = None,
@@ -37,7 +35,6 @@ def build_schedule(
     unknown = np.full(n, np.nan)
     needs = Needs(
         cpu=cpu,
-        committed=cpu if committed is None else committed,
         memory=memory,
         scale=np.zeros(n) if scale is None else scale,
         usage=unknown if usage is None else usage,
@@ -54,16 +51,6 @@ def build_schedule(
     in_force = InForce(current_cpu, current_memory, budget)
     planned_cpu, planned_memory = ForecastPolicy(settings).schedule(needs, in_force)
     return planned_cpu[:, 1:], planned_memory[:, 1:]
-
-
-def test_cpu_riding_a_memory_resize_covers_the_reach_it_is_given() -> None:
-    cpu, usage = np.full(2, 2.0), np.full(2, 0.2)
-    required = np.array([[0.4, 0.5, 0.3, 1.2]] * 2)
-    alone = np.ones(2, dtype=bool)
-    moved = ride_with_memory(
-        cpu, required, SETTINGS, alone, usage, np.zeros(2), alone, np.array([3, 4])
-    )
-    np.testing.assert_allclose(moved, [0.5, 1.2])
 
 
 def test_cpu_follows_a_memory_resize_to_the_plan_but_not_below_usage() -> None:
@@ -90,17 +77,6 @@ def test_small_moves_are_ignored_and_large_ones_cover_the_blocks_ahead() -> None
     assert cpu_step(current, ramp, SETTINGS, ~YES, YES)[0] == 1.0
 
 
-def test_a_change_that_spends_the_budget_covers_until_it_frees() -> None:
-    required = np.array([[1.0, 1.2, 1.4, 1.8, 2.0, 1.5]] * 2)
-    np.testing.assert_allclose(cover(required, 3), [1.4, 1.4])
-    np.testing.assert_allclose(cover(required, np.array([3, 5])), [1.4, 2.0])
-    current = np.array([0.8, 0.8])
-    both = np.array([True, True])
-    # the second series' rise is its last planned change: it covers the next 5 blocks
-    step = cpu_step(current, required, SETTINGS, both, both, np.array([3, 5]))
-    np.testing.assert_allclose(step, [1.4, 2.0])
-
-
 def test_a_daily_cycle_costs_few_changes_per_day() -> None:
     settings = ForecastSettings()
     hours = np.arange(48)
@@ -124,21 +100,6 @@ def test_planned_changes_respect_the_daily_budget() -> None:
     for start in range(72):
         in_day = np.sum((moved >= start) & (moved < start + 24))
         assert in_day <= SETTINGS.max_changes_per_day
-
-
-def test_the_last_planned_change_of_a_schedule_covers_what_is_committed() -> None:
-    # falls at blocks 3 and 6 leave one planned change in 16 h; the fall at block 9
-    # spends it, so its level holds until the fall at block 3 leaves the span (block 19)
-    need = np.r_[[4.0] * 3, [2.0] * 3, [1.0] * 3, [0.5] * 15][None, :]
-    committed = need.copy()
-    committed[0, 12:19] = 0.9  # what yesterday's afternoon used
-    unset = np.full(1, np.nan)
-    memory = np.full(need.shape, 1.0)
-    plain, _ = build_schedule(unset, unset, need, memory, SETTINGS)
-    assert plain[0, 9] == 0.5
-    held, _ = build_schedule(unset, unset, need, memory, SETTINGS, committed)
-    assert (held[0, 9:16] >= 0.9).all()  # (a level set from block 16 on sees it as near)
-    assert held[0, 6] == 1.0  # an earlier fall covers its 3 blocks only: 0.9 is beyond
 
 
 def test_a_schedule_cuts_as_a_block_boundary_does() -> None:

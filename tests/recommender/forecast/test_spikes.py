@@ -10,7 +10,6 @@ import pytest
 from recommender.forecast.settings import (
     ForecastSettings,
     ForecastSettingsError,
-    HysteresisSettings,
     SpikeSettings,
 )
 from recommender.forecast.spikes import SpikeTracker
@@ -90,15 +89,12 @@ def test_with_one_change_left_a_short_burst_is_let_through() -> None:
     cpu = np.vstack([_bursty(6.0), syn.noise(6.0)])
     memory = np.full(cpu.shape, syn.GIB)
     # often one change left; a fixed target above the bursts' share of windows (1.6 %)
-    # leaves them to reactions, the case the rule is for, whatever the VPA-parity default;
-    # at 3 changes a day nearly every change is the last planned one, whose level would
-    # cover until the budget frees (`cover_until_free`): off, so only this rule differs
+    # leaves them to reactions, the case the rule is for, whatever the VPA-parity default
     tight = ForecastSettings(
         max_changes_per_day=3,
         reserved_changes=1,
         cpu_shortfall_mode="fixed",
         target_cpu_shortfall=0.03,
-        hysteresis=HysteresisSettings(cover_until_free=False),
     )
     waits, _, _, _ = replay(cpu, memory, tight)
     eager = replace(tight, spikes=SpikeSettings(last_change_after=1))
