@@ -21,8 +21,6 @@ import numpy as np
 from recommender.forecast.margins import LEVEL_EDGES
 from recommender.forecast.quantiles import error_quantiles
 
-MIN_STARTS = 5  # job starts seen before memory may drop in a lull
-
 
 def _idle_busy(cpu: np.ndarray, scale: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Idle and busy windows by the level edges of `margins` (missing windows are neither).
@@ -63,39 +61,16 @@ def lull_shortfall_rate(
     return float(short / seen) if seen else 0.0
 
 
-def lull_memory(
-    cpu: np.ndarray, memory: np.ndarray, scale: np.ndarray, quantile: float, margin: float
-) -> np.ndarray:
-    """The memory limit a lull can drop to: what a job needs in the window it starts in.
-
-    A job's memory jumps as it starts; its first window is over before any resize,
-    so the limit in a lull covers the `quantile` of the first windows of the job
-    starts seen (the restore lands from the second window on), and the idle
-    windows themselves, plus `margin`. NaN where fewer than MIN_STARTS starts.
-    """
-    n, total = cpu.shape
-    if total < 2:
-        return np.full(n, np.nan)
-    idle, busy = _idle_busy(cpu, scale)
-    starts = np.zeros(cpu.shape, dtype=bool)
-    starts[:, 1:] = idle[:, :-1] & busy[:, 1:]
-    need, count = error_quantiles(np.where(starts, memory, np.nan), (quantile,))
-    idle_peak = np.max(np.where(idle & ~np.isnan(memory), memory, -np.inf), axis=1)
-    level = np.fmax(need[:, 0], idle_peak) * (1.0 + margin)
-    return np.where((count >= MIN_STARTS) & np.isfinite(level), level, np.nan)
-
-
 @dataclass
 class LullTracker:
     """Per series: how long usage has been idle, and the level to restore after a drop."""
 
     idle_run: np.ndarray  # consecutive idle windows up to now
     dropped_from: np.ndarray  # request before a drop still in force; NaN = none
-    memory_dropped: np.ndarray  # bool: the memory limit went down with that drop
 
     @classmethod
     def empty(cls, n: int) -> LullTracker:
-        return cls(np.zeros(n, dtype=np.int64), np.full(n, np.nan), np.zeros(n, dtype=bool))
+        return cls(np.zeros(n, dtype=np.int64), np.full(n, np.nan))
 
     def observe(self, cpu: np.ndarray, scale: np.ndarray) -> None:
         idle, _ = _idle_busy(cpu, scale)
@@ -131,4 +106,3 @@ class LullTracker:
 
     def clear(self, rows: np.ndarray) -> None:
         self.dropped_from[rows] = np.nan
-        self.memory_dropped[rows] = False

@@ -23,7 +23,7 @@ from recommender.data.arrays import UsageArrays
 from recommender.forecast.blocks import BlockLayout, as_blocks, layout_for
 from recommender.forecast.holtwinters import SmoothingParams, fit
 from recommender.forecast.levels import KnownLevels
-from recommender.forecast.lulls import idle_requests, lull_memory, lull_shortfall_rate
+from recommender.forecast.lulls import idle_requests, lull_shortfall_rate
 from recommender.forecast.margins import (
     LEVEL_EDGES,
     Calibration,
@@ -58,7 +58,6 @@ class Plan:
     cpu_margin: np.ndarray  # (series, horizon) cores added to the forecast (NaN = fallback)
     cpu_idle: np.ndarray  # (series,) request while idle in a lull (NaN = never idle)
     cpu_ceiling: np.ndarray  # (series,) most a batch series' request needs (NaN = no cap)
-    memory_lull: np.ndarray  # (series,) memory limit in a lull (NaN = keep the limit)
     calibration: Calibration
     model: np.ndarray  # (series,) "holt-winters", "persistence" or "known levels"
     alpha: np.ndarray  # (series,) level smoothing in use
@@ -358,9 +357,10 @@ def make_plan(
         usage, layout, cpu_blocks, level_bins(chosen.forecast, calibration.scale),
         calibration.scale, ooms, first_block, horizon, now, settings, previous,
     )  # fmt: skip
-    idle, memory_lull = _lull_requests(
-        recent_cpu, usage.memory[:, -residual_windows:], scale, settings
-    )
+    idle = idle_requests(
+        recent_cpu, scale, settings.lulls.idle_quantile, settings.reactions.react_margin,
+        settings.min_cpu_cores,
+    )  # fmt: skip
     return Plan(
         first_block=first_block,
         period=period,
@@ -374,25 +374,8 @@ def make_plan(
         cpu_margin=np.where(np.isnan(margin), np.nan, use_margin),
         cpu_idle=idle,
         cpu_ceiling=ceiling,
-        memory_lull=memory_lull,
         calibration=calibration,
         model=chosen.model,
         alpha=chosen.alpha,
         shape=shape,
     )
-
-
-def _lull_requests(
-    recent_cpu: np.ndarray, recent_memory: np.ndarray, scale: np.ndarray, settings: ForecastSettings
-) -> tuple[np.ndarray, np.ndarray]:
-    """The CPU and memory a series is held at in a lull (idle stretches of its recent
-    history), so that a quiet block need not keep the busy blocks' requests."""
-    lulls = settings.lulls
-    idle = idle_requests(
-        recent_cpu, scale, lulls.idle_quantile, settings.reactions.react_margin,
-        settings.min_cpu_cores,
-    )  # fmt: skip
-    memory = lull_memory(
-        recent_cpu, recent_memory, scale, lulls.memory_quantile, settings.memory_margin
-    )
-    return idle, memory

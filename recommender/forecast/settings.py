@@ -185,11 +185,6 @@ class LullSettings:
         the strategy's `react_margin`).
     target_floor: the job starts lulls will leave short come off the fleet target
         the margins may spend, down to this share of `target_cpu_shortfall`.
-    memory: the memory limit rides down with a lull drop, to the
-        `memory_quantile` of the memory jobs used in the window they started in
-        (plus `memory_margin`), unless an OOM hold is on; memory and CPU are
-        restored in one resize (after any drop, a job start is answered after
-        one window).
     long_after, frees_within: a lull already idle for `long_after` windows may
         drop with the last change left when the budget frees another one for the
         restore within `frees_within` windows (0 = never): a long lull is likely
@@ -202,8 +197,6 @@ class LullSettings:
     idle_quantile: float = 0.9
     target_floor: float = 0.2
     reserve: int = 1
-    memory: bool = True
-    memory_quantile: float = 0.9
     long_after: int = 24
     frees_within: int = 96
 
@@ -214,7 +207,6 @@ class LullSettings:
             (0.0 < self.idle_quantile <= 1.0, "lulls: idle_quantile must be in (0, 1]"),
             (0.0 <= self.target_floor <= 1.0, "lulls: target_floor must be in [0, 1]"),
             (self.reserve >= 1, "lulls: reserve must be at least 1"),
-            (0.0 < self.memory_quantile <= 1.0, "lulls: memory_quantile must be in (0, 1]"),
             (self.long_after >= 0, "lulls: long_after cannot be negative"),
             (self.frees_within >= 0, "lulls: frees_within cannot be negative"),
         ]

@@ -134,7 +134,6 @@ class ForecastStrategy:
         memory = self._memory(
             current.memory, states, along, at_boundary, may_plan, may_react, following
         )
-        memory = self._lull_memory(memory, current.memory, dropped, along, now)
         memory = np.where(self.oom_now, np.fmax(memory, self.ooms.floor), memory)
         resized = differs(memory, current.memory)
         still = resized & ~cpu_moves
@@ -225,31 +224,6 @@ class ForecastStrategy:
         ceiling = np.fmax(self.plan.cpu_ceiling, self.last_cpu)
         capped = ~np.isnan(self.plan.cpu_ceiling) & ~np.isclose(cpu, current, equal_nan=True)
         return np.where(capped, np.fmin(cpu, ceiling), cpu)
-
-    def _lull_memory(
-        self,
-        memory: np.ndarray,
-        current: np.ndarray,
-        dropped: np.ndarray,
-        along: np.ndarray,
-        now: float,
-    ) -> np.ndarray:
-        """Memory rides down with a CPU drop to what job starts need (`lulls.lull_memory`)
-        and stays there, whatever the block plan says, until the restore, or until the
-        idle usage itself eats into half the headroom."""
-        s = self.settings
-        assert self.plan is not None
-        if not s.lulls.memory:
-            return memory
-        target = self.plan.memory_lull
-        held = self.ooms.hold_until > now
-        lower = dropped & ~np.isnan(target) & (target < current) & ~held
-        memory = np.where(lower, target, memory)
-        self.lulls.memory_dropped |= lower
-        _, latest = self.buffer.recent(1)
-        crowded = latest[:, -1] > current / (1.0 + s.memory_margin / 2.0)
-        keep = self.lulls.memory_dropped & ~lower & ~along & ~crowded
-        return np.where(keep, current, memory)
 
     def _drop_in_lull(
         self,

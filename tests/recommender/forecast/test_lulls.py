@@ -8,10 +8,8 @@ import numpy as np
 import pytest
 
 from recommender.forecast.lulls import (
-    MIN_STARTS,
     LullTracker,
     idle_requests,
-    lull_memory,
     lull_shortfall_rate,
 )
 from recommender.forecast.settings import (
@@ -46,22 +44,6 @@ def test_only_the_job_starts_of_following_series_count_against_the_target() -> N
     assert both == pytest.approx(2 * 2 * 2 / 16)
     assert one == pytest.approx(both / 2)
     assert lull_shortfall_rate(cpu, scale, np.array([False, False]), 2) == 0.0
-
-
-def test_the_lull_memory_covers_what_jobs_used_as_they_started() -> None:
-    cycle_cpu = np.array([0.0, 0.0, 0.0, 5.0, 5.0, 5.0])
-    starts = MIN_STARTS + 1
-    cpu = np.tile(cycle_cpu, starts)[None, :]
-    first_window = np.linspace(1.0, 2.0, starts)  # GiB at each start; later windows 8 GiB
-    memory = np.tile(np.array([0.2, 0.3, 0.2, 0.0, 8.0, 8.0]), starts)
-    memory[3::6] = first_window
-    level = lull_memory(cpu, memory[None, :], np.array([5.0]), quantile=1.0, margin=0.2)
-    assert level[0] == pytest.approx(2.0 * 1.2)
-    # idle windows above the start needs set the level; too few starts set none
-    memory[0] = 3.0
-    assert lull_memory(cpu, memory[None, :], np.array([5.0]), 1.0, 0.2)[0] == pytest.approx(3.6)
-    few = lull_memory(cpu[:, :12], memory[None, :12], np.array([5.0]), 1.0, 0.2)
-    assert np.isnan(few[0])
 
 
 def test_a_drop_needs_a_long_enough_idle_run_and_a_real_saving() -> None:
@@ -113,9 +95,9 @@ def test_a_batch_container_is_dropped_mid_block_when_its_job_ends() -> None:
     assert np.mean(following[0, busy] >= job[busy]) > 0.9
 
 
-def test_a_job_starting_after_a_cpu_only_drop_is_answered_after_one_window() -> None:
+def test_a_job_starting_after_a_drop_is_answered_after_one_window() -> None:
     cpu, memory = _job(days=5.0)
-    requests, _, _, _ = replay(cpu, memory, ForecastSettings(lulls=LullSettings(memory=False)))
+    requests, _, _, _ = replay(cpu, memory, ForecastSettings())
     job = cpu[0] > 1.0
     starts = np.flatnonzero(job & ~np.roll(job, 1))
     starts = starts[starts > 2 * syn.PER_DAY]
@@ -156,19 +138,6 @@ def _job_with_memory(days: float) -> tuple[np.ndarray, np.ndarray]:
     return cpu, np.vstack([memory, np.full(cpu.shape[1], 1.0 * syn.GIB)])
 
 
-def test_memory_rides_down_with_a_lull_and_back_with_the_restore() -> None:
-    cpu, memory = _job_with_memory(days=6.0)
-    _, limits, ooms, _ = replay(cpu, memory, ForecastSettings())
-    _, kept, kept_ooms, _ = replay(cpu, memory, ForecastSettings(lulls=LullSettings(memory=False)))
-    after = np.arange(3 * syn.PER_DAY, cpu.shape[1])
-    idle = after[cpu[0, after] < 0.1]
-    # in lulls the limit sits well below the job's 6 GiB at least some of the time ...
-    assert np.mean(limits[0, idle] < 3.0 * syn.GIB) > 0.2
-    assert limits[0, idle].sum() < kept[0, idle].sum()
-    # ... and jobs, which start small, are not killed for it
-    assert ooms[0, after].sum() <= kept_ooms[0, after].sum()
-
-
 def test_an_idle_batch_limit_rises_alone_only_when_usage_nears_it() -> None:
     cpu, memory = _job_with_memory(days=4.0)
     job = cpu[0] > 1.0
@@ -190,20 +159,6 @@ def test_an_idle_batch_limit_rises_alone_only_when_usage_nears_it() -> None:
     # with usage near the limit it rises alone at once
     strategy.observe(idle[0], cpu[:, idle[0]], np.array([1.4, 1.0]) * syn.GIB)
     assert decided(yes) == need
-
-
-def test_idle_memory_growing_in_a_lull_raises_the_limit_before_a_kill() -> None:
-    cpu, memory = _job_with_memory(days=6.0)
-    _, before, _, _ = replay(cpu, memory, ForecastSettings())
-    job = cpu[0] > 1.0
-    # a lull whose limit went down, with a long idle stretch left after the drop
-    low = np.flatnonzero((before[0] < 3.0 * syn.GIB) & ~job & (np.arange(job.size) > syn.PER_DAY))
-    drop = next(int(t) for t in low if not job[t : t + 48].any())
-    memory[0, drop : drop + 48] = np.linspace(0.3, 3.0, 48) * syn.GIB  # slow growth while idle
-    _, limits, ooms, _ = replay(cpu, memory, ForecastSettings())
-    assert limits[0, drop] == before[0, drop]  # the past is unchanged: the drop still happens
-    assert not ooms[0, drop : drop + 48].any()  # and the growth was followed up in time
-    assert limits[0, drop + 47] >= 3.0 * syn.GIB
 
 
 def test_an_oom_hold_keeps_memory_up_through_a_lull() -> None:
@@ -234,7 +189,6 @@ def test_a_batch_request_stays_under_its_peak_ceiling() -> None:
         {"idle_quantile": 0.0},
         {"reserve": 0},
         {"target_floor": 2.0},
-        {"memory_quantile": 0.0},
         {"long_after": -1},
         {"frees_within": -1},
     ],
