@@ -51,7 +51,6 @@ class Plan:
     cpu_forecast: np.ndarray  # forecast mean usage per block, cores
     cpu_states: np.ndarray  # state of each block (see margins.block_states)
     shortfall_target: float  # fleet CPU shortfall rate the margins were allocated for
-    shortfall_budget: float  # the same before the job starts lulls leave short come off
     vpa_rate: float  # the emulated VPA estimator's rate on the same past (NaN: not judged)
     cpu_required: np.ndarray  # request covering the forecast at the target shortfall
     memory: MemoryPlan  # memory request (= limit) per block and why
@@ -148,9 +147,9 @@ def _shortfall_target(
     scale: np.ndarray,
     batch: np.ndarray,
     settings: ForecastSettings,
-) -> tuple[float, float, float]:
-    """(target the margins spend, the fleet's whole budget, the VPA's emulated rate): the
-    budget less what lull following's job starts will spend (see `lulls`)."""  # fmt: skip
+) -> tuple[float, float]:
+    """(target the margins spend, the VPA's emulated rate): the fleet's shortfall budget
+    less what lull following's job starts will spend (see `lulls`)."""
     target = settings.target_cpu_shortfall
     reference = float("nan")
     if settings.cpu_shortfall_mode == "vpa":
@@ -161,13 +160,12 @@ def _shortfall_target(
             settings.target_cpu_shortfall,
             settings.max_container_shortfall,
         )
-    budget = target
     if settings.lulls.follow:
         lulls = lull_shortfall_rate(
             recent_cpu, scale, batch, settings.reactions.react_after_windows
         )
         target = max(settings.target_cpu_shortfall * settings.lulls.target_floor, target - lulls)
-    return target, budget, reference
+    return target, reference
 
 
 @dataclass(frozen=True)
@@ -339,7 +337,7 @@ def make_plan(
     first_block = math.ceil(now / period)
     horizon = settings.blocks_per(settings.horizon_seconds)
     scale = _recent_scale(recent_cpu)
-    target, budget, reference = _shortfall_target(usage, recent_cpu, scale, shape.batch, settings)
+    target, reference = _shortfall_target(usage, recent_cpu, scale, shape.batch, settings)
     chosen = _forecasts(
         usage, cpu_blocks, blocks, layout, shape, target, first_block, horizon, residual_blocks,
         settings, levels,
@@ -367,7 +365,6 @@ def make_plan(
         cpu_forecast=chosen.forecast,
         cpu_states=future_states,
         shortfall_target=target,
-        shortfall_budget=budget,
         vpa_rate=reference,
         cpu_required=required,
         memory=memory,
