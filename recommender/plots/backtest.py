@@ -82,9 +82,10 @@ def frontier_figure(
             )  # fmt: skip
             default = [point for point in points if point["setting"].get("default")]
             if default:
+                # not clipped: a default at zero risk sits on the axis, half hidden otherwise
                 axes.scatter(
                     [default[0][risk]], [default[0][slack]], s=80, color=look["color"],
-                    marker=look["marker"], edgecolor="black", zorder=3,
+                    marker=look["marker"], edgecolor="black", zorder=3, clip_on=False,
                 )  # fmt: skip
             reading = (readings or {}).get(name, {})
             if np.isfinite(reading.get(slack, np.nan)):
@@ -99,7 +100,7 @@ def frontier_figure(
         axes.set_xlim(left=0)  # no negative risk: symlog's autoscale drew a negative decade
         finish(
             axes,
-            f"{resource} frontier (dotted: vpa's default risk; x: read off there)",
+            f"{resource} frontier (dotted: vpa's default risk; x: read off)",
             label,
             f"{resource} relative slack (share of the request not used)",
         )
