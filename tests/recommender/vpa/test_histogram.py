@@ -144,6 +144,22 @@ def upstream_percentile_bucket(weights: np.ndarray, total: float, p: float, eps:
     return bucket
 
 
+PERCENTILES = [0.0, 0.5, 0.9, 0.95, 1.0]
+
+
+def assert_buckets_are_upstreams(model: VpaModel) -> np.ndarray:
+    """Every row's CPU percentile buckets are the ones upstream's walk picks; returns them."""
+    weights = model.cpu.weights
+    buckets, nonempty = model.cpu.percentile_bucket(PERCENTILES)
+    for row in range(weights.shape[0]):
+        for i, p in enumerate(PERCENTILES):
+            want = upstream_percentile_bucket(weights[row], model.cpu.total[row], p, 1e-4)
+            assert nonempty[row] == (want >= 0)
+            if want >= 0:
+                assert buckets[i, row] == want, (row, p)
+    return buckets
+
+
 def test_percentile_buckets_walk_like_upstream_on_sparse_rows() -> None:
     rng = np.random.default_rng(7)
     model = VpaModel(np.arange(300))
@@ -155,14 +171,7 @@ def test_percentile_buckets_walk_like_upstream_on_sparse_rows() -> None:
     weights[7, [3, 10, 11]] = [5e-5, 1.0, 1.0]
     model.cpu.total[:] = weights.sum(axis=1)
     model.cpu.total[7] = 2.00004  # the median lies just past bucket 10's weight...
-    percentiles = [0.0, 0.5, 0.9, 0.95, 1.0]
-    buckets, nonempty = model.cpu.percentile_bucket(percentiles)
-    for row in range(300):
-        for i, p in enumerate(percentiles):
-            want = upstream_percentile_bucket(weights[row], model.cpu.total[row], p, 1e-4)
-            assert nonempty[row] == (want >= 0)
-            if want >= 0:
-                assert buckets[i, row] == want, (row, p)
+    buckets = assert_buckets_are_upstreams(model)
     assert buckets[1, 7] == 11  # ...unless the light bucket 3, below the range, were summed
 
 
@@ -174,11 +183,4 @@ def test_percentile_buckets_walk_like_upstream_when_no_cell_is_light() -> None:
         cells = rng.choice(weights.shape[1], size=rng.integers(0, 40), replace=False)
         weights[row, cells] = rng.exponential(1.0, cells.size) + 1e-3
     model.cpu.total[:] = weights.sum(axis=1)
-    percentiles = [0.0, 0.5, 0.9, 0.95, 1.0]
-    buckets, nonempty = model.cpu.percentile_bucket(percentiles)
-    for row in range(300):
-        for i, p in enumerate(percentiles):
-            want = upstream_percentile_bucket(weights[row], model.cpu.total[row], p, 1e-4)
-            assert nonempty[row] == (want >= 0)
-            if want >= 0:
-                assert buckets[i, row] == want, (row, p)
+    assert_buckets_are_upstreams(model)
