@@ -97,7 +97,33 @@ def frontier_section(result: BacktestResult) -> str:
 <p class="note">Each strategy swept over its risk knobs (small marks: every point; line: the
 points no other beats on both slack and risk; large mark: the default). Read off at vpa's
 default risks: the least slack reached at no more risk, linear between frontier points.</p>
-<table>{head}{"".join(rows)}</table>{figure}"""
+<table>{head}{"".join(rows)}</table>{budget_section(result)}{figure}"""
+
+
+def budget_section(result: BacktestResult) -> str:
+    """With budgets swept: each budgeted strategy read at vpa's default risks off the
+    frontier of one budget's points alone (all budgets' points together would read the
+    largest budget whatever it costs in changes), with its ratio to vpa's reading."""
+    if not result.budget_readings:
+        return ""
+    names = list(result.budget_readings)
+    budgets = sorted({budget for by in result.budget_readings.values() for budget in by})
+    base = result.readings.get(BASELINE, {})
+    rows = []
+    for budget in budgets:
+        for slack, label in (("cpu_relative_slack", "CPU"), ("memory_relative_slack", "memory")):
+            cells = []
+            for name in names:
+                value = result.budget_readings[name].get(budget, {}).get(slack, math.nan)
+                ratio = value / base[slack] if base.get(slack) else math.nan
+                note = (
+                    "" if math.isnan(ratio) else f'<br><span class="ratio">{ratio:.2f}x vpa</span>'
+                )
+                cells.append(f"<td>{_number(value)}{note}</td>")
+            rows.append(f"<tr><td>{budget}</td><td>{label} slack</td>{''.join(cells)}</tr>")
+    head = "".join(f"<th>{html.escape(name)}</th>" for name in names)
+    return f"""<h3>Per change budget</h3>
+<table><tr><th>changes a day</th><th>reading</th>{head}</tr>{"".join(rows)}</table>"""
 
 
 def render_report(

@@ -193,6 +193,15 @@ def test_budgets_are_read_apart_in_json_and_table(
     assert set(per_budget) == {"1", "24"}
     text = table_text(budget_table(result))
     assert "frontier per change budget" in text and text.count("krr") == 1
+    page = render_report(swept[2], result, resolve_strategies("vpa,krr"), containers=1)
+    section = page[page.index("<h3>Per change budget</h3>") :]
+    one = result.budget_readings["krr"][1]["memory_relative_slack"]
+    assert "<tr><td>1</td><td>memory slack</td>" in section
+    assert "<tr><td>24</td><td>CPU slack</td>" in section
+    assert (
+        f"<tr><td>1</td><td>memory slack</td><td>{'n/a' if math.isnan(one) else f'{one:.4g}'}"
+        in section
+    )
 
 
 def test_frontier_table_and_report(
