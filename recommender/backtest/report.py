@@ -56,6 +56,12 @@ def _number(value: float) -> str:
     return f"{value:.4g}"
 
 
+def _with_ratio(value: float, ratio: float) -> str:
+    """A table cell: the value, and below it its ratio to vpa's where there is one."""
+    note = "" if math.isnan(ratio) else f'<br><span class="ratio">{ratio:.2f}x vpa</span>'
+    return f"<td>{_number(value)}{note}</td>"
+
+
 def metrics_table(result: BacktestResult) -> str:
     """Metrics side by side; below each value its ratio to the vpa baseline."""
     ratios = result.ratios(BASELINE)
@@ -65,9 +71,7 @@ def metrics_table(result: BacktestResult) -> str:
         cells = []
         for name in result.strategies:
             value = result.summary[name][metric]
-            ratio = ratios.get(name, {}).get(metric, float("nan"))
-            note = "" if math.isnan(ratio) else f'<br><span class="ratio">{ratio:.2f}x vpa</span>'
-            cells.append(f"<td>{_number(value)}{note}</td>")
+            cells.append(_with_ratio(value, ratios.get(name, {}).get(metric, math.nan)))
         rows.append(f"<tr><td>{metric}</td>{''.join(cells)}</tr>")
     return f"<table><tr><th>metric</th>{head}</tr>{''.join(rows)}</table>"
 
@@ -106,22 +110,12 @@ def budget_section(result: BacktestResult) -> str:
     largest budget whatever it costs in changes), with its ratio to vpa's reading."""
     if not result.budget_readings:
         return ""
-    names = list(result.budget_readings)
-    budgets = sorted({budget for by in result.budget_readings.values() for budget in by})
-    base = result.readings.get(BASELINE, {})
+    labels = {"cpu_relative_slack": "CPU", "memory_relative_slack": "memory"}
     rows = []
-    for budget in budgets:
-        for slack, label in (("cpu_relative_slack", "CPU"), ("memory_relative_slack", "memory")):
-            cells = []
-            for name in names:
-                value = result.budget_readings[name].get(budget, {}).get(slack, math.nan)
-                ratio = value / base[slack] if base.get(slack) else math.nan
-                note = (
-                    "" if math.isnan(ratio) else f'<br><span class="ratio">{ratio:.2f}x vpa</span>'
-                )
-                cells.append(f"<td>{_number(value)}{note}</td>")
-            rows.append(f"<tr><td>{budget}</td><td>{label} slack</td>{''.join(cells)}</tr>")
-    head = "".join(f"<th>{html.escape(name)}</th>" for name in names)
+    for budget, slack, readings in result.budget_rows(list(labels)):
+        cells = [_with_ratio(value, ratio) for value, ratio in readings]
+        rows.append(f"<tr><td>{budget}</td><td>{labels[slack]} slack</td>{''.join(cells)}</tr>")
+    head = "".join(f"<th>{html.escape(name)}</th>" for name in result.budget_readings)
     return f"""<h3>Per change budget</h3>
 <table><tr><th>changes a day</th><th>reading</th>{head}</tr>{"".join(rows)}</table>"""
 

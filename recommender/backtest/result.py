@@ -105,6 +105,24 @@ class BacktestResult:
     def to_json(self, indent: int | None = 2) -> str:
         return json.dumps(self.to_dict(), indent=indent)
 
+    def budget_rows(
+        self, slacks: Sequence[str]
+    ) -> list[tuple[int, str, list[tuple[float, float]]]]:
+        """With `--budgets`, one row per (budget, slack): each budgeted strategy's reading
+        (in `budget_readings` order) and its ratio to the baseline's own reading, NaN
+        where either is missing. The table and the HTML report both show these."""
+        budgets = sorted({budget for by in self.budget_readings.values() for budget in by})
+        base = self.readings.get(BASELINE, {})
+        rows = []
+        for budget in budgets:
+            for slack in slacks:
+                cells = []
+                for by in self.budget_readings.values():
+                    value = by.get(budget, {}).get(slack, math.nan)
+                    cells.append((value, value / base[slack] if base.get(slack) else math.nan))
+                rows.append((budget, slack, cells))
+        return rows
+
     def ratios(self, baseline: str = BASELINE) -> dict[str, dict[str, float]]:
         """Each strategy's metrics divided by the baseline's (NaN where undefined)."""
         if baseline not in self.summary:

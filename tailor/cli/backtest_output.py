@@ -148,21 +148,15 @@ def result_table(result: BacktestResult) -> Table:
 def budget_table(result: BacktestResult) -> Table:
     """With `--budgets`: each budgeted strategy's readings at vpa's default risks off the
     frontier of each budget's points alone, beside vpa's own reading."""
-    names = list(result.budget_readings)
-    budgets = sorted({budget for by in result.budget_readings.values() for budget in by})
     table = _table("frontier per change budget, read at vpa's default risks", RATIO_NOTE)
     table.add_column("changes a day", justify="right", no_wrap=True)
     table.add_column("reading", overflow="fold", ratio=1)
-    for name in names:
+    for name in result.budget_readings:
         table.add_column(name, justify="right", no_wrap=True)
-    for budget in budgets:
-        for _, slack in READINGS:
-            base = result.readings.get(BASELINE, {}).get(slack, float("nan"))
-            cells = []
-            for name in names:
-                value = result.budget_readings[name].get(budget, {}).get(slack, float("nan"))
-                cells.append(_cell(value, METRIC_VIEWS[slack].kind, value / base if base else None))
-            table.add_row(str(budget), METRIC_VIEWS[slack].label, *cells)
+    for budget, slack, cells in result.budget_rows([slack for _, slack in READINGS]):
+        kind = METRIC_VIEWS[slack].kind
+        texts = [_cell(value, kind, ratio) for value, ratio in cells]
+        table.add_row(str(budget), METRIC_VIEWS[slack].label, *texts)
     return table
 
 
