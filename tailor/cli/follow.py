@@ -11,12 +11,13 @@ import json
 import logging
 import math
 import sys
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import typer
-from prometheus_client import Counter
+from prometheus_client import CollectorRegistry, Counter
 from rich.console import Console
 from rich.table import Table
 
@@ -55,6 +56,7 @@ from tailor.status_lease import StatusCheck
 from tailor.telemetry import API_SERVER, DEFAULT_PORTS, ServiceTelemetry, answered, outage
 from updater.decide import Policy
 from updater.follow import Outcome, Outcomes, PassOptions, follow_once
+from updater.pressure import PRESSURE
 from updater.rate import EvictionRate
 from updater.recommendations import UpdateRules
 from updater.report import updater_events
@@ -133,6 +135,34 @@ KEPT_SCHEDULE = "the last schedule read; no pod resized nor evicted this pass"
 KEPT_PODS = "every pod not yet resized or evicted this pass, as it runs"
 
 
+class UpdaterMetrics:
+    """The updater's counters: what each pass did to the pods it considered, and apart the
+    memory-pressure raises, which skip the change budget and so deserve their own alert."""
+
+    def __init__(self, registry: CollectorRegistry) -> None:
+        self.pods = Counter(
+            "tailor_updater_pods",
+            "Pods considered, by action (none, resize, wait, evict) and whether "
+            "the API server took the write (applied).",
+            ["action", "applied"],
+            registry=registry,
+        )
+        self.pressure_raises = Counter(
+            "tailor_updater_memory_pressure_raises",
+            "Pods whose memory was raised in place under sustained memory pressure (PSI), "
+            "by whether the API server took the resize (applied).",
+            ["applied"],
+            registry=registry,
+        )
+
+    def count(self, outcomes: Iterable[Outcome]) -> None:
+        for item in outcomes:
+            applied = str(item.applied).lower()
+            self.pods.labels(item.action.value, applied).inc()
+            if item.action.value == "resize" and item.detail.startswith(PRESSURE):
+                self.pressure_raises.labels(applied).inc()
+
+
 class _Follower:
     """The service's state between passes: the last schedule that read cleanly."""
 
@@ -146,15 +176,7 @@ class _Follower:
     ) -> None:
         self.cluster, self.source, self.rows, self.options = cluster, source, rows, options
         self.telemetry = telemetry
-        self.pods: Counter | None = None
-        if telemetry is not None:
-            self.pods = Counter(
-                "tailor_updater_pods",
-                "Pods considered, by action (none, resize, wait, evict) and whether "
-                "the API server took the write (applied).",
-                ["action", "applied"],
-                registry=telemetry.registry,
-            )
+        self.metrics = None if telemetry is None else UpdaterMetrics(telemetry.registry)
 
     def run_pass(self) -> bool:
         try:
@@ -177,8 +199,8 @@ class _Follower:
         for item in outcomes:
             if item.action.value != "none" or not item.applied:
                 LOG.info("%s/%s %s: %s", item.namespace, item.pod, item.action.value, item.detail)
-            if self.pods is not None:
-                self.pods.labels(item.action.value, str(item.applied).lower()).inc()
+        if self.metrics is not None:
+            self.metrics.count(outcomes)
         return True
 
 
