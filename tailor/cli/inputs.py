@@ -7,7 +7,7 @@ them into the canonical (usage, events) pair or a clear `typer.BadParameter`.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +29,7 @@ from recommender.overrides import SettingsError, settings_with, validation_text
 from tailor.cli.errors import DataError
 from tailor.cli.progress import progress_bar
 from tailor.durations import DurationError, parse_duration
+from tailor.memory_pressure import PressureRule
 
 DATASETS = ("bitbrains", "azure", "google2011")
 
@@ -126,6 +127,7 @@ class PrometheusOptions:
     names: tuple[str, ...] = ()  # --prometheus-set NAME=VALUE: renamed metrics and labels
     username: str | None = None  # basic auth; the password from a file or PROMETHEUS_PASSWORD
     password_file: Path | None = None
+    pressure: PressureRule = field(default_factory=PressureRule)  # what a pressure episode is
 
 
 def query_names(pairs: tuple[str, ...]) -> QueryNames:
@@ -181,6 +183,7 @@ def prometheus_settings(options: PrometheusOptions) -> PrometheusSettings:
             username=options.username,
             password=password,
             verify_tls=not options.insecure,
+            memory_pressure=options.pressure,
         )
     except DurationError as err:
         raise typer.BadParameter(str(err)) from err

@@ -29,7 +29,7 @@ from updater.pressure import ContainerKey, MemoryPressure
 if TYPE_CHECKING:
     from recommender.data.prometheus_settings import PrometheusSettings
 
-__all__ = ["MemoryPressure", "memory_pressure_flags"]
+__all__ = ["MemoryPressure", "memory_pressure_flags", "pressure_rule"]
 
 LOG = logging.getLogger("tailor.follow")
 
@@ -52,6 +52,31 @@ PressureWindow = Annotated[
 ]
 DEFAULT_WINDOW = f"{int(WINDOW.total_seconds() // 60)}m"
 DEFAULT_STALLED = STALLED_SHARE
+# the recommender's side: the rule its history reads episodes back with (the updater's)
+HistoryStalled = Annotated[
+    float,
+    typer.Option(
+        "--memory-pressure-stalled",
+        help="The share of time all of a container's tasks stalled on memory (PSI full) "
+        "that the history reads back as an OOM-like episode; give the updater's value.",
+    ),
+]
+HistoryWindow = Annotated[
+    str,
+    typer.Option(
+        "--memory-pressure-window",
+        help="The stalled share is averaged over this long; give the updater's value.",
+    ),
+]
+
+
+def pressure_rule(stalled: float, window: str) -> PressureRule:
+    """The rule the flags give; bad values exit 2 naming the flag."""
+    span = duration_flag(window, "--memory-pressure-window", "1s")
+    try:
+        return PressureRule(stalled_share=stalled, window=span)
+    except PressureRuleError as error:
+        raise typer.BadParameter(str(error), param_hint="--memory-pressure-stalled") from None
 
 
 @dataclass(frozen=True)
@@ -86,11 +111,7 @@ def memory_pressure_flags(url: str | None, stalled: float, window: str) -> Memor
             f"{url!r} is not a URL; did you mean http://{url}?",
             param_hint="--memory-pressure-prometheus",
         )
-    span = duration_flag(window, "--memory-pressure-window", "1s")
-    try:
-        rule = PressureRule(stalled_share=stalled, window=span)
-    except PressureRuleError as error:
-        raise typer.BadParameter(str(error), param_hint="--memory-pressure-stalled") from None
+    rule = pressure_rule(stalled, window)
     from recommender.data.prometheus_settings import PrometheusSettings
 
     try:

@@ -23,7 +23,7 @@ from recommender.service.history_cache import HistoryCache
 from recommender.service.passes import Model, PassReport, ServiceOptions, recommend_once
 from tailor.api.crd import DEFAULT_RECOMMENDER_NAME
 from tailor.cli import election as election_flags
-from tailor.cli import options
+from tailor.cli import memory_pressure, options
 from tailor.cli.inputs import PrometheusOptions, prometheus_settings
 from tailor.cli.service import (
     IgnoredNamespaces,
@@ -302,6 +302,8 @@ def recommender_command(
     prometheus_set: options.PrometheusSet = None,
     prometheus_username: options.PrometheusUsername = None,
     prometheus_password_file: options.PrometheusPasswordFile = None,
+    memory_pressure_stalled: memory_pressure.HistoryStalled = memory_pressure.DEFAULT_STALLED,
+    memory_pressure_window: memory_pressure.HistoryWindow = memory_pressure.DEFAULT_WINDOW,
     kubeconfig: Kubeconfig = None,
     strategy: StrategyFlag = Model.vpa,
     forecast_set: options.ForecastSet = None,
@@ -329,6 +331,7 @@ def recommender_command(
     source = PrometheusOptions(
         prometheus, history, step, chunk, (), tuple(match or ()), token_file, insecure,
         tuple(prometheus_set or ()), prometheus_username, prometheus_password_file,
+        memory_pressure.pressure_rule(memory_pressure_stalled, memory_pressure_window),
     )  # fmt: skip
     period = interval_flag(interval, once)
     model = ModelChoice(strategy, forecast_set, changes_per_day, vpa_set, not ignore_throttling)
