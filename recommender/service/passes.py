@@ -16,7 +16,6 @@ from functools import partial
 from typing import Any
 
 import pandas as pd
-from pydantic import ValidationError
 
 from recommender.aggregates import vpa_rows
 from recommender.data.prometheus import (
@@ -40,6 +39,7 @@ from recommender.service.policies import (
     oom_bumps,
     settings_groups,
 )
+from recommender.service.schedule_sink import served_schedule, write_schedule
 from recommender.service.status import (
     ROW_COLUMNS,
     OwnSettings,
@@ -55,8 +55,6 @@ from tailor.api.vpa import VerticalPodAutoscaler
 from tailor.cluster_port import ClusterError, Json, RecommenderCluster
 from tailor.events import ObjectRef
 from tailor.hpa import HpaConflict, conflict_message, hpa_conflicts, hpas_by_namespace
-from tailor.schedule_configmap import encode_schedule
-from tailor.schedule_file import ScheduleRow, schedule_records
 from tailor.scope import NamespaceScope
 
 
@@ -349,9 +347,10 @@ def recommend_once(
         report.checkpoints_deleted, refused = delete_orphaned_checkpoints(cluster, listed, in_scope)
         report.writes_refused += refused
     if options.schedule_config_map is not None and schedule is not None:
-        _write_schedule(
-            cluster, options.schedule_config_map, served_schedule(schedule, entries, own), report
-        )
+        served = served_schedule(schedule, entries, own)
+        written = write_schedule(cluster, options.schedule_config_map, served)
+        report.schedule_rows, report.schedule_dropped = written.rows, written.dropped
+        report.writes_refused += written.refused
     return report
 
 
@@ -374,50 +373,3 @@ def _write_node_groups(
     usable = [e for e in entries if (e.vpa.namespace, e.vpa.name) in fitted.settings]
     done = write_node_groups(cluster, usable, fitted.usage, fitted.events, refit)
     report.node_groups, report.node_group_problems = done.written, done.problems
-
-
-def served_schedule(
-    schedule: pd.DataFrame, entries: list[ServedVpa], own: dict[tuple[str, str], OwnSettings]
-) -> pd.DataFrame:
-    """The plan of the containers whose VPAs we serve with usable settings: the fleet is
-    fitted whole, but `tailor follow` must not resize what another recommender owns, nor
-    follow a plain init container's history (its pods' sized containers only)."""
-    served = {
-        (entry.vpa.namespace, workload, container)
-        for entry in entries
-        if (found := own.get((entry.vpa.namespace, entry.vpa.name))) is None
-        or found.problem is None
-        for workload in entry.workloads
-        for container in entry.containers
-    }
-    keys = pd.MultiIndex.from_frame(schedule[["namespace", "workload", "container"]])
-    return schedule[keys.isin(list(served))].reset_index(drop=True)
-
-
-def _write_schedule(
-    cluster: RecommenderCluster, where: tuple[str, str], schedule: pd.DataFrame, report: PassReport
-) -> None:
-    """Write the plan's valid rows; a workload with a row `tailor follow` would refuse
-    (an amount out of range) is left out and named, so one VPA cannot void everyone's."""
-    namespace, name = where
-    records = schedule_records(schedule)
-    broken = set()
-    for record in records:
-        try:
-            ScheduleRow.model_validate(record)
-        except ValidationError as error:
-            key = (record["namespace"], record["workload"])
-            if key not in broken:
-                broken.add(key)
-                report.schedule_dropped.append(f"{key[0]}/{key[1]}: {error.errors()[0]['msg']}")
-    records = [r for r in records if (r["namespace"], r["workload"]) not in broken]
-    try:
-        keys, _ = encode_schedule(records)
-    except ValueError as error:
-        report.writes_refused.append(f"ConfigMap {namespace}/{name}: {error}")
-        return
-    answer = cluster.write_config_map(namespace, name, keys)
-    if answer.accepted:
-        report.schedule_rows = len(records)
-    else:
-        report.writes_refused.append(f"ConfigMap {namespace}/{name}: {answer.message}")

@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from recommender.service.passes import PassReport, _write_schedule, served_schedule
+from recommender.service.schedule_sink import served_schedule, write_schedule
 from recommender.service.status import OwnSettings, served_vpas
 from tailor.cluster_port import Answer
 from tailor.schedule_configmap import decode_schedule
@@ -60,10 +60,10 @@ def test_only_the_workloads_of_vpas_we_serve_with_usable_settings_are_published(
 
 def test_a_workload_with_a_row_follow_would_refuse_is_left_out_and_named() -> None:
     fleet = pd.concat([plan("web"), plan("huge", memory=1e30)], ignore_index=True)
-    written, report = Written(), PassReport()
-    _write_schedule(written, ("kube-tailor", "schedule"), fleet, report)  # type: ignore[arg-type]
+    written = Written()
+    report = write_schedule(written, ("kube-tailor", "schedule"), fleet)  # type: ignore[arg-type]
     rows = decode_schedule(written.keys, "ConfigMap kube-tailor/schedule")
     assert [r.workload for r in rows] == ["web"]
-    assert report.schedule_rows == 1
-    assert len(report.schedule_dropped) == 1
-    assert report.schedule_dropped[0].startswith("shop/huge: ")
+    assert report.rows == 1
+    assert len(report.dropped) == 1
+    assert report.dropped[0].startswith("shop/huge: ")
