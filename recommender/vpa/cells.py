@@ -15,6 +15,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+#: Cells per chunk of the padded running-sum matrix (8 MB of float64).
+_PADDED_CELLS = 1 << 20
+
 
 @dataclass(frozen=True)
 class Cells:
@@ -85,25 +88,28 @@ class Span:
         its running sum below the threshold, i.e. the index (within the span) of the cell
         where the sum first reaches it; the span's length if it never does.
 
-        Rows are visited longest first so that round j touches only the rows with more
-        than j cells: the work is the number of cells, not rows x longest row.
+        The spans are laid side by side in a (rows, longest span) matrix, zero-padded,
+        and summed along each row by `np.cumsum`, which adds left to right one cell at a
+        time (no pairwise summation): the running sums are upstream's, bit for bit. Rows
+        go in chunks of about `_PADDED_CELLS` cells, so temporaries stay small.
         """
-        order = np.argsort(-self.length, kind="stable")
-        starts = self.first[order]
-        by_length = self.length[order]
-        wanted = thresholds[:, order]
-        weights = self.cells.weights
-        running = np.zeros(self.first.shape[0])
+        rows = self.first.shape[0]
         below = np.zeros(thresholds.shape, dtype=np.int64)
-        longest = int(by_length[0]) if by_length.size else 0
-        # rows with more than j cells: a prefix of the longest-first order
-        alive = np.searchsorted(-by_length, -np.arange(longest), side="left")
-        for j, m in enumerate(alive.tolist()):
-            running[:m] += weights[starts[:m] + j]
-            below[:, :m] += running[:m] < wanted[:, :m]
-        out = np.empty_like(below)
-        out[:, order] = below
-        return out
+        longest = int(self.length.max()) if rows else 0
+        if longest == 0:
+            return below
+        weights = np.append(self.cells.weights, 0.0)  # the padding cell
+        offsets = np.arange(longest + 1)  # one padding column at least: argmax finds it
+        chunk = max(1, _PADDED_CELLS // (longest + 1))
+        for low in range(0, rows, chunk):
+            part = slice(low, low + chunk)
+            inside = offsets[None, :] < self.length[part, None]
+            index = np.where(inside, self.first[part, None] + offsets[None, :], weights.size - 1)
+            running = np.cumsum(weights[index], axis=1)
+            for k in range(thresholds.shape[0]):
+                reached = (running >= thresholds[k, part, None]) | ~inside
+                below[k, part] = reached.argmax(axis=1)
+        return below
 
     def bucket_at(self, index: np.ndarray, otherwise: np.ndarray) -> np.ndarray:
         """The bucket of each row's span cell number `index` ((k, rows)); `otherwise`
