@@ -27,8 +27,9 @@ def to_amount(values: np.ndarray) -> np.ndarray:
     the pod minimum then takes over, as in the Go binary.
     """
     values = np.asarray(values, dtype=np.float64)
-    clean = np.nan_to_num(values, nan=0.0, posinf=MAX_RESOURCE_AMOUNT, neginf=0.0)
-    return np.trunc(np.clip(clean, 0.0, MAX_RESOURCE_AMOUNT))
+    # fmax / fmin pass over NaN: NaN -> 0, -inf -> 0, +inf -> the cap (nan_to_num + clip,
+    # in two calls instead of a dozen)
+    return np.trunc(np.fmin(np.fmax(values, 0.0), MAX_RESOURCE_AMOUNT))
 
 
 def scale_amount(amount: np.ndarray, factor: np.ndarray | float) -> np.ndarray:
