@@ -108,8 +108,11 @@ def load_prometheus_history(
             for kind, query, first, last in tasks
         }
         for done, future in enumerate(as_completed(running), start=1):
-            kind, first, last = running[future]
+            # dropped from `running` at once: a finished future holds its answer, and
+            # every answer kept to the end was most of a load's memory
+            kind, first, last = running.pop(future)
             answers.add(kind, future.result(), first, last)
+            del future
             if progress is not None:
                 progress(done, len(tasks))
     finally:
