@@ -2,9 +2,9 @@
 usage and events frames (pure: no I/O).
 
 Window j of the usage is [T_j, T_j + step): its CPU average and memory peak are the
-answers at grid point T_{j+1}, its requests and limits those in force at T_j. The
-usage's key columns are categorical (one code per row, the names once), its rows
-sorted by namespace, workload, pod, container and time, as `validate_usage` sorts.
+answers at grid point T_{j+1}, its requests and limits those in force at T_j
+(`prometheus_usage` cuts the frame). The events are read from the grids first; each
+grid is let go as soon as nothing more is read from it.
 """
 
 from __future__ import annotations
@@ -13,7 +13,6 @@ import numpy as np
 import pandas as pd
 
 from recommender.data import prometheus_frames as frames
-from recommender.data.columnar import shared_categories
 from recommender.data.prometheus_grid import (
     Grid,
     SeriesIndex,
@@ -23,17 +22,9 @@ from recommender.data.prometheus_grid import (
 )
 from recommender.data.prometheus_matrix import Matrix
 from recommender.data.prometheus_samples import counter_reads
-from recommender.data.prometheus_settings import PrometheusSourceError
+from recommender.data.prometheus_usage import shards, usage_frame
 from recommender.data.promql import OWNER_LABELS, QueryNames
-from recommender.data.schema import (
-    KEY_LABELS,
-    RESOURCE_COLUMNS,
-    THROTTLED_COLUMN,
-    USAGE_COLUMNS,
-    DataFormatError,
-    validate_usage,
-)
-from recommender.data.timestamps import TIMESTAMP_DTYPE
+from recommender.data.schema import THROTTLED_COLUMN
 from tailor.memory_pressure import MEMORY_PRESSURE, PressureRule
 
 COUNTERS = ("cpu", THROTTLED_COLUMN)
@@ -42,11 +33,14 @@ GAUGES = {  # answer kind -> the usage columns its `resource` label splits it in
     "requests": {"cpu": "cpu_request", "memory": "memory_request"},
     "limits": {"cpu": "cpu_limit", "memory": "memory_limit"},
 }
+COUNTER_PARTS = ("at", "floor")  # of `counter_reads`, beside the counter itself
 CADVISOR = (
     "memory",
     "memory_stalled",
-    *(f"{c}{part}" for c in COUNTERS for part in ("", "_at", "_resets", "_low")),
+    *(f"{c}{part}" for c in COUNTERS for part in ("", *(f"_{p}" for p in COUNTER_PARTS))),
 )
+SMALL = ("restarts", "oom")  # counts and 0/1 flags: float32 holds them exactly
+Grids = dict[str, np.ndarray | None]  # kind -> containers x grid points; None: no answer
 
 
 class Answers:
@@ -71,9 +65,17 @@ class Answers:
         self.pod_labels = (state.namespace, state.pod, "")
         kinds = [*CADVISOR, "restarts", "oom", *(c for g in GAUGES.values() for c in g.values())]
         self.grids = {
-            kind: Grid(start, step, self.points, lowest=kind.endswith("_low")) for kind in kinds
+            kind: Grid(
+                start,
+                step,
+                self.points,
+                lowest=kind.endswith("_floor"),
+                dtype=np.float32 if kind in SMALL else np.float64,
+            )
+            for kind in kinds
         }
-        self.evicted = Grid(start, step, self.points)
+        self.evicted = Grid(start, step, self.points, dtype=np.float32)
+        self.state_rows: set[int] = set()  # containers some requests or restarts series names
         self.owners: list[pd.DataFrame] = []
         self.halves: dict[tuple[str, int], dict[str, Matrix]] = {}  # counter pieces, by start
 
@@ -87,7 +89,10 @@ class Answers:
         elif kind in CADVISOR:
             self.grids[kind].put(self.index.rows(matrix, self.cadvisor), matrix)
         elif kind in ("restarts", "oom"):
-            self.grids[kind].put(self.index.rows(matrix, self.state), matrix)
+            rows = self.index.rows(matrix, self.state)
+            self.grids[kind].put(rows, matrix)
+            if kind == "restarts":
+                self._note_state(rows, matrix)
         elif kind == "evicted":
             self.evicted.put(self.pods.rows(matrix, self.pod_labels), matrix)
         elif kind == "owners":
@@ -98,7 +103,15 @@ class Answers:
             resources = np.array(label_values(matrix, "resource"), dtype=object)
             for resource, column in GAUGES[kind].items():
                 chosen = resources == resource
-                self.grids[column].put(rows[chosen], _series(matrix, chosen))
+                picked = _series(matrix, chosen)
+                self.grids[column].put(rows[chosen], picked)
+                if kind == "requests":
+                    self._note_state(rows[chosen], picked)
+
+    def _note_state(self, rows: np.ndarray, matrix: Matrix) -> None:
+        """Remember the containers of the series holding a number (`state_matches`)."""
+        numbered = np.repeat(rows, matrix.counts)[~np.isnan(matrix.values)]
+        self.state_rows.update(np.unique(numbered).tolist())
 
     def _pair(self, counter: str, kind: str, matrix: Matrix, first: int, last: int) -> None:
         """Once both halves of a counter's piece are in (the bare selector and its raw
@@ -108,7 +121,8 @@ class Answers:
         if len(halves) < 2:
             return
         del self.halves[(counter, first)]
-        reads = counter_reads(halves[counter + SAMPLES], halves[counter], first, last, self.step)
+        samples, presence = halves[counter + SAMPLES], halves[counter]
+        reads = counter_reads(samples, presence, first, last, self.step, COUNTER_PARTS)
         for part, read in reads.items():
             self.grids[f"{counter}_{part}"].put(self.index.rows(read, self.cadvisor), read)
 
@@ -124,16 +138,15 @@ class Answers:
         if not pods.isdisjoint(zip(owners["namespace"], owners["pod"], strict=True)):
             return True
         keys = self.index.keys()
-        count = len(keys)
-        for kind in ("requests", "restarts"):
-            grids = [self.grids[c] for c in GAUGES.get(kind, {}).values()] or [self.grids[kind]]
-            seen = np.zeros(count, bool)
-            for grid in grids:
-                seen |= ~np.isnan(grid.rows(count)).all(axis=1)
-            named = keys[seen]
-            if not pods.isdisjoint(zip(named["namespace"], named["pod"], strict=True)):
-                return True
-        return False
+        named = keys.iloc[sorted(self.state_rows)]
+        return not pods.isdisjoint(zip(named["namespace"], named["pod"], strict=True))
+
+    def take_grids(self) -> Grids:
+        """Every grid's rows of the containers seen (None where no answer reached it), the
+        answers holding them no more: the caller lets each go once it has read it."""
+        count = len(self.index)
+        grids, self.grids = self.grids, {}
+        return {kind: grid.held(count) for kind, grid in grids.items()}
 
 
 def _series(matrix: Matrix, chosen: np.ndarray) -> Matrix:
@@ -146,9 +159,7 @@ def _series(matrix: Matrix, chosen: np.ndarray) -> Matrix:
     return Matrix(labels, offsets, matrix.times[points], matrix.values[points])
 
 
-def counter_windows(
-    counter: np.ndarray, at: np.ndarray, resets: np.ndarray, low: np.ndarray
-) -> np.ndarray:
+def counter_windows(counter: np.ndarray, at: np.ndarray, floor: np.ndarray) -> np.ndarray:
     """Average cores of window j = [T_j, T_j+1) from the raw counter read at each grid
     point (its last sample at or before T, and that sample's time `at`), as column j + 1
     of the result (column 0 is NaN).
@@ -158,123 +169,87 @@ def counter_windows(
     is exactly the average between the two samples. Windows where the counter was
     reset (a restart) or did not advance in time (a finished container still inside
     the lookback) are left out: their usage is unknown. A reset shows as a decrease,
-    as `resets` (counted up to the window's end) or as a sample below the start value
-    in `low`: a restarted container whose new counter overtook the old value would
-    otherwise pass for one that used only the difference.
+    as a reset counted in the window (`floor` -inf) or as a sample below the start
+    value (`floor`, the window's lowest sample): a restarted container whose new
+    counter overtook the old value would otherwise pass for one that used only the
+    difference. Computed a shard of containers at a time (small temporaries).
     """
     out = np.full(counter.shape, np.nan)
-    increase = counter[:, 1:] - counter[:, :-1]
-    elapsed = at[:, 1:] - at[:, :-1]
-    with np.errstate(invalid="ignore", divide="ignore"):
-        valid = (increase >= 0) & (elapsed > 0) & (resets[:, 1:] == 0)
-        valid &= low[:, 1:] >= counter[:, :-1]
-        out[:, 1:] = np.where(valid, increase / elapsed, np.nan)
+    for rows in shards(counter.shape[0]):
+        value, time = counter[rows], at[rows]
+        increase = value[:, 1:] - value[:, :-1]
+        elapsed = time[:, 1:] - time[:, :-1]
+        with np.errstate(invalid="ignore", divide="ignore"):
+            valid = (increase >= 0) & (elapsed > 0) & (floor[rows, 1:] >= value[:, :-1])
+            out[rows, 1:] = np.where(valid, increase / elapsed, np.nan)
     return out
+
+
+def _windows(grids: Grids, counter: str) -> np.ndarray | None:
+    """`counter_windows` of a counter's grids, taken out of `grids` (None: no answer)."""
+    value, at, floor = (grids.pop(f"{counter}{p}") for p in ("", "_at", "_floor"))
+    if value is None or at is None or floor is None:
+        return None
+    return counter_windows(value, at, floor)
 
 
 def assemble(answers: Answers) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(usage, events) of the answers: the usage canonical and sorted, the events not yet
-    validated."""
-    count = len(answers.index)
+    validated. The answers' grids are consumed."""
     keys = answers.index.keys()
     step, start = answers.step, answers.start
     times = start + step * np.arange(answers.points, dtype=np.int64)
-    grids = {kind: grid.rows(count) for kind, grid in answers.grids.items()}
-    cpu, throttled = (
-        counter_windows(*(grids.pop(f"{c}{part}") for part in ("", "_at", "_resets", "_low")))
-        for c in COUNTERS
-    )
-    memory = grids["memory"]
+    grids = answers.take_grids()
+    cpu, throttled = _windows(grids, "cpu"), _windows(grids, THROTTLED_COLUMN)
+    memory = grids.pop("memory")
+    if memory is None:
+        memory = np.full((len(keys), times.size), np.nan)
 
     def where(offset: int):  # the key and the window start of a value, for warnings
         return lambda row, column: (keys.iloc[row], times[column] + offset)
 
-    drop_implausible(cpu, "cpu", "cpu", where(-step))
-    drop_implausible(throttled, "cpu", "cpu", where(-step))
-    drop_implausible(memory, "memory", "memory", where(-step))
-    for columns in GAUGES.values():
-        for resource, column in columns.items():
-            drop_implausible(grids[column], resource, "resource", where(0))
+    measured = [("cpu", "cpu", cpu), ("cpu", "cpu", throttled), ("memory", "memory", memory)]
+    measured += [(r, "resource", grids[c]) for cs in GAUGES.values() for r, c in cs.items()]
+    for resource, what, values in measured:
+        if values is not None:
+            drop_implausible(values, resource, what, where(0 if what == "resource" else -step))
     owners = answers.owner_frame()
-    workloads = frames.with_workloads(keys, owners)["workload"].to_numpy(dtype=object)
-    usage = _usage(keys, workloads, times, cpu, memory, throttled, grids)
+    stalled = grids.pop("memory_stalled")
+    episodes = pressure_episodes(keys, stalled, memory, times, answers.pressure)
     events = frames.combine_events(
         _oom_events(answers, keys, grids, memory),
         _eviction_events(answers, keys, memory, times),
-        frames.event_frame(
-            pressure_episodes(keys, grids["memory_stalled"], memory, times, answers.pressure),
-            MEMORY_PRESSURE,
-        ),
+        frames.event_frame(episodes, MEMORY_PRESSURE),
     )
+    del stalled, grids["restarts"], grids["oom"]
+    workloads = frames.with_workloads(keys, owners)["workload"].to_numpy(dtype=object)
+    grids.update({"cpu": cpu, "memory": memory, THROTTLED_COLUMN: throttled})
+    del cpu, memory, throttled  # `usage_frame` lets each go once its column is cut
+    usage = usage_frame(keys, workloads, times, grids)
     return usage, frames.with_workloads(events, owners)
 
 
-def _usage(
-    keys: pd.DataFrame,
-    workloads: np.ndarray,
-    times: np.ndarray,
-    cpu: np.ndarray,
-    memory: np.ndarray,
-    throttled: np.ndarray,
-    gauges: dict[str, np.ndarray],
-) -> pd.DataFrame:
-    """Rows where the window has CPU, and memory unless the container has no memory at
-    all (a window missing one of the two is left out rather than half filled)."""
-    labels = keys.assign(workload=workloads)
-    _check_labels(labels, times[0])
-    order = labels.sort_values(list(KEY_LABELS), kind="stable").index.to_numpy()
-    measured = ~np.isnan(memory).all(axis=1)
-    windows = slice(1, None)
-    kept = ~np.isnan(cpu[:, windows]) & (~np.isnan(memory[:, windows]) | ~measured[:, None])
-    kept = kept[order]
-    per_row = kept.sum(axis=1)
-    columns: dict[str, object] = {
-        "timestamp": pd.DatetimeIndex(
-            np.broadcast_to(times[:-1], kept.shape)[kept].astype("datetime64[s]")
-        )
-        .tz_localize("UTC")
-        .astype(TIMESTAMP_DTYPE),
-    }
-    names = shared_categories([labels[name] for name in KEY_LABELS])
-    for name in KEY_LABELS:
-        codes = names.categories.get_indexer(labels[name].to_numpy(dtype=object)[order])
-        columns[name] = pd.Categorical.from_codes(np.repeat(codes, per_row), dtype=names)
-    columns["cpu"] = cpu[order, windows][kept]
-    columns["memory"] = memory[order, windows][kept]
-    for name in RESOURCE_COLUMNS:  # in force at the window's start
-        columns[name] = gauges[name][order, :-1][kept]
-    columns[THROTTLED_COLUMN] = throttled[order, windows][kept]
-    return pd.DataFrame(columns)[list(USAGE_COLUMNS)]
-
-
-def _check_labels(labels: pd.DataFrame, first: int) -> None:
-    """The keys' rules of `validate_usage` (non-empty, no whitespace), once per series."""
-    if labels.empty:
-        return
-    probe = labels.assign(timestamp=int(first), cpu=0.0, memory=np.nan)
-    try:
-        validate_usage(probe, "Prometheus")
-    except DataFormatError as error:
-        raise PrometheusSourceError(f"unusable history: {error}") from error
-
-
 def _oom_events(
-    answers: Answers, keys: pd.DataFrame, grids: dict[str, np.ndarray], memory: np.ndarray
+    answers: Answers, keys: pd.DataFrame, grids: Grids, memory: np.ndarray
 ) -> pd.DataFrame:
     """An OOM kill is a restart-count increase seen while the last termination is
     OOMKilled, stamped at the first grid point showing it (at most one step after the
     kill). It carries the memory limit then, or, without a limit, the peak working set
     of the window before it. Several kills within one step show as one jump of the
     restart counter and give one event (the counter cannot tell more)."""
-    restarts = grids["restarts"]
+    restarts, oom, limits = grids["restarts"], grids["oom"], grids["memory_limit"]
+    if restarts is None or oom is None:  # no restart, or no OOMKilled reason shown
+        return frames.event_frame(
+            pd.DataFrame(columns=[*frames.KEYS, "time", "memory"]), "OOMKilled"
+        )
     with np.errstate(invalid="ignore"):
         rose = np.round(restarts[:, 1:] - restarts[:, :-1]) > 0
-        killed = rose & (grids["oom"][:, 1:] == 1)
+        killed = rose & (oom[:, 1:] == 1)
     rows, column = np.nonzero(killed)
     column = column + 1
     jumps = keys.iloc[rows].reset_index(drop=True)
     jumps["time"] = answers.start + answers.step * column
-    limit = grids["memory_limit"][rows, column]
+    limit = np.full(rows.size, np.nan) if limits is None else limits[rows, column]
     jumps["memory"] = np.where(np.isnan(limit), memory[rows, column], limit)
     return frames.event_frame(jumps, "OOMKilled")
 
@@ -308,7 +283,7 @@ def _eviction_events(
 
 def pressure_episodes(
     keys: pd.DataFrame,
-    stalled: np.ndarray,
+    stalled: np.ndarray | None,
     memory: np.ndarray,
     times: np.ndarray,
     rule: PressureRule | None = None,
@@ -319,13 +294,14 @@ def pressure_episodes(
     of them, with the peak working set over them (the models bump it as an OOM kill's).
 
     Column j + 1 of `stalled` and `memory` is window j, as for every cAdvisor answer; a
-    window without a reading breaks an episode (its share is unknown, not zero).
+    window without a reading breaks an episode (its share is unknown, not zero); None
+    is no reading at all (no PSI).
     """
     rule = rule or PressureRule()
     step = int(times[1] - times[0]) if times.size > 1 else rule.window_seconds
     span = rule.windows_for(step)
     columns = ["namespace", "pod", "container", "time", "memory"]
-    if stalled.shape[1] <= span:
+    if stalled is None or stalled.shape[1] <= span:
         return pd.DataFrame(columns=columns)
     known = ~np.isnan(stalled)
     shares = np.where(known, stalled, 0.0)

@@ -1,9 +1,10 @@
 """Query answers placed on the step grid, one row per container (pure: no I/O).
 
 Grid point g is T_g = start + g * step, g = 0 .. W (W = windows in [start, end)).
-Each answer fills a float64 array of containers x grid points. Holding 8 bytes per
-container and grid point, rather than a long frame with label strings on every row,
-is what lets 10,000 containers fit in memory.
+Each answer fills an array of containers x grid points. Holding 8 bytes per container
+and grid point (4 for small counts and flags), rather than a long frame with label
+strings on every row, is what lets 10,000 containers fit in memory; a grid no answer
+reached (throttling without a CPU limit, PSI, OOM reasons) holds nothing at all.
 """
 
 from __future__ import annotations
@@ -58,7 +59,8 @@ class SeriesIndex:
 
 
 class Grid:
-    """A float64 value per container row and grid point (NaN: none), growing with rows.
+    """A value per container row and grid point (NaN: none), growing with rows; float64
+    unless `dtype` says otherwise (float32 holds restart counts and 0/1 flags exactly).
 
     Several series of one row (a container exported by two scrape jobs, the app and the
     init container halves of a kube-state-metrics query) collapse to their largest value
@@ -67,14 +69,28 @@ class Grid:
     NaN counts only where no series has a number, as in PromQL's aggregations.
     """
 
-    def __init__(self, start: int, step: int, points: int, *, lowest: bool = False) -> None:
+    def __init__(
+        self,
+        start: int,
+        step: int,
+        points: int,
+        *,
+        lowest: bool = False,
+        dtype: type[np.floating] = np.float64,
+    ) -> None:
         self.start, self.step, self.points = start, step, points
-        self.values = np.full((0, points), np.nan)
+        self.values: np.ndarray = np.full((0, points), np.nan, dtype)
         self.combine = np.fmin if lowest else np.fmax
+
+    @property
+    def filled(self) -> bool:
+        """Whether any answer placed a point here (until then it holds no memory)."""
+        return self.values.shape[0] > 0
 
     def _grow(self, need: int) -> None:
         if need > self.values.shape[0]:
-            grown = np.full((max(need, self.values.shape[0] * 5 // 4), self.points), np.nan)
+            rows = max(need, self.values.shape[0] * 5 // 4)
+            grown = np.full((rows, self.points), np.nan, self.values.dtype)
             grown[: self.values.shape[0]] = self.values
             self.values = grown
 
@@ -97,6 +113,10 @@ class Grid:
         """The first `count` rows (NaN for rows no answer reached)."""
         self._grow(count)
         return self.values[:count]
+
+    def held(self, count: int) -> np.ndarray | None:
+        """The first `count` rows, or None where no answer reached this grid."""
+        return self.rows(count) if self.filled else None
 
 
 def drop_implausible(

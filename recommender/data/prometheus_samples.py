@@ -13,7 +13,11 @@ each series and grid point T:
   what `timestamp(x)` answers;
 - `resets`: decreases between consecutive samples in [T - step, T] — `resets(x[step])`
   on Prometheus 2 (a closed range);
-- `low`: the smallest sample in [T - step, T] — `min_over_time(x[step])`.
+- `low`: the smallest sample in [T - step, T] — `min_over_time(x[step])`;
+- `floor`: `low`, or -inf where `resets` counts a decrease: all a window's average
+  needs of the two (a window is clean where its floor is at least the counter at its
+  start), in one grid instead of two. Collapsing several series of a container by
+  their smallest floor is collapsing `resets` by the largest and `low` by the smallest.
 
 The three come back as matrices, as the queries' answers would, so several series of
 one container collapse on the grid as before. Samples older than the range asked
@@ -40,12 +44,18 @@ def samples_range(first: int, last: int, step: int) -> int:
 
 
 def counter_reads(
-    samples: Matrix, presence: Matrix, first: int, last: int, step: int
+    samples: Matrix,
+    presence: Matrix,
+    first: int,
+    last: int,
+    step: int,
+    parts: tuple[str, ...] = ("at", "resets", "low", "floor"),
 ) -> dict[str, Matrix]:
-    """{"at", "resets", "low"}: matrices on the grid first, first + step, ..., last, one
-    series per series of `samples` (raw, times in ms), as `timestamp(x)`, `resets(x[step])`
-    and `min_over_time(x[step])` read by query_range would answer; `presence` is the bare
-    selector's answer on the same grid (times in seconds)."""
+    """`parts` of {"at", "resets", "low", "floor"}: matrices on the grid first, first +
+    step, ..., last, one series per series of `samples` (raw, times in ms), as
+    `timestamp(x)`, `resets(x[step])` and `min_over_time(x[step])` read by query_range
+    would answer; `presence` is the bare selector's answer on the same grid (times in
+    seconds)."""
     points = (last - first) // step + 1
     grid = first + step * np.arange(points, dtype=np.int64)
     count = len(samples.labels)
@@ -75,10 +85,10 @@ def counter_reads(
     if windowed.any():
         bounds = np.stack([earliest[windowed], latest[windowed] + 1], axis=1).ravel()
         low[windowed] = np.fmin.reduceat(np.append(values, np.nan), bounds)[::2]
-    return {
-        name: _on_grid(samples.labels, grid, read)
-        for name, read in (("at", at), ("resets", resets), ("low", low))
-    }
+    reads = {"at": at, "resets": resets, "low": low}
+    if "floor" in parts:
+        reads["floor"] = np.where(resets > 0, -np.inf, low)
+    return {name: _on_grid(samples.labels, grid, reads[name]) for name in parts}
 
 
 def _present(presence: Matrix, samples: Matrix, first: int, step: int, points: int) -> np.ndarray:

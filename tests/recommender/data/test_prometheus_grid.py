@@ -58,3 +58,13 @@ def test_answers_arriving_apart_combine_and_a_later_nan_keeps_the_number() -> No
     for answer in (first, second):
         grid.put(index.rows(answer, KEYS), answer)
     np.testing.assert_array_equal(grid.rows(1), [[2.0, 3.0, 1.0]])
+
+
+def test_a_grid_no_answer_reached_holds_nothing_and_small_counts_fit_float32() -> None:
+    index, grid = SeriesIndex(), Grid(0, 300, 4, dtype=np.float32)
+    index.rows(two_jobs(), KEYS)
+    assert not grid.filled and grid.held(2) is None
+    grid.put(index.rows(two_jobs(), KEYS), two_jobs())
+    held = grid.held(2)
+    assert held is not None and held.dtype == np.float32
+    np.testing.assert_array_equal(held, [[1.0, 5.0, 6.0, NAN], [7.0, NAN, 8.0, NAN]])

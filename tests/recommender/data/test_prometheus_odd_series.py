@@ -230,6 +230,16 @@ def test_times_resets_and_lows_from_raw_samples_equal_what_prometheus_evaluates(
         }
         for part, query in evaluated.items():
             assert _by_series(reads[part]) == _by_series(fetcher.range_matrix(query, first, last))
+        # the floor: the low, unless the window holds a reset
+        lows, resets = _by_series(reads["low"]), _by_series(reads["resets"])
+        floors = {
+            key: [
+                (t, -math.inf if r > 0 else low)
+                for (t, low), (_, r) in zip(lows[key], points, strict=True)
+            ]
+            for key, points in resets.items()
+        }
+        assert _by_series(reads["floor"]) == floors
     finally:
         client.close()
 
