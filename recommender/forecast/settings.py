@@ -1,17 +1,17 @@
 """Every knob of the forecasting recommender, in one frozen value.
 
 A run is fully described by its input and one `ForecastSettings`: nothing is read
-from globals or the environment. Defaults were tuned on the Bitbrains months
-2013-7 and 2013-8 only; what each rule buys is measured in docs/results.
-The knobs a user turns (risk, budget, memory headroom) are top-level; the rules'
-own knobs sit in groups, set by dotted name (`reactions.react_margin=0.2`).
+from globals or the environment. The knobs a user turns (risk, budget, memory headroom)
+are top-level; the rules' own knobs sit in groups, set by dotted name
+(`reactions.react_margin=0.2`). Each field declares its valid range once, as
+`metadata={"within": ...}`, and every group checks its fields against it when built.
 """
 
 from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field, replace
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal, cast, get_args
 
 from recommender.overrides import SettingsError, require
 from tailor.durations import DAY, HOUR, DurationError, whole_windows
@@ -29,14 +29,79 @@ class ForecastSettingsError(SettingsError):
     """A setting outside the range the recommender can work with."""
 
 
+def _bound(settings: Any, text: str) -> float:
+    """A bound of an interval: a number, or the name of another field of `settings`."""
+    return float(getattr(settings, text)) if text.isidentifier() and text != "inf" else float(text)
+
+
+def _within(settings: Any, name: str, within: str | tuple[str, ...]) -> tuple[bool, str]:
+    """Whether field `name` lies `within` an interval ("[0, 1)", "(0, inf)": an upper inf
+    is no bound; a bound may name another field) or a tuple of choices, and the message
+    if not. A tuple value must be non-empty with every item within."""
+    value = getattr(settings, name)
+    if isinstance(within, tuple):
+        return value in within, f"{name} must be one of {', '.join(within)}"
+    low, high = (part.strip() for part in within[1:-1].split(","))
+    lower, upper = _bound(settings, low), _bound(settings, high)
+    items = value if isinstance(value, tuple) else (value,)
+    ok = len(items) > 0 and all(
+        (v >= lower if within[0] == "[" else v > lower)
+        and (high == "inf" or (v <= upper if within[-1] == "]" else v < upper))
+        for v in items
+    )
+    if isinstance(value, tuple):
+        return ok, f"{name} must be non-empty values in {within}"
+    if high != "inf":
+        return ok, f"{name} must be in {within}"
+    said = {"[0": "cannot be negative", "(0": "must be positive"}.get(within[0] + low)
+    return ok, f"{name} {said or f'must be at least {low}'}"
+
+
+def _spans_within_the_history_limit(settings: Any) -> list[tuple[bool, str]]:
+    """Every span setting (…_days, …_hours, …_seconds) at most MAX_HISTORY_DAYS: a huge
+    one ended in an OverflowError, or a hang."""
+    units = {"_days": DAY, "_hours": HOUR, "_seconds": 1.0}
+    checks = []
+    for name in (f.name for f in dataclasses.fields(settings)):
+        value = getattr(settings, name)
+        unit = next((u for suffix, u in units.items() if name.endswith(suffix)), None)
+        if unit is not None and isinstance(value, int | float) and not isinstance(value, bool):
+            within = value * unit <= MAX_HISTORY_DAYS * DAY
+            checks.append((within, f"{name} must span at most {MAX_HISTORY_DAYS:g} days"))
+    return checks
+
+
+class _Checked:
+    """A settings dataclass checked when built: each field against its `within`, each span
+    against the history limit. GROUP prefixes the messages with the group's dotted name."""
+
+    GROUP: ClassVar[str] = ""
+
+    def __post_init__(self) -> None:
+        fields = dataclasses.fields(cast(Any, self))
+        checks = [_within(self, f.name, f.metadata["within"]) for f in fields if f.metadata]
+        checks += _spans_within_the_history_limit(self)
+        require([(ok, self.GROUP + said) for ok, said in checks], ForecastSettingsError)
+
+
+def _in(within: str | tuple[str, ...]) -> dict[str, Any]:
+    return {"within": within}
+
+
+UNIT = _in("[0, 1]")
+NON_NEGATIVE = _in("[0, inf)")
+POSITIVE = _in("(0, inf)")
+AT_LEAST_ONE = _in("[1, inf)")
+
+
 @dataclass(frozen=True)
-class ModelSettings:
+class ModelSettings(_Checked):
     """The forecast of block means (Holt-Winters, damped trend; see `holtwinters`).
 
-    level_alphas: candidate level smoothing values (per block); each container uses
-        the one (or the persistence forecast) whose recent errors cost the least margin.
+    level_alphas: candidate level smoothing values; each container uses the one (or the
+        persistence forecast) whose recent errors cost the least margin.
     persistence_windows: the persistence forecast (mean of the last windows) that
-        competes with Holt-Winters, per series: batch jobs switch state and stay.
+        competes with Holt-Winters: batch jobs switch state and stay.
     trend_beta, trend_damping, season_gamma: the other smoothing parameters (gamma
         per cycle).
     season_threshold: autocorrelation at the cycle length above which a daily or
@@ -45,31 +110,18 @@ class ModelSettings:
         a weekly cycle to be used instead of a daily one.
     """
 
-    level_alphas: tuple[float, ...] = (0.05, 0.2, 0.5, 0.9)
-    persistence_windows: int = 3
-    trend_beta: float = 0.02
-    trend_damping: float = 0.9
-    season_gamma: float = 0.2
-    season_threshold: float = 0.3
+    GROUP = "model."
+    level_alphas: tuple[float, ...] = field(default=(0.05, 0.2, 0.5, 0.9), metadata=_in("(0, 1]"))
+    persistence_windows: int = field(default=3, metadata=AT_LEAST_ONE)
+    trend_beta: float = field(default=0.02, metadata=UNIT)
+    trend_damping: float = field(default=0.9, metadata=UNIT)
+    season_gamma: float = field(default=0.2, metadata=UNIT)
+    season_threshold: float = field(default=0.3, metadata=_in("(-1, 1)"))
     weekly_gain: float = 0.1
-
-    def __post_init__(self) -> None:
-        checks = [
-            (
-                len(self.level_alphas) > 0 and all(0.0 < a <= 1.0 for a in self.level_alphas),
-                "level_alphas must be non-empty values in (0, 1]",
-            ),
-            (self.persistence_windows >= 1, "persistence_windows must be at least 1"),
-            (0.0 <= self.trend_beta <= 1.0, "trend_beta must be in [0, 1]"),
-            (0.0 <= self.trend_damping <= 1.0, "trend_damping must be in [0, 1]"),
-            (0.0 <= self.season_gamma <= 1.0, "season_gamma must be in [0, 1]"),
-            (-1.0 < self.season_threshold < 1.0, "season_threshold must be in (-1, 1)"),
-        ]
-        require(checks, ForecastSettingsError)
 
 
 @dataclass(frozen=True)
-class HysteresisSettings:
+class HysteresisSettings(_Checked):
     """When a block boundary moves a request (see `schedule`): every change is a resize.
 
     decrease_threshold: a planned decrease must lower the request by this share ...
@@ -81,23 +133,15 @@ class HysteresisSettings:
         ramp costs one change, not one per block.
     """
 
-    decrease_threshold: float = 0.15
-    min_decrease_share: float = 0.05
-    increase_threshold: float = 0.1
-    cover_blocks: int = 3
-
-    def __post_init__(self) -> None:
-        checks = [
-            (0.0 <= self.decrease_threshold < 1.0, "decrease_threshold must be in [0, 1)"),
-            (0.0 <= self.min_decrease_share < 1.0, "min_decrease_share must be in [0, 1)"),
-            (self.increase_threshold >= 0.0, "increase_threshold cannot be negative"),
-            (self.cover_blocks >= 1, "cover_blocks must be at least 1"),
-        ]
-        require(checks, ForecastSettingsError)
+    GROUP = "hysteresis."
+    decrease_threshold: float = field(default=0.15, metadata=_in("[0, 1)"))
+    min_decrease_share: float = field(default=0.05, metadata=_in("[0, 1)"))
+    increase_threshold: float = field(default=0.1, metadata=NON_NEGATIVE)
+    cover_blocks: int = field(default=3, metadata=AT_LEAST_ONE)
 
 
 @dataclass(frozen=True)
-class ReactionSettings:
+class ReactionSettings(_Checked):
     """Mid-block reactions: CPU raised between boundaries after a shortfall.
 
     react_after_windows: consecutive windows clearly above the request before a raise.
@@ -112,25 +156,16 @@ class ReactionSettings:
         margin: jobs come in bursts.
     """
 
-    react_after_windows: int = 2
-    react_margin: float = 0.1
-    react_min_fraction: float = 0.1
+    GROUP = "reactions."
+    react_after_windows: int = field(default=2, metadata=AT_LEAST_ONE)
+    react_margin: float = field(default=0.1, metadata=NON_NEGATIVE)
+    react_min_fraction: float = field(default=0.1, metadata=NON_NEGATIVE)
     reactions_per_day: float = 2.0
-    busy_lookback_hours: float = 3.0
-
-    def __post_init__(self) -> None:
-        checks = [
-            (self.react_after_windows >= 1, "react_after_windows must be at least 1"),
-            (self.react_margin >= 0.0, "react_margin cannot be negative"),
-            (self.react_min_fraction >= 0.0, "react_min_fraction cannot be negative"),
-            (self.busy_lookback_hours > 0.0, "busy_lookback_hours must be positive"),
-            *_spans_within_the_history_limit(self),
-        ]
-        require(checks, ForecastSettingsError)
+    busy_lookback_hours: float = field(default=3.0, metadata=POSITIVE)
 
 
 @dataclass(frozen=True)
-class MemorySettings:
+class MemorySettings(_Checked):
     """The memory limit (= request): a limit too low kills the container (see `memory`).
 
     memory_recent_hours: the limit never drops below the peak of this recent past.
@@ -149,32 +184,19 @@ class MemorySettings:
     oom_hold_hours: ... and no decrease follows for this long.
     """
 
-    memory_recent_hours: float = 2.0
-    memory_peak_days: float = 7.0
-    memory_state_quantile: float = 1.0
-    oom_tolerance_per_day: float = 0.02
-    oom_worth_bytes: float = 4096 * MIB
-    oom_bump_factor: float = 1.4
-    oom_bump_min_bytes: float = 100 * MIB
-    oom_hold_hours: float = 24.0
-
-    def __post_init__(self) -> None:
-        checks = [
-            (self.memory_recent_hours > 0.0, "memory_recent_hours must be positive"),
-            (self.memory_peak_days > 0.0, "memory_peak_days must be positive"),
-            (0.5 <= self.memory_state_quantile <= 1.0, "memory_state_quantile in [0.5, 1]"),
-            (self.oom_tolerance_per_day >= 0.0, "oom_tolerance_per_day cannot be negative"),
-            (self.oom_worth_bytes > 0.0, "oom_worth_bytes must be positive"),
-            (self.oom_bump_factor >= 1.0, "oom_bump_factor must be at least 1"),
-            (self.oom_bump_min_bytes >= 0.0, "oom_bump_min_bytes cannot be negative"),
-            (self.oom_hold_hours >= 0.0, "oom_hold_hours cannot be negative"),
-            *_spans_within_the_history_limit(self),
-        ]
-        require(checks, ForecastSettingsError)
+    GROUP = "memory."
+    memory_recent_hours: float = field(default=2.0, metadata=POSITIVE)
+    memory_peak_days: float = field(default=7.0, metadata=POSITIVE)
+    memory_state_quantile: float = field(default=1.0, metadata=_in("[0.5, 1]"))
+    oom_tolerance_per_day: float = field(default=0.02, metadata=NON_NEGATIVE)
+    oom_worth_bytes: float = field(default=4096 * MIB, metadata=POSITIVE)
+    oom_bump_factor: float = field(default=1.4, metadata=AT_LEAST_ONE)
+    oom_bump_min_bytes: float = field(default=100 * MIB, metadata=NON_NEGATIVE)
+    oom_hold_hours: float = field(default=24.0, metadata=NON_NEGATIVE)
 
 
 @dataclass(frozen=True)
-class LullSettings:
+class LullSettings(_Checked):
     """How the `forecast` strategy follows the lulls of on/off containers (see `lulls`).
 
     follow: drop CPU mid-block to the idle need once a batch container has been
@@ -191,30 +213,19 @@ class LullSettings:
         to last, and waiting for the budget kept the busy level through most of it.
     """
 
+    GROUP = "lulls."
     follow: bool = True
-    after_windows: int = 2
-    min_saving: float = 0.5
-    idle_quantile: float = 0.9
-    target_floor: float = 0.2
-    reserve: int = 1
-    long_after: int = 24
-    frees_within: int = 96
-
-    def __post_init__(self) -> None:
-        checks = [
-            (self.after_windows >= 1, "lulls: after_windows must be at least 1"),
-            (0.0 <= self.min_saving <= 1.0, "lulls: min_saving must be in [0, 1]"),
-            (0.0 < self.idle_quantile <= 1.0, "lulls: idle_quantile must be in (0, 1]"),
-            (0.0 <= self.target_floor <= 1.0, "lulls: target_floor must be in [0, 1]"),
-            (self.reserve >= 1, "lulls: reserve must be at least 1"),
-            (self.long_after >= 0, "lulls: long_after cannot be negative"),
-            (self.frees_within >= 0, "lulls: frees_within cannot be negative"),
-        ]
-        require(checks, ForecastSettingsError)
+    after_windows: int = field(default=2, metadata=AT_LEAST_ONE)
+    min_saving: float = field(default=0.5, metadata=UNIT)
+    idle_quantile: float = field(default=0.9, metadata=_in("(0, 1]"))
+    target_floor: float = field(default=0.2, metadata=UNIT)
+    reserve: int = field(default=1, metadata=AT_LEAST_ONE)
+    long_after: int = field(default=24, metadata=NON_NEGATIVE)
+    frees_within: int = field(default=96, metadata=NON_NEGATIVE)
 
 
 @dataclass(frozen=True)
-class SpikeSettings:
+class SpikeSettings(_Checked):
     """How the `forecast` strategy hands back a reaction once a serving burst is over
     (see `spikes`).
 
@@ -227,24 +238,16 @@ class SpikeSettings:
         through rather than answered with a raise nothing could hand back.
     """
 
+    GROUP = "spikes."
     release: bool = True
-    after_windows: int = 2
-    min_saving: float = 0.3
-    reserve: int = 0
-    last_change_after: int = 6
-
-    def __post_init__(self) -> None:
-        checks = [
-            (self.after_windows >= 1, "spikes: after_windows must be at least 1"),
-            (0.0 <= self.min_saving <= 1.0, "spikes: min_saving must be in [0, 1]"),
-            (self.reserve >= 0, "spikes: reserve cannot be negative"),
-            (self.last_change_after >= 1, "spikes: last_change_after must be at least 1"),
-        ]
-        require(checks, ForecastSettingsError)
+    after_windows: int = field(default=2, metadata=AT_LEAST_ONE)
+    min_saving: float = field(default=0.3, metadata=UNIT)
+    reserve: int = field(default=0, metadata=NON_NEGATIVE)
+    last_change_after: int = field(default=6, metadata=AT_LEAST_ONE)
 
 
 @dataclass(frozen=True)
-class ForecastSettings:
+class ForecastSettings(_Checked):
     """Settings of the `forecast` strategy and of `recommend_forecast`.
 
     cpu_shortfall_mode: "vpa" (default) targets `vpa_parity_factor` times the shortfall
@@ -279,62 +282,28 @@ class ForecastSettings:
         each group).
     """
 
-    cpu_shortfall_mode: ShortfallMode = "vpa"
-    target_cpu_shortfall: float = 0.005
-    vpa_parity_factor: float = 0.6
-    max_container_shortfall: float = 0.1
-    batch_cpu_sizing: BatchSizing = "percentile"
-    update_period_seconds: int = HOUR
-    horizon_seconds: int = DAY
-    history_days: float = 14.0
-    residual_days: float = 7.0
-    max_changes_per_day: int = 6
-    reserved_changes: int = 1
-    memory_margin: float = 0.2
-    batch_peak_margin: float = 0.03
-    chunk_series: int = 512
-    min_cpu_cores: float = 0.005
-    min_memory_bytes: float = 64 * MIB
+    cpu_shortfall_mode: ShortfallMode = field(default="vpa", metadata=_in(get_args(ShortfallMode)))
+    target_cpu_shortfall: float = field(default=0.005, metadata=_in("(0, 0.5)"))
+    vpa_parity_factor: float = field(default=0.6, metadata=_in("(0, 1]"))
+    max_container_shortfall: float = field(default=0.1, metadata=_in("[target_cpu_shortfall, 1)"))
+    batch_cpu_sizing: BatchSizing = field(default="percentile", metadata=_in(get_args(BatchSizing)))
+    update_period_seconds: int = field(default=HOUR, metadata=_in("[60, inf)"))
+    horizon_seconds: int = field(default=DAY, metadata=_in("[update_period_seconds, inf)"))
+    history_days: float = field(default=14.0, metadata=_in(f"[1, {MAX_HISTORY_DAYS:g}]"))
+    residual_days: float = field(default=7.0, metadata=_in("(0, history_days]"))
+    max_changes_per_day: int = field(default=6, metadata=AT_LEAST_ONE)
+    reserved_changes: int = field(default=1, metadata=_in("[0, max_changes_per_day)"))
+    memory_margin: float = field(default=0.2, metadata=NON_NEGATIVE)
+    batch_peak_margin: float = field(default=0.03, metadata=NON_NEGATIVE)
+    chunk_series: int = field(default=512, metadata=AT_LEAST_ONE)
+    min_cpu_cores: float = field(default=0.005, metadata=POSITIVE)
+    min_memory_bytes: float = field(default=64 * MIB, metadata=POSITIVE)
     model: ModelSettings = field(default_factory=ModelSettings)
     hysteresis: HysteresisSettings = field(default_factory=HysteresisSettings)
     reactions: ReactionSettings = field(default_factory=ReactionSettings)
     memory: MemorySettings = field(default_factory=MemorySettings)
     lulls: LullSettings = field(default_factory=LullSettings)
     spikes: SpikeSettings = field(default_factory=SpikeSettings)
-
-    def __post_init__(self) -> None:
-        checks = [
-            (0.0 < self.target_cpu_shortfall < 0.5, "target_cpu_shortfall must be in (0, 0.5)"),
-            (
-                self.target_cpu_shortfall <= self.max_container_shortfall < 1.0,
-                "max_container_shortfall must be in [target_cpu_shortfall, 1)",
-            ),
-            (self.cpu_shortfall_mode in ("vpa", "fixed"), "cpu_shortfall_mode: vpa|fixed"),
-            (0.0 < self.vpa_parity_factor <= 1.0, "vpa_parity_factor must be in (0, 1]"),
-            (self.batch_cpu_sizing in ("mean", "percentile"), "batch_cpu_sizing: mean|percentile"),
-            (self.update_period_seconds >= 60, "update_period_seconds must be at least 60"),
-            (
-                self.horizon_seconds >= self.update_period_seconds,
-                "horizon_seconds must cover at least one update period",
-            ),
-            (
-                1.0 <= self.history_days <= MAX_HISTORY_DAYS,
-                f"history_days must be in [1, {MAX_HISTORY_DAYS:g}]",
-            ),
-            (0.0 < self.residual_days <= self.history_days, "residual_days in (0, history_days]"),
-            (self.max_changes_per_day >= 1, "max_changes_per_day must be at least 1"),
-            (
-                0 <= self.reserved_changes < self.max_changes_per_day,
-                "reserved_changes must be below max_changes_per_day",
-            ),
-            (self.memory_margin >= 0.0, "memory_margin cannot be negative"),
-            (self.batch_peak_margin >= 0.0, "batch_peak_margin cannot be negative"),
-            (self.chunk_series >= 1, "chunk_series must be at least 1"),
-            (self.min_cpu_cores > 0.0, "min_cpu_cores must be positive"),
-            (self.min_memory_bytes > 0.0, "min_memory_bytes must be positive"),
-            *_spans_within_the_history_limit(self),
-        ]
-        require(checks, ForecastSettingsError)
 
     def with_budget(self, changes_per_day: int) -> ForecastSettings:
         """These settings at another change budget (the user's dial: `--changes-per-day`,
@@ -347,30 +316,9 @@ class ForecastSettings:
         return max(1, round(seconds / self.update_period_seconds))
 
     def windows_per_block(self, step: int) -> int:
-        """Sample windows per update period for a data step of `step` seconds.
-
-        A period that is not a whole number of steps cannot be kept: it used to be
-        rounded, so 7-minute periods on 5-minute data became 5-minute blocks and the
-        24 h schedule silently covered 17 h.
-        """
+        """Sample windows per update period for a data step of `step` seconds: a period
+        that is not a whole number of steps is an error, never silently rounded."""
         try:
             return whole_windows(self.update_period_seconds, step, "update_period_seconds")
         except DurationError as error:
             raise ForecastSettingsError(str(error)) from None
-
-
-_SPAN_UNITS = {"_days": DAY, "_hours": HOUR, "_seconds": 1.0}
-
-
-def _spans_within_the_history_limit(settings: Any) -> list[tuple[bool, str]]:
-    """Every span setting (…_days, …_hours, …_seconds) of a settings group at most
-    MAX_HISTORY_DAYS: a huge one ended in an OverflowError, or a hang."""
-    limit = MAX_HISTORY_DAYS * DAY
-    checks = []
-    for name in (f.name for f in dataclasses.fields(settings)):
-        value = getattr(settings, name)
-        unit = next((u for suffix, u in _SPAN_UNITS.items() if name.endswith(suffix)), None)
-        if unit is not None and isinstance(value, int | float) and not isinstance(value, bool):
-            within = value * unit <= limit
-            checks.append((within, f"{name} must span at most {MAX_HISTORY_DAYS:g} days"))
-    return checks
