@@ -20,13 +20,13 @@ from datetime import UTC, datetime
 import numpy as np
 import pandas as pd
 
-from recommender.data.columnar import concat_frames
 from recommender.data.prometheus import (
     EmptyHistoryError,
     PrometheusSettings,
     load_prometheus_history,
 )
 from recommender.data.timestamps import unix_seconds
+from recommender.service.history_cache_fold import fold
 
 Loader = Callable[..., tuple[pd.DataFrame, pd.DataFrame]]
 SERIES = ["namespace", "pod", "container"]
@@ -149,17 +149,9 @@ class HistoryCache:
         parts = []
         if old is not None and not old.empty:
             seconds = unix_seconds(old["timestamp"])
-            parts.append(old[(seconds >= start) & (seconds < cut)])
+            parts.append((old, np.flatnonzero((seconds >= start) & (seconds < cut))))
         if new is not None and not new.empty:
-            parts.append(new[unix_seconds(new["timestamp"]) >= cut])
+            parts.append((new, np.flatnonzero(unix_seconds(new["timestamp"]) >= cut)))
         if not parts:
             return (old if old is not None else new).iloc[0:0]  # type: ignore[union-attr]
-        joined = concat_frames(parts)
-        key = _series_key(joined) if "timestamp" in joined.columns else None
-        if key is not None:  # old rows, then new, each sorted by series and time: one pass
-            rows = np.argsort(key, kind="stable")
-            key, seconds = key[rows], unix_seconds(joined["timestamp"])[rows]
-            if ((np.diff(key) > 0) | (np.diff(seconds) >= 0)).all():
-                return joined.take(rows).reset_index(drop=True)
-        order = [c for c in (*SERIES, "timestamp") if c in joined.columns]
-        return joined.sort_values(order, kind="stable", ignore_index=True)
+        return fold(parts)

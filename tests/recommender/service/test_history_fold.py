@@ -44,3 +44,24 @@ def test_the_fold_keeps_old_rows_before_the_cut_and_new_ones_from_it_in_order() 
     joined = HistoryCache._joined(old, new, start=5 * 60, cut=10 * 60)
     shown = list(zip(joined["pod"].astype(str), joined["timestamp"].dt.minute, strict=True))
     assert shown == [("api-0", 15), ("db-0", 5), ("web-1", 5), ("web-1", 10), ("web-1", 15)]
+    assert joined["pod"].dtype == joined["workload"].dtype  # one set of names, the union
+    assert set(joined["pod"].cat.categories) >= {"api-0", "db-0", "web-1"}
+
+
+def test_the_fold_carries_every_column_of_the_rows_it_keeps() -> None:
+    """Each column's values travel with their row, categorical keys over the union of
+    both reads' names, float columns as floats, as a sort of the joined reads gives."""
+    old = frame([("web", "web-1", "app", m) for m in (0, 5, 10)] + [("db", "db-0", "app", 5)])
+    new = frame([("web", "web-1", "app", m) for m in (10, 15)] + [("api", "api-0", "x", 15)])
+    old["cpu"], new["cpu"] = [1.0, 2.0, 3.0, 4.0], [5.0, 6.0, 7.0]
+    old["memory"], new["memory"] = [10.0, 20.0, 30.0, float("nan")], [50.0, 60.0, 70.0]
+    joined = HistoryCache._joined(old, new, start=0, cut=10 * 60)
+    kept = old[old["timestamp"].dt.minute < 10]
+    expected = pd.concat([kept.astype(str), new.astype(str)], ignore_index=True)
+    expected = expected.sort_values(["pod", "timestamp"], kind="stable", ignore_index=True)
+    assert joined["cpu"].tolist() == [7.0, 4.0, 1.0, 2.0, 5.0, 6.0]
+    assert joined["memory"].dtype == "float64" and joined["memory"].isna().sum() == 1
+    pd.testing.assert_frame_equal(
+        joined.astype(str), expected.astype(str)[list(joined.columns)], check_dtype=False
+    )
+    assert list(joined.columns) == list(old.columns)
