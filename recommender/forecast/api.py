@@ -1,13 +1,12 @@
 """The batch entry point: usage history in, recommendations and a 24 h schedule out.
 
-`plan_forecast` plans every series once from the history it is given with the
-policy the live strategy runs every block (`ForecastPolicy`), and says what a schedule
-of each plan must play (`Needs`). `recommend_forecast` plays each series' schedule from
-nothing in force; `recommender.aggregates` merges the needs of a workload's pods and
-plays one schedule per workload from its requests in force. Either way the schedule is
-laid out two ways: a stable recommendation in the VPA API's shape (target, lowerBound,
-upperBound), a drop-in for the upstream recommender, and the requests per update
-period that the updater applies in place.
+`plan_forecast` plans every series once with the policy the live strategy runs every
+block (`ForecastPolicy`), and says what each plan's schedule must play (`Needs`).
+`recommend_forecast` plays each series' schedule from nothing in force;
+`recommender.aggregates` plays one per workload from its requests in force. Either way
+the schedule is laid out as a stable recommendation in the VPA API's shape (target,
+lowerBound, upperBound), a drop-in for the upstream recommender, and as the requests per
+update period the updater applies in place.
 """
 
 from __future__ import annotations
@@ -21,29 +20,15 @@ import pandas as pd
 
 from recommender.data.arrays import KEY_COLUMNS, UsageArrays
 from recommender.data.ooms import history_start, oom_kills
-from recommender.forecast.explain import explain, explanation_columns
+from recommender.forecast.explain import reasons
 from recommender.forecast.memory import OomHistory, SeriesBumps, implied_demand
 from recommender.forecast.planner import Plan
 from recommender.forecast.policy import ForecastPolicy, Needs
 from recommender.forecast.settings import ForecastSettings
 
-BOUND_COLUMNS = (
-    "cpu_target",
-    "cpu_lower",
-    "cpu_upper",
-    "memory_target",
-    "memory_lower",
-    "memory_upper",
-)
+BOUND_COLUMNS = tuple(f"{r}_{b}" for r in ("cpu", "memory") for b in ("target", "lower", "upper"))
 RECOMMENDATION_COLUMNS = (*KEY_COLUMNS, *BOUND_COLUMNS, "explanation")
-SCHEDULE_COLUMNS = (
-    *KEY_COLUMNS,
-    "start",
-    "end",
-    "cpu_request",
-    "memory_request",
-    "memory_limit",
-)
+SCHEDULE_COLUMNS = (*KEY_COLUMNS, "start", "end", "cpu_request", "memory_request", "memory_limit")
 
 
 @dataclass(frozen=True)
@@ -64,17 +49,14 @@ class Planned:
 class ForecastResult:
     """What `recommend_forecast` returns.
 
-    recommendations: one row per series, RECOMMENDATION_COLUMNS then the reasons
-        as columns (season, workload_class, model, cpu_margin, ...).
-    schedule: long table, one row per (series, block), SCHEDULE_COLUMNS; start
-        and end are UTC timestamps. The first block of each series is the one the
-        history ends in (the block in force), then the plan's horizon.
-    plans: (rows, plan) per fleet chunk: the raw per-series arrays behind both.
+    recommendations: one row per series, RECOMMENDATION_COLUMNS then the reasons as
+        columns (season, workload_class, model, cpu_margin, ...).
+    schedule: one row per (series, block), SCHEDULE_COLUMNS (start and end in UTC), the
+        block the history ends in (the one in force) first, then the plan's horizon.
     """
 
     recommendations: pd.DataFrame
     schedule: pd.DataFrame
-    plans: tuple[tuple[np.ndarray, Plan], ...]
 
 
 def oom_history(
@@ -83,17 +65,14 @@ def oom_history(
     settings: ForecastSettings,
     oom_bumps: SeriesBumps | None = None,
 ) -> tuple[OomHistory, UsageArrays]:
-    """OOM kills from an events table (reason "OOMKilled") as the planner's OOM history,
-    and the usage with what each kill implies (`implied_demand`) folded into the
-    window it fell in (the last one for a kill after the history), as the live
+    """The OOM kills of `events` as the planner's OOM history, and `usage` with what
+    each kill implies (`implied_demand`) folded into the window it fell in, as the live
     strategy remembers it.
 
-    Events are matched to series as `recommend_vpa` matches them (`oom_kills`), and
-    as there, a kill after the history's last sample counts: it is the latest news
-    (the live recommender would act on it). Kills of unknown series are ignored, and
-    so are kills from before the `history_days` the forecaster remembers.
-    `oom_bumps` (ratio, minimum bytes per series; NaN = the settings') are a VPA's
-    own `oomBumpUpRatio` / `oomMinBumpUp` (`bump_after_oom`).
+    Kills are matched to series as `recommend_vpa` matches them (`oom_kills`); one after
+    the history's last sample counts (the live recommender would act on it), one from
+    before the remembered `history_days` does not. `oom_bumps` (ratio, minimum bytes per
+    series; NaN = the settings') are a VPA's own `oomBumpUpRatio` / `oomMinBumpUp`.
     """
     ooms = OomHistory.empty(usage.n_series)
     last = usage.start + (usage.n_windows - 1) * usage.step
@@ -117,7 +96,7 @@ def bounds(needs: Needs, cpu: np.ndarray, memory: np.ndarray, s: ForecastSetting
     the first column, only plays what is in force): the highest and lowest request
     planned, and above the target, the recent peak with the headroom a rise waits for."""
     horizon_cpu, horizon_memory = cpu[:, 1:], memory[:, 1:]
-    with np.errstate(invalid="ignore"), warnings.catch_warnings():
+    with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         cpu_target = np.nanmax(horizon_cpu, axis=1)
         memory_target = np.nanmax(horizon_memory, axis=1)
@@ -156,19 +135,11 @@ def _chunk(
     usage: UsageArrays, ooms: OomHistory, rows: np.ndarray, policy: ForecastPolicy
 ) -> tuple[Plan, Needs, pd.DataFrame]:
     """Plan and explain one chunk of series (one fleet for the allocation)."""
-    part = usage.select(rows)
-    chunk_ooms = ooms.select(rows)
+    part, chunk_ooms = usage.select(rows), ooms.select(rows)
     plan = policy.plan(part, chunk_ooms)
-    s = policy.settings
-    reasons = pd.concat(
-        [
-            part.keys.loc[:, list(KEY_COLUMNS)].reset_index(drop=True),
-            explanation_columns(plan, chunk_ooms, s),
-        ],
-        axis=1,
-    )
-    reasons.insert(len(KEY_COLUMNS), "explanation", explain(plan, chunk_ooms, s))
-    return plan, policy.needs(plan, part, chunk_ooms), reasons
+    keys = part.keys.loc[:, list(KEY_COLUMNS)].reset_index(drop=True)
+    explained = pd.concat([keys, reasons(plan, chunk_ooms, policy.settings)], axis=1)
+    return plan, policy.needs(plan, part, chunk_ooms), explained
 
 
 def plan_forecast(
@@ -219,10 +190,8 @@ def recommend_forecast(
     policy = ForecastPolicy(settings or ForecastSettings())
     planned = plan_forecast(usage, events, policy, workers, oom_bumps)
     cpu, memory = policy.schedule(planned.needs)
-    reasons = planned.reasons
+    explained, keyed = planned.reasons, len(KEY_COLUMNS)
     found = bounds(planned.needs, cpu, memory, policy.settings)
-    frame = pd.concat(
-        [reasons.loc[:, list(KEY_COLUMNS)], found, reasons.iloc[:, len(KEY_COLUMNS) :]], axis=1
-    )
+    frame = pd.concat([explained.iloc[:, :keyed], found, explained.iloc[:, keyed:]], axis=1)
     keys = usage.keys.loc[:, list(KEY_COLUMNS)].reset_index(drop=True)
-    return ForecastResult(frame, schedule_frame(keys, planned.needs, cpu, memory), planned.plans)
+    return ForecastResult(frame, schedule_frame(keys, planned.needs, cpu, memory))

@@ -1,10 +1,12 @@
 """Every recommendation says why: which shape was found, which margin, what the OOMs did.
 
-One short sentence per container built from the plan's arrays, plus the same
-facts as columns for machines (dashboards, the CLI's JSON output).
+The facts come as columns for machines (dashboards, the CLI's JSON output), and the
+sentence a person reads is written from those same columns.
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -13,10 +15,13 @@ from recommender.forecast.memory import OomHistory, capped_state_peaks
 from recommender.forecast.planner import Plan
 from recommender.forecast.settings import DAY, ForecastSettings
 
-GIB = 2.0**30
-MIB = 2.0**20
 STATE_NAMES = ("idle", "part-busy", "busy", "idle after busy")
 LOWER_BY = 0.01  # a state this much under the peak is sized on its own (else: the peak)
+MEMORY_JOIN = ". memory: "  # between the CPU sentence and the memory one
+MODEL_SAID = {
+    "known levels": "forecast = each block's true mean (hindsight reference)",
+    "persistence": "forecast = latest windows (switches state and stays)",
+}
 
 
 def _cores(value: float) -> str:
@@ -25,24 +30,22 @@ def _cores(value: float) -> str:
 
 def _size(value: float) -> str:
     """GiB with two decimals, or whole MiB under 1 GiB (where 0.05 GiB says too little)."""
-    if abs(value) < GIB:
-        return f"{value / MIB:.0f} MiB"
-    return f"{value / GIB:.2f} GiB"
+    return f"{value / 2**20:.0f} MiB" if abs(value) < 2**30 else f"{value / 2**30:.2f} GiB"
 
 
 def _utc(seconds: float) -> str:
     return pd.Timestamp(seconds, unit="s", tz="UTC").strftime("%Y-%m-%d %H:%M UTC")
 
 
-def explanation_columns(plan: Plan, ooms: OomHistory, settings: ForecastSettings) -> pd.DataFrame:
-    """Machine-readable reasons, one row per series."""
-    day_blocks = max(1, round(DAY / plan.period))
+def reasons(plan: Plan, ooms: OomHistory, settings: ForecastSettings) -> pd.DataFrame:
+    """Per series, the explanation (one sentence: shape, model, margin, memory rule and OOM
+    history), then its facts as columns."""
     shape = plan.shape
     first_state = plan.cpu_states[:, 0]
-    young = np.isnan(plan.cpu_margin[:, 0])
-    return pd.DataFrame(
+    young = np.isnan(plan.cpu_margin[:, 0])  # no margin: a quantile of what it used
+    facts = pd.DataFrame(
         {
-            "season": shape.season_name(day_blocks),
+            "season": shape.season_name(max(1, round(DAY / plan.period))),
             "workload_class": shape.workload_class(),
             "daily_acf": shape.daily_acf,
             "weekly_acf": shape.weekly_acf,
@@ -52,7 +55,6 @@ def explanation_columns(plan: Plan, ooms: OomHistory, settings: ForecastSettings
             "alpha": np.where(plan.model == "holt-winters", plan.alpha, np.nan),
             "cpu_state": np.asarray(STATE_NAMES, dtype=object)[first_state],
             "cpu_margin": plan.cpu_margin[:, 0],
-            # a young series has no margin: its request is a quantile of what it used
             "cpu_margin_quantile": np.where(
                 young,
                 np.nan,
@@ -66,41 +68,34 @@ def explanation_columns(plan: Plan, ooms: OomHistory, settings: ForecastSettings
             "oom_floor": plan.memory.floor,
         }
     )
+    said = [
+        f"{_cpu_sentence(row, settings)}. {_memory_sentence(plan, ooms, i, settings)}."
+        for i, row in enumerate(facts.itertuples())
+    ]
+    facts.insert(0, "explanation", said)
+    return facts
 
 
-def _cpu_sentence(
-    plan: Plan, i: int, seasons: np.ndarray, kinds: np.ndarray, settings: ForecastSettings
-) -> str:
-    shape = plan.shape
-    season = seasons[i]
-    kind = kinds[i]
-    if season == "none":
+def _cpu_sentence(row: Any, settings: ForecastSettings) -> str:
+    if row.season == "none":
         found = "no cycle (stationary)"
     else:
-        acf = shape.daily_acf[i] if season == "daily" else shape.weekly_acf[i]
-        found = f"{season} cycle (autocorrelation {acf:.2f})"
-    if plan.model[i] == "known levels":
-        model = "forecast = each block's true mean (hindsight reference)"
-    elif plan.model[i] == "persistence":
-        model = "forecast = latest windows (switches state and stays)"
-    else:
-        model = f"Holt-Winters level smoothing {plan.alpha[i]:.2f}"
-    state = int(plan.cpu_states[i, 0])
-    margin = plan.cpu_margin[i, 0]
-    if np.isnan(margin):
+        acf = row.daily_acf if row.season == "daily" else row.weekly_acf
+        found = f"{row.season} cycle (autocorrelation {acf:.2f})"
+    model = MODEL_SAID.get(row.model, f"Holt-Winters level smoothing {row.alpha:.2f}")
+    if np.isnan(row.cpu_margin):
         sizing = (
             "too little history for a margin: "
             f"P{(1.0 - settings.target_cpu_shortfall) * 100:g} of what was seen "
             f"+{settings.reactions.react_margin:.0%} headroom"
         )
     else:
-        level = plan.calibration.level[i, state]
         sizing = (
-            f"margin +{_cores(float(margin))} cores in state {STATE_NAMES[state]} "
-            f"(P{level * 100:g} of its recent errors; fleet shortfall target "
-            f"{plan.shortfall_target:.2%})"
+            f"margin +{_cores(float(row.cpu_margin))} cores in state {row.cpu_state} "
+            f"(P{row.cpu_margin_quantile * 100:g} of its recent errors; fleet shortfall "
+            f"target {row.shortfall_target:.2%})"
         )
-    return f"cpu: {found}, {kind}; {model}; {sizing}"
+    return f"cpu: {found}, {row.workload_class}; {model}; {sizing}"
 
 
 def _memory_sentence(plan: Plan, ooms: OomHistory, i: int, settings: ForecastSettings) -> str:
@@ -131,25 +126,10 @@ def _memory_sentence(plan: Plan, ooms: OomHistory, i: int, settings: ForecastSet
     return text
 
 
-_MEMORY_JOIN = ". memory: "  # between the CPU sentence and the memory one
-
-
-def explain(plan: Plan, ooms: OomHistory, settings: ForecastSettings) -> list[str]:
-    """One sentence per series: shape, model, margin, memory rule and OOM history."""
-    day_blocks = max(1, round(DAY / plan.period))
-    seasons = plan.shape.season_name(day_blocks)
-    kinds = plan.shape.workload_class()
-    return [
-        f"{_cpu_sentence(plan, i, seasons, kinds, settings)}. "
-        f"{_memory_sentence(plan, ooms, i, settings)}."
-        for i in range(plan.cpu_required.shape[0])
-    ]
-
-
 def with_memory_of(cpu_said: str, memory_said: str) -> str:
-    """One explanation from two series' (`explain`): the CPU sentence of the first, the
+    """One explanation from two series' (`reasons`): the CPU sentence of the first, the
     memory sentence of the second, for a workload whose CPU and memory figures come from
     different pods; the first unchanged when either lacks a memory sentence."""
-    cpu_part, found, _ = cpu_said.partition(_MEMORY_JOIN)
-    _, has_memory, memory_part = memory_said.partition(_MEMORY_JOIN)
-    return cpu_part + _MEMORY_JOIN + memory_part if found and has_memory else cpu_said
+    cpu_part, found, _ = cpu_said.partition(MEMORY_JOIN)
+    _, has_memory, memory_part = memory_said.partition(MEMORY_JOIN)
+    return cpu_part + MEMORY_JOIN + memory_part if found and has_memory else cpu_said

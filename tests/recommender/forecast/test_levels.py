@@ -11,7 +11,7 @@ from recommender.backtest.registry import (
     with_forecast_settings,
 )
 from recommender.data.arrays import UsageArrays
-from recommender.forecast.explain import explain
+from recommender.forecast.explain import reasons
 from recommender.forecast.levels import KnownLevels
 from recommender.forecast.memory import OomHistory
 from recommender.forecast.planner import make_plan
@@ -47,7 +47,7 @@ def test_the_plan_forecasts_the_true_means_of_the_coming_blocks() -> None:
     truth = whole.cpu[:, past_windows:].reshape(2, 24, HOUR_WINDOWS).mean(axis=2)
     np.testing.assert_allclose(plan.cpu_forecast, np.maximum(truth, 0.0))
     assert (plan.model == "known levels").all()
-    assert "true mean" in explain(plan, OomHistory.empty(2), settings)[0]
+    assert "true mean" in reasons(plan, OomHistory.empty(2), settings)["explanation"][0]
     blind = make_plan(seen, OomHistory.empty(2), settings)
     assert not np.allclose(blind.cpu_forecast, plan.cpu_forecast)
     two_hours = KnownLevels.of(whole, 2 * HOUR_WINDOWS)
