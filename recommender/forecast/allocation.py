@@ -61,9 +61,13 @@ def _priced(
     first = np.where(within.any(axis=1), np.argmax(within, axis=1), grid.shape[1] - 1)
     high = grid[np.arange(n), first]
     low = np.where(first > 0, grid[np.arange(n), np.maximum(first - 1, 0)], 0.0)
+    # the bisection's picks read from the flat reactions: a step is a handful of calls
+    flat = np.ascontiguousarray(reactions).reshape(-1)
+    cells = np.arange(n * base.shape[1]).reshape(n, -1) * base.shape[2]
     for _ in range(REACTION_BISECTION):
         middle = (low + high) / 2.0
-        fits = _total_of(reactions, _picks(base, reactions, middle)) <= budget + 1e-9
+        picks = np.argmin(base + middle[:, None, None] * reactions, axis=2)
+        fits = flat[cells + picks].sum(axis=1) <= budget + 1e-9
         high = np.where(fits, middle, high)
         low = np.where(fits, low, middle)
     return _picks(base, reactions, high)
