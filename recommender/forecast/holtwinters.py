@@ -138,17 +138,26 @@ def fit(
     seen = (active & ~np.isnan(y)).T[:, :, None].copy()
     # While a series initialises its trend is 0, so level + phi * trend is its level:
     # the unseen branch below also leaves an initialising series unchanged.
+    # a block every series observes needs no np.where: three fewer calls in most blocks
+    everyone = seen.all(axis=(1, 2)).tolist()
     one_step = np.empty((blocks, n, k))
     for t in range(blocks):
         row = slot_rows[t]
         s_old = season_rows[row]
-        base = level + phi * trend
-        one_step[t] = base + s_old
-        obs, use = observed[t], seen[t]
-        new_level = np.where(use, alphas * (obs - s_old) + keep_level * base, base)
-        trend = np.where(use, beta * (new_level - level) + decay * trend, phi * trend)
-        season_rows[row] = np.where(use, gamma * (obs - base) + keep_season * s_old, s_old)
-        level = new_level
+        damped = phi * trend
+        base = level + damped
+        np.add(base, s_old, out=one_step[t])
+        obs = observed[t]
+        new_level = alphas * (obs - s_old) + keep_level * base
+        new_trend = beta * (new_level - level) + decay * trend
+        new_season = gamma * (obs - base) + keep_season * s_old
+        if not everyone[t]:
+            use = seen[t]
+            new_level = np.where(use, new_level, base)
+            new_trend = np.where(use, new_trend, damped)
+            new_season = np.where(use, new_season, s_old)
+        season_rows[row] = new_season
+        level, trend = new_level, new_trend
     one_step = np.where(active[:, None, :], one_step.transpose(1, 2, 0), np.nan)
     return HoltWintersCandidates(
         one_step=one_step,
