@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from updater.plan import ResizePlan
-from updater.pod_counts import PodCount, pod_count
+from updater.pod_counts import PodCount, pod_count, recounted
 from updater.resources import Amounts, Json, resource_list, to_amounts
 
 _FINISHED = ("Succeeded", "Failed")
@@ -72,10 +72,17 @@ class NodeUsage:
             found = self._nodes[id(node)] = (node, node_allocatable(node))
         return found[1]
 
-    def record(self, pod: Json) -> None:
+    def record(self, pod: Json, listed: Json | None = None) -> None:
         """Count `pod` on its node, replacing an earlier count of the same pod (by uid): the
-        API server's answer to a resize, read for this count only."""
-        self._place(pod, pod_count)
+        API server's answer to a resize, read for this count only; with `listed`, the pod
+        as this pass read it, only what changed since is read again."""
+        known = self._read.get(id(listed)) if listed is not None else None
+
+        def read(answer: Json) -> PodCount:
+            found = recounted(answer, known[0], known[1]) if known is not None else None
+            return pod_count(answer) if found is None else found
+
+        self._place(pod, read)
 
     def _place(self, pod: Json, read: Callable[[Json], PodCount]) -> None:
         uid = str((pod.get("metadata") or {}).get("uid"))

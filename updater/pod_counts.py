@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-from tailor.pods import container_statuses, is_native_sidecar
+from tailor.pods import APP_FIELD, INIT_FIELD, container_statuses, is_native_sidecar
 from updater.plan import ResizePlan
 from updater.resize_status import ResizeState, resize_status
 from updater.resources import Amounts, Json, requests_of, resource_list
@@ -159,3 +159,37 @@ def pod_count(pod: Json) -> PodCount:
             containers.append(CountedContainer(name, kind, requests, flight))
     overhead = _pair(resource_list(spec.get("overhead")))
     return PodCount(tuple(containers), overhead, _pod_level(pod, spec), infeasible)
+
+
+def recounted(answer: Json, listed: Json, before: PodCount) -> PodCount | None:
+    """`answer`'s count from `before`, the count of `listed`: the same pod as the pass
+    listed it, and `answer` the API server's copy after a resize. Only the requests that
+    differ are read again; None when something else the count reads differs (its status,
+    overhead, or its containers' names or kinds): then it is read afresh (`pod_count`).
+    Raises QuantityError on an unreadable amount."""
+    if answer.get("status") != listed.get("status"):
+        return None
+    spec, was = answer.get("spec") or {}, listed.get("spec") or {}
+    if spec.get("overhead") != was.get("overhead"):
+        return None
+    containers = []
+    counted = iter(before.containers)
+    for listing in (APP_FIELD, INIT_FIELD):
+        now, then = spec.get(listing) or (), was.get(listing) or ()
+        if len(now) != len(then):
+            return None
+        for new, old in zip(now, then, strict=True):
+            if new.get("name") != old.get("name") or (
+                new.get("restartPolicy") != old.get("restartPolicy")
+            ):
+                return None
+            found = next(counted)
+            if new.get("resources") != old.get("resources"):
+                found = found._replace(spec=_pair(requests_of(new)))
+            containers.append(found)
+    # the generation a resize moves decides whether a pending condition still counts
+    infeasible = resize_status(answer).state is ResizeState.INFEASIBLE
+    level = before.pod_level
+    if spec.get("resources") != was.get("resources"):
+        level = _pod_level(answer, spec)
+    return PodCount(tuple(containers), before.overhead, level, infeasible)
