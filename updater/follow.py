@@ -19,6 +19,7 @@ from tailor.hpa import hpas_by_namespace
 from tailor.schedule_file import ScheduleRow
 from updater import pressure
 from updater.act import UNBOOST, UNBOOST_NOT_EVICTED, Candidate, Run, checked_plan
+from updater.collector import read_objects_frozen
 from updater.decide import Action
 from updater.due_targets import Target, boosted_elsewhere, recommended, why_nothing
 from updater.due_targets import scheduled as due_now
@@ -114,6 +115,20 @@ def follow_once(
     rows = list(rows)
     pods, nodes = cluster.pods(), cluster.nodes()
     governor = _Governor(cluster, options, nodes)
+    with read_objects_frozen():
+        return _follow(cluster, rows, now, options, pods, governor)
+
+
+def _follow(
+    cluster: UpdaterCluster,
+    rows: list[ScheduleRow],
+    now: datetime,
+    options: PassOptions,
+    pods: list[Json],
+    governor: _Governor,
+) -> Outcomes:
+    """The pass over `pods`, as listed, with the objects the governor read."""
+    nodes = governor.nodes
     restriction = EvictionRestriction(
         pods, configured_replicas(governor.controllers), options.limits
     )
