@@ -1,9 +1,8 @@
 """Sample windows grouped into update-period blocks aligned to wall-clock time.
 
-The schedule changes requests once per block (default: one hour), and cycles are
-found at the block level (24 blocks = one day), so both the forecast and the
-seasonal position of a block are defined on an absolute grid: block b covers
-[b * period, (b + 1) * period) UNIX seconds, whatever the data's first sample.
+Requests change once per block and cycles are found at the block level, so blocks lie on
+an absolute grid: block b covers [b * period, (b + 1) * period) UNIX seconds, whatever the
+data's first sample, and a block's place in the day does not depend on the data.
 """
 
 from __future__ import annotations

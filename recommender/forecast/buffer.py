@@ -1,8 +1,8 @@
 """The recent usage a live strategy remembers, as a sliding (series, windows) matrix.
 
-Windows are appended one at a time; the last `capacity` of them are visible as
-a contiguous `UsageArrays` without copying (storage is twice the capacity and
-is shifted back once it fills, so appending stays amortised O(series)).
+The last `capacity` windows are visible as a contiguous `UsageArrays` without copying:
+storage is twice the capacity and shifted back once full, so appending stays amortised
+O(series).
 """
 
 from __future__ import annotations
@@ -17,13 +17,9 @@ class UsageBuffer:
     """The last `capacity` windows of CPU and memory usage of every series."""
 
     def __init__(self, keys: pd.DataFrame, start: int, step: int, capacity: int) -> None:
-        n = len(keys)
-        self.keys = keys
-        self.start = start
-        self.step = step
-        self.capacity = capacity
-        self._cpu = np.full((n, 2 * capacity), np.nan)
-        self._memory = np.full((n, 2 * capacity), np.nan)
+        self.keys, self.start, self.step, self.capacity = keys, start, step, capacity
+        self._cpu = np.full((len(keys), 2 * capacity), np.nan)
+        self._memory = np.full((len(keys), 2 * capacity), np.nan)
         self._filled = 0  # columns of storage in use
         self._first_window = 0  # absolute window number of storage column 0
         self.next_window = 0  # absolute number of the next window expected
@@ -32,25 +28,17 @@ class UsageBuffer:
         """Record window `window`; skipped windows stay NaN."""
         if window < self.next_window:
             raise ValueError(f"window {window} arrives after window {self.next_window - 1}")
-        for _ in range(window - self.next_window):
-            self._push(None, None)
-        self._push(cpu, memory)
+        for _ in range(window - self.next_window + 1):
+            if self._filled == self._cpu.shape[1]:  # full: shift the last capacity back
+                for stored in (self._cpu, self._memory):
+                    stored[:, : self.capacity] = stored[:, -self.capacity :]
+                    stored[:, self.capacity :] = np.nan
+                self._first_window += self._filled - self.capacity
+                self._filled = self.capacity
+            self._filled += 1
+        self._cpu[:, self._filled - 1] = cpu
+        self._memory[:, self._filled - 1] = memory
         self.next_window = window + 1
-
-    def _push(self, cpu: np.ndarray | None, memory: np.ndarray | None) -> None:
-        if self._filled == self._cpu.shape[1]:
-            keep = self.capacity
-            self._cpu[:, :keep] = self._cpu[:, -keep:]
-            self._memory[:, :keep] = self._memory[:, -keep:]
-            self._cpu[:, keep:] = np.nan
-            self._memory[:, keep:] = np.nan
-            self._first_window += self._filled - keep
-            self._filled = keep
-        column = self._filled
-        if cpu is not None and memory is not None:
-            self._cpu[:, column] = cpu
-            self._memory[:, column] = memory
-        self._filled += 1
 
     def raise_latest_memory(self, rows: np.ndarray, memory: np.ndarray) -> None:
         """Lift the last window's memory of `rows` to at least `memory` (bytes)."""

@@ -1,12 +1,8 @@
 """Every block's true mean CPU, for the backtest's perfect-forecast reference.
 
-How much would a better forecast buy? The `forecast-perfect` strategy runs the
-forecaster's whole policy (margins, hysteresis, reactions, change cap, memory)
-but hands the planner the true mean of every update block in place of its
-forecasts, past and future. Its distance to `forecast` is what forecast error
-costs; what it still leaves is the cost of the noise inside blocks under the
-policy's constraints, which no forecast of levels removes. Only a backtest,
-which holds the whole history, can build one.
+The `forecast-perfect` strategy runs the whole policy on these in place of forecasts: its
+distance to `forecast` is what forecast error costs, and what it still leaves is the cost
+of the noise inside blocks, which no forecast of levels removes.
 """
 
 from __future__ import annotations
@@ -22,11 +18,8 @@ from recommender.forecast.blocks import block_mean, layout_for
 
 @dataclass(frozen=True)
 class KnownLevels:
-    """True block means of a whole history: (series, blocks) from `first_block`, one
-    row per entry of `keys`, in that order.
-
-    Block b covers [b * period, (b + 1) * period) UNIX seconds, as in `blocks`.
-    """
+    """True block means of a whole history: (series, blocks) from `first_block` on the
+    grid of `blocks`, one row per entry of `keys`."""
 
     keys: pd.MultiIndex
     period: int
@@ -53,10 +46,7 @@ class KnownLevels:
         return KnownLevels(_key_index(keys), self.period, self.first_block, means)
 
     def lookup(self, block_ids: np.ndarray) -> np.ndarray:
-        """Means of blocks `block_ids` for every series (series, len(block_ids)).
-
-        NaN for a block the history does not hold.
-        """
+        """Means of blocks `block_ids` for every series (NaN: a block not held)."""
         columns = np.asarray(block_ids, dtype=np.int64) - self.first_block
         inside = (columns >= 0) & (columns < self.means.shape[1])
         picked = self.means[:, np.where(inside, columns, 0)]

@@ -1,15 +1,10 @@
 """The shortfall rate the upstream VPA would run a fleet at: our default risk budget.
 
-The project promises requests never riskier than the upstream VPA's and cheaper. So the
-fleet's CPU shortfall target is not one number for every workload: it is what the VPA's
-own estimator would have let through on the same containers over the same recent past,
-times a safety factor (noisy fleets get a larger allowance, calm ones a smaller one).
-The estimator is emulated as upstream computes it, with upstream's defaults
-(`VpaSettings`): a histogram in exponential buckets whose weights halve every day,
-target = the upper edge of the P90 bucket x 1.15, at least the pod minimum. Only the
-past is read. Each container's own first chunks only build its history, wherever it
-starts: that cold start is the emulation's, not the VPA's (whose updater keeps the
-pod's own request until its bounds are confident).
+Requests are promised never riskier than the upstream VPA's, so the fleet's CPU shortfall
+target is what the VPA's own estimator (emulated with upstream's defaults: decayed
+exponential histogram, P90 bucket edge x 1.15) would have let through on the same recent
+past, times a factor. Each container's first chunks only build its history: that cold
+start is the emulation's, not the VPA's (whose updater keeps a young pod's own request).
 """
 
 from __future__ import annotations
@@ -52,12 +47,9 @@ def _chunk_histograms(cpu: np.ndarray, chunk: int) -> np.ndarray:
 
 
 def vpa_shortfall(cpu: np.ndarray, chunk: int, step: int) -> tuple[np.ndarray, np.ndarray]:
-    """Shortfall windows and judged windows per series under the VPA's estimator.
-
-    cpu: (series, windows) recent usage with `step` seconds per window; each chunk
-    of `chunk` windows is judged against the target the decayed histogram of the
-    chunks before it gives.
-    """
+    """Shortfall windows and judged windows per series under the VPA's estimator: each
+    chunk of `chunk` windows of `cpu` (series, windows; `step` seconds each) is judged
+    against the target the decayed histogram of the chunks before it gives."""
     n, total = cpu.shape
     chunks = total // chunk
     if chunks < MIN_CHUNKS:

@@ -19,10 +19,8 @@ def _ranks(count: np.ndarray, levels: tuple[float, ...]) -> np.ndarray:
 
 
 def error_quantiles(errors: np.ndarray, levels: tuple[float, ...]) -> tuple[np.ndarray, np.ndarray]:
-    """Quantiles ("higher" rule: always an observed error) of each row: (series, levels).
-
-    One level uses a partition (linear time), several a sort; NaN is ignored.
-    """
+    """Quantiles of each row, NaN ignored, and the counts: one level by a partition (linear
+    time), several by a sort."""
     n, length = errors.shape
     missing = np.isnan(errors)
     count = length - np.sum(missing, axis=1)
@@ -51,11 +49,8 @@ def error_quantiles(errors: np.ndarray, levels: tuple[float, ...]) -> tuple[np.n
 def grouped_quantiles(
     errors: np.ndarray, groups: np.ndarray, n_groups: int, levels: tuple[float, ...]
 ) -> tuple[np.ndarray, np.ndarray]:
-    """`error_quantiles` of each row's values per group, with one sort per row.
-
-    errors, groups: (series, values), groups in [0, n_groups); returns
-    (series, n_groups, levels) quantiles and (series, n_groups) counts.
-    """
+    """`error_quantiles` of each row's values per group in [0, n_groups), with one sort
+    per row: (series, n_groups, levels) quantiles and (series, n_groups) counts."""
     n, length = errors.shape
     seen = ~np.isnan(errors)
     count = np.stack([np.sum(seen & (groups == k), axis=1) for k in range(n_groups)], axis=1)

@@ -1,11 +1,9 @@
 """Hysteresis: turning per-block requirements into requests that change rarely.
 
-Every change is a resize on a live pod, so a request moves only when it matters:
-up as soon as the coming block needs clearly more than is in force, down only
-when the next few blocks all need clearly less; either way the new level covers the
-requirement of those next few blocks, so a ramp costs one change, not one per
-block. A rolling 24-hour budget caps planned changes and keeps a reserve for
-reactions to shortfalls and OOM kills.
+Every change is a resize on a live pod, so a request moves only when it matters: up as
+soon as the coming block needs clearly more, down only when the next few blocks all need
+clearly less; the new level covers those blocks, so a ramp costs one change, not one per
+block.
 """
 
 from __future__ import annotations
@@ -31,12 +29,8 @@ def cpu_step(
     may_increase: np.ndarray,
     may_decrease: np.ndarray,
 ) -> np.ndarray:
-    """The CPU request for the coming block given the requirement of the blocks ahead.
-
-    current: (series,) request in force (NaN = none yet); required: (series,
-    blocks ahead) starting with the coming block; may_increase, may_decrease:
-    (series,) bool, what the change budget still allows.
-    """
+    """The CPU request for the coming block from `current` (NaN = none yet) and the
+    `required` of the blocks ahead, as far as the change budget allows (`may_...`)."""
     now = required[:, 0]
     level = cover(required, settings.hysteresis.cover_blocks)
     unset = np.isnan(current) & ~np.isnan(level)
@@ -62,10 +56,9 @@ def cut_worth_making(
     scale: np.ndarray,
     settings: ForecastSettings,
 ) -> np.ndarray:
-    """A block boundary's planned CPU as it is made: a cut never below the `usage` right
-    now (`kept_above_usage`), and none at all that saves less than `min_decrease_share`
-    of the recent peak `scale` (such a change is not worth a resize). The live strategy
-    and the published schedule both apply this."""
+    """A boundary's planned CPU as made (by the strategy and the published schedule): a
+    cut never below the `usage` right now, and none that saves less than
+    `min_decrease_share` of the recent peak `scale` (not worth a resize)."""
     planned = kept_above_usage(planned, current, usage, settings)
     small = current - planned < settings.hysteresis.min_decrease_share * scale
     return np.where((planned < current) & small, current, planned)
@@ -80,13 +73,11 @@ def ride_with_memory(
     clearly: np.ndarray,
     follows_plan: np.ndarray,
 ) -> np.ndarray:
-    """CPU for series whose memory is `resized` anyway (an OOM kill's bump, a rise).
-
-    The resize is a change, so CPU rides along when it was not moving: up to the
-    last `usage` + the reaction margin when that was `clearly` above the request (one
-    resize instead of a reaction later), else, where it `follows_plan`, to the plan's
-    level with the block boundary's thresholds: kills had spent a young container's
-    budget, and its CPU then waited up to a day at a level the plan no longer wanted.
+    """CPU for series whose memory is `resized` anyway (an OOM kill's bump, a rise): the
+    resize is a change, so CPU rides along, up to the last `usage` + the reaction margin
+    when that was `clearly` above the request (one resize, not a reaction later), else,
+    where it `follows_plan`, to the plan's level with the boundary's thresholds (kills
+    spend a young container's budget, leaving its CPU where the plan no longer wants it).
     """
     if not resized.any():
         return cpu
@@ -106,13 +97,10 @@ def memory_step(
     riding: np.ndarray,
     held: np.ndarray,
 ) -> np.ndarray:
-    """The memory request (= limit) at a block boundary.
-
-    Up as soon as the need eats into half the headroom (`may_rise`: the budget has a
-    change); down alone only by `MEMORY_ALONE_DECREASE` (`may_fall`: a planned change
-    is left) and never during an OOM hold (`held`); and to the need, up or (outside a
-    hold) down, whenever CPU is resized anyway (`riding`): one resize for both.
-    """
+    """The memory request (= limit) at a block boundary: up as soon as the need eats into
+    half the headroom (`may_rise`); down alone only by `MEMORY_ALONE_DECREASE` (`may_fall`)
+    and never during an OOM hold (`held`); to the need whenever CPU is resized anyway
+    (`riding`, down only outside a hold): one resize for both."""
     known = ~np.isnan(needed)
     unset = np.isnan(current) & known
     up = may_rise & (needed > current * (1.0 + settings.memory_margin / 2.0))
