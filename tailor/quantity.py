@@ -104,6 +104,8 @@ class Quantity:
     @classmethod
     def parse(cls, text: QuantityInput) -> Quantity:
         """Parse the API's text form (numbers as a JSON document may hold them too)."""
+        if type(text) is str:  # the API's form, and the commonest: no type checks before it
+            return _parsed(text) if cls is Quantity else cls._parse_text(text)
         if isinstance(text, Quantity):
             return text
         if isinstance(text, bool):
