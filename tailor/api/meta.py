@@ -165,7 +165,8 @@ class ResourceList(dict[str, Quantity]):
         **named: Quantity | str | int | float,
     ) -> None:
         super().__init__()
-        for name, amount in {**(items or {}), **named}.items():
+        given = {**(items or {}), **named} if named else items or {}  # no copy when unnamed
+        for name, amount in given.items():
             self[name] = Quantity.parse(amount)
 
     @classmethod
