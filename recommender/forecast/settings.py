@@ -207,10 +207,6 @@ class LullSettings(_Checked):
         the strategy's `react_margin`).
     target_floor: the job starts lulls will leave short come off the fleet target
         the margins may spend, down to this share of `target_cpu_shortfall`.
-    long_after, frees_within: a lull already idle for `long_after` windows may
-        drop with the last change left when the budget frees another one for the
-        restore within `frees_within` windows (0 = never): a long lull is likely
-        to last, and waiting for the budget kept the busy level through most of it.
     """
 
     GROUP = "lulls."
@@ -220,8 +216,6 @@ class LullSettings(_Checked):
     idle_quantile: float = field(default=0.9, metadata=_in("(0, 1]"))
     target_floor: float = field(default=0.2, metadata=UNIT)
     reserve: int = field(default=1, metadata=AT_LEAST_ONE)
-    long_after: int = field(default=24, metadata=NON_NEGATIVE)
-    frees_within: int = field(default=96, metadata=NON_NEGATIVE)
 
 
 @dataclass(frozen=True)

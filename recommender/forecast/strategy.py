@@ -123,7 +123,7 @@ class ForecastStrategy:
         usage_state = level_bins(self.last_cpu[:, None], plan.calibration.scale)[:, 0]
         states = np.where(reacted, np.maximum(states, usage_state), states)
         self.lulls.clear(np.flatnonzero(cpu > current.cpu))
-        dropped = self._drop_in_lull(cpu, current.cpu, left, now, following)
+        dropped = self._drop_in_lull(cpu, current.cpu, left, following)
         cpu = np.where(dropped, plan.cpu_idle, cpu)
         released = self._release_spike(cpu, current.cpu, left, following)
         cpu = np.where(released, self.spikes.raised_from, cpu)
@@ -226,26 +226,13 @@ class ForecastStrategy:
         return np.where(capped, np.fmin(cpu, ceiling), cpu)
 
     def _drop_in_lull(
-        self,
-        cpu: np.ndarray,
-        current: np.ndarray,
-        left: np.ndarray,
-        now: float,
-        following: np.ndarray,
+        self, cpu: np.ndarray, current: np.ndarray, left: np.ndarray, following: np.ndarray
     ) -> np.ndarray:
-        """On/off containers idle for a while drop to their idle need (see `lulls`).
-
-        A long lull may take the last change when the budget frees another one for
-        the restore soon (`lulls.long_after`, `lulls.frees_within`)."""
+        """On/off containers idle for a while drop to their idle need (see `lulls`)."""
         s = self.settings
         assert self.plan is not None
         unchanged = np.isclose(cpu, current)
         budget = left >= s.lulls.reserve + 1
-        long_lull = following & ~budget & (left >= 1) & (self.lulls.idle_run >= s.lulls.long_after)
-        if s.lulls.long_after > 0 and long_lull.any():  # the look ahead only when it can matter
-            soon = now + s.lulls.frees_within * self.fleet.step
-            frees = self.changes.left(soon) >= s.lulls.reserve + 1  # if none is made until then
-            budget |= long_lull & frees
         eligible = following & unchanged & budget & ~np.isnan(self.plan.cpu_idle)
         min_saving = s.lulls.min_saving * self.plan.calibration.scale
         dropped = self.lulls.drops(

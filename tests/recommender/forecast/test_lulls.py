@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 import numpy as np
 import pytest
 
@@ -189,8 +187,6 @@ def test_a_batch_request_stays_under_its_peak_ceiling() -> None:
         {"idle_quantile": 0.0},
         {"reserve": 0},
         {"target_floor": 2.0},
-        {"long_after": -1},
-        {"frees_within": -1},
     ],
 )
 def test_bad_lull_settings_are_refused(bad: dict[str, float]) -> None:
@@ -201,60 +197,6 @@ def test_bad_lull_settings_are_refused(bad: dict[str, float]) -> None:
 def test_a_negative_batch_peak_margin_is_refused() -> None:
     with pytest.raises(ForecastSettingsError):
         ForecastSettings(batch_peak_margin=-0.1)
-
-
-def _periodic_jobs(days: float, every: int, length: int) -> np.ndarray:
-    """Jobs of `length` windows at 4 cores starting every `every` windows, idle between."""
-    windows = int(days * syn.PER_DAY)
-    rng = np.random.default_rng(3)
-    job = rng.uniform(0.0, 0.02, windows)
-    for start in range(0, windows, every):
-        job[start : start + length] = 4.0 + rng.uniform(0.0, 0.05, min(length, windows - start))
-    return job
-
-
-def test_a_long_lull_may_drop_with_the_last_change_when_one_frees_soon() -> None:
-    days = 6.0
-    windows = int(days * syn.PER_DAY)
-    job = _periodic_jobs(days, every=60, length=12)  # an hour every 5 h: budget is tight
-    cpu = np.vstack([job, syn.noise(days)])
-    memory = np.full(cpu.shape, syn.GIB)
-    settings = ForecastSettings()
-    following, _, _, strategy = replay(cpu, memory, settings)
-    waiting, _, _, _ = replay(cpu, memory, replace(settings, lulls=LullSettings(long_after=0)))
-    assert strategy.plan is not None and strategy.plan.shape.batch[0]
-    after = np.arange(2 * syn.PER_DAY, windows)
-    idle = after[job[after] < 0.1]
-    busy = after[job[after] > 1.0]
-    assert following[0, idle].sum() < 0.95 * waiting[0, idle].sum()  # fewer idle cores
-    assert np.mean(following[0, busy] >= job[busy]) < 1.0  # bought with some job starts ...
-    # ... but no job waits for its CPU longer than the budget takes to free a change
-    wait = settings.lulls.frees_within + settings.reactions.react_after_windows + 1
-    starts = [t for t in range(2 * syn.PER_DAY, windows - 12, 60)]
-    assert all(np.any(following[0, t : t + wait] >= job[t : t + wait].min()) for t in starts)
-    changes = np.count_nonzero(np.diff(following[0, after]) != 0)
-    assert changes <= settings.max_changes_per_day * (days - 2) + settings.max_changes_per_day
-
-
-def test_a_long_lull_takes_the_last_change_when_one_frees_within_hours() -> None:
-    # a two-hour job every eight hours: three drops and three restores a day fill the
-    # budget, so every drop but the first in 16 h has only the last change left; the
-    # change spent 8 h earlier frees within the lull, in time for the next job
-    days = 6.0
-    job = _periodic_jobs(days, every=96, length=24)
-    cpu = np.vstack([job, syn.noise(days)])
-    memory = np.full(cpu.shape, syn.GIB)
-    settings = ForecastSettings()
-    two_hours = replace(settings, lulls=replace(settings.lulls, frees_within=24))
-    following, _, _, strategy = replay(cpu, memory, settings)
-    waiting, _, _, _ = replay(cpu, memory, two_hours)
-    assert strategy.plan is not None and strategy.plan.shape.batch[0]
-    after = np.arange(2 * syn.PER_DAY, job.size)
-    idle = after[job[after] < 0.1]
-    busy = after[job[after] > 1.0]
-    assert following[0, idle].sum() < 0.7 * waiting[0, idle].sum()
-    short = np.sum(following[0, busy] < job[busy])
-    assert short <= np.sum(waiting[0, busy] < job[busy]) + 2
 
 
 def test_a_batch_request_rises_only_once_usage_reaches_it() -> None:
