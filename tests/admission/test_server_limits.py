@@ -7,6 +7,7 @@ that does not answer.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import socket
 import ssl
@@ -21,7 +22,7 @@ import pytest
 
 from admission.connections import ConnectionLimits
 from admission.metrics import Batch
-from admission.server import ReviewLimits
+from admission.server import LoopLag, ReviewLimits
 from tests.admission.https import Served, answer, serve
 from tests.admission.objects import APP_TARGETS, vpa
 from tests.admission.test_admit import BAD_BOUNDS, View, new_pod, review
@@ -161,6 +162,30 @@ def test_a_worker_too_far_behind_answers_unchanged_at_once_and_counts_it(
     assert "shed" in outcomes and "patched" in outcomes
     shed = [answer(text) for _, text in answers if "patch" not in answer(text)]
     assert shed and all("overloaded, pod admitted as written" in a["warnings"][0] for a in shed)
+
+
+def test_the_loop_lag_ticks_often_only_while_reviews_come_and_measures_any_block() -> None:
+    async def ticks_and_lags() -> tuple[int, float, int, float]:
+        lag = LoopLag(quiet_seconds=1.0)
+        follower = asyncio.create_task(lag.follow())
+        await asyncio.sleep(0.5)  # no review: a tick every 100 ms
+        idle_ticks = lag.ticks
+        time.sleep(0.3)  # the loop held with no review
+        await asyncio.sleep(0.01)
+        idle_lag = lag.seconds
+        lag.seen()
+        await asyncio.sleep(0.11)  # the quiet tick under way ends
+        begun = lag.ticks
+        await asyncio.sleep(0.3)  # reviews came within a second: a tick every 10 ms
+        busy_ticks = lag.ticks - begun
+        time.sleep(0.3)
+        await asyncio.sleep(0.001)
+        follower.cancel()
+        return idle_ticks, idle_lag, busy_ticks, lag.seconds
+
+    idle_ticks, idle_lag, busy_ticks, busy_lag = asyncio.run(ticks_and_lags())
+    assert idle_ticks <= 6 < busy_ticks
+    assert idle_lag >= 0.25 and busy_lag >= 0.25
 
 
 def test_an_api_read_past_the_budget_is_answered_unchanged_before_it_ends(
