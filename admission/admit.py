@@ -195,12 +195,14 @@ def admit(
         return Verdict(
             warnings=(f"{WARNING_PREFIX}: cluster unreadable, pod admitted as written",),
             reason=f"cluster unreadable: {error}",
+            lasting=False,
         )
     except Exception:
         LOG.exception("admission of a pod in %s failed; admitted as written", request.namespace)
         return Verdict(
             warnings=(f"{WARNING_PREFIX}: internal error, pod admitted as written",),
             reason="internal error",
+            lasting=False,
         )
     sized_by = patch.vpa if patch.operations else None
     return Verdict(operations=patch.operations, reason=patch.reason, sized_by=sized_by)

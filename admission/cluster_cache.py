@@ -20,7 +20,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Generator
+from collections.abc import Callable, Generator, Hashable
 from typing import Generic, TypeVar
 
 import kubernetes.client
@@ -28,7 +28,7 @@ import kubernetes.client
 from admission.admit import Json
 from admission.breaker import BreakerOpen, CircuitBreaker
 from admission.metrics import MetricsSink
-from admission.owners import Index, node_labels, whole
+from admission.owners import Index, hpa_spec, node_labels
 from admission.periodic import Periodic
 from admission.watch import MAX_RETRY_SECONDS, Store, Watcher
 from tailor.api.limitrange import LimitRange
@@ -112,7 +112,7 @@ class ClusterCache:
         self._vpas = Store(VerticalPodAutoscaler, "VerticalPodAutoscalers")
         self._limit_ranges = Store(LimitRange, "LimitRanges")
         self._owners = {kind: Index(kind) for kind in OWNER_KINDS}
-        self._hpas = Index("HorizontalPodAutoscalers", keep=whole)
+        self._hpas = Index("HorizontalPodAutoscalers", keep=hpa_spec)
         self._nodes = Index("Nodes", keep=node_labels)
         self._absent: Expiring[tuple[str, str, str], bool] = Expiring(ABSENT_TTL_SECONDS)
         self._vpa_crd_present = True
@@ -169,6 +169,18 @@ class ClusterCache:
 
     def limit_ranges(self, namespace: str) -> list[LimitRange]:
         return self._limit_ranges.namespace(namespace)
+
+    def revision(self, namespace: str) -> Hashable:
+        """Differs after any change a review of a pod in `namespace` could read: the
+        namespace's VPAs, LimitRanges, owner links and HPAs, any Node's labels, a new list
+        (`admission.verdicts`). Read before deciding; each store bumps it after a change."""
+        return (
+            self._vpas.revision(namespace),
+            self._limit_ranges.revision(namespace),
+            *(index.revision(namespace) for index in self._owners.values()),
+            self._hpas.revision(namespace),
+            self._nodes.revision(""),
+        )
 
     def has_controller(self, kind: str, namespace: str, name: str) -> bool:
         """Whether `controller()` answers from memory (no API read)."""

@@ -6,7 +6,7 @@ index: each ReplicaSet and Job is kept as its name and owner references only (a 
 hundred bytes, not the whole object with its pod template), listed once and then
 changed by each watch event (`admission.watch.Watcher`). A controller the watch has
 not delivered yet is read by name, once, through the breaker (`admission.cluster_cache`).
-HPAs are kept whole, by namespace, for the conflict check (`tailor.hpa`); Nodes as their
+HPAs are kept as their spec, by namespace, for the conflict check (`tailor.hpa`); Nodes as their
 labels only, for a DaemonSet pod's node group (`tailor.node_groups`).
 """
 
@@ -36,12 +36,15 @@ def owner_links(obj: Json) -> Json | None:
     return {"metadata": kept}
 
 
-def whole(obj: Json) -> Json | None:
-    """The object as it came (an HPA: small, and its metrics and target are all read)."""
+def hpa_spec(obj: Json) -> Json | None:
+    """The part of an HPA the conflict check reads (`tailor.hpa`): name, namespace and spec.
+    Its status changes with every scaling decision, and would change the revision for
+    nothing."""
     metadata = obj.get("metadata")
     if not isinstance(metadata, Mapping) or not isinstance(metadata.get("name"), str):
         return None
-    return obj
+    kept = {"name": metadata["name"], "namespace": metadata.get("namespace") or ""}
+    return {"metadata": kept, "spec": obj.get("spec")}
 
 
 def node_labels(obj: Json) -> Json | None:
@@ -60,7 +63,9 @@ class Index:
 
     Same contract as `admission.watch.Store` (epoch, resourceVersion, replace / apply),
     so one `Watcher` keeps either current; read by name or by namespace, without a lock
-    (a namespace's dict is replaced whole, never changed in place).
+    (a namespace's dict is replaced whole, never changed in place). `revision(ns)` changes
+    whenever what is kept of `ns` does: an event that leaves it as it was (a ReplicaSet's
+    status, a Node's heartbeat) changes nothing (`admission.verdicts`).
     """
 
     def __init__(self, kind: str, keep: Callable[[Json], Json | None] = owner_links) -> None:
@@ -69,6 +74,11 @@ class Index:
         self._lock = threading.Lock()
         self.epoch = 0
         self.resource_version: str | None = None
+        self._changes: dict[str, int] = {}
+
+    def revision(self, namespace: str) -> tuple[int, int]:
+        """(lists installed, changes to `namespace` since): bumped after each change lands."""
+        return self.epoch, self._changes.get(namespace, 0)
 
     def get(self, namespace: str, name: str) -> Json | None:
         return self._objects.get(namespace, {}).get(name)
@@ -128,6 +138,8 @@ class Index:
                     self._put(namespace, name, kept)
 
     def _put(self, namespace: str, name: str, kept: Json | None) -> None:
+        if self.get(namespace, name) == kept:
+            return  # as it was: the namespace's readers and its revision stay
         names = dict(self._objects.get(namespace, {}))
         if kept is None:
             names.pop(name, None)
@@ -137,6 +149,7 @@ class Index:
             self._objects[namespace] = names
         else:
             self._objects.pop(namespace, None)
+        self._changes[namespace] = self._changes.get(namespace, 0) + 1
 
 
 def _key(kept: Json) -> tuple[str, str]:

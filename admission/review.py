@@ -74,6 +74,9 @@ class Verdict:
     reason: str = ""
     denied: str = ""
     sized_by: Any = None  # the VerticalPodAutoscaler whose recommendation patched the pod
+    # False: given for a failure (cluster unreadable, an error of ours), not for the pod:
+    # never reused for an identical pod (`admission.verdicts`)
+    lasting: bool = True
 
 
 def _text(value: object, where: str) -> str:

@@ -32,6 +32,7 @@ from admission.admit import ClusterView, admit, needs_api
 from admission.connections import BODY, BUSY, IDLE, ConnectionLimits, GuardedProtocols
 from admission.metrics import MetricsSink, ReviewMetrics
 from admission.review import AdmissionRequest, ReviewError, Verdict, parse_review, review_response
+from admission.verdicts import Revised, VerdictCache
 from tailor.quantity import Quantity
 from tailor.scope import EVERYWHERE, NamespaceScope
 
@@ -41,6 +42,7 @@ LOG = logging.getLogger("tailor.admission")
 Listener = Callable[[AdmissionRequest, Verdict], None]
 T = TypeVar("T")
 GUARD = web.AppKey("guard", GuardedProtocols)
+VERDICTS = web.AppKey("verdicts", VerdictCache)
 _LAG_TICK, _QUIET_TICK = 0.01, 0.1
 
 
@@ -119,6 +121,15 @@ class _Reviews:
         cut = metrics.connection_cut if metrics else None
         self.guard = GuardedProtocols(None, limits.connections, cut)
         self.waiting_on_api = 0
+        self.verdicts = VerdictCache(view) if isinstance(view, Revised) else None
+
+    def decided_now(self, review: AdmissionRequest) -> Verdict:
+        """The verdict from memory, on the loop: a pod identical to one just decided, at the
+        same revision of the cluster view, gets the same (`admission.verdicts`)."""
+        view, scope, boost = self.view, self.scope, self.max_cpu_boost
+        if self.verdicts is None or not review.is_pod_create():
+            return admit(review, view, scope, boost)
+        return self.verdicts.verdict(review, lambda: admit(review, view, scope, boost))
 
     def record(self, outcome: str, begun: float) -> None:
         if self.metrics is not None:
@@ -130,7 +141,7 @@ class _Reviews:
         if self.lag.seconds > limits.shed_lag_seconds and review.is_pod_create():
             return _unchanged("shed: overloaded", "overloaded"), "shed"
         if not needs_api(review, view):
-            verdict = admit(review, view, scope, boost)
+            verdict = self.decided_now(review)
         elif self.waiting_on_api >= limits.max_api_reviews:
             return _unchanged("shed: too many API reads", "overloaded"), "shed"
         else:
@@ -222,6 +233,8 @@ def make_app(
     reviews = _Reviews(view, ready, listener, metrics, scope, max_cpu_boost, limits)
     app = web.Application(client_max_size=limits.max_body_bytes)
     app[GUARD] = reviews.guard
+    if reviews.verdicts is not None:
+        app[VERDICTS] = reviews.verdicts
     app.cleanup_ctx.append(reviews.follow_lag)
     app.router.add_post("/mutate", reviews.mutate)
     app.router.add_get("/healthz", reviews.healthz)

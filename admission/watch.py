@@ -63,7 +63,8 @@ class Store(Generic[M]):
     and puts it in place in one step, and a list swaps the whole dict, so a reader sees
     a namespace before or after a change, never halfway through. `epoch` counts the
     lists installed: events of a watch begun before the latest list are not applied
-    (the watcher restarts from that list's resourceVersion instead).
+    (the watcher restarts from that list's resourceVersion instead). `revision(ns)`
+    changes whenever what `namespace(ns)` returns may have (`admission.verdicts`).
     """
 
     def __init__(self, model: type[M], kind: str) -> None:
@@ -73,9 +74,14 @@ class Store(Generic[M]):
         self._lock = threading.Lock()
         self.epoch = 0
         self.resource_version: str | None = None  # None: list before watching
+        self._changes: dict[str, int] = {}
 
     def namespace(self, namespace: str) -> list[M]:
         return self._objects.get(namespace, [])
+
+    def revision(self, namespace: str) -> tuple[int, int]:
+        """(lists installed, events applied to `namespace`): bumped after each change lands."""
+        return self.epoch, self._changes.get(namespace, 0)
 
     @property
     def listed(self) -> bool:
@@ -141,6 +147,7 @@ class Store(Generic[M]):
             self._objects[namespace] = kept
         else:
             self._objects.pop(namespace, None)
+        self._changes[namespace] = self._changes.get(namespace, 0) + 1
 
 
 class Watched(Protocol):

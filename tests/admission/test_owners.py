@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from admission.owners import Index, owner_links, whole
+from admission.owners import Index, hpa_spec, owner_links
 from tailor.kube import WatchEvent
 
 
@@ -63,9 +63,23 @@ def test_a_read_by_name_is_learned_but_never_overrides_the_watch() -> None:
     assert index.get("shop", "web-9") is not None
 
 
-def test_hpas_are_kept_whole_by_namespace() -> None:
-    hpas = Index("HorizontalPodAutoscalers", keep=whole)
-    hpa = {"metadata": {"name": "web", "namespace": "shop"}, "spec": {"minReplicas": 2}}
+def test_hpas_are_kept_as_their_spec_by_namespace_and_a_status_change_is_no_change() -> None:
+    hpas = Index("HorizontalPodAutoscalers", keep=hpa_spec)
+    spec = {"minReplicas": 2, "metrics": [{"type": "Resource", "resource": {"name": "cpu"}}]}
+    metadata = {"name": "web", "namespace": "shop", "resourceVersion": "3"}
+    hpa = {"metadata": metadata, "spec": spec, "status": {"currentReplicas": 2}}
     hpas.replace([hpa, {"metadata": {"name": "db", "namespace": "other"}}], "3")
-    assert hpas.namespace("shop") == [hpa]
+    kept = {"metadata": {"name": "web", "namespace": "shop"}, "spec": spec}
+    assert hpas.namespace("shop") == [kept]
     assert hpas.namespace("none") == []
+    before, epoch = hpas.revision("shop"), hpas.epoch
+    scaled = {
+        **hpa,
+        "metadata": {**metadata, "resourceVersion": "4"},
+        "status": {"currentReplicas": 5},
+    }
+    assert hpas.apply(WatchEvent("MODIFIED", scaled), epoch)
+    assert hpas.revision("shop") == before
+    changed = {**scaled, "spec": {**spec, "minReplicas": 3}}
+    assert hpas.apply(WatchEvent("MODIFIED", changed), epoch)
+    assert hpas.revision("shop") != before and hpas.revision("other") == (epoch, 0)
