@@ -25,8 +25,8 @@ import pandas as pd
 
 from benchmarks.report import emit
 from recommender.data.arrays import UsageArrays
-from recommender.forecast.api import recommend_forecast
 from recommender.forecast.settings import ForecastSettings
+from recommender.recommend import recommend_forecast
 
 START = 1_700_006_400  # a UTC midnight
 STEP = 300

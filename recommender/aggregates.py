@@ -9,6 +9,7 @@ aggregates no longer seen, and the rounding the API writes. The library entry po
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Collection
 
 import numpy as np
@@ -16,9 +17,10 @@ import pandas as pd
 
 from recommender.data.arrays import AGGREGATE_COLUMNS, UsageArrays, factorize_rows
 from recommender.data.throttling import throttling_notes
-from recommender.forecast.api import BOUND_COLUMNS, Planned, bounds, schedule_frame
-from recommender.forecast.explain import with_memory_of
-from recommender.forecast.policy import ForecastPolicy, InForce
+from recommender.explanations import planned_reasons, with_memory_of
+from recommender.forecast.api import Planned
+from recommender.forecast.policy import ForecastPolicy, InForce, Needs
+from recommender.forecast.settings import ForecastSettings
 from recommender.in_force import OnRecord, requests_in_force
 from recommender.vpa.model import VpaModel
 from tailor.change_budget import ChangeBudget
@@ -26,6 +28,7 @@ from tailor.durations import DAY
 from tailor.schedule_file import MAX_AMOUNT
 
 Keys = tuple[str, str, str]  # namespace, workload, container
+BOUND_COLUMNS = tuple(f"{r}_{b}" for r in ("cpu", "memory") for b in ("target", "lower", "upper"))
 
 
 def aggregate_index(series: pd.DataFrame) -> tuple[np.ndarray, pd.DataFrame]:
@@ -109,7 +112,8 @@ def per_workload_forecast(
     in_force = _in_force(aggregates, requests_in_force(kept), policy.settings.max_changes_per_day)
     cpu, memory = policy.schedule(needs, in_force)
     schedule = schedule_frame(aggregates, needs, cpu, memory)
-    per_series = planned.reasons.iloc[rows].reset_index(drop=True)
+    explained = planned_reasons(planned, arrays.keys, policy.settings)
+    per_series = explained.iloc[rows].reset_index(drop=True)
     per_series["cpu_target"] = _largest(planned.needs.cpu[rows])
     per_series["memory_target"] = _largest(planned.needs.memory[rows])
     recommendations = pd.concat([aggregates, bounds(needs, cpu, memory, policy.settings)], axis=1)
@@ -121,6 +125,46 @@ def per_workload_forecast(
         recommendations = with_throttling_notes(recommendations, kept)
     schedule = schedule.sort_values([*AGGREGATE_COLUMNS, "start"], kind="stable")
     return _rounded(recommendations), _rounded(schedule.reset_index(drop=True))
+
+
+def bounds(needs: Needs, cpu: np.ndarray, memory: np.ndarray, s: ForecastSettings) -> pd.DataFrame:
+    """target / lower / upper per unit from its schedule's horizon (the block in force,
+    the first column, only plays what is in force): the highest and lowest request
+    planned, and above the target, the recent peak with the headroom a rise waits for."""
+    horizon_cpu, horizon_memory = cpu[:, 1:], memory[:, 1:]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        cpu_target = np.nanmax(horizon_cpu, axis=1)
+        memory_target = np.nanmax(horizon_memory, axis=1)
+        return pd.DataFrame(
+            {
+                "cpu_target": cpu_target,
+                "cpu_lower": np.nanmin(horizon_cpu, axis=1),
+                "cpu_upper": np.fmax(cpu_target, needs.cpu_peak)
+                * (1.0 + s.hysteresis.increase_threshold),
+                "memory_target": memory_target,
+                "memory_lower": np.nanmin(horizon_memory, axis=1),
+                "memory_upper": np.fmax(memory_target, needs.memory_peak * (1.0 + s.memory_margin)),
+            }
+        )
+
+
+def schedule_frame(
+    keys: pd.DataFrame, needs: Needs, cpu: np.ndarray, memory: np.ndarray
+) -> pd.DataFrame:
+    """The schedule as a long table: `keys` (one row per unit) then start, end and the
+    requests of each block (the block in force first)."""
+    n, blocks = cpu.shape
+    planned = needs.first_start + needs.period * np.arange(blocks - 1)
+    starts = np.concatenate([[needs.block_start], planned]).astype(np.int64)
+    frame = keys.loc[np.repeat(np.arange(n), blocks)].reset_index(drop=True)
+    start = pd.to_datetime(np.tile(starts, n), unit="s", utc=True)
+    frame["start"] = start
+    frame["end"] = start + pd.Timedelta(seconds=needs.period)
+    frame["cpu_request"] = cpu.ravel()
+    frame["memory_request"] = memory.ravel()
+    frame["memory_limit"] = memory.ravel()
+    return frame
 
 
 def _largest(values: np.ndarray) -> np.ndarray:

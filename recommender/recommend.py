@@ -15,10 +15,13 @@ import numpy as np
 import pandas as pd
 
 from recommender.aggregates import (
+    BOUND_COLUMNS,
     active_series,
     aggregate_index,
+    bounds,
     per_workload_forecast,
     recent_history,
+    schedule_frame,
     vpa_rows,
 )
 from recommender.data.arrays import (
@@ -32,7 +35,9 @@ from recommender.data.ooms import history_start, oom_kills
 from recommender.data.schema import validate_events, validate_usage
 from recommender.data.throttling import with_cpu_demand
 from recommender.data.timestamps import unix_seconds
-from recommender.forecast.api import BOUND_COLUMNS, Planned, plan_forecast
+from recommender.explanations import planned_reasons
+from recommender.forecast.api import Planned, plan_forecast
+from recommender.forecast.memory import SeriesBumps
 from recommender.forecast.policy import ForecastPolicy
 from recommender.forecast.settings import ForecastSettings
 from recommender.oom_bumps import series_oom_bumps
@@ -40,6 +45,8 @@ from recommender.vpa.model import VpaModel
 from recommender.vpa.settings import VpaSettings
 
 RECOMMENDATION_COLUMNS = (*AGGREGATE_COLUMNS, *BOUND_COLUMNS)
+SERIES_COLUMNS = (*KEY_COLUMNS, *BOUND_COLUMNS, "explanation")  # `recommend_forecast`'s
+SCHEDULE_COLUMNS = (*KEY_COLUMNS, "start", "end", "cpu_request", "memory_request", "memory_limit")
 INGEST_CHUNK = 2_000_000
 
 ProgressCallback = Callable[[int, int], None]
@@ -222,3 +229,41 @@ def forecast_workloads(
         result, arrays, active, kept, quiet, policy, count_throttling=count_throttling
     )
     return WorkloadForecast(recommendations, schedule, arrays, result, active)
+
+
+@dataclass(frozen=True)
+class ForecastResult:
+    """What `recommend_forecast` returns.
+
+    recommendations: one row per series, SERIES_COLUMNS then the reasons as columns
+        (season, workload_class, model, cpu_margin, ...).
+    schedule: one row per (series, block), SCHEDULE_COLUMNS (start and end in UTC), the
+        block the history ends in (the one in force) first, then the plan's horizon.
+    """
+
+    recommendations: pd.DataFrame
+    schedule: pd.DataFrame
+
+
+def recommend_forecast(
+    usage: UsageArrays,
+    events: pd.DataFrame | None = None,
+    settings: ForecastSettings | None = None,
+    workers: int = 1,
+    oom_bumps: SeriesBumps | None = None,
+) -> ForecastResult:
+    """Stable recommendations and the next horizon's schedule for every series of `usage`
+    (one per pod's container, not merged per workload), each played from nothing in force
+    (see `plan_forecast` for the arguments).
+
+    Series without samples get NaN everywhere; CPU-only data (memory all NaN) gets NaN
+    memory figures.
+    """
+    policy = ForecastPolicy(settings or ForecastSettings())
+    planned = plan_forecast(usage, events, policy, workers, oom_bumps)
+    cpu, memory = policy.schedule(planned.needs)
+    explained, keyed = planned_reasons(planned, usage.keys, policy.settings), len(KEY_COLUMNS)
+    found = bounds(planned.needs, cpu, memory, policy.settings)
+    frame = pd.concat([explained.iloc[:, :keyed], found, explained.iloc[:, keyed:]], axis=1)
+    keys = usage.keys.loc[:, list(KEY_COLUMNS)].reset_index(drop=True)
+    return ForecastResult(frame, schedule_frame(keys, planned.needs, cpu, memory))

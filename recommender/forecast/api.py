@@ -1,62 +1,36 @@
-"""The batch entry point: usage history in, recommendations and a 24 h schedule out.
+"""The batch entry point: every series of a usage history planned once.
 
-`plan_forecast` plans every series once with the policy the live strategy runs every
-block (`ForecastPolicy`), and says what each plan's schedule must play (`Needs`).
-`recommend_forecast` plays each series' schedule from nothing in force;
-`recommender.aggregates` plays one per workload from its requests in force. Either way
-the schedule is laid out as a stable recommendation in the VPA API's shape (target,
-lowerBound, upperBound), a drop-in for the upstream recommender, and as the requests per
-update period the updater applies in place.
+`plan_forecast` plans each series with the policy the live strategy runs every block
+(`ForecastPolicy`), from the OOM kills it was given as the strategy remembers them, and
+says what each plan's schedule must play (`Needs`). Playing and laying out schedules is
+the library's (`recommender.aggregates`, `recommender.recommend`).
 """
 
 from __future__ import annotations
 
-import warnings
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 
 import numpy as np
 import pandas as pd
 
-from recommender.data.arrays import KEY_COLUMNS, UsageArrays
+from recommender.data.arrays import UsageArrays
 from recommender.data.ooms import history_start, oom_kills
-from recommender.forecast.explain import reasons
 from recommender.forecast.memory import OomHistory, SeriesBumps, implied_demand
 from recommender.forecast.planner import Plan
 from recommender.forecast.policy import ForecastPolicy, Needs
 from recommender.forecast.settings import ForecastSettings
 
-BOUND_COLUMNS = tuple(f"{r}_{b}" for r in ("cpu", "memory") for b in ("target", "lower", "upper"))
-RECOMMENDATION_COLUMNS = (*KEY_COLUMNS, *BOUND_COLUMNS, "explanation")
-SCHEDULE_COLUMNS = (*KEY_COLUMNS, "start", "end", "cpu_request", "memory_request", "memory_limit")
-
 
 @dataclass(frozen=True)
 class Planned:
-    """Every series planned by `plan_forecast`.
-
-    plans: (rows, plan) per fleet chunk (rows index the input series); needs: what each
-    series' schedule plays, in input order; reasons: per series, KEY_COLUMNS, the
-    explanation and its facts as columns (season, workload_class, model, ...).
-    """
+    """Every series planned by `plan_forecast`: (rows, plan) per fleet chunk (rows index
+    the input series); what each series' schedule plays and its OOM history, in input
+    order."""
 
     plans: tuple[tuple[np.ndarray, Plan], ...]
     needs: Needs
-    reasons: pd.DataFrame
-
-
-@dataclass(frozen=True)
-class ForecastResult:
-    """What `recommend_forecast` returns.
-
-    recommendations: one row per series, RECOMMENDATION_COLUMNS then the reasons as
-        columns (season, workload_class, model, cpu_margin, ...).
-    schedule: one row per (series, block), SCHEDULE_COLUMNS (start and end in UTC), the
-        block the history ends in (the one in force) first, then the plan's horizon.
-    """
-
-    recommendations: pd.DataFrame
-    schedule: pd.DataFrame
+    ooms: OomHistory
 
 
 def oom_history(
@@ -91,55 +65,13 @@ def oom_history(
     return ooms, replace(usage, memory=folded)
 
 
-def bounds(needs: Needs, cpu: np.ndarray, memory: np.ndarray, s: ForecastSettings) -> pd.DataFrame:
-    """target / lower / upper per unit from its schedule's horizon (the block in force,
-    the first column, only plays what is in force): the highest and lowest request
-    planned, and above the target, the recent peak with the headroom a rise waits for."""
-    horizon_cpu, horizon_memory = cpu[:, 1:], memory[:, 1:]
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        cpu_target = np.nanmax(horizon_cpu, axis=1)
-        memory_target = np.nanmax(horizon_memory, axis=1)
-        return pd.DataFrame(
-            {
-                "cpu_target": cpu_target,
-                "cpu_lower": np.nanmin(horizon_cpu, axis=1),
-                "cpu_upper": np.fmax(cpu_target, needs.cpu_peak)
-                * (1.0 + s.hysteresis.increase_threshold),
-                "memory_target": memory_target,
-                "memory_lower": np.nanmin(horizon_memory, axis=1),
-                "memory_upper": np.fmax(memory_target, needs.memory_peak * (1.0 + s.memory_margin)),
-            }
-        )
-
-
-def schedule_frame(
-    keys: pd.DataFrame, needs: Needs, cpu: np.ndarray, memory: np.ndarray
-) -> pd.DataFrame:
-    """The schedule as a long table: `keys` (one row per unit) then start, end and the
-    requests of each block (the block in force first)."""
-    n, blocks = cpu.shape
-    planned = needs.first_start + needs.period * np.arange(blocks - 1)
-    starts = np.concatenate([[needs.block_start], planned]).astype(np.int64)
-    frame = keys.loc[np.repeat(np.arange(n), blocks)].reset_index(drop=True)
-    start = pd.to_datetime(np.tile(starts, n), unit="s", utc=True)
-    frame["start"] = start
-    frame["end"] = start + pd.Timedelta(seconds=needs.period)
-    frame["cpu_request"] = cpu.ravel()
-    frame["memory_request"] = memory.ravel()
-    frame["memory_limit"] = memory.ravel()
-    return frame
-
-
 def _chunk(
     usage: UsageArrays, ooms: OomHistory, rows: np.ndarray, policy: ForecastPolicy
-) -> tuple[Plan, Needs, pd.DataFrame]:
-    """Plan and explain one chunk of series (one fleet for the allocation)."""
+) -> tuple[Plan, Needs]:
+    """Plan one chunk of series (one fleet for the allocation)."""
     part, chunk_ooms = usage.select(rows), ooms.select(rows)
     plan = policy.plan(part, chunk_ooms)
-    keys = part.keys.loc[:, list(KEY_COLUMNS)].reset_index(drop=True)
-    explained = pd.concat([keys, reasons(plan, chunk_ooms, policy.settings)], axis=1)
-    return plan, policy.needs(plan, part, chunk_ooms), explained
+    return plan, policy.needs(plan, part, chunk_ooms)
 
 
 def plan_forecast(
@@ -170,28 +102,5 @@ def plan_forecast(
     return Planned(
         tuple((rows, part[0]) for rows, part in zip(chunks, done, strict=True)),
         Needs.joined([part[1] for part in done]),
-        pd.concat([part[2] for part in done], ignore_index=True),
+        ooms,
     )
-
-
-def recommend_forecast(
-    usage: UsageArrays,
-    events: pd.DataFrame | None = None,
-    settings: ForecastSettings | None = None,
-    workers: int = 1,
-    oom_bumps: SeriesBumps | None = None,
-) -> ForecastResult:
-    """Stable recommendations and the next horizon's schedule for every series of `usage`,
-    each played from nothing in force (see `plan_forecast` for the arguments).
-
-    Series without samples get NaN everywhere; CPU-only data (memory all NaN) gets NaN
-    memory figures.
-    """
-    policy = ForecastPolicy(settings or ForecastSettings())
-    planned = plan_forecast(usage, events, policy, workers, oom_bumps)
-    cpu, memory = policy.schedule(planned.needs)
-    explained, keyed = planned.reasons, len(KEY_COLUMNS)
-    found = bounds(planned.needs, cpu, memory, policy.settings)
-    frame = pd.concat([explained.iloc[:, :keyed], found, explained.iloc[:, keyed:]], axis=1)
-    keys = usage.keys.loc[:, list(KEY_COLUMNS)].reset_index(drop=True)
-    return ForecastResult(frame, schedule_frame(keys, planned.needs, cpu, memory))

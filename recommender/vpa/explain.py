@@ -1,7 +1,7 @@
 """The upstream model's recommendation in words: which percentile, which margin, how much
 history the confidence multipliers saw, and whether an OOM kill's bump moved memory.
 
-The forecaster explains every recommendation (`recommender.forecast.explain`); a user
+The forecaster explains every recommendation (`recommender.explanations`); a user
 comparing the two models with `tailor recommend --explain` wants the same from `vpa`,
 so it is said from the model's own state and settings, numbers as the model used them.
 """

@@ -7,12 +7,8 @@ import pandas as pd
 import pytest
 
 from recommender.data.arrays import KEY_COLUMNS, UsageArrays
-from recommender.forecast.api import (
-    RECOMMENDATION_COLUMNS,
-    SCHEDULE_COLUMNS,
-    recommend_forecast,
-)
 from recommender.forecast.settings import ForecastSettings, MemorySettings, ReactionSettings
+from recommender.recommend import SCHEDULE_COLUMNS, SERIES_COLUMNS, recommend_forecast
 from tests.recommender.forecast import synthetic as syn
 
 
@@ -29,7 +25,7 @@ def _usage(days: float = 5.0) -> UsageArrays:
 def test_recommendations_have_the_vpa_shape_and_explain_themselves() -> None:
     result = recommend_forecast(_usage())
     frame = result.recommendations
-    assert list(frame.columns[: len(RECOMMENDATION_COLUMNS)]) == list(RECOMMENDATION_COLUMNS)
+    assert list(frame.columns[: len(SERIES_COLUMNS)]) == list(SERIES_COLUMNS)
     assert len(frame) == 3
     numbers = frame[["cpu_lower", "cpu_target", "cpu_upper"]].to_numpy()
     assert (numbers[:, 0] <= numbers[:, 1]).all() and (numbers[:, 1] <= numbers[:, 2]).all()

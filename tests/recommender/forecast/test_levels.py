@@ -11,7 +11,7 @@ from recommender.backtest.registry import (
     with_forecast_settings,
 )
 from recommender.data.arrays import UsageArrays
-from recommender.forecast.explain import reasons
+from recommender.explanations import reasons
 from recommender.forecast.levels import KnownLevels
 from recommender.forecast.memory import OomHistory
 from recommender.forecast.planner import make_plan

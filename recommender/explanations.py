@@ -1,7 +1,7 @@
-"""Every recommendation says why: which shape was found, which margin, what the OOMs did.
+"""Every forecast recommendation says why: which shape, which margin, what the OOMs did.
 
-The facts come as columns for machines (dashboards, the CLI's JSON output), and the
-sentence a person reads is written from those same columns.
+The facts of each plan come as columns for machines (dashboards, the CLI's JSON output),
+and the sentence a person reads is written from those same columns.
 """
 
 from __future__ import annotations
@@ -11,6 +11,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from recommender.data.arrays import KEY_COLUMNS
+from recommender.forecast.api import Planned
 from recommender.forecast.memory import OomHistory, capped_state_peaks
 from recommender.forecast.planner import Plan
 from recommender.forecast.settings import DAY, ForecastSettings
@@ -74,6 +76,15 @@ def reasons(plan: Plan, ooms: OomHistory, settings: ForecastSettings) -> pd.Data
     ]
     facts.insert(0, "explanation", said)
     return facts
+
+
+def planned_reasons(
+    planned: Planned, keys: pd.DataFrame, settings: ForecastSettings
+) -> pd.DataFrame:
+    """`reasons` of every series of `planned`, after its KEY_COLUMNS (from `keys`)."""
+    parts = [reasons(plan, planned.ooms.select(rows), settings) for rows, plan in planned.plans]
+    keyed = keys.loc[:, list(KEY_COLUMNS)].reset_index(drop=True)
+    return pd.concat([keyed, pd.concat(parts, ignore_index=True)], axis=1)
 
 
 def _cpu_sentence(row: Any, settings: ForecastSettings) -> str:
