@@ -123,8 +123,9 @@ class Answers:
         del self.halves[(counter, first)]
         samples, presence = halves[counter + SAMPLES], halves[counter]
         reads = counter_reads(samples, presence, first, last, self.step, COUNTER_PARTS)
+        rows = self.index.rows(samples, self.cadvisor)  # each read has the samples' series
         for part, read in reads.items():
-            self.grids[f"{counter}_{part}"].put(self.index.rows(read, self.cadvisor), read)
+            self.grids[f"{counter}_{part}"].put(rows, read)
 
     def owner_frame(self) -> pd.DataFrame:
         columns = ["namespace", "pod", *OWNER_LABELS, "time", "value"]

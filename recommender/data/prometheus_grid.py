@@ -98,16 +98,18 @@ class Grid:
         if rows.size == 0:
             return
         self._grow(int(rows.max()) + 1)
-        row_of_point = np.repeat(rows, matrix.counts)
         offset = matrix.times - self.start
         column = offset // self.step
+        at = np.repeat(rows * self.points, matrix.counts) + column  # in the flattened grid
+        values = matrix.values
         on_grid = (offset % self.step == 0) & (column >= 0) & (column < self.points)
-        at = (row_of_point[on_grid], column[on_grid])
-        values = matrix.values[on_grid]
-        if np.unique(rows).size == rows.size:  # one series a row here: no point repeats
-            self.values[at] = self.combine(self.values[at], values)
+        if not on_grid.all():
+            at, values = at[on_grid], values[on_grid]
+        flat = self.values.reshape(-1)  # a view: the grid is contiguous
+        if np.bincount(rows).max() == 1:  # one series a row here: no point repeats
+            flat[at] = self.combine(flat[at], values)
         else:
-            self.combine.at(self.values, at, values)
+            self.combine.at(flat, at, values)
 
     def rows(self, count: int) -> np.ndarray:
         """The first `count` rows (NaN for rows no answer reached)."""

@@ -93,8 +93,11 @@ def counter_reads(
 
 def _present(presence: Matrix, samples: Matrix, first: int, step: int, points: int) -> np.ndarray:
     """Where each series of `samples` has a value in `presence` (matched by labels)."""
-    row_of = {_key(labels): row for row, labels in enumerate(samples.labels)}
-    rows = np.array([row_of.get(_key(labels), -1) for labels in presence.labels], np.int64)
+    if presence.labels == samples.labels:  # the same series in the same order: usual
+        rows = np.arange(len(samples.labels), dtype=np.int64)
+    else:
+        row_of = {_key(labels): row for row, labels in enumerate(samples.labels)}
+        rows = np.array([row_of.get(_key(labels), -1) for labels in presence.labels], np.int64)
     row_of_point = np.repeat(rows, presence.counts)
     offset = presence.times - first
     column = offset // step
