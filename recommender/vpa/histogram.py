@@ -23,6 +23,9 @@ from recommender.vpa.settings import ZERO_TIME
 
 #: Sentinel above any real timestamp (for minimum reductions).
 _FAR_FUTURE = np.iinfo(np.int64).max
+#: Up to this many cells (rows x buckets) percentiles read the dense matrix, beyond it
+#: only its non-zero cells (`recommender.vpa.cells`).
+_DENSE_CELLS = 1 << 16
 
 
 def round_to_half_life(times: np.ndarray, half_life: int) -> np.ndarray:
@@ -224,10 +227,36 @@ class DecayingHistograms:
         upstream, the walk starts at the lowest bucket holding at least epsilon and
         stops at the highest one.
         """
+        thresholds = np.asarray(percentiles, dtype=np.float64)[:, None] * self.total[None, :]
+        if self.weights.size <= _DENSE_CELLS:
+            return self._dense_percentile_bucket(thresholds)
         span = self.cells().heavy_span(self.epsilon)
         _, highest = span.bucket_range()
-        thresholds = np.asarray(percentiles, dtype=np.float64)[:, None] * self.total[None, :]
         return span.bucket_at(span.cells_below(thresholds), highest[None, :]), span.nonempty
+
+    def _dense_percentile_bucket(self, thresholds: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """`percentile_bucket` of a small matrix in a few whole-matrix calls: a replay asks
+        for 50 rows at every window, where per-call overhead is the cost.
+
+        The walk runs over each row's buckets from its lowest to its highest one holding
+        epsilon. A running sum over every bucket (`np.cumsum`, left to right), with the
+        buckets below the lowest set to 0, adds the same weights in the same order as
+        the walk, since an empty bucket adds exactly 0.0; the walk can only stop at a
+        bucket with weight, and never past the highest.
+        """
+        weights = self.weights
+        heavy = weights >= self.epsilon
+        nonempty: np.ndarray = np.any(heavy, axis=1)
+        last = weights.shape[1] - 1
+        lowest = np.argmax(heavy, axis=1)[:, None]
+        highest = np.where(nonempty, last - np.argmax(heavy[:, ::-1], axis=1), last)
+        columns = np.arange(weights.shape[1])
+        walked = columns >= lowest
+        running = np.cumsum(np.where(walked, weights, 0.0), axis=1)
+        stops = walked & (columns <= highest[:, None]) & (weights > 0)
+        reached = (running[None] >= thresholds[:, :, None]) & stops[None]
+        buckets = np.where(reached.any(axis=2), reached.argmax(axis=2), highest[None, :])
+        return np.where(nonempty[None, :], buckets, last), nonempty
 
 
 def percentile_values(
