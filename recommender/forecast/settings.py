@@ -29,11 +29,6 @@ class ForecastSettingsError(SettingsError):
     """A setting outside the range the recommender can work with."""
 
 
-def _bound(settings: Any, text: str) -> float:
-    """A bound of an interval: a number, or the name of another field of `settings`."""
-    return float(getattr(settings, text)) if text.isidentifier() and text != "inf" else float(text)
-
-
 def _within(settings: Any, name: str, within: str | tuple[str, ...]) -> tuple[bool, str]:
     """Whether field `name` lies `within` an interval ("[0, 1)", "(0, inf)": an upper inf
     is no bound; a bound may name another field) or a tuple of choices, and the message
@@ -42,7 +37,7 @@ def _within(settings: Any, name: str, within: str | tuple[str, ...]) -> tuple[bo
     if isinstance(within, tuple):
         return value in within, f"{name} must be one of {', '.join(within)}"
     low, high = (part.strip() for part in within[1:-1].split(","))
-    lower, upper = _bound(settings, low), _bound(settings, high)
+    lower, upper = (float(getattr(settings, b, b)) for b in (low, high))
     items = value if isinstance(value, tuple) else (value,)
     ok = len(items) > 0 and all(
         (v >= lower if within[0] == "[" else v > lower)
@@ -98,16 +93,14 @@ AT_LEAST_ONE = _in("[1, inf)")
 class ModelSettings(_Checked):
     """The forecast of block means (Holt-Winters, damped trend; see `holtwinters`).
 
-    level_alphas: candidate level smoothing values; each container uses the one (or the
-        persistence forecast) whose recent errors cost the least margin.
-    persistence_windows: the persistence forecast (mean of the last windows) that
-        competes with Holt-Winters: batch jobs switch state and stay.
-    trend_beta, trend_damping, season_gamma: the other smoothing parameters (gamma
-        per cycle).
-    season_threshold: autocorrelation at the cycle length above which a daily or
-        weekly cycle counts as detected (a cycle is used only when the data shows it).
+    level_alphas: candidate level smoothing values; each container keeps the one (or
+        persistence) whose recent errors cost the least margin.
+    persistence_windows: windows averaged by the persistence forecast: batch jobs
+        switch state and stay.
+    trend_beta, trend_damping, season_gamma: the other smoothing parameters.
+    season_threshold: autocorrelation at a cycle's length that detects the cycle.
     weekly_gain: how much more the weekly than the daily autocorrelation must be for
-        a weekly cycle to be used instead of a daily one.
+        the weekly cycle to be used.
     """
 
     GROUP = "model."
@@ -129,8 +122,7 @@ class HysteresisSettings(_Checked):
         worth one of the day's few changes).
     increase_threshold: a planned increase waits until the need exceeds the request
         by this share (a shortfall still triggers a reaction).
-    cover_blocks: a new level covers the requirement of this many blocks ahead, so a
-        ramp costs one change, not one per block.
+    cover_blocks: a new level covers this many blocks ahead: a ramp costs one change.
     """
 
     GROUP = "hysteresis."
@@ -147,11 +139,10 @@ class ReactionSettings(_Checked):
     react_after_windows: consecutive windows clearly above the request before a raise.
     react_margin: headroom over the recent usage in such a raise (and over what was
         seen, for a series too young for margins).
-    react_min_fraction: a window counts towards a reaction only when its usage exceeds
-        the request by this share of the series' recent peak: noise does not trigger
-        resizes, a job starting does.
-    reactions_per_day: mid-block raises per day the margins are calibrated to need at
-        most (the rest of the budget goes to planned changes).
+    react_min_fraction: "clearly above": by this share of the series' recent peak, so
+        noise does not trigger resizes, a job starting does.
+    reactions_per_day: mid-block raises a day the margins may need (the rest of the
+        budget goes to planned changes).
     busy_lookback_hours: an idle block this soon after a busy window has its own
         margin: jobs come in bursts.
     """
@@ -171,16 +162,14 @@ class MemorySettings(_Checked):
     memory_recent_hours: the limit never drops below the peak of this recent past.
     memory_peak_days: how far back the peak a limit covers reaches (the upstream VPA
         keeps eight days of daily peaks).
-    memory_state_quantile: quantile of the memory seen in a CPU state that sizes the
-        limit while the container is forecast in that state (1 = the peak).
-    oom_tolerance_per_day: extra OOM kills per container-day that sizing memory per
-        CPU state (low while a batch job is idle) may cost, replayed over the
-        container's own past; above it the limit covers the overall peak.
-    oom_worth_bytes: memory limit lowered on average that is worth one more kill a day
-        when sizing per CPU state (inf = none is).
+    memory_state_quantile: quantile of a CPU state's memory that sizes the limit while
+        the container is forecast in that state (1 = the peak).
+    oom_tolerance_per_day: extra OOM kills a container-day that sizing memory per CPU
+        state may cost in a replay of its past; above it the limit covers the peak.
+    oom_worth_bytes: limit lowered on average worth one more kill a day (inf: none is).
     oom_bump_factor, oom_bump_min_bytes: an OOM kill raises the limit to
-        max(limit x factor, (limit + min_bytes) x (1 + memory_margin)) at once: about
-        what the upstream VPA's bump and its margin give together ...
+        max(limit x factor, (limit + min_bytes) x (1 + memory_margin)) at once, about
+        the upstream VPA's bump with its margin ...
     oom_hold_hours: ... and no decrease follows for this long.
     """
 
@@ -242,38 +231,33 @@ class SpikeSettings(_Checked):
 
 @dataclass(frozen=True)
 class ForecastSettings(_Checked):
-    """Settings of the `forecast` strategy and of `recommend_forecast`.
+    """Settings of the `forecast` strategy and of `plan_forecast`.
 
-    cpu_shortfall_mode: "vpa" (default) targets `vpa_parity_factor` times the shortfall
-        rate the upstream VPA's sizing rule would have had on the same containers'
-        recent past (see `parity`), never below `target_cpu_shortfall`: never riskier
-        than the VPA it replaces; "fixed" targets `target_cpu_shortfall`.
-    target_cpu_shortfall: fraction of windows, over all containers planned together,
-        whose CPU usage may exceed the request; margins spend it where it saves the
-        most cores (see `allocation`).
+    cpu_shortfall_mode: "vpa" targets `vpa_parity_factor` times the shortfall rate the
+        upstream VPA's sizing would have had on the same recent past (see `parity`), at
+        least `target_cpu_shortfall`: never riskier than the VPA it replaces; "fixed"
+        targets `target_cpu_shortfall`.
+    target_cpu_shortfall: share of windows, over all containers planned together, whose
+        CPU usage may exceed the request; margins spend it where it saves the most cores.
     vpa_parity_factor: the share of the VPA's shortfall rate targeted in mode "vpa".
     max_container_shortfall: the largest shortfall rate any one container is planned for.
     batch_cpu_sizing: "mean" sizes batch (on/off) containers on the forecast mean, as
         the original VPA design asks; "percentile" treats them like serving containers.
-    update_period_seconds: length of one schedule block (requests change at most once
-        per block, apart from reactions to a shortfall or an OOM).
+    update_period_seconds: one schedule block: requests change at most once a block,
+        apart from reactions to a shortfall or an OOM kill.
     horizon_seconds: how far the published schedule reaches.
-    history_days: raw history kept per container (seasonality needs two cycles), at
-        most MAX_HISTORY_DAYS.
+    history_days: raw history kept per container (seasonality needs two cycles).
     residual_days: how much recent error history calibrates the margins.
     max_changes_per_day: the change budget, a hard cap on request changes in any 24 h
         (the user's dial: each change is a resize).
-    reserved_changes: part of that cap a planned decrease leaves for the reaction that
-        may have to undo it.
+    reserved_changes: part of that cap a planned decrease leaves for a reaction.
     memory_margin: headroom over the memory peaks the limit covers.
     batch_peak_margin: a batch container's request never exceeds its recent peak times
         1 + this (its jobs run at their own ceiling).
-    chunk_series: `recommend_forecast` plans series in chunks of this many, each one
-        fleet for the shortfall allocation and one unit of parallel work: small enough
-        for a chunk's arrays to stay in the caches, many enough for threads to share.
+    chunk_series: series planned together, one fleet for the shortfall allocation and
+        one unit of parallel work: small enough for a chunk's arrays to stay in cache.
     min_cpu_cores, min_memory_bytes: smallest request ever proposed.
-    model, hysteresis, reactions, memory, lulls, spikes: the rules' own knobs (see
-        each group).
+    model, hysteresis, reactions, memory, lulls, spikes: the rules' own knobs.
     """
 
     cpu_shortfall_mode: ShortfallMode = field(default="vpa", metadata=_in(get_args(ShortfallMode)))
