@@ -1,14 +1,10 @@
 """From a usage history to the requests each coming block needs.
 
-One pass, vectorised over all series: block means -> shape detection -> Holt-
-Winters candidates with the detected cycle, and persistence -> the model whose
-past errors would have cost the least margin -> the fleet's shortfall target
-(VPA parity) -> margins per CPU state, replayed on the update policy and
-allocated across the fleet -> required CPU per future block; memory per CPU
-state from peaks and OOM history. The strategy calls it at every block boundary
-with what it has seen so far; the batch API calls it once on the whole history.
-It only ever reads the history it is given, so nothing after `now` can
-influence a plan.
+One pass vectorised over all series: block means -> shape -> forecast candidates -> the
+model whose past errors cost the least margin -> the fleet's shortfall target -> margins
+per CPU state, replayed on the update policy and allocated across the fleet -> required
+CPU per coming block; memory per CPU state. It reads only the history it is given, so
+nothing after `now` can influence a plan.
 """
 
 from __future__ import annotations
@@ -40,11 +36,8 @@ from recommender.forecast.shape import ShapeReport, detect_shape
 
 @dataclass(frozen=True)
 class Plan:
-    """Required requests per coming block, plus what explains them.
-
-    Block arrays are (series, horizon blocks); block k starts at
-    (first_block + k) * period UNIX seconds.
-    """
+    """Required requests per coming block, (series, horizon blocks) from `first_block`,
+    plus what explains them."""
 
     first_block: int
     period: int
@@ -81,12 +74,8 @@ def _fallback_cpu(cpu: np.ndarray, settings: ForecastSettings) -> np.ndarray:
 
 
 def persistence_one_step(windows: np.ndarray, recent: int) -> np.ndarray:
-    """Forecast of each block = mean of the last `recent` windows before it.
-
-    windows: (series, blocks, windows per block). Returns (series, blocks), NaN
-    for the first block. Batch jobs switch state and stay there, so the latest
-    windows beat any smoothed level right after a switch.
-    """
+    """Forecast of each block = mean of the last `recent` windows before it: batch jobs
+    switch state and stay, so the latest windows beat a smoothed level after a switch."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         tail = np.nanmean(windows[:, :, -recent:], axis=2)
@@ -96,14 +85,9 @@ def persistence_one_step(windows: np.ndarray, recent: int) -> np.ndarray:
 
 
 def _cheapest_model(usage: np.ndarray, forecasts: np.ndarray, target: float) -> np.ndarray:
-    """Per series, the forecast whose calibrated request would have left the least slack.
-
-    usage: (series, blocks, windows per block); forecasts: (series, models, blocks)
-    one-step forecasts. A request forecast + q, with q the (1 - target) quantile of
-    the errors, leaves on average q - mean(error) above usage; the model with the
-    smallest such slack wins (a noisy flat series keeps a slow level, a batch job
-    the latest windows, a cycle its seasonal fit).
-    """
+    """Per series, the one-step forecast whose calibrated request would have left the
+    least slack: forecast + q (q the (1 - target) quantile of the errors) leaves on
+    average q - mean(error) above usage."""
     n, models, _ = forecasts.shape
     score = np.full((n, models), np.inf)
     for m in range(models):
@@ -126,11 +110,8 @@ def _recent_scale(cpu: np.ndarray) -> np.ndarray:
 def _recently_busy(
     cpu_blocks: np.ndarray, scale: np.ndarray, lookback: int, horizon: int
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Whether the `lookback` blocks before each block held a busy window.
-
-    Returns (past blocks, horizon blocks); a horizon block only knows the history
-    part of its look-back.
-    """
+    """Whether the `lookback` blocks before each block held a busy window: (past blocks,
+    horizon blocks); a horizon block knows only the history part of its look-back."""
     n, count, _ = cpu_blocks.shape
     peaks = np.max(np.where(np.isnan(cpu_blocks), -np.inf, cpu_blocks), axis=2)
     busy = peaks >= LEVEL_EDGES[-1] * scale[:, None]
@@ -315,12 +296,9 @@ def make_plan(
     previous: Plan | None = None,
     levels: KnownLevels | None = None,
 ) -> Plan:
-    """Plan the next horizon of blocks for every series of `usage`.
-
-    `now` (UNIX seconds, default: the end of the last window): the plan starts at the first
-    block boundary from then. `previous` (the last plan) keeps memory sizing stable.
-    `levels` (the perfect reference only) replace forecasts by the blocks' true means.
-    """
+    """Plan the horizon from the first block boundary at or after `now` (default: the end
+    of the history) for every series. `previous` (the last plan) keeps memory sizing
+    stable; `levels` (the perfect reference) replace forecasts by true block means."""
     step = usage.step
     now = usage.start + usage.n_windows * step if now is None else now
     per_block = settings.windows_per_block(step)
