@@ -1,9 +1,8 @@
 """Memory sizing: a memory limit that is too low kills the container.
 
-So memory is never sized from a forecast mean the way CPU can be: the level
-covers the highest peak of the recent past plus a margin, an OOM kill raises it
-at once and holds it there, and a decrease needs the recent peaks to have stayed
-clearly below the level it leaves.
+So memory is never sized from a forecast mean: it covers the recent peak plus a margin,
+an OOM kill raises it at once and holds it, and a decrease needs the recent peaks to
+have stayed clearly below the level it leaves.
 """
 
 from __future__ import annotations
@@ -23,12 +22,8 @@ UPSTREAM_OOM_BUMP_RATIO = VpaSettings().oom_bump_ratio  # upstream's --oom-bump-
 
 @dataclass
 class OomHistory:
-    """What the OOM kills of each series imply, arrays of shape (series,).
-
-    floor: memory the limit may not go below (bytes; 0 = none).
-    hold_until: UNIX seconds until which the floor holds.
-    count: OOM kills seen; last: UNIX seconds of the last one (NaN = never).
-    """
+    """What the OOM kills of each series imply, (series,): the `floor` the limit may not
+    go below (bytes) until `hold_until`, the `count` of kills and the `last` one."""
 
     floor: np.ndarray
     hold_until: np.ndarray
@@ -52,13 +47,11 @@ class OomHistory:
     ) -> None:
         """OOM kills of `rows` at `seconds` with `memory` in use (bytes): bump and hold.
 
-        The kill only says demand reached the limit, so the limit jumps at least to
-        the highest peak of the remembered history (`history_peak`, per kill) plus
-        the margin: a job that comes back needs what it needed before. A kill
-        soon after another (the demand is new and larger than anything seen)
-        doubles the limit instead of adding 20 %, so finding a new peak costs a
-        few kills, not one per 20 % of the climb. `bumps` (ratio, minimum bytes per kill,
-        NaN = the settings') are its VPA's own, see `bump_after_oom`.
+        A kill only says demand reached the limit, so the limit jumps at least to the
+        remembered `history_peak` plus the margin: a job that comes back needs what it
+        needed before. A repeat kill soon after (new, larger demand) doubles the limit,
+        so finding a new peak costs a few kills, not one per bump. `bumps`: see
+        `bump_after_oom`.
         """
         peaks = np.zeros(rows.shape) if history_peak is None else np.nan_to_num(history_peak)
         peak_list: list[float] = np.asarray(peaks, dtype=np.float64).ravel().tolist()
@@ -96,14 +89,11 @@ class OomHistory:
 def bump_after_oom(
     memory: np.ndarray, settings: ForecastSettings, bumps: SeriesBumps | None = None
 ) -> np.ndarray:
-    """The limit after a kill at `memory`: max(memory x factor, (memory + step) x (1 + margin)).
-
-    The minimum step takes the margin too, as the upstream VPA's 100 MiB OOM
-    sample does: without it a small container's bump barely clears the kill.
-    A VPA's own `oomBumpUpRatio` r (`bumps`, per kill; NaN = none) scales the factor
-    by r / 1.2, upstream's default ratio, so that 1.2 gives the default factor; its
-    `oomMinBumpUp` is the step.
-    """
+    """The limit after a kill at `memory`: max(memory x factor, (memory + step) x (1 +
+    margin)); the step takes the margin too, as upstream's OOM sample does, or a small
+    container's bump barely clears the kill. A VPA's own `oomBumpUpRatio` r (`bumps`,
+    per kill; NaN = none) scales the factor by r / upstream's default; its
+    `oomMinBumpUp` is the step."""
     factor = np.full(memory.shape, settings.memory.oom_bump_factor)
     step = np.full(memory.shape, settings.memory.oom_bump_min_bytes)
     if bumps is not None:
@@ -121,13 +111,9 @@ def bump_after_oom(
 def implied_demand(
     memory: np.ndarray, settings: ForecastSettings, bumps: SeriesBumps | None = None
 ) -> np.ndarray:
-    """The memory a kill at `memory` implies was needed: the bump without the margin.
-
-    A killed container's sample stops at its limit. Remembered as a peak, it would
-    size the limit back to where the kill happened once the hold ends, and a job
-    that comes back daily is killed daily; the upstream VPA likewise keeps the kill
-    as a bumped sample in its memory history.
-    """
+    """The memory a kill at `memory` implies was needed: the bump without the margin. A
+    killed sample stops at the limit; remembered as is, it would size the limit back to
+    where the kill happened after the hold (upstream keeps a bumped sample too)."""
     return bump_after_oom(memory, settings, bumps) / (1.0 + settings.memory_margin)
 
 
@@ -182,10 +168,7 @@ def _prefix_max(values: np.ndarray) -> np.ndarray:
 
 
 def _recent_before(blocks: np.ndarray, recent_blocks: int) -> np.ndarray:
-    """Per window: the peak of the previous `recent_blocks` blocks and of the block so far.
-
-    blocks: (series, blocks, windows per block) -> (series, blocks * windows per block).
-    """
+    """Per window: the peak of the previous `recent_blocks` blocks and of the block so far."""
     n, count, _per_block = blocks.shape
     filled = np.where(np.isnan(blocks), -np.inf, blocks)
     block_peak = filled.max(axis=2)
@@ -257,21 +240,12 @@ def plan_memory(
     settings: ForecastSettings,
     sized_by_state: np.ndarray | None = None,
 ) -> MemoryPlan:
-    """Memory per coming block: the peak of the CPU state the block is forecast in.
-
-    memory: (series, blocks * per_block) on the block grid; cpu_states: same
-    shape, the CPU level bin each window's usage fell in (-1 = no sample);
-    future_states: (series, horizon) the bin of each coming block's forecast.
-    A state's peak is the `memory_state_quantile` of the memory seen while the CPU
-    stayed in that state (a window and the one before it), so the windows where
-    a job starts, which an OOM kill and its jump cover, do not set it. A series
-    is sized by state only when, replayed over its own past (each window against
-    the level of the state of the window before), that costs at most
-    `oom_tolerance_per_day` kills per day more than sizing on the overall peak
-    (each window against the peak before it), once each `oom_worth_bytes` of limit
-    it lowers on average has paid for one kill a day. `sized_by_state` (the previous
-    decision) adds hysteresis so the choice does not flip on noise: every flip
-    would be a resize.
+    """Memory per coming block: the peak of the CPU state (`future_states`) the block is
+    forecast in, a state's peak taken over windows that stayed in it (a job's start,
+    which a kill covers, does not set it). A series is sized by state only when a
+    replay of its past costs at most `oom_tolerance_per_day` more kills than the overall
+    peak, net of `oom_worth_bytes` per kill; `sized_by_state` (the last decision) adds
+    hysteresis, since every flip would be a resize.
     """
     n, total = memory.shape
     step = round(settings.update_period_seconds / per_block)
