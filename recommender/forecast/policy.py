@@ -1,12 +1,9 @@
 """The forecast policy: one object that plans and moves requests, wherever it runs.
 
-The backtest's `forecast` strategy, `tailor schedule` and the recommender service all
-run a `ForecastPolicy`: it plans from the usage seen (`make_plan`), turns a plan into
-what a schedule must play (`Needs`), and sets the requests of a block boundary
-(`boundary_cpu`, `boundary_memory`), which the strategy calls at every boundary it
-replays and `schedule` calls for every block of the published horizon. A workload's
-pods are merged on their needs (`Needs.merged`) before the one schedule is played from
-the requests in force, so no second pass replays the rules over a finished schedule.
+The backtest's strategy, `tailor schedule` and the recommender service all run a
+`ForecastPolicy`, so the published schedule plays exactly the rules the backtest
+measured: it plans (`make_plan`), says what a schedule must play (`Needs`; a workload's
+pods merged on them), and sets the requests of each block boundary.
 """
 
 from __future__ import annotations
@@ -27,16 +24,11 @@ from tailor.change_budget import ChangeBudget
 
 @dataclass(frozen=True)
 class Needs:
-    """What a schedule plays, per unit (a series, or a workload's pods merged).
-
-    Per block of the horizon (units, blocks): `cpu` the plan's requirement, `memory` the
-    limit needed. Per unit (units,): `scale` the recent CPU peak (what "clearly" and
-    "small" are shares of), `usage` the last CPU sample, `recent_low` / `recent_high` the
-    lowest and highest CPU of the last `react_after_windows` windows (what a reaction in
-    the block in force reads), `hold_until` the end of an OOM hold (UNIX seconds),
-    `cpu_peak` / `memory_peak` the peaks the upper bounds cover. The grid: the block in
-    force started at `block_start`, the history ends at `history_end`, the horizon's
-    blocks start at `first_start` and last `period` seconds.
+    """What a schedule plays, per unit (a series, or a workload's pods merged): per block
+    of the horizon the `cpu` requirement and `memory` limit needed; per unit the recent
+    CPU peak `scale` ("clearly" and "small" are shares of it), the last `usage`, the
+    range of the last reaction windows, the OOM hold and the peaks the upper bounds
+    cover; and the block grid.
     """
 
     cpu: np.ndarray
@@ -167,10 +159,9 @@ class ForecastPolicy:
     def schedule(
         self, needs: Needs, in_force: InForce | None = None
     ) -> tuple[np.ndarray, np.ndarray]:
-        """CPU and memory per block, (units, 1 + horizon): the rest of the block in force
-        (the strategy's mid-block reaction, `_block_in_force`), then every block of the
-        horizon as the strategy's boundaries set it, from the requests `in_force` and the
-        changes already made (default: nothing in force, a fresh budget)."""
+        """CPU and memory per block, (units, 1 + horizon): the rest of the block in force,
+        then each block of the horizon as the strategy's boundaries set it, from what is
+        `in_force` (default: nothing, a fresh budget)."""
         s = self.settings
         n, horizon = needs.cpu.shape
         if in_force is None:
@@ -206,10 +197,8 @@ class ForecastPolicy:
         self, needs: Needs, cpu: np.ndarray, memory: np.ndarray, budget: ChangeBudget
     ) -> tuple[np.ndarray, np.ndarray]:
         """The rest of the block the history ends in, as the strategy's mid-block step
-        sets it: what is in force stays unless usage was clearly above the CPU request
-        for `react_after_windows` windows (a reaction: the recent usage plus
-        `react_margin`, at least the level a boundary would set) or memory needs eat
-        into half the headroom; with nothing in force, what a boundary would set."""
+        sets it: what is in force stays unless a reaction or a memory rise is due; with
+        nothing in force, what a boundary would set."""
         s = self.settings
         at = needs.history_end
         may_react = budget.left(at) > 0
