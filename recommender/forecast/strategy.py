@@ -1,13 +1,9 @@
 """The `forecast` strategy: the forecasting recommender plus its update policy.
 
-At every block boundary it re-plans from what it has seen (shape, forecast,
-margins calibrated against the fleet's VPA-parity shortfall target, memory
-peaks and OOM history) and moves requests along that plan through the
-hysteresis of `schedule`. Between boundaries it only reacts: CPU goes up after
-two windows clearly above the request, memory at once after an OOM kill, and a
-memory change rides along with any CPU change. Changes per container are capped
-(at most 6 per 24 h and 4 per 16 h by default), with a reserve
-kept for reactions; an OOM kill is always answered.
+At every block boundary it re-plans from what it has seen and moves requests along the
+plan through the hysteresis of `schedule`. Between boundaries it only reacts: CPU after
+windows clearly above the request, memory at once after an OOM kill (always answered),
+memory riding along with any CPU change, all within the change budget.
 """
 
 from __future__ import annotations
@@ -187,15 +183,10 @@ class ForecastStrategy:
         may_react: np.ndarray,
         following: np.ndarray,
     ) -> np.ndarray:
-        """Memory rides along with CPU changes; alone it moves only up, or far down.
-
-        When CPU is resized anyway, memory is set to what the CPU state it moves to
-        needs (one change for both). Otherwise it rises when the need eats into
-        the headroom (budget permitting), and falls at a block boundary only when
-        the planned budget allows and the saving is large. An on/off container's
-        limit rises alone only when its usage nears the limit: a raise ahead of a
-        forecast busy state spends a change the next lull drop needs, and the
-        restore at the next job start sets memory in the same resize anyway.
+        """Memory rides along with CPU changes (one resize for both); alone it moves only
+        up, or far down at a boundary. An on/off container's limit rises alone only when
+        usage nears it: a raise ahead of a forecast busy state spends a change the next
+        lull drop needs, and the restore at the job's start sets memory anyway.
         """
         s = self.settings
         now = float(self.fleet.time_of(self.buffer.next_window))
@@ -264,12 +255,9 @@ class ForecastStrategy:
         left: np.ndarray,
         following: np.ndarray,
     ) -> tuple[np.ndarray, np.ndarray]:
-        """Raise CPU after `react_after_windows` windows in a row clearly above the request.
-
-        A serving container with a single change left waits longer
-        (`spikes.last_change_after`): spent on a short burst, that change would keep
-        the raised request until the budget frees up, up to half a day later.
-        """
+        """Raise CPU after `react_after_windows` windows in a row clearly above the request;
+        a serving container's last change waits longer (`spikes.last_change_after`): spent
+        on a short burst, it would keep the raise until the budget frees up."""
         s = self.settings
         # after a lull drop, usage clearly above the idle request is a job starting:
         # it is answered after one window (its memory, if dropped too, cannot wait)
