@@ -1,11 +1,8 @@
 """What kind of usage a container has, detected from its own history.
 
-A cycle is used only when the data shows it (autocorrelation of block means at
-one day or one week above a threshold, with at least two cycles of history), so
-a container without one is forecast as stationary. Batch containers are told
-apart from serving ones by their on/off shape: long idle stretches and long busy
-stretches near their peak, the signature of a job that takes all the CPU it gets
-until its work is done.
+A cycle is used only when the data shows it (autocorrelation at one day or one week,
+over at least two cycles). Batch containers are told by their on/off shape: long idle
+and long busy stretches near the peak, a job taking all the CPU it gets until done.
 """
 
 from __future__ import annotations
@@ -57,12 +54,8 @@ class ShapeReport:
 
 
 def autocorrelation(x: np.ndarray, lag: int) -> np.ndarray:
-    """Autocorrelation at `lag` of each row, NaN-aware: (series,).
-
-    Same estimator as statsmodels `acf(adjusted=True)`: autocovariance at the lag
-    averaged over the pairs that exist, divided by the variance. NaN when fewer
-    than `lag` pairs exist or the row is constant.
-    """
+    """Autocorrelation at `lag` of each row, NaN-aware, as statsmodels `acf(adjusted=True)`
+    estimates it (NaN with fewer than `lag` pairs or a constant row)."""
     n, length = x.shape
     if lag >= length:
         return np.full(n, np.nan)
@@ -130,11 +123,8 @@ def _on_off(windows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 def detect_shape(
     windows: np.ndarray, blocks: np.ndarray, period_seconds: int, settings: ForecastSettings
 ) -> ShapeReport:
-    """Detect cycles, trend, burstiness and the batch shape of each series.
-
-    windows: (series, sample windows) usage; blocks: (series, blocks) block means
-    on the aligned grid of `period_seconds`.
-    """
+    """Cycles, trend, burstiness and the batch shape of each series, from its `windows`
+    and its block means `blocks` on the grid of `period_seconds`."""
     day_blocks = max(1, round(DAY / period_seconds))
     week_blocks = 7 * day_blocks
     history = _history_days(blocks, period_seconds)
