@@ -14,6 +14,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from functools import cached_property
 
 from tailor.api.vpa import EvictionChangeRequirement, EvictionRequirement
 from tailor.pods import container_statuses, sized_containers
@@ -80,14 +81,26 @@ class EvictionRestriction:
         self, pods: Iterable[Json], configured: Mapping[Owner, int], limits: DisruptionLimits
     ) -> None:
         self.limits, self.configured = limits, configured
-        alive = [(owner_of(p), p) for p in pods if _alive(p)]
-        self.live = Counter(owner for owner, _ in alive if owner is not None)
-        self.running = Counter(
+        self._pods = list(pods)  # grouped at the first eviction asked about: most passes have none
+        self.evicted: Counter[Owner] = Counter()
+
+    @cached_property
+    def _groups(self) -> list[tuple[Owner | None, Json]]:
+        return [(owner_of(p), p) for p in self._pods if _alive(p)]
+
+    @cached_property
+    def live(self) -> Counter[Owner]:
+        """Each group's live pods (Running or Pending, not being deleted)."""
+        return Counter(owner for owner, _ in self._groups if owner is not None)
+
+    @cached_property
+    def running(self) -> Counter[Owner]:
+        """Each group's Running pods."""
+        return Counter(
             owner
-            for owner, pod in alive
+            for owner, pod in self._groups
             if owner is not None and (pod.get("status") or {}).get("phase") == "Running"
         )
-        self.evicted: Counter[Owner] = Counter()
 
     def refusal(self, pod: Json, min_replicas: int | None = None) -> str | None:
         """Why evicting `pod` now would disrupt its group too much; None when it may go."""
