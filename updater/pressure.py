@@ -102,6 +102,9 @@ def floored(pod: Json, targets: Mapping[str, Target], now: datetime) -> Mapping[
     """`targets` with no memory request below a raise held on the pod (within HOLD); a
     floored request keeps the limit in proportion, as the raise set it (a planned limit
     under it would bring the pressure back)."""
+    annotations = (pod.get("metadata") or {}).get("annotations")
+    if not annotations or PRESSURE_RAISED not in annotations:  # most pods: no raise held
+        return targets
     held = _held(pod, now.astimezone(UTC).timestamp())
     out = dict(targets)
     for name, target in targets.items():
