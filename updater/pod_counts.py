@@ -185,7 +185,9 @@ def recounted(answer: Json, listed: Json, before: PodCount) -> PodCount | None:
                 return None
             found = next(counted)
             if new.get("resources") != old.get("resources"):
-                found = found._replace(spec=_pair(requests_of(new)))
+                found = CountedContainer(
+                    found.name, found.kind, _pair(requests_of(new)), found.in_flight
+                )
             containers.append(found)
     # the generation a resize moves decides whether a pending condition still counts
     infeasible = resize_status(answer).state is ResizeState.INFEASIBLE
