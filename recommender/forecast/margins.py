@@ -1,14 +1,10 @@
 """Conformal margins, calibrated on the update policy that will use them.
 
-A request is forecast + margin, and the strategy raises it mid-block after a
-shortfall. So the margin of a series is chosen by replaying that policy over the
-series' own recent past, out of sample (each block against its one-step
-forecast): among candidate margins (quantiles of the past errors), the smallest
-whose replay keeps the shortfall rate at or below the target and needs no more
-mid-block reactions per day than the reserve of changes allows. With the
-reactions left out this is the split-conformal quantile; with them in, a job
-that starts mid-block costs one window of shortfall instead of a margin that
-would cover its start all day long.
+A request is forecast + margin, raised mid-block after a shortfall, so a series' margin
+is chosen by replaying that policy over its own recent past, out of sample: among
+quantiles of its past errors, the smallest that keeps the shortfall target within the
+reactions the budget allows. Without reactions this is the split-conformal quantile;
+with them, a job starting mid-block costs one window of shortfall, not an all-day margin.
 """
 
 from __future__ import annotations
@@ -32,11 +28,7 @@ CANDIDATE_LEVELS = (
 
 @dataclass(frozen=True)
 class Calibration:
-    """Per-series, per-state margins and what their replay over the past achieved.
-
-    Arrays are (series, states); the planner decides which state each block is
-    in (see `block_states`).
-    """
+    """Per-series, per-state margins and what their replay over the past achieved."""
 
     margin: np.ndarray  # cores above the forecast; NaN = too little history
     shortfall_rate: np.ndarray  # replayed shortfall rate at that margin
@@ -66,12 +58,8 @@ def level_bins(values: np.ndarray, scale: np.ndarray) -> np.ndarray:
 
 
 def block_states(forecast: np.ndarray, recently_busy: np.ndarray, scale: np.ndarray) -> np.ndarray:
-    """State of each block: its forecast's level bin, or 3 when idle right after a busy spell.
-
-    Batch jobs come in bursts: just after one ends another is likely, long after
-    it is not. Told apart, the two idle states get their own margins, so a
-    request drops during a long lull without paying a reaction per job in a burst.
-    """
+    """State of each block: its forecast's level bin, or 3 when idle right after a busy
+    spell: jobs come in bursts, so that idle state gets a margin of its own."""
     bins = level_bins(forecast, scale)
     return np.where((bins == 0) & recently_busy, STATES - 1, bins)
 
@@ -83,17 +71,10 @@ def replay_margins(
     rule: ReactionSettings,
     scale: np.ndarray,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Replay request = forecast + margin with mid-block reactions.
-
-    usage: (series, blocks, windows per block); forecast: (series, blocks);
-    margins: (series, candidates, blocks); scale: (series,) peak usage. Returns
-    shortfall windows and reactions per block, both (series, candidates, blocks).
-
-    A block can only react with `rule.react_after_windows` windows clearly above its
-    request, which few blocks have: the rest are short in every window above
-    the request, counted at once, and only the blocks that may react are
-    replayed window by window.
-    """
+    """Shortfall windows and reactions per (series, candidate, block) of request =
+    forecast + margin with mid-block reactions. Few blocks have enough windows clearly
+    above the request to react: only those are replayed window by window, the rest are
+    counted at once."""
     # float32 halves the memory traffic; requests round up so a tie is never a shortfall
     request = np.nextafter((forecast[:, None, :] + margins).astype(np.float32), np.float32(np.inf))
     clearly = (rule.react_min_fraction * scale).astype(np.float32)
@@ -155,17 +136,10 @@ def calibrate(
     rule: ReactionSettings,
     blocks_per_day: float,
 ) -> Calibration:
-    """Choose each series' margin per level bin by replaying candidates over its past.
-
-    usage: (series, blocks, windows per block) recent usage on the block grid;
-    forecast: (series, blocks) the one-step forecast of each of those blocks
-    (NaN where none existed yet); states: (series, blocks) the state of each
-    block; scale: (series,) the recent peak. Candidates per state are quantiles
-    of that state's errors (Mondrian conformal); `allocation.allocate` picks one
-    per state so that the whole fleet meets `target_shortfall`. A state with too
-    few errors of its own (a new container, a state rarely visited) takes the most
-    cautious margin the series has.
-    """
+    """Each series' margin per state, by replaying candidates (quantiles of that state's
+    one-step errors: Mondrian conformal) over its past; `allocation.allocate` picks one
+    per state so the fleet meets `target_shortfall`. A state with too few errors takes
+    the most cautious margin the series has."""
     n = usage.shape[0]
     usable = np.where(np.isnan(forecast)[:, :, None], np.nan, usage)
     bins = states
