@@ -1,14 +1,10 @@
 """Spending the fleet's shortfall allowance where it saves the most CPU.
 
-Every series offers, per state, candidate margins with their replayed cost
-(core-windows of margin), shortfall windows and mid-block reactions. Slack and
-shortfall rate are judged over the whole fleet, so the cheapest way to meet a
-fleet shortfall target is a single price per shortfall window, the same for
-every series (the Lagrangian of "minimise margin subject to total shortfalls"):
-a container whose spikes cost cores to cover takes a few more shortfall windows,
-one whose margin is cheap covers everything. Two guards bound any single series:
-its own shortfall rate never exceeds `cap`, and its reactions stay within the
-daily budget of changes (a per-series price on reactions).
+Each series offers, per state, candidate margins with their replayed cost, shortfalls
+and reactions. Shortfall is judged over the fleet, so the cheapest way to meet its
+target is one price per shortfall window for every series (the Lagrangian): spiky
+containers take a few more shortfalls, cheap ones cover everything. No series exceeds
+`cap`, and its reactions stay within the daily budget (a per-series reaction price).
 """
 
 from __future__ import annotations
@@ -74,13 +70,8 @@ def _priced(
 
 
 def _choose(offer: Offer, price: np.ndarray, budget: float) -> tuple[np.ndarray, np.ndarray]:
-    """Per series, at shortfall price `price` (series,): the candidate per state.
-
-    Minimises cost + price * shortfalls per state, plus mu * reactions with the
-    smallest reaction price mu that brings reactions within `budget` (a coarse
-    grid brackets it, bisection narrows it). Returns the choice (series, states)
-    and the shortfall windows it implies (series,).
-    """
+    """Per series, the candidate per state minimising cost + `price` x shortfalls + mu x
+    reactions (mu the smallest price that fits `budget`), and the shortfalls it implies."""
     finite = np.isfinite(price)
     base = offer.cost + np.where(finite, price, 0.0)[:, None, None] * offer.shortfalls
     if not finite.all():  # an infinite price: fewest shortfalls first, cost breaks ties
@@ -96,10 +87,7 @@ def _choose(offer: Offer, price: np.ndarray, budget: float) -> tuple[np.ndarray,
 def _smallest_price(
     offer: Offer, allowed: np.ndarray, budget: float, floor: np.ndarray | None = None
 ) -> np.ndarray:
-    """Per series, about the smallest price whose choice keeps shortfalls <= allowed.
-
-    Bisection over the grid, then between the two grid prices around the answer.
-    """
+    """Per series, about the smallest price whose choice keeps shortfalls <= allowed."""
     n = offer.cost.shape[0]
     lowest = np.zeros(n) if floor is None else floor
 
@@ -128,11 +116,8 @@ def _smallest_price(
 def allocate(
     offer: Offer, target: float, cap: float, budget: float
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Candidate per (series, state) meeting the fleet target, and each series' price.
-
-    target: fleet shortfall rate (shortfall windows / windows over all series);
-    cap: the most any one series may take; budget: reactions per day per series.
-    """
+    """Candidate per (series, state) meeting the fleet shortfall rate `target`, and each
+    series' price; `cap`: the most one series may take; `budget`: its reactions a day."""
     floor = _smallest_price(offer, cap * offer.windows, budget)
     allowed_total = target * offer.windows.sum()
 
