@@ -1,9 +1,7 @@
 """Additive Holt-Winters (damped trend) run over thousands of series at once.
 
-statsmodels fits one series at a time, far too slowly for a fleet; here the
-recursion is one Python loop over blocks with numpy over all series and over a
-few candidate level-smoothing values, so each series can keep the candidate
-whose recent one-step errors would have cost the least (see `planner`). The
+statsmodels fits one series at a time, far too slowly for a fleet; here one loop over
+blocks runs numpy over all series and a few level-smoothing candidates at once. The
 equations are statsmodels' `ExponentialSmoothing(trend="add", damped_trend=True,
 seasonal="add")`:
 
@@ -11,9 +9,9 @@ seasonal="add")`:
     trend_t  = beta (level_t - level_{t-1}) + (1 - beta) phi trend_{t-1}
     season_t = gamma (y_t - level_{t-1} - phi trend_{t-1}) + (1 - gamma) s_{t-m}
 
-Each series has its own cycle length m (1 = no cycle); a season slot is the
-absolute block number modulo m, so slot 9 of a daily cycle is always 09:00 UTC.
-A block without data leaves the season alone and lets level and trend coast.
+Each series has its own cycle length m (1 = no cycle); a season slot is the absolute
+block number modulo m (slot 9 of a daily cycle is 09:00 UTC). A block without data
+leaves the season alone and lets level and trend coast.
 """
 
 from __future__ import annotations
@@ -36,13 +34,8 @@ class SmoothingParams:
 
 @dataclass(frozen=True)
 class HoltWintersFit:
-    """State after the last block plus the one-step forecasts that led there.
-
-    one_step: (series, blocks) forecast of each block from the blocks before it,
-        NaN while the series is still initialising.
-    alpha: (series,) the level smoothing each series ended up using.
-    level, trend: (series,); season: (series, max period); period: (series,).
-    """
+    """State after the last block, the `alpha` each series uses, and the one-step
+    forecasts that led there (NaN while a series initialises)."""
 
     one_step: np.ndarray
     alpha: np.ndarray
@@ -53,10 +46,7 @@ class HoltWintersFit:
     phi: float
 
     def forecast(self, first_block_id: int, steps: int) -> np.ndarray:
-        """Forecasts of blocks first_block_id .. first_block_id + steps - 1: (series, steps).
-
-        `first_block_id` must be the block right after the last one fitted.
-        """
+        """Forecasts of `steps` blocks from `first_block_id`, the one after the last fitted."""
         h = np.arange(1, steps + 1, dtype=np.float64)
         damp = h if self.phi == 1.0 else np.cumsum(self.phi**h)
         ids = first_block_id + np.arange(steps, dtype=np.int64)
@@ -68,10 +58,7 @@ class HoltWintersFit:
 def initial_state(
     y: np.ndarray, block_ids: np.ndarray, period: np.ndarray, max_period: int
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Level, trend and season from each series' first cycle (its first block if m = 1).
-
-    Returns level (n,), trend (n,) and season (n, max_period); missing values count as 0.
-    """
+    """Level, trend and season from each series' first cycle (missing values count as 0)."""
     n, blocks = y.shape
     first = np.arange(blocks)[None, :] < period[:, None]
     with warnings.catch_warnings():
@@ -114,11 +101,8 @@ class HoltWintersCandidates:
 def fit(
     y: np.ndarray, block_ids: np.ndarray, period: np.ndarray, params: SmoothingParams
 ) -> HoltWintersCandidates:
-    """Run the recursion over `y` (series, blocks) for every alpha candidate at once.
-
-    Block t of series i is used for initialisation when t < period[i] and smoothed
-    afterwards; which candidate a series keeps is the caller's choice.
-    """
+    """Run the recursion over `y` (series, blocks) for every alpha candidate at once (the
+    first cycle initialises); which candidate a series keeps is the caller's choice."""
     n, blocks = y.shape
     alphas = np.asarray(params.alphas, dtype=np.float64)[None, :]
     k = alphas.shape[1]
