@@ -24,9 +24,8 @@ from recommender.forecast.settings import ForecastSettings
 
 @dataclass(frozen=True)
 class Planned:
-    """Every series planned by `plan_forecast`: (rows, plan) per fleet chunk (rows index
-    the input series); what each series' schedule plays and its OOM history, in input
-    order."""
+    """Every series planned: (rows, plan) per fleet chunk; each series' `Needs` and OOM
+    history in input order."""
 
     plans: tuple[tuple[np.ndarray, Plan], ...]
     needs: Needs
@@ -40,13 +39,9 @@ def oom_history(
     oom_bumps: SeriesBumps | None = None,
 ) -> tuple[OomHistory, UsageArrays]:
     """The OOM kills of `events` as the planner's OOM history, and `usage` with what
-    each kill implies (`implied_demand`) folded into the window it fell in, as the live
-    strategy remembers it.
-
-    Kills are matched to series as `recommend_vpa` matches them (`oom_kills`); one after
-    the history's last sample counts (the live recommender would act on it), one from
-    before the remembered `history_days` does not. `oom_bumps` (ratio, minimum bytes per
-    series; NaN = the settings') are a VPA's own `oomBumpUpRatio` / `oomMinBumpUp`.
+    each kill implies folded into its window, as the live strategy remembers it. A kill
+    after the last sample counts (the live recommender would act on it), one before the
+    remembered `history_days` does not. `oom_bumps`: a VPA's own (`bump_after_oom`).
     """
     ooms = OomHistory.empty(usage.n_series)
     last = usage.start + (usage.n_windows - 1) * usage.step
