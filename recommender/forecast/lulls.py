@@ -1,15 +1,10 @@
 """Lulls: dropping CPU mid-block when an on/off container goes idle.
 
-A batch job that ends at minute ten of a block would otherwise keep its busy
-request for the rest of the block, and the plan for the next block still has
-to cover a job that may start any minute. For containers with an on/off shape
-it is cheaper to follow the job: once usage has stayed at the idle level for a
-few windows, the request drops to what idle needs (one change), and the next
-job start is answered by a reaction, which restores the busy level at once (a
-second change, after one window of shortfall: above the idle request, usage is
-a job starting, not noise). A drop is taken
-only while the change budget still holds one change for that restore, and only
-when it saves a real share of the container's peak.
+A batch job ending early in a block would keep its busy request, and the next block's
+plan must still cover a job that may start any minute. Following the job is cheaper:
+after a few idle windows the request drops to what idle needs, and the next job start
+is answered by a reaction restoring the busy level, as long as the budget keeps a change
+for that restore and the drop saves a real share of the peak.
 """
 
 from __future__ import annotations
@@ -23,10 +18,8 @@ from recommender.forecast.quantiles import error_quantiles
 
 
 def _idle_busy(cpu: np.ndarray, scale: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Idle and busy windows by the level edges of `margins` (missing windows are neither).
-
-    cpu: (series, ...) usage; scale: (series,) the recent peak it is relative to.
-    """
+    """Idle and busy windows of `cpu` relative to the recent peak `scale`, by the level
+    edges of `margins` (missing windows are neither)."""
     column = scale.reshape((-1,) + (1,) * (cpu.ndim - 1))
     return cpu < LEVEL_EDGES[1] * column, cpu >= LEVEL_EDGES[2] * column
 
@@ -34,12 +27,8 @@ def _idle_busy(cpu: np.ndarray, scale: np.ndarray) -> tuple[np.ndarray, np.ndarr
 def idle_requests(
     cpu: np.ndarray, scale: np.ndarray, quantile: float, margin: float, floor: float
 ) -> np.ndarray:
-    """What an idle spell needs per series: a high quantile of its idle windows, plus margin.
-
-    cpu: (series, windows) recent usage; scale: (series,) its recent peak. A
-    window is idle below the lowest busy level of `margins.LEVEL_EDGES`. NaN where
-    a series has no idle window.
-    """
+    """What an idle spell needs per series: a high quantile of its idle windows, plus
+    margin (NaN without an idle window)."""
     idle, _ = _idle_busy(cpu, scale)
     level, _ = error_quantiles(np.where(idle, cpu, np.nan), (quantile,))
     return np.maximum(level[:, 0] * (1.0 + margin), floor)
