@@ -1,13 +1,9 @@
 """Spikes: handing back a reaction's cores once a serving container's burst is over.
 
-A reaction raises CPU after a couple of windows above the request. For a serving
-container whose bursts last minutes, the raised level then stays until the
-next block boundary lets the plan lower it, and often much longer, because the
-reaction spent the change budget the planned decrease needed. Following the
-burst is cheaper: once usage has stayed at or below the level from before the
-reaction for a few windows, the request returns there (one change), provided
-the change budget still holds one change for the next reaction and the saving
-is a real share of the container's peak.
+A raise for a burst of minutes would otherwise stay until a boundary's plan lowers it,
+often longer, since the reaction spent the change the decrease needed. So once usage has
+stayed at or below the level from before the reaction for a few windows, the request
+returns there, if the budget keeps a change for the next reaction and it saves enough.
 """
 
 from __future__ import annotations
@@ -30,9 +26,8 @@ class SpikeTracker:
         return cls(np.full(n, np.nan), np.zeros(n, dtype=np.int64), np.zeros(n, dtype=bool))
 
     def observe(self, cpu: np.ndarray) -> None:
-        """Count calm windows: usage the level a release returns to covers. Usage
-        above it, even by less than a reaction needs, would be short every window
-        after the release without ever being answered."""
+        """Count calm windows: usage the level a release returns to covers (above it, by
+        however little, would be short every window after a release, never answered)."""
         calm = cpu <= self.raised_from  # NaN level or NaN usage: not calm
         self.calm_run = np.where(calm, self.calm_run + 1, 0)
 
