@@ -16,6 +16,8 @@ categorical (`prometheus_assembly` says how CPU comes from the raw counter).
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
 import logging
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor, as_completed
@@ -119,6 +121,7 @@ def load_prometheus_history(
         pool.shutdown(wait=True, cancel_futures=True)
         client.close()
     usage, events = assemble(answers)
+    release_free_memory()
     if usage.empty:
         raise EmptyHistoryError(
             f"Prometheus at {settings.url} has no usage for {queries.cpu_counter()} and "
@@ -140,6 +143,15 @@ def load_prometheus_history(
         return usage, validate_events(events, source)
     except DataFormatError as error:  # labels or values no cluster should export
         raise PrometheusSourceError(f"unusable history: {error}") from error
+
+
+def release_free_memory() -> None:
+    """Hand the C heap's free pages back to the system (glibc's malloc_trim; elsewhere
+    nothing). A load decodes thousands of answers in worker threads: the memory they
+    freed stays in the threads' heaps (about 0.9 GB after a load of 10,000 containers,
+    half the history's own size) and counted in the process's RSS until trimmed."""
+    with contextlib.suppress(OSError, AttributeError):  # no glibc: nothing to trim
+        ctypes.CDLL(None).malloc_trim(0)
 
 
 def _iso(seconds: int) -> str:
