@@ -81,6 +81,7 @@ def one_run(url: str, output: Path) -> dict[str, Any]:
             "model_s": round(modelled - started, 2),
             "write_s": round(written - modelled, 2),
             "first_read_total_s": round(loaded - began + written - started, 2),
+            "peak_rss_mib": _peak_mib(),  # so far: which phase set the peak
         }
     del usage, events, frame  # the cache holds the history, as the service's does
     result["next_pass"] = next_pass(cache, settings, now)
@@ -97,6 +98,7 @@ def next_pass(cache: Any, settings: Any, now: datetime) -> dict[str, Any]:
     began = time.perf_counter()
     usage, events = cache.load(settings, later)
     read = time.perf_counter()
+    read_peak = _peak_mib()
     frame = recommend_vpa(usage, events, checked=True)
     done = time.perf_counter()
     return {
@@ -105,6 +107,7 @@ def next_pass(cache: Any, settings: Any, now: datetime) -> dict[str, Any]:
         "vpa_model_s": round(done - read, 2),
         "recommendations": len(frame),
         "usage_rows": len(usage),
+        "read_peak_rss_mib": read_peak,
     }
 
 
