@@ -7,9 +7,12 @@ its Event is on the VPA only (it names the pod's generateName).
 
 A worker process (`admission.workers`) does not write Events itself: each Event call of
 the Python client costs milliseconds of CPU under the worker's GIL, beside its event
-loop. It counts them (`RelayedEvents`) and sends them to the parent with its metrics;
-identical Events of one send (a Deployment's pods sized alike) become one API call
-whose count says how many (`record_relayed`).
+loop. It counts them (`RelayedEvents`) and sends them to the parent with its metrics.
+The parent counts what every worker sent into one `RelayedEvents` too and writes it
+every `RELAY_SECONDS`: identical Events of that while (a Deployment's pods sized alike,
+by any worker) become one API call whose count says how many (`record_relayed`). Each
+call costs the parent milliseconds of CPU; a burst at 100 pods/s of 20 Deployments
+made 160 of them a second when each worker's quarter-second send was written as it came.
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ COMPONENT = "kube-tailor-admission"
 SIZED = "PodSized"
 # what a worker relays: an Event (object, type, reason, message) and how many times it happened
 Relayed = tuple[ObjectRef, str, str, str, int]
+RELAY_SECONDS = 2.0  # how long the parent gathers the workers' Events before writing them
 
 
 def webhook_recorder(client: kubernetes.client.ApiClient) -> QueuedRecorder:
@@ -50,10 +54,17 @@ class RelayedEvents:
         self._counts: Counter[tuple[ObjectRef, str, str, str]] = Counter()
         self._lock = threading.Lock()  # recorded on the loop's thread, taken on another
 
-    def record(self, about: ObjectRef, kind: str, reason: str, message: str) -> bool:
+    def record(
+        self, about: ObjectRef, kind: str, reason: str, message: str, times: int = 1
+    ) -> bool:
         with self._lock:
-            self._counts[(about, kind, reason, message)] += 1
+            self._counts[(about, kind, reason, message)] += times
         return True
+
+    def add(self, relayed: list[Relayed]) -> None:
+        """What a worker relayed, counted in."""
+        for about, kind, reason, message, times in relayed:
+            self.record(about, kind, reason, message, times)
 
     def take(self) -> list[Relayed]:
         """What was recorded since the last take, each distinct Event once with its count."""

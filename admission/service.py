@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from admission.events import record_relayed, webhook_recorder
+from admission.events import RELAY_SECONDS, RelayedEvents, record_relayed, webhook_recorder
 from admission.metrics import ReviewMetrics
 from admission.periodic import Periodic
 from admission.registration import Endpoint, Registrar
@@ -61,7 +61,14 @@ def serve(
     arrives meanwhile waits on the socket), then the heartbeat once a worker serves."""
     metrics = ReviewMetrics(telemetry) if telemetry is not None else None
     record = telemetry.record_pass if telemetry is not None else None
-    recorder = webhook_recorder(client)  # the workers' Events, written here
+    recorder = webhook_recorder(client)  # the workers' Events, gathered and written here
+    gathered = RelayedEvents()
+    relaying = Periodic(
+        lambda: record_relayed(recorder, gathered.take()),
+        RELAY_SECONDS,
+        name="tailor-events-relay",
+        failure="relaying the workers' Events failed",
+    )
     server = Supervisor(
         service.config,
         sock,
@@ -69,7 +76,7 @@ def serve(
         metrics,
         record,
         service.worker_memory_bytes,
-        lambda relayed: record_relayed(recorder, relayed),
+        gathered.add,
     )
     stopping = threading.Event()
     for signum in (signal.SIGTERM, signal.SIGINT):
@@ -92,6 +99,7 @@ def serve(
         failure="status Lease renewal failed",
     )
     server.start(wait=None)  # the workers list the cluster first; SIGTERM may come meanwhile
+    relaying.start()
     port = sock.getsockname()[1]
     LOG.info(
         "admission webhook listening on https://%s:%d/mutate (%d workers)",
@@ -113,5 +121,7 @@ def serve(
     if registering is not None:
         registering.stop()
     server.stop()
+    relaying.stop()
+    record_relayed(recorder, gathered.take())  # what the workers sent last (queued)
     sock.close()
     stop_telemetry()
