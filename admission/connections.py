@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 IDLE, HEADERS, BODY, BUSY = "idle", "headers", "body", "busy"
+_EARLY = 0.002  # a loop may run a timer up to its clock's resolution early
 
 
 @dataclass(frozen=True)
@@ -40,6 +41,7 @@ class _Guarded(asyncio.Protocol):
         self.inner, self.guard = inner, guard
         self.transport: asyncio.Transport | None = None
         self.phase = IDLE
+        self.deadline: float | None = None  # loop time the phase must end by (None: BUSY)
         self._timer: asyncio.TimerHandle | None = None
 
     # -- asyncio.Protocol --------------------------------------------------------------
@@ -76,27 +78,41 @@ class _Guarded(asyncio.Protocol):
     # -- phases ------------------------------------------------------------------------
 
     def enter(self, phase: str) -> None:
-        """Start `phase` with its deadline (BUSY has none: the review's budget bounds it)."""
-        self._cancel()
+        """Start `phase` with its deadline (BUSY has none: the review's budget bounds it).
+
+        One timer per connection, moved only when the new deadline comes before it: a
+        request passes four phases, and scheduling and cancelling a timer for each cost
+        more than the rest of the guard (docs/results/webhook.md). A timer that fires
+        before the deadline of the phase by then looks again at that deadline."""
         self.phase = phase
-        seconds = {
-            IDLE: self.guard.limits.idle_seconds,
-            HEADERS: self.guard.limits.header_seconds,
-            BODY: self.guard.limits.body_seconds,
-        }.get(phase)
-        if seconds is not None:
-            loop = asyncio.get_running_loop()
-            self._timer = loop.call_later(seconds, self._expired, phase)
+        seconds = self.guard.phase_seconds.get(phase)
+        if seconds is None:
+            self.deadline = None
+            return
+        loop = asyncio.get_running_loop()
+        self.deadline = deadline = loop.time() + seconds
+        timer = self._timer
+        if timer is None or timer.when() > deadline:
+            if timer is not None:
+                timer.cancel()
+            self._timer = loop.call_at(deadline, self._check)
+
+    def _check(self) -> None:
+        self._timer = None
+        if self.deadline is None:
+            return  # BUSY: armed again when the connection waits for its next request
+        loop = asyncio.get_running_loop()
+        if loop.time() < self.deadline - _EARLY:
+            self._timer = loop.call_at(self.deadline, self._check)
+            return
+        self.guard.count(f"{self.phase}_timeout")
+        if self.transport is not None:
+            self.transport.abort()
 
     def _cancel(self) -> None:
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
-
-    def _expired(self, phase: str) -> None:
-        self.guard.count(f"{phase}_timeout")
-        if self.transport is not None:
-            self.transport.abort()
 
 
 class GuardedProtocols:
@@ -115,6 +131,11 @@ class GuardedProtocols:
     ) -> None:
         self.factory, self.limits, self.on_close = factory, limits, on_close
         self.open: dict[object, _Guarded] = {}
+        self.phase_seconds = {
+            IDLE: limits.idle_seconds,
+            HEADERS: limits.header_seconds,
+            BODY: limits.body_seconds,
+        }
 
     def __call__(self) -> _Guarded:
         if self.factory is None:
