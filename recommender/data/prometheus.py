@@ -150,7 +150,7 @@ def release_free_memory() -> None:
     nothing). A load decodes thousands of answers in worker threads: the memory they
     freed stays in the threads' heaps (about 0.9 GB after a load of 10,000 containers,
     half the history's own size) and counted in the process's RSS until trimmed."""
-    with contextlib.suppress(OSError, AttributeError):  # no glibc: nothing to trim
+    with contextlib.suppress(OSError, AttributeError, TypeError):  # no glibc: no trim
         ctypes.CDLL(None).malloc_trim(0)
 
 
