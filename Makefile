@@ -42,7 +42,7 @@ lint: venv
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/nbstripout --verify --keep-id notebooks/*.ipynb  # stored without outputs
-	$(BIN)/mypy tailor recommender updater admission benchmarks tests
+	$(BIN)/mypy tailor recommender updater admission benchmarks tests docs/hooks
 	$(BIN)/lint-imports
 
 docs: venv

@@ -37,7 +37,7 @@ def on_page_markdown(markdown: str, **_: Any) -> str:
 def cli_reference() -> str:
     from tailor.cli.main import app
 
-    root = typer.main.get_command(app)  # typer's own (vendored) click objects: duck-typed
+    root: Any = typer.main.get_command(app)  # typer's vendored click: a Group, duck-typed
     context = root.make_context("tailor", [], resilient_parsing=True)
     sections = []
     for name in sorted(root.list_commands(context)):
