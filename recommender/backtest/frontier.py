@@ -68,8 +68,15 @@ GRIDS: Mapping[str, Knobs] = {
         },
         budget="policy.max_changes_per_day",
     ),
+    # decrease_threshold 0.9 (cuts only by 90 %: the request does not follow a daily
+    # cycle down) is the safe end: on smooth cycles vpa_parity_factor stops at its floor
+    # (target_cpu_shortfall) far above vpa's own shortfall (docs/results/frontiers.md)
     "forecast": Knobs(
-        {"vpa_parity_factor": (0.3, 0.6, 1.0), "memory_margin": (0.1, 0.2, 0.3)},
+        {
+            "vpa_parity_factor": (0.3, 0.6, 1.0),
+            "memory_margin": (0.1, 0.2, 0.3),
+            "hysteresis.decrease_threshold": (0.15, 0.9),
+        },
         budget="max_changes_per_day",
     ),
 }
