@@ -14,6 +14,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar, Literal, cast, get_args
 
 from recommender.overrides import SettingsError, require
+from tailor.change_budget import DEFAULT_CHANGES_PER_DAY
 from tailor.durations import DAY, HOUR, DurationError, whole_windows
 
 MIB = 2**20
@@ -269,7 +270,7 @@ class ForecastSettings(_Checked):
     horizon_seconds: int = field(default=DAY, metadata=_in("[update_period_seconds, inf)"))
     history_days: float = field(default=14.0, metadata=_in(f"[1, {MAX_HISTORY_DAYS:g}]"))
     residual_days: float = field(default=7.0, metadata=_in("(0, history_days]"))
-    max_changes_per_day: int = field(default=6, metadata=AT_LEAST_ONE)
+    max_changes_per_day: int = field(default=DEFAULT_CHANGES_PER_DAY, metadata=AT_LEAST_ONE)
     reserved_changes: int = field(default=1, metadata=_in("[0, max_changes_per_day)"))
     memory_margin: float = field(default=0.2, metadata=NON_NEGATIVE)
     batch_peak_margin: float = field(default=0.03, metadata=NON_NEGATIVE)

@@ -21,6 +21,7 @@ from prometheus_client import CollectorRegistry, Counter
 from rich.console import Console
 from rich.table import Table
 
+from tailor.change_budget import DEFAULT_CHANGES_PER_DAY
 from tailor.cli import election as election_flags
 from tailor.cli import follow_flags, memory_pressure, scope_flags
 from tailor.cli.follow_flags import FollowFlags, FollowFormat
@@ -229,7 +230,7 @@ def follow_command(
     allow_hpa_conflicts: follow_flags.AllowHpaConflicts = False,
     use_admission_controller_status: follow_flags.UseAdmissionControllerStatus = True,
     admission_status_lease: follow_flags.AdmissionStatusLease = None,
-    changes_per_day: follow_flags.ChangesPerDay = 6,
+    changes_per_day: follow_flags.ChangesPerDay = DEFAULT_CHANGES_PER_DAY,
     dry_run: follow_flags.DryRun = False,
     overwrite_others_resizes: follow_flags.OverwriteOthersResizes = False,
     at: follow_flags.At = None,

@@ -23,6 +23,7 @@ from recommender.forecast.settings import ForecastSettings
 from recommender.overrides import SettingsError, settings_with
 from recommender.recommend import recommend_forecast_workloads
 from recommender.vpa.settings import VpaSettings
+from tailor.change_budget import DEFAULT_CHANGES_PER_DAY
 from tailor.cli.inputs import (
     PrometheusOptions,
     load_from_prometheus,
@@ -164,8 +165,8 @@ ChangesPerDay = Annotated[
         "--changes-per-day",
         min=1,
         help="The change budget: request changes a container may take in any 24 h (the "
-        "forecast's max_changes_per_day, default 6); a VPA's annotation "
-        "kube-tailor.io/changes-per-day wins for its workloads.",
+        f"forecast's max_changes_per_day, default {DEFAULT_CHANGES_PER_DAY}); a VPA's "
+        "annotation kube-tailor.io/changes-per-day wins for its workloads.",
     ),
 ]
 

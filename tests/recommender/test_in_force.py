@@ -104,7 +104,7 @@ def _played(
 
 
 def test_a_spent_budget_holds_the_request_in_force_but_never_under_the_need() -> None:
-    settings = ForecastSettings()
+    settings = ForecastSettings().with_budget(6)
     # six changes between 14:00 and 19:00 of the first day, the history ending at 12:00
     # of the second: nothing may change before the first of them leaves the day
     requests = [1.0] * 14 + [1.2, 1.0] * 3 + [1.0] * 16
@@ -136,7 +136,9 @@ def test_hourly_replans_that_are_followed_change_requests_at_most_6_times_a_day(
     hours = 30
     for hour in range(hours):
         cut = end - (hours - hour) * HOUR
-        _, schedule = recommend_forecast_workloads(usage[usage["timestamp"] <= cut], events)
+        _, schedule = recommend_forecast_workloads(
+            usage[usage["timestamp"] <= cut], events, ForecastSettings().with_budget(6)
+        )
         coming_at = cut + HOUR  # the next sample: the follower applies the period then
         due = schedule[(schedule["start"] <= coming_at) & (coming_at < schedule["end"])]
         for key, row in due.set_index(KEYS).iterrows():

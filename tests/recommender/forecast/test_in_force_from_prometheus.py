@@ -18,6 +18,7 @@ from typer.testing import CliRunner
 
 from recommender.data.openmetrics import usage_to_openmetrics
 from recommender.data.schema import validate_usage
+from recommender.forecast.settings import ForecastSettings
 from recommender.recommend import recommend_forecast_workloads
 from tailor.cli.main import app
 from tests.cluster.prometheus import backfill_end
@@ -63,6 +64,7 @@ def test_a_spent_budget_read_from_prometheus_holds_the_request_in_force(
     assert usage["cpu_request"].iloc[-1] == 1.0
     url = prometheus_server.start(usage_to_openmetrics(usage, None)).url
     args = ["schedule", "--prometheus", url, "--history", f"{DAYS + 1}d", "--format", "json"]
+    args += ["--changes-per-day", "6"]
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 0, result.output
     rows = pd.DataFrame(json.loads(result.stdout))
@@ -75,5 +77,5 @@ def test_a_spent_budget_read_from_prometheus_holds_the_request_in_force(
     # is kept for a reaction): the request in force holds until then, then comes down
     assert (cpu[cpu.index < 5] == 1.0).all()
     assert cpu[cpu.index >= 5].min() < 0.6
-    _, expected = recommend_forecast_workloads(usage)
+    _, expected = recommend_forecast_workloads(usage, settings=ForecastSettings().with_budget(6))
     np.testing.assert_allclose(rows["cpu"], expected["cpu_request"], rtol=0, atol=0.0011)

@@ -72,7 +72,7 @@ def test_knowing_the_levels_cuts_the_slack_an_unpredictable_load_forces() -> Non
     blind, perfect = result.summary["forecast"], result.summary["forecast-perfect"]
     assert perfect["cpu_relative_slack"] < 0.75 * blind["cpu_relative_slack"]
     assert perfect["cpu_shortfall_rate"] <= blind["cpu_shortfall_rate"]
-    assert perfect["changes_per_container_day_p99"] <= 6
+    assert perfect["changes_per_container_day_p99"] <= ForecastSettings().max_changes_per_day
 
 
 def test_forecast_settings_apply_to_the_perfect_reference_too() -> None:
