@@ -144,18 +144,6 @@ class ForecastPolicy:
         level = cpu_step(current, ahead, s, left > 0, may_plan)
         return cut_worth_making(level, current, usage, scale, s)
 
-    def boundary_memory(
-        self,
-        current: np.ndarray,
-        needed: np.ndarray,
-        may_rise: np.ndarray,
-        may_fall: np.ndarray,
-        riding: np.ndarray,
-        held: np.ndarray,
-    ) -> np.ndarray:
-        """The memory limit at a boundary (see `schedule.memory_step`)."""
-        return memory_step(current, needed, self.settings, may_rise, may_fall, riding, held)
-
     def schedule(
         self, needs: Needs, in_force: InForce | None = None
     ) -> tuple[np.ndarray, np.ndarray]:
@@ -178,9 +166,7 @@ class ForecastPolicy:
             moves = ~np.isclose(new_cpu, cpu, equal_nan=True)
             held = needs.hold_until > now
             may_plan = left > s.reserved_changes
-            new_memory = self.boundary_memory(
-                memory, needs.memory[:, k], left > 0, may_plan, moves, held
-            )
+            new_memory = memory_step(memory, needs.memory[:, k], s, left > 0, may_plan, moves, held)
             self._record(budget, cpu, memory, new_cpu, new_memory, now)
             cpu, memory = new_cpu, new_memory
             cpu_out.append(cpu)
@@ -212,9 +198,7 @@ class ForecastPolicy:
         new_cpu = np.where(np.isnan(cpu) & ~np.isnan(level), level, np.where(raised, wanted, cpu))
         held = needs.hold_until > at
         no_fall = np.zeros(len(cpu), dtype=bool)
-        new_memory = self.boundary_memory(
-            memory, needs.memory[:, 0], may_react, no_fall, raised, held
-        )
+        new_memory = memory_step(memory, needs.memory[:, 0], s, may_react, no_fall, raised, held)
         self._record(budget, cpu, memory, new_cpu, new_memory, at)
         return new_cpu, new_memory
 

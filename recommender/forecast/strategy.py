@@ -18,10 +18,7 @@ from recommender.forecast.margins import LEVEL_EDGES, level_bins
 from recommender.forecast.memory import OomHistory, implied_demand, recent_peak
 from recommender.forecast.planner import Plan
 from recommender.forecast.policy import ForecastPolicy
-from recommender.forecast.schedule import (
-    cover,
-    ride_with_memory,
-)
+from recommender.forecast.schedule import cover, memory_step, ride_with_memory
 from recommender.forecast.settings import DAY, ForecastSettings
 from recommender.forecast.spikes import SpikeTracker
 from recommender.replay import Fleet, Requests, differs
@@ -198,9 +195,7 @@ class ForecastStrategy:
         if waits.any():  # the buffer is read only when an on/off limit would rise
             rises &= ~waits | self._memory_nears(current)
         held = self.ooms.hold_until > now
-        return self.policy.boundary_memory(
-            current, needed, rises, at_boundary & may_plan, cpu_moves, held
-        )
+        return memory_step(current, needed, s, rises, at_boundary & may_plan, cpu_moves, held)
 
     def _memory_nears(self, limit: np.ndarray) -> np.ndarray:
         """Series whose memory peak of the last update period ate half the margin."""
