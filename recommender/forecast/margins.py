@@ -31,12 +31,9 @@ class Calibration:
     """Per-series, per-state margins and what their replay over the past achieved."""
 
     margin: np.ndarray  # cores above the forecast; NaN = too little history
-    shortfall_rate: np.ndarray  # replayed shortfall rate at that margin
     reactions_per_day: np.ndarray  # replayed mid-block raises per day
-    errors: np.ndarray  # past errors behind each margin
     level: np.ndarray  # quantile level of the chosen candidate
     scale: np.ndarray  # (series,) the recent peak the bins are relative to
-    price: np.ndarray  # (series,) core-windows of margin one shortfall window was worth
 
     def margin_for(self, states: np.ndarray) -> np.ndarray:
         """The margin for blocks in these states: (series, blocks) like `states`."""
@@ -50,11 +47,9 @@ MIN_BIN_ERRORS = 120  # below this a state borrows the most cautious margin of t
 
 def level_bins(values: np.ndarray, scale: np.ndarray) -> np.ndarray:
     """Level bin (0 idle, 1 part-busy, 2 busy) of values relative to their series' scale."""
-    column = scale[:, None]
-    bins = np.zeros(values.shape, dtype=np.int64)
-    for edge in LEVEL_EDGES[1:]:
-        bins += values >= edge * column  # NaN compares False: idle
-    return bins
+    edges = np.multiply.outer(scale, LEVEL_EDGES[1:])[:, None, :]
+    above = values[:, :, None] >= edges  # NaN compares False: idle
+    return np.asarray(above.sum(axis=2, dtype=np.int64))
 
 
 def block_states(forecast: np.ndarray, recently_busy: np.ndarray, scale: np.ndarray) -> np.ndarray:
@@ -142,20 +137,18 @@ def calibrate(
     the most cautious margin the series has."""
     n = usage.shape[0]
     usable = np.where(np.isnan(forecast)[:, :, None], np.nan, usage)
-    bins = states
-    n_bins = STATES
     errors = (usable - forecast[:, :, None]).reshape(n, -1)
-    per_window = np.repeat(bins, usable.shape[2], axis=1)
-    candidates, count = grouped_quantiles(errors, per_window, n_bins, CANDIDATE_LEVELS)
+    per_window = np.repeat(states, usable.shape[2], axis=1)
+    candidates, count = grouped_quantiles(errors, per_window, STATES, CANDIDATE_LEVELS)
     candidates = np.maximum(np.nan_to_num(candidates), 0.0)
-    per_block_margin = np.take_along_axis(candidates, bins[:, :, None], axis=1)  # (n, B, L)
+    per_block_margin = np.take_along_axis(candidates, states[:, :, None], axis=1)  # (n, B, L)
     shortfalls, reactions = replay_margins(
         usable, np.nan_to_num(forecast), per_block_margin.transpose(0, 2, 1), rule, scale
     )
     windows = np.sum(~np.isnan(usable), axis=2)  # (n, B)
     days = np.maximum(np.sum(windows > 0, axis=1), 1) / blocks_per_day
     # sums over each state's blocks as one product with a 0/1 matrix: whole counts, so exact
-    in_state = (bins[:, :, None] == np.arange(n_bins)).astype(np.float64)  # (n, B, states)
+    in_state = (states[:, :, None] == np.arange(STATES)).astype(np.float64)  # (n, B, states)
     short_count = np.matmul(shortfalls, in_state).transpose(0, 2, 1).copy()
     per_day = np.matmul(reactions, in_state).transpose(0, 2, 1) / days[:, None, None]
     bin_windows = np.matmul(windows[:, None, :].astype(np.float64), in_state)[:, 0]
@@ -165,9 +158,7 @@ def calibrate(
         reactions=per_day,
         windows=bin_windows.sum(axis=1),
     )
-    choice, price = allocate(offer, target_shortfall, container_cap, rule.reactions_per_day)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        rate = short_count / bin_windows[:, :, None]
+    choice, _ = allocate(offer, target_shortfall, container_cap, rule.reactions_per_day)
     pick = choice[:, :, None]
     margin = np.take_along_axis(candidates, pick, axis=2)[:, :, 0]
     enough = count >= MIN_BIN_ERRORS
@@ -179,10 +170,7 @@ def calibrate(
     margin[count.sum(axis=1) < MIN_ERRORS] = np.nan
     return Calibration(
         margin=margin,
-        shortfall_rate=np.take_along_axis(rate, pick, axis=2)[:, :, 0],
         reactions_per_day=np.take_along_axis(per_day, pick, axis=2)[:, :, 0],
-        errors=count,
         level=np.asarray(CANDIDATE_LEVELS)[choice],
         scale=scale,
-        price=price,
     )
