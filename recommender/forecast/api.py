@@ -19,6 +19,7 @@ from recommender.data.ooms import history_start, oom_kills
 from recommender.forecast.memory import OomHistory, SeriesBumps, implied_demand
 from recommender.forecast.planner import Plan
 from recommender.forecast.policy import ForecastPolicy, Needs
+from recommender.forecast.quantiles import gapless_max
 from recommender.forecast.settings import ForecastSettings
 
 
@@ -50,7 +51,7 @@ def oom_history(
     if not len(kills):
         return ooms, usage
     rows, seconds, memory = kills.series, kills.seconds, kills.memory
-    peaks = np.max(np.where(np.isnan(usage.memory), -np.inf, usage.memory), axis=1)
+    peaks = gapless_max(usage.memory)
     bumps = None if oom_bumps is None else (oom_bumps[0][rows], oom_bumps[1][rows])
     at = seconds.astype(np.float64)
     ooms.record(rows, at, memory, settings, np.maximum(peaks[rows], 0.0), bumps=bumps)

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from recommender.forecast.quantiles import error_quantiles
+from recommender.forecast.quantiles import error_quantiles, gapless_max
 from recommender.forecast.settings import DAY, HOUR, ForecastSettings
 from recommender.vpa.settings import VpaSettings
 
@@ -127,7 +127,7 @@ def capped_state_peaks(state_peak: np.ndarray, peak: np.ndarray) -> np.ndarray:
 def recent_peak(memory: np.ndarray, windows: int) -> np.ndarray:
     """Largest sample of the last `windows` windows per series, NaN when none."""
     recent = memory[:, -windows:] if windows < memory.shape[1] else memory
-    peak = np.max(np.where(np.isnan(recent), -np.inf, recent), axis=1, initial=-np.inf)
+    peak = gapless_max(recent)
     return np.where(np.isneginf(peak), np.nan, peak)
 
 

@@ -29,7 +29,7 @@ from recommender.forecast.margins import (
 )
 from recommender.forecast.memory import MemoryPlan, OomHistory, plan_memory
 from recommender.forecast.parity import parity_target, vpa_rate
-from recommender.forecast.quantiles import error_quantiles
+from recommender.forecast.quantiles import error_quantiles, gapless_max
 from recommender.forecast.settings import DAY, HOUR, ForecastSettings
 from recommender.forecast.shape import ShapeReport, detect_shape
 
@@ -103,7 +103,7 @@ def _cheapest_model(usage: np.ndarray, forecasts: np.ndarray, target: float) -> 
 
 def _recent_scale(cpu: np.ndarray) -> np.ndarray:
     """The recent peak of each series (1 where there is none): what levels are relative to."""
-    peak = np.max(np.where(np.isnan(cpu), -np.inf, cpu), axis=1, initial=-np.inf)
+    peak = gapless_max(cpu)
     return np.where(np.isfinite(peak) & (peak > 0), peak, 1.0)
 
 
@@ -113,8 +113,7 @@ def _recently_busy(
     """Whether the `lookback` blocks before each block held a busy window: (past blocks,
     horizon blocks); a horizon block knows only the history part of its look-back."""
     n, count, _ = cpu_blocks.shape
-    peaks = np.max(np.where(np.isnan(cpu_blocks), -np.inf, cpu_blocks), axis=2)
-    busy = peaks >= LEVEL_EDGES[-1] * scale[:, None]
+    busy = gapless_max(cpu_blocks, axis=2) >= LEVEL_EDGES[-1] * scale[:, None]
     extended = np.concatenate([busy, np.zeros((n, horizon), dtype=bool)], axis=1)
     before = np.zeros(extended.shape, dtype=bool)
     for back in range(1, lookback + 1):

@@ -18,6 +18,11 @@ def _ranks(count: np.ndarray, levels: tuple[float, ...]) -> np.ndarray:
     return np.ceil(scaled).astype(np.int64)
 
 
+def gapless_max(values: np.ndarray, axis: int = 1) -> np.ndarray:
+    """Largest value along `axis`, gaps (NaN) ignored; -inf where there is none."""
+    return np.max(np.where(np.isnan(values), -np.inf, values), axis=axis, initial=-np.inf)
+
+
 def error_quantiles(errors: np.ndarray, levels: tuple[float, ...]) -> tuple[np.ndarray, np.ndarray]:
     """Quantiles of each row, NaN ignored, and the counts: one level by a partition (linear
     time), several by a sort."""
@@ -28,7 +33,7 @@ def error_quantiles(errors: np.ndarray, levels: tuple[float, ...]) -> tuple[np.n
         return np.full((n, len(levels)), np.nan), count
     rank = np.clip(_ranks(count, levels), 0, length - 1)
     if len(levels) == 1 and levels[0] == 1.0:
-        picked = np.max(np.where(missing, -np.inf, errors), axis=1, keepdims=True)
+        picked = gapless_max(errors)[:, None]
     elif len(levels) == 1:
         # count from the top with missing values at the bottom: high levels then
         # need only a few distinct partition points however many samples are missing

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from recommender.forecast.quantiles import gapless_max
 from recommender.forecast.settings import ForecastSettings
 
 MEMORY_ALONE_DECREASE = 0.3  # a memory-only resize down must cut the limit by this share
@@ -17,8 +18,7 @@ MEMORY_ALONE_DECREASE = 0.3  # a memory-only resize down must cut the limit by t
 
 def cover(required: np.ndarray, blocks: int) -> np.ndarray:
     """Highest requirement of the first `blocks` columns, NaN-aware: (series,)."""
-    head = required[:, : max(1, blocks)]
-    peak = np.max(np.where(np.isnan(head), -np.inf, head), axis=1)
+    peak = gapless_max(required[:, : max(1, blocks)])
     return np.where(np.isneginf(peak), np.nan, peak)
 
 

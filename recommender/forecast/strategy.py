@@ -18,6 +18,7 @@ from recommender.forecast.margins import LEVEL_EDGES, level_bins
 from recommender.forecast.memory import OomHistory, implied_demand, recent_peak
 from recommender.forecast.planner import Plan
 from recommender.forecast.policy import ForecastPolicy
+from recommender.forecast.quantiles import gapless_max
 from recommender.forecast.schedule import cover, memory_step, ride_with_memory
 from recommender.forecast.settings import DAY, ForecastSettings
 from recommender.forecast.spikes import SpikeTracker
@@ -71,8 +72,7 @@ class ForecastStrategy:
     def observe_oom(self, step: int, containers: np.ndarray, memory: np.ndarray) -> None:
         when = np.full(containers.shape, float(self.fleet.time_of(step)))
         _, remembered = self.buffer.recent(self.buffer.capacity)
-        seen = remembered[containers]
-        peak = np.max(np.where(np.isnan(seen), -np.inf, seen), axis=1, initial=-np.inf)
+        peak = gapless_max(remembered[containers])
         self.ooms.record(containers, when, memory, self.settings, np.maximum(peak, 0.0))
         # the killed window used more than its capped sample: remember what the kill
         # implies, so the peaks keep it once the hold ends
@@ -264,7 +264,7 @@ class ForecastStrategy:
         if not react.any():
             return cpu, react
         recent, _ = self.buffer.recent(s.reactions.react_after_windows)
-        seen = np.max(np.where(np.isnan(recent), -np.inf, recent), axis=1)
+        seen = gapless_max(recent)
         assert self.plan is not None
         usage_based = seen * (1.0 + s.reactions.react_margin)
         level = cover(required, s.hysteresis.cover_blocks)
