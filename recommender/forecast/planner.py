@@ -148,17 +148,6 @@ def _shortfall_target(
     return target, reference
 
 
-@dataclass(frozen=True)
-class _Forecasts:
-    """Each series' chosen model: its one-step forecasts of the past blocks and its
-    forecast of the horizon."""
-
-    one_step: np.ndarray
-    forecast: np.ndarray
-    model: np.ndarray
-    alpha: np.ndarray
-
-
 def _forecasts(
     usage: UsageArrays,
     cpu_blocks: np.ndarray,
@@ -171,9 +160,10 @@ def _forecasts(
     residual_blocks: int,
     settings: ForecastSettings,
     levels: KnownLevels | None,
-) -> _Forecasts:
-    """Holt-Winters candidates and persistence, the one whose recent errors cost the
-    least margin per series; `levels` (the perfect reference) replace both."""  # fmt: skip
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(one-step forecasts of the past blocks, forecast of the horizon, model, alpha) of
+    each series' model: of Holt-Winters candidates and persistence, the one whose recent
+    errors cost the least margin; `levels` (the perfect reference) replace both."""
     params = SmoothingParams(
         settings.model.level_alphas,
         settings.model.trend_beta,
@@ -201,7 +191,7 @@ def _forecasts(
         one_step = np.where(np.isnan(past_known), one_step, past_known)
         forecast = np.where(np.isnan(coming), forecast, coming)
         model = np.full(usage.n_series, "known levels")
-    return _Forecasts(one_step, np.maximum(forecast, 0.0), model, hw.alpha)
+    return one_step, np.maximum(forecast, 0.0), model, hw.alpha
 
 
 def _cpu_required(
@@ -231,35 +221,6 @@ def _cpu_required(
     required = np.maximum(required, settings.min_cpu_cores)
     required[np.all(np.isnan(usage.cpu), axis=1)] = np.nan
     return required, use_margin
-
-
-def _memory_plan(
-    usage: UsageArrays,
-    layout: BlockLayout,
-    cpu_blocks: np.ndarray,
-    coming_states: np.ndarray,
-    scale: np.ndarray,
-    ooms: OomHistory,
-    first_block: int,
-    horizon: int,
-    now: float,
-    settings: ForecastSettings,
-    previous: Plan | None,
-) -> MemoryPlan:
-    """The memory plan on the block grid, by the CPU state of past and coming blocks."""
-    grid_cpu = cpu_blocks.reshape(usage.n_series, -1)
-    cpu_states = np.where(np.isnan(grid_cpu), -1, level_bins(grid_cpu, scale))
-    return plan_memory(
-        as_blocks(usage.memory, layout).reshape(usage.n_series, -1),
-        cpu_states,
-        coming_states,
-        layout.windows_per_block,
-        ooms,
-        (first_block + np.arange(horizon)) * layout.period,
-        float(now),
-        settings,
-        None if previous is None else previous.memory.by_state,
-    )
 
 
 def _calibrated(
@@ -315,22 +276,26 @@ def make_plan(
     horizon = settings.blocks_per(settings.horizon_seconds)
     scale = _recent_scale(recent_cpu)
     target, reference = _shortfall_target(usage, recent_cpu, scale, shape.batch, settings)
-    chosen = _forecasts(
+    one_step, forecast, model, alpha = _forecasts(
         usage, cpu_blocks, blocks, layout, shape, target, first_block, horizon, residual_blocks,
         settings, levels,
     )  # fmt: skip
     calibration, future_states = _calibrated(
-        cpu_blocks, chosen.one_step, chosen.forecast, scale, target, horizon, residual_blocks,
+        cpu_blocks, one_step, forecast, scale, target, horizon, residual_blocks,
         period, settings,
     )  # fmt: skip
     margin = calibration.margin_for(future_states)
     ceiling = np.where(shape.batch, scale * (1.0 + settings.batch_peak_margin), np.nan)
     required, use_margin = _cpu_required(
-        chosen.forecast, margin, usage, recent_cpu, shape, ceiling, settings
+        forecast, margin, usage, recent_cpu, shape, ceiling, settings
     )
-    memory = _memory_plan(
-        usage, layout, cpu_blocks, level_bins(chosen.forecast, calibration.scale),
-        calibration.scale, ooms, first_block, horizon, now, settings, previous,
+    grid_cpu = cpu_blocks.reshape(usage.n_series, -1)
+    memory = plan_memory(
+        as_blocks(usage.memory, layout).reshape(usage.n_series, -1),
+        np.where(np.isnan(grid_cpu), -1, level_bins(grid_cpu, calibration.scale)),
+        level_bins(forecast, calibration.scale), per_block, ooms,
+        (first_block + np.arange(horizon)) * period, float(now), settings,
+        None if previous is None else previous.memory.by_state,
     )  # fmt: skip
     idle = idle_requests(
         recent_cpu, scale, settings.lulls.idle_quantile, settings.reactions.react_margin,
@@ -339,7 +304,7 @@ def make_plan(
     return Plan(
         first_block=first_block,
         period=period,
-        cpu_forecast=chosen.forecast,
+        cpu_forecast=forecast,
         cpu_states=future_states,
         shortfall_target=target,
         vpa_rate=reference,
@@ -349,7 +314,7 @@ def make_plan(
         cpu_idle=idle,
         cpu_ceiling=ceiling,
         calibration=calibration,
-        model=chosen.model,
-        alpha=chosen.alpha,
+        model=model,
+        alpha=alpha,
         shape=shape,
     )
