@@ -7,7 +7,7 @@ have stayed clearly below the level it leaves.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 
 import numpy as np
 
@@ -74,12 +74,7 @@ class OomHistory:
 
     def select(self, rows: np.ndarray) -> OomHistory:
         """The history of some series (a copy)."""
-        return OomHistory(
-            self.floor[rows].copy(),
-            self.hold_until[rows].copy(),
-            self.count[rows].copy(),
-            self.last[rows].copy(),
-        )
+        return OomHistory(*(getattr(self, f.name)[rows].copy() for f in fields(self)))
 
     def floor_at(self, seconds: float) -> np.ndarray:
         """The floor in force at `seconds` (0 where no hold is active)."""
@@ -140,17 +135,14 @@ class MemoryPlan:
     by_state: np.ndarray  # (series,) bool: sized per CPU state rather than on the overall peak
     peak: np.ndarray  # (series,) highest peak remembered
     state_peak: np.ndarray  # (series, bins) highest peak seen in each CPU state
-    recent: np.ndarray  # (series,) highest peak of the last few blocks
     extra_oom_per_day: np.ndarray  # (series,) kills per day sizing by state would have added
     state_saving: np.ndarray  # (series,) bytes of limit it would have saved on average
     floor: np.ndarray  # (series,) floor set by OOM kills now (0 = none)
 
     def for_states(self, states: np.ndarray) -> np.ndarray:
         """The limit each series needs now if its CPU is in `states` (series,)."""
-        top = self.level_by_state.shape[1] - 1
-        return np.take_along_axis(self.level_by_state, np.clip(states, 0, top)[:, None], axis=1)[
-            :, 0
-        ]
+        column = np.clip(states, 0, self.level_by_state.shape[1] - 1)[:, None]
+        return np.take_along_axis(self.level_by_state, column, axis=1)[:, 0]
 
 
 REPEAT_SECONDS = HOUR  # a kill within this time of the previous one escalates
@@ -205,11 +197,10 @@ def _by_state_cost(
     previous[:, 1:] = cpu_states[:, :-1]
     stable = (previous == cpu_states) & (cpu_states >= 0)
     state_peak = np.full((n, n_bins), np.nan)
+    quantile = (settings.memory.memory_state_quantile,)
     for k in range(n_bins):
         in_state = np.where(stable & (cpu_states == k), memory, np.nan)
-        state_peak[:, k] = error_quantiles(in_state, (settings.memory.memory_state_quantile,))[0][
-            :, 0
-        ]
+        state_peak[:, k] = error_quantiles(in_state, quantile)[0][:, 0]
     # as the plan does: a state's peak never lifts the level above the overall one,
     # and a state with no peak of its own (a CPU blip too short to be stable) gets it
     state_level = np.take_along_axis(state_peak, np.clip(previous, 0, None), axis=1)
@@ -292,8 +283,7 @@ def plan_memory(
         by_state=by_state,
         peak=peak,
         state_peak=state_peak,
-        recent=recent,
         extra_oom_per_day=extra,
         state_saving=saving,
-        floor=ooms.floor_at(now),
+        floor=floor_now,
     )
