@@ -164,14 +164,10 @@ def _forecasts(
     """(one-step forecasts of the past blocks, forecast of the horizon, model, alpha) of
     each series' model: of Holt-Winters candidates and persistence, the one whose recent
     errors cost the least margin; `levels` (the perfect reference) replace both."""
-    params = SmoothingParams(
-        settings.model.level_alphas,
-        settings.model.trend_beta,
-        settings.model.season_gamma,
-        settings.model.trend_damping,
-    )
+    m = settings.model
+    params = SmoothingParams(m.level_alphas, m.trend_beta, m.season_gamma, m.trend_damping)
     candidates = fit(blocks, layout.block_ids, shape.period, params)
-    persist = persistence_one_step(cpu_blocks, settings.model.persistence_windows)
+    persist = persistence_one_step(cpu_blocks, m.persistence_windows)
     options = np.concatenate([candidates.one_step, persist[:, None]], axis=1)
     recent = cpu_blocks[:, -residual_blocks:]
     choice = _cheapest_model(recent, options[:, :, -residual_blocks:], target)
@@ -180,7 +176,7 @@ def _forecasts(
     one_step = options[np.arange(usage.n_series), choice]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
-        latest = np.nanmean(usage.cpu[:, -settings.model.persistence_windows :], axis=1)
+        latest = np.nanmean(usage.cpu[:, -m.persistence_windows :], axis=1)
     forecast = np.where(use_persist[:, None], latest[:, None], hw.forecast(first_block, horizon))
     model = np.where(use_persist, "persistence", "holt-winters")
     if levels is not None:
