@@ -54,8 +54,7 @@ class ForecastStrategy:
         self.blocks_per_day = max(1, round(DAY / self.period))
         capacity = max(1, round(s.history_days * DAY / fleet.step))
         self.buffer = UsageBuffer(fleet.keys, fleet.start, fleet.step, capacity)
-        known = self.known_levels
-        self.levels = None if known is None else known.aligned(fleet.keys)
+        self.levels = None if self.known_levels is None else self.known_levels.aligned(fleet.keys)
         self.ooms = OomHistory.empty(n)
         self.oom_now = np.zeros(n, dtype=bool)
         self.short_run = np.zeros(n, dtype=np.int64)
