@@ -44,7 +44,6 @@ class Plan:
     cpu_forecast: np.ndarray  # forecast mean usage per block, cores
     cpu_states: np.ndarray  # state of each block (see margins.block_states)
     shortfall_target: float  # fleet CPU shortfall rate the margins were allocated for
-    vpa_rate: float  # the emulated VPA estimator's rate on the same past (NaN: not judged)
     cpu_required: np.ndarray  # request covering the forecast at the target shortfall
     memory: MemoryPlan  # memory request (= limit) per block and why
     cpu_margin: np.ndarray  # (series, horizon) cores added to the forecast (NaN = fallback)
@@ -127,15 +126,13 @@ def _shortfall_target(
     scale: np.ndarray,
     batch: np.ndarray,
     settings: ForecastSettings,
-) -> tuple[float, float]:
-    """(target the margins spend, the VPA's emulated rate): the fleet's shortfall budget
-    less what lull following's job starts will spend (see `lulls`)."""
+) -> float:
+    """The target the margins spend: the fleet's shortfall budget less what lull
+    following's job starts will spend (see `lulls`)."""
     target = settings.target_cpu_shortfall
-    reference = float("nan")
     if settings.cpu_shortfall_mode == "vpa":
-        reference = vpa_rate(usage.cpu, usage.step)
         target = parity_target(
-            reference,
+            vpa_rate(usage.cpu, usage.step),
             settings.vpa_parity_factor,
             settings.target_cpu_shortfall,
             settings.max_container_shortfall,
@@ -145,7 +142,7 @@ def _shortfall_target(
             recent_cpu, scale, batch, settings.reactions.react_after_windows
         )
         target = max(settings.target_cpu_shortfall * settings.lulls.target_floor, target - lulls)
-    return target, reference
+    return target
 
 
 def _forecasts(
@@ -271,7 +268,7 @@ def make_plan(
     first_block = math.ceil(now / period)
     horizon = settings.blocks_per(settings.horizon_seconds)
     scale = _recent_scale(recent_cpu)
-    target, reference = _shortfall_target(usage, recent_cpu, scale, shape.batch, settings)
+    target = _shortfall_target(usage, recent_cpu, scale, shape.batch, settings)
     one_step, forecast, model, alpha = _forecasts(
         usage, cpu_blocks, blocks, layout, shape, target, first_block, horizon, residual_blocks,
         settings, levels,
@@ -303,7 +300,6 @@ def make_plan(
         cpu_forecast=forecast,
         cpu_states=future_states,
         shortfall_target=target,
-        vpa_rate=reference,
         cpu_required=required,
         memory=memory,
         cpu_margin=np.where(np.isnan(margin), np.nan, use_margin),
