@@ -257,9 +257,7 @@ def plan_memory(
     else:
         by_state = np.where(sized_by_state, net <= tolerance + slack, net <= tolerance - slack)
     by_state &= days >= 1.0
-    peak = recent_peak(
-        memory, min(total, max(1, round(settings.memory.memory_peak_days * DAY / step)))
-    )
+    peak = recent_peak(memory, max(1, round(settings.memory.memory_peak_days * DAY / step)))
     # a series with no sample in those days (a pod gone quiet) keeps the peak it last had
     peak = np.where(np.isnan(peak), recent_peak(memory, total), peak)
     recent = recent_peak(memory, recent_blocks * per_block)
