@@ -151,31 +151,26 @@ STATE_HYSTERESIS = 0.1  # kills per day the state-sizing decision must move by t
 
 
 def _prefix_max(values: np.ndarray) -> np.ndarray:
-    """Largest value strictly before each column (-inf before the first)."""
-    filled = np.where(np.isnan(values), -np.inf, values)
-    running = np.maximum.accumulate(filled, axis=1)
+    """Largest value strictly before each position of the last axis (-inf before the first)."""
+    running = np.maximum.accumulate(np.where(np.isnan(values), -np.inf, values), axis=-1)
     out = np.full(values.shape, -np.inf)
-    out[:, 1:] = running[:, :-1]
+    out[..., 1:] = running[..., :-1]
     return out
 
 
 def _recent_before(blocks: np.ndarray, recent_blocks: int) -> np.ndarray:
     """Per window: the peak of the previous `recent_blocks` blocks and of the block so far."""
     n, count, _per_block = blocks.shape
-    filled = np.where(np.isnan(blocks), -np.inf, blocks)
-    block_peak = filled.max(axis=2)
+    block_peak = gapless_max(blocks, axis=2)
     previous = np.full((n, count), -np.inf)
     for back in range(1, recent_blocks + 1):
         previous[:, back:] = np.maximum(previous[:, back:], block_peak[:, :-back])
-    so_far = np.full(filled.shape, -np.inf)
-    so_far[:, :, 1:] = np.maximum.accumulate(filled, axis=2)[:, :, :-1]
-    return np.maximum(so_far, previous[:, :, None]).reshape(n, -1)
+    return np.maximum(_prefix_max(blocks), previous[:, :, None]).reshape(n, -1)
 
 
 def _episodes_per_day(exceeds: np.ndarray, days: np.ndarray) -> np.ndarray:
     """Runs of windows above the level, per day: each run costs one kill (the jump covers it)."""
-    starts = exceeds.copy()
-    starts[:, 1:] &= ~exceeds[:, :-1]
+    starts = np.diff(exceeds, axis=1, prepend=False) & exceeds  # above, and not just before
     return starts.sum(axis=1) / days
 
 
