@@ -82,7 +82,6 @@ class ForecastStrategy:
         s = self.settings
         now = float(self.fleet.time_of(step + 1))
         left = self.changes.left(now)
-        may_plan = left > s.reserved_changes
         may_react = left > 0
         scale = None if self.plan is None else self.plan.calibration.scale
         clearly = 0.0 if scale is None else s.reactions.react_min_fraction * scale
@@ -123,9 +122,8 @@ class ForecastStrategy:
         cpu = self._within_ceiling(cpu, current.cpu)
         cpu_moves = differs(cpu, current.cpu)
         along = cpu_moves & ~dropped & ~released  # memory follows neither drop nor release
-        memory = self._memory(
-            current.memory, states, along, at_boundary, may_plan, may_react, following
-        )
+        may_fall = at_boundary & (left > s.reserved_changes)  # a planned memory decrease
+        memory = self._memory(current.memory, states, along, may_fall, may_react, following)
         memory = np.where(self.oom_now, np.fmax(memory, self.ooms.floor), memory)
         resized = differs(memory, current.memory)
         still = resized & ~cpu_moves
@@ -174,8 +172,7 @@ class ForecastStrategy:
         current: np.ndarray,
         states: np.ndarray,
         cpu_moves: np.ndarray,
-        at_boundary: bool,
-        may_plan: np.ndarray,
+        may_fall: np.ndarray,
         may_react: np.ndarray,
         following: np.ndarray,
     ) -> np.ndarray:
@@ -194,7 +191,7 @@ class ForecastStrategy:
         if waits.any():  # the buffer is read only when an on/off limit would rise
             rises &= ~waits | self._memory_nears(current)
         held = self.ooms.hold_until > now
-        return memory_step(current, needed, s, rises, at_boundary & may_plan, cpu_moves, held)
+        return memory_step(current, needed, s, rises, may_fall, cpu_moves, held)
 
     def _memory_nears(self, limit: np.ndarray) -> np.ndarray:
         """Series whose memory peak of the last update period ate half the margin."""

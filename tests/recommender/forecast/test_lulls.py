@@ -149,7 +149,7 @@ def test_an_idle_batch_limit_rises_alone_only_when_usage_nears_it() -> None:
     yes, no = np.ones(2, dtype=bool), np.zeros(2, dtype=bool)
 
     def decided(following: np.ndarray) -> float:
-        return float(strategy._memory(limit, busy, no, False, yes, yes, following)[0])
+        return float(strategy._memory(limit, busy, no, no, yes, following)[0])
 
     # following its lulls, the container waits for the job's restore to raise memory
     assert decided(yes) == limit[0]
