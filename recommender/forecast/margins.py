@@ -162,9 +162,7 @@ def calibrate(
     pick = choice[:, :, None]
     margin = np.take_along_axis(candidates, pick, axis=2)[:, :, 0]
     enough = count >= MIN_BIN_ERRORS
-    fallback = np.broadcast_to(
-        np.max(np.where(enough, margin, -np.inf), axis=1, keepdims=True), margin.shape
-    )
+    fallback = np.max(np.where(enough, margin, -np.inf), axis=1, keepdims=True)
     margin = np.where(enough, margin, fallback)
     margin = np.where(np.isfinite(margin), margin, np.nan)
     margin[count.sum(axis=1) < MIN_ERRORS] = np.nan
