@@ -96,8 +96,7 @@ def _cheapest_model(usage: np.ndarray, forecasts: np.ndarray, target: float) -> 
             warnings.simplefilter("ignore", RuntimeWarning)
             slack = quantile[:, 0] - np.nanmean(errors, axis=1)
         score[:, m] = np.where(count >= MIN_MODEL_ERRORS, slack, np.inf)
-    best = np.argmin(score, axis=1)
-    return np.where(np.isfinite(score).any(axis=1), best, 0)
+    return np.argmin(score, axis=1)  # no model judged: all inf, the first (Holt-Winters)
 
 
 def _recent_scale(cpu: np.ndarray) -> np.ndarray:
