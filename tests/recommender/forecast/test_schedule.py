@@ -13,7 +13,7 @@ from recommender.forecast.schedule import (
 from recommender.forecast.settings import ForecastSettings
 from tailor.change_budget import ChangeBudget
 
-SETTINGS = ForecastSettings()
+SETTINGS = ForecastSettings().with_budget(6)  # the scenarios count a budget of 6
 YES = np.array([True])
 
 

@@ -62,7 +62,9 @@ def test_a_serving_container_hands_back_a_reaction_after_a_short_burst() -> None
     # a shortfall target above the bursts' share of windows (1.6 %): the margins let
     # the bursts through and reactions answer them, the regime the release is for
     # (under the default VPA-parity target the margins may cover the bursts instead)
-    base = ForecastSettings(cpu_shortfall_mode="fixed", target_cpu_shortfall=0.03)
+    base = ForecastSettings(
+        cpu_shortfall_mode="fixed", target_cpu_shortfall=0.03, max_changes_per_day=6
+    )
     released, _, _, strategy = replay(cpu, memory, base)
     kept, _, _, _ = replay(cpu, memory, replace(base, spikes=SpikeSettings(release=False)))
     assert strategy.plan is not None and not strategy.plan.shape.batch[0]
@@ -74,7 +76,7 @@ def test_a_serving_container_hands_back_a_reaction_after_a_short_burst() -> None
     assert released[0, calm].sum() < 0.8 * kept[0, calm].sum()
     # the changes stay within the daily cap
     changes = np.count_nonzero(np.diff(released[0]) != 0)
-    assert changes <= ForecastSettings().max_changes_per_day * 6
+    assert changes <= base.max_changes_per_day * 6
 
 
 @pytest.mark.parametrize(

@@ -21,7 +21,7 @@ def _annotated(name: str, annotations: dict[str, str]) -> Any:
 
 
 def test_the_budget_annotation_groups_vpas_by_their_budget() -> None:
-    base = ForecastSettings()
+    base = ForecastSettings().with_budget(6)
     entries = [
         ServedVpa(_annotated("plain", {})),
         ServedVpa(_annotated("hourly", {CHANGES_PER_DAY: "24"})),
