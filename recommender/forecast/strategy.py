@@ -15,7 +15,7 @@ from recommender.forecast.buffer import UsageBuffer
 from recommender.forecast.levels import KnownLevels
 from recommender.forecast.lulls import LullTracker
 from recommender.forecast.margins import LEVEL_EDGES, level_bins
-from recommender.forecast.memory import OomHistory, implied_demand, recent_peak
+from recommender.forecast.memory import OomHistory, implied_demand
 from recommender.forecast.planner import Plan
 from recommender.forecast.policy import ForecastPolicy
 from recommender.forecast.quantiles import gapless_max
@@ -123,7 +123,7 @@ class ForecastStrategy:
         cpu_moves = differs(cpu, current.cpu)
         along = cpu_moves & ~dropped & ~released  # memory follows neither drop nor release
         may_fall = at_boundary & (left > s.reserved_changes)  # a planned memory decrease
-        memory = self._memory(current.memory, states, along, may_fall, may_react, following)
+        memory = self._memory(current.memory, states, along, may_fall, may_react)
         memory = np.where(self.oom_now, np.fmax(memory, self.ooms.floor), memory)
         resized = differs(memory, current.memory)
         still = resized & ~cpu_moves
@@ -174,30 +174,15 @@ class ForecastStrategy:
         cpu_moves: np.ndarray,
         may_fall: np.ndarray,
         may_react: np.ndarray,
-        following: np.ndarray,
     ) -> np.ndarray:
         """Memory rides along with CPU changes (one resize for both); alone it moves only
-        up, or far down at a boundary. An on/off container's limit rises alone only when
-        usage nears it: a raise ahead of a forecast busy state spends a change the next
-        lull drop needs, and the restore at the job's start sets memory anyway.
-        """
-        s = self.settings
+        up, or far down at a boundary."""
         now = float(self.fleet.time_of(self.buffer.next_window))
         assert self.plan is not None
         level = self.plan.memory.for_states(states)
         needed = np.where(np.isnan(level), np.nan, np.fmax(level, self.ooms.floor_at(now)))
-        rises = may_react.copy()
-        waits = may_react & following & (needed > current * (1.0 + s.memory_margin / 2.0))
-        if waits.any():  # the buffer is read only when an on/off limit would rise
-            rises &= ~waits | self._memory_nears(current)
         held = self.ooms.hold_until > now
-        return memory_step(current, needed, s, rises, may_fall, cpu_moves, held)
-
-    def _memory_nears(self, limit: np.ndarray) -> np.ndarray:
-        """Series whose memory peak of the last update period ate half the margin."""
-        windows = self.settings.windows_per_block(self.fleet.step)
-        _, memory = self.buffer.recent(windows)
-        return recent_peak(memory, windows) * (1.0 + self.settings.memory_margin / 2.0) > limit
+        return memory_step(current, needed, self.settings, may_react, may_fall, cpu_moves, held)
 
     def _within_ceiling(self, cpu: np.ndarray, current: np.ndarray) -> np.ndarray:
         """A new request of an on/off container stays under its busy ceiling (the plan's

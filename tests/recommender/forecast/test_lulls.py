@@ -136,29 +136,6 @@ def _job_with_memory(days: float) -> tuple[np.ndarray, np.ndarray]:
     return cpu, np.vstack([memory, np.full(cpu.shape[1], 1.0 * syn.GIB)])
 
 
-def test_an_idle_batch_limit_rises_alone_only_when_usage_nears_it() -> None:
-    cpu, memory = _job_with_memory(days=4.0)
-    job = cpu[0] > 1.0
-    idle = [t for t in range(3 * syn.PER_DAY, job.size) if not job[t - 13 : t].any()]
-    _, _, _, strategy = replay(cpu[:, : idle[0]], memory[:, : idle[0]])
-    assert strategy.plan is not None
-    busy = np.full(2, strategy.plan.memory.level_by_state.shape[1] - 1)
-    need = strategy.plan.memory.for_states(busy)[0]
-    assert need > 4.0 * syn.GIB  # the busy state wants the job's memory
-    limit = np.full(2, 1.5 * syn.GIB)  # well above the idle 0.3 GiB
-    yes, no = np.ones(2, dtype=bool), np.zeros(2, dtype=bool)
-
-    def decided(following: np.ndarray) -> float:
-        return float(strategy._memory(limit, busy, no, no, yes, following)[0])
-
-    # following its lulls, the container waits for the job's restore to raise memory
-    assert decided(yes) == limit[0]
-    assert decided(no) == need
-    # with usage near the limit it rises alone at once
-    strategy.observe(idle[0], cpu[:, idle[0]], np.array([1.4, 1.0]) * syn.GIB)
-    assert decided(yes) == need
-
-
 def test_an_oom_hold_keeps_memory_up_through_a_lull() -> None:
     cpu, memory = _job_with_memory(days=6.0)
     memory[0, 2 * syn.PER_DAY + 5 :] *= 2.0  # a bigger job: killed once, then held
