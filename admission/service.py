@@ -123,5 +123,6 @@ def serve(
     server.stop()
     relaying.stop()
     record_relayed(recorder, gathered.take())  # what the workers sent last (queued)
+    recorder.close()  # written before the process exits, not cut off inside an API call
     sock.close()
     stop_telemetry()

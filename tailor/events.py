@@ -18,6 +18,7 @@ import logging
 import queue
 import socket
 import threading
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -229,9 +230,10 @@ class QueuedRecorder:
 
     def __init__(self, recorder: CountingRecorder, size: int = 1000) -> None:
         self.recorder = recorder
-        self.queue: queue.Queue[tuple[ObjectRef, str, str, str, int]] = queue.Queue(size)
+        self.queue: queue.Queue[tuple[ObjectRef, str, str, str, int] | None] = queue.Queue(size)
         self.dropped = 0
-        threading.Thread(target=self._drain, name="tailor-events", daemon=True).start()
+        self._thread = threading.Thread(target=self._drain, name="tailor-events", daemon=True)
+        self._thread.start()
 
     def record(
         self, about: ObjectRef, kind: str, reason: str, message: str, times: int = 1
@@ -243,7 +245,22 @@ class QueuedRecorder:
             return False
         return True
 
+    def close(self, timeout: float = 5.0) -> None:
+        """Write what is queued (for up to `timeout` seconds), then end the thread.
+
+        A process that exits while this thread is inside an API call aborts in the
+        interpreter's shutdown (SIGABRT from the TLS layer's native code), and the
+        Events still queued, the last a server gathered, would be lost.
+        """
+        deadline = time.monotonic() + timeout
+        try:
+            self.queue.put(None, timeout=timeout)
+        except queue.Full:
+            return
+        self._thread.join(max(0.0, deadline - time.monotonic()))
+
     def _drain(self) -> None:
-        while True:
-            self.recorder.record(*self.queue.get())
+        while (item := self.queue.get()) is not None:
+            self.recorder.record(*item)
             self.queue.task_done()
+        self.queue.task_done()

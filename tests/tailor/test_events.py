@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import time
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from tailor.events import BURST, REFILL, WARNING, EventRecorder, ObjectRef
+from tailor.events import BURST, REFILL, WARNING, EventRecorder, ObjectRef, QueuedRecorder
 
 POD = ObjectRef("v1", "Pod", "shop", "web-1", "uid-1")
 
@@ -87,3 +88,25 @@ def test_an_event_that_happened_several_times_is_written_with_its_count() -> Non
     [created] = sink.created
     assert created["count"] == 7
     assert [patch["count"] for _, patch in sink.patched] == [10]
+
+
+class _SlowRecorder:
+    def __init__(self) -> None:
+        self.written: list[str] = []
+
+    def record(
+        self, about: ObjectRef, kind: str, reason: str, message: str, times: int = 1
+    ) -> bool:
+        time.sleep(0.02)  # an API call under way
+        self.written.append(message)
+        return True
+
+
+def test_closing_the_queue_writes_what_is_queued_and_ends_its_thread() -> None:
+    slow = _SlowRecorder()
+    queued = QueuedRecorder(slow)
+    for index in range(10):
+        assert queued.record(POD, WARNING, "Sized", f"event {index}")
+    queued.close(timeout=5)
+    assert slow.written == [f"event {index}" for index in range(10)]
+    assert not queued._thread.is_alive()  # no thread left inside a call at exit
