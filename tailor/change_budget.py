@@ -17,9 +17,9 @@ import numpy as np
 
 from tailor.durations import DAY
 
-#: the default budget: on the tuning months' per-budget frontier 24 a day left 0.28x the
-#: VPA's CPU slack at its shortfall against 0.39x at 6, for 3.2 changes a container-day
-#: against 2.4 (docs/results/frontiers.md)
+#: the default budget, chosen on the tuning months' per-budget frontier: hourly changes
+#: buy back most of the slack a daily cap leaves, and each is one in-place resize
+#: (figures and the API writes it costs: docs/results/frontiers.md#the-default)
 DEFAULT_CHANGES_PER_DAY = 24
 DEFAULT_SPANS = (2 / 3, 1.0)  # trailing windows, in days, the cap is checked over
 #: a VPA's own budget (changes per day) for its containers, over the flags'
