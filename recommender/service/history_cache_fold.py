@@ -29,13 +29,13 @@ def fold(parts: Sequence[Part]) -> pd.DataFrame:
     frames = [frame for frame, _ in parts]
     same = all(list(f.columns) == list(frames[0].columns) for f in frames)
     if not same or "timestamp" not in frames[0] or not all(is_columnar(f) for f in frames):
-        return _sorted(concat_frames([frame.iloc[rows] for frame, rows in parts]))
+        return _joined_by_pandas(parts)
     present = [name for name in KEY_LABELS if name in frames[0]]
     dtype = shared_categories(frame[name] for frame in frames for name in present)
     codes = {name: _gathered([_codes(f[name], dtype) for f in frames], parts) for name in present}
     order = _order(codes, [unix_seconds(f["timestamp"]) for f in frames], parts, dtype)
     if order is None:  # keys that cannot be numbered: pandas sorts them
-        return _sorted(concat_frames([frame.iloc[rows] for frame, rows in parts]))
+        return _joined_by_pandas(parts)
     columns = list(frames[0].columns)
     floats = [c for c in columns if all(f[c].dtype == np.float64 for f in frames)]
     block = np.empty((len(floats), order.size))
@@ -52,6 +52,11 @@ def fold(parts: Sequence[Part]) -> pd.DataFrame:
             column = column.take(order).reset_index(drop=True)
         joined.insert(at, name, column)
     return joined
+
+
+def _joined_by_pandas(parts: Sequence[Part]) -> pd.DataFrame:
+    """The general path, for frames the gathering above cannot number."""
+    return _sorted(concat_frames([frame.iloc[rows] for frame, rows in parts]))
 
 
 def _codes(column: pd.Series, dtype: pd.CategoricalDtype) -> np.ndarray:
