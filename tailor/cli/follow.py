@@ -55,7 +55,7 @@ from tailor.schedule_file import (
 from tailor.scope import NamespaceScope, ScopeError, protected_namespaces, protecting
 from tailor.status_lease import StatusCheck
 from tailor.telemetry import API_SERVER, DEFAULT_PORTS, ServiceTelemetry, answered, outage
-from updater.decide import Policy
+from updater.decide import Action, Policy
 from updater.follow import Outcome, Outcomes, PassOptions, follow_once
 from updater.pressure import PRESSURE
 from updater.rate import EvictionRate
@@ -160,7 +160,7 @@ class UpdaterMetrics:
         for item in outcomes:
             applied = str(item.applied).lower()
             self.pods.labels(item.action.value, applied).inc()
-            if item.action.value == "resize" and item.detail.startswith(PRESSURE):
+            if item.action is Action.RESIZE and item.detail.startswith(PRESSURE):
                 self.pressure_raises.labels(applied).inc()
 
 
