@@ -26,6 +26,31 @@ SCRIPTS = (
 )
 
 
+def goals_of(results: dict[str, object]) -> dict[str, object]:
+    """Every benchmark's goal verdicts in one place, so a reader of summary.json sees at once
+    which speed and memory goals the run met without knowing each script's layout.
+
+    A script states its goals either as a ``goals`` object or as ``goal_*`` keys beside its
+    figures (one per case); both are gathered, keyed by where they sit.
+    """
+    found: dict[str, object] = {}
+
+    def walk(node: object, path: str) -> None:
+        if isinstance(node, dict):
+            for key, value in node.items():
+                where = f"{path}.{key}" if path else str(key)
+                if key == "goals" or str(key).startswith("goal_"):
+                    found[where] = value
+                else:
+                    walk(value, where)
+        elif isinstance(node, list):
+            for index, value in enumerate(node):
+                walk(value, f"{path}[{index}]")
+
+    walk(results, "")
+    return found
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--out", type=Path, default=Path("bench-results"))
@@ -45,6 +70,7 @@ def main(argv: list[str] | None = None) -> int:
             failed = True
             continue
         summary[name] = json.loads(target.read_text())
+    summary["goals"] = goals_of(summary)
     (args.out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
     print(json.dumps(summary, indent=2))
     return 1 if failed else 0
