@@ -43,6 +43,13 @@ MEASURED = (
 )
 
 
+def with_spare_rows(columns: int, rows: int) -> np.ndarray:
+    """A (columns x rows) float block viewing the first `rows` of one with some rows
+    spare (1/64th, at least 1,024): the service's next pass folds its new windows into
+    it in place (`recommender.service.history_cache_append`)."""
+    return np.empty((columns, rows + rows // 64 + 1024))[:, :rows]
+
+
 def shards(count: int) -> Iterator[slice]:
     """Consecutive slices of at most SHARD_ROWS rows covering 0 .. count."""
     for first in range(0, count, SHARD_ROWS):
@@ -68,7 +75,7 @@ def usage_frame(
     kept = _kept(grids["cpu"], grids["memory"], len(keys), times.size)[order]
     ends = np.zeros(order.size + 1, np.int64)
     np.cumsum(kept.sum(axis=1), out=ends[1:])
-    measured = np.empty((len(MEASURED), int(ends[-1])))  # one block: no copy to join them
+    measured = with_spare_rows(len(MEASURED), int(ends[-1]))  # one block: no copy to join them
     for at, (name, first) in enumerate(MEASURED):
         grid = grids.pop(name)
         if grid is None:

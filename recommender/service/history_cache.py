@@ -13,6 +13,7 @@ range start (a pass after a long pause).
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -26,6 +27,7 @@ from recommender.data.prometheus import (
     load_prometheus_history,
 )
 from recommender.data.timestamps import unix_seconds
+from recommender.service.history_cache_append import appended, block_of
 from recommender.service.history_cache_fold import fold
 
 Loader = Callable[..., tuple[pd.DataFrame, pd.DataFrame]]
@@ -98,6 +100,9 @@ class HistoryCache:
     _usage: pd.DataFrame | None = field(default=None, repr=False)
     _events: pd.DataFrame | None = field(default=None, repr=False)
     _end: int = 0
+    _block: np.ndarray | None = field(default=None, repr=False)  # the usage's floats
+    _block_refs: int = 0
+    in_place_folds: int = 0
 
     def load(
         self, settings: PrometheusSettings, now: datetime | None = None
@@ -120,12 +125,14 @@ class HistoryCache:
             new_usage, new_events = self.loader(recent, self.progress, now=now)
         except EmptyHistoryError:  # every pod gone since: what was read stays in range
             new_usage = new_events = None
-        usage = self._joined(self._usage, new_usage, start, cut)
         events = self._joined(self._events, new_events, start, cut)
+        block, self._key = self._owned_block(), None  # no half-written history kept
+        usage = _one_workload(self._joined(self._usage, new_usage, start, cut, block))
+        self._usage = self._block = None
+        del new_usage, block
         if usage.empty:
-            self._key = None
             raise EmptyHistoryError(f"no usage left in the history range of {settings.url}")
-        return self._keep(key, end, _one_workload(usage), events)
+        return self._keep(key, end, usage, events)
 
     def _full(
         self, settings: PrometheusSettings, key: str, now: datetime | None, end: int
@@ -138,20 +145,43 @@ class HistoryCache:
     def _keep(
         self, key: str, end: int, usage: pd.DataFrame, events: pd.DataFrame
     ) -> tuple[pd.DataFrame, pd.DataFrame]:
+        """The read's frames, and the float block the next fold may write into: the
+        references to it counted now are the held frame's own."""
         self._key, self._end, self._usage, self._events = key, end, usage, events
+        self._block = block_of(usage, [c for c in usage.columns if usage[c].dtype == np.float64])
+        self._block_refs = sys.getrefcount(self._block)
         return usage, events
 
-    @staticmethod
+    def _owned_block(self) -> np.ndarray | None:
+        """The held usage's float block when no one else holds the frame or any view of
+        it (the caller let go of what the last load returned): the fold may rewrite it.
+        A caller still holding it gets a fold into new memory instead."""
+        if self._block is None or sys.getrefcount(self._usage) > 2:
+            return None
+        return self._block if sys.getrefcount(self._block) <= self._block_refs else None
+
     def _joined(
-        old: pd.DataFrame | None, new: pd.DataFrame | None, start: int, cut: int
+        self,
+        old: pd.DataFrame | None,
+        new: pd.DataFrame | None,
+        start: int,
+        cut: int,
+        block: np.ndarray | None = None,
     ) -> pd.DataFrame:
-        """Old rows from the range start to the cut, new rows from the cut on."""
+        """Old rows from the range start to the cut, new rows from the cut on; written
+        into `block` (the old frame's float columns) when it is given and they fit."""
         parts = []
         if old is not None and not old.empty:
             seconds = unix_seconds(old["timestamp"])
             parts.append((old, np.flatnonzero((seconds >= start) & (seconds < cut))))
+            del seconds
         if new is not None and not new.empty:
             parts.append((new, np.flatnonzero(unix_seconds(new["timestamp"]) >= cut)))
         if not parts:
             return (old if old is not None else new).iloc[0:0]  # type: ignore[union-attr]
+        if block is not None and len(parts) == 2:
+            joined = appended(*parts[0], *parts[1], block)
+            if joined is not None:
+                self.in_place_folds += 1
+                return joined
         return fold(parts)

@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 
 from recommender.data.columnar import concat_frames, is_columnar, shared_categories
+from recommender.data.prometheus_usage import with_spare_rows
 from recommender.data.schema import KEY_LABELS
 from recommender.data.timestamps import unix_seconds
 
@@ -38,7 +39,7 @@ def fold(parts: Sequence[Part]) -> pd.DataFrame:
         return _joined_by_pandas(parts)
     columns = list(frames[0].columns)
     floats = [c for c in columns if all(f[c].dtype == np.float64 for f in frames)]
-    block = np.empty((len(floats), order.size))
+    block = with_spare_rows(len(floats), order.size)
     for at, name in enumerate(floats):
         np.take(_gathered([f[name].to_numpy() for f in frames], parts), order, out=block[at])
     joined = pd.DataFrame(block.T, columns=floats, copy=False)

@@ -81,3 +81,22 @@ def test_other_namespaces_or_a_long_pause_mean_a_full_read(url: str, written: Hi
     with pytest.raises(EmptyHistoryError):  # the cached range is long gone: read in full
         cache.load(settings, written.end + timedelta(days=2))
     assert cache.full_reads == 3
+
+
+def test_a_pass_folds_in_place_only_what_the_caller_let_go(url: str, written: History) -> None:
+    settings = PrometheusSettings(url=url, history=timedelta(days=2), retries=0)
+    cache = HistoryCache()
+    held, _ = cache.load(settings, written.end - timedelta(hours=6))
+    before = held.copy(deep=True)
+    usage, _ = cache.load(settings, written.end - timedelta(hours=4))
+    assert cache.in_place_folds == 0  # the caller still holds the last frame: a copy
+    pd.testing.assert_frame_equal(held, before)
+    del held, usage, before
+    for hours in (2, 0):  # the caller lets go of each frame before the next pass
+        now = written.end - timedelta(hours=hours)
+        usage, events = cache.load(settings, now)
+        full_usage, full_events = load_prometheus_history(settings, now=now)
+        pd.testing.assert_frame_equal(sorted_frame(usage), sorted_frame(full_usage))
+        pd.testing.assert_frame_equal(sorted_frame(events), sorted_frame(full_events))
+        del usage, events, full_usage, full_events
+    assert cache.in_place_folds == 2

@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 
 from recommender.data.columnar import shared_categories
+from recommender.data.prometheus_usage import with_spare_rows
 from recommender.data.schema import KEY_LABELS
+from recommender.data.timestamps import unix_seconds
 from recommender.service.history_cache import HistoryCache, _one_workload
+from recommender.service.history_cache_append import appended, block_of
+from recommender.service.history_cache_fold import fold
 
 
 def frame(rows: list[tuple[str, str, str, int]]) -> pd.DataFrame:
@@ -41,7 +46,7 @@ def test_a_series_whose_controller_changed_takes_the_last_one() -> None:
 def test_the_fold_keeps_old_rows_before_the_cut_and_new_ones_from_it_in_order() -> None:
     old = frame([("web", "web-1", "app", m) for m in (0, 5, 10)] + [("db", "db-0", "app", 5)])
     new = frame([("web", "web-1", "app", m) for m in (5, 10, 15)] + [("api", "api-0", "x", 15)])
-    joined = HistoryCache._joined(old, new, start=5 * 60, cut=10 * 60)
+    joined = HistoryCache()._joined(old, new, start=5 * 60, cut=10 * 60)
     shown = list(zip(joined["pod"].astype(str), joined["timestamp"].dt.minute, strict=True))
     assert shown == [("api-0", 15), ("db-0", 5), ("web-1", 5), ("web-1", 10), ("web-1", 15)]
     assert joined["pod"].dtype == joined["workload"].dtype  # one set of names, the union
@@ -55,7 +60,7 @@ def test_the_fold_carries_every_column_of_the_rows_it_keeps() -> None:
     new = frame([("web", "web-1", "app", m) for m in (10, 15)] + [("api", "api-0", "x", 15)])
     old["cpu"], new["cpu"] = [1.0, 2.0, 3.0, 4.0], [5.0, 6.0, 7.0]
     old["memory"], new["memory"] = [10.0, 20.0, 30.0, float("nan")], [50.0, 60.0, 70.0]
-    joined = HistoryCache._joined(old, new, start=0, cut=10 * 60)
+    joined = HistoryCache()._joined(old, new, start=0, cut=10 * 60)
     kept = old[old["timestamp"].dt.minute < 10]
     expected = pd.concat([kept.astype(str), new.astype(str)], ignore_index=True)
     expected = expected.sort_values(["pod", "timestamp"], kind="stable", ignore_index=True)
@@ -65,3 +70,54 @@ def test_the_fold_carries_every_column_of_the_rows_it_keeps() -> None:
         joined.astype(str), expected.astype(str)[list(joined.columns)], check_dtype=False
     )
     assert list(joined.columns) == list(old.columns)
+
+
+def history(series: list[tuple[str, str, str]], minutes: range, seed: int) -> pd.DataFrame:
+    """Every series of `series` at each minute of `minutes`, floats in a spare-row block
+    as the Prometheus source builds them."""
+    rows = [(w, p, c, m) for w, p, c in series for m in minutes]
+    usage = frame(rows).drop(columns="cpu")
+    values = np.random.default_rng(seed).random((2, len(usage)))
+    values[1, ::7] = np.nan
+    block = with_spare_rows(2, len(usage))
+    block[:] = values
+    floats = pd.DataFrame(block.T, columns=["cpu", "memory"], copy=False)
+    for at, name in enumerate(usage.columns):
+        floats.insert(at, name, usage[name])
+    return floats
+
+
+def kept_rows(usage: pd.DataFrame, first: int, last: int) -> np.ndarray:
+    minutes = unix_seconds(usage["timestamp"]) // 60
+    return np.flatnonzero((minutes >= first) & (minutes < last))
+
+
+def test_folding_in_place_gives_the_copying_folds_frame_in_the_same_memory() -> None:
+    # each read sorted by series, as the source gives them; one series gone, one new
+    old = history([("db", "db-0", "app"), ("db", "db-0", "side"), ("web", "web-1", "app")],
+                  range(0, 60, 5), seed=1)  # fmt: skip
+    new = history([("api", "api-0", "x"), ("db", "db-0", "side"), ("web", "web-1", "app")],
+                  range(40, 75, 5), seed=2)  # fmt: skip
+    parts = [(old, kept_rows(old, 10, 50)), (new, kept_rows(new, 50, 10**6))]
+    expected = fold(parts)
+    block = block_of(old, ["cpu", "memory"])
+    assert block is not None
+    joined = appended(*parts[0], *parts[1], block)
+    assert joined is not None
+    pd.testing.assert_frame_equal(joined, expected)
+    assert np.shares_memory(joined["cpu"].to_numpy(), block)  # no second history
+
+
+def test_a_fold_that_cannot_be_done_in_place_says_so() -> None:
+    old = history([("web", "web-1", "app")], range(0, 60, 5), seed=1)
+    new = history([("web", "web-1", "app")], range(40, 75, 5), seed=2)
+    block = block_of(old, ["cpu", "memory"])
+    assert block is not None
+    too_many = np.arange(len(new)).repeat(len(old))  # more rows than the block holds
+    assert appended(old, np.arange(len(old)), new, too_many, block) is None
+    # a new row of a series earlier than its kept old rows: not a fold of what is new
+    assert appended(old, kept_rows(old, 50, 60), new, kept_rows(new, 40, 45), block) is None
+    other = history([("web", "web-1", "app")], range(0, 60, 5), seed=3)
+    elsewhere = block_of(other, ["cpu", "memory"])
+    assert elsewhere is not None  # not the block the old frame's floats live in
+    assert appended(old, np.arange(len(old)), new, np.arange(2), elsewhere) is None
