@@ -125,7 +125,12 @@ def factorize_rows(frame: pd.DataFrame, columns: Sequence[str]) -> tuple[np.ndar
     chosen = frame.loc[:, list(columns)]
     if all(isinstance(chosen[c].dtype, pd.CategoricalDtype) for c in columns):
         # columnar history: group the integer codes, turn only the distinct keys to text
-        keys_frame = pd.DataFrame({c: chosen[c].cat.codes.to_numpy() for c in columns})
+        key_codes = {c: chosen[c].cat.codes.to_numpy() for c in columns}
+        runs = _runs_of_distinct_keys(list(key_codes.values()))
+        if runs is not None:  # rows grouped by key, as histories are: no hashing per row
+            codes, first_rows = runs
+            return codes, chosen.iloc[first_rows].astype(str).reset_index(drop=True)
+        keys_frame = pd.DataFrame(key_codes)
     else:
         keys_frame = chosen.astype(str)
     grouped = keys_frame.groupby(list(columns), sort=False, dropna=False)
@@ -133,6 +138,26 @@ def factorize_rows(frame: pd.DataFrame, columns: Sequence[str]) -> tuple[np.ndar
     _, first_rows = np.unique(codes, return_index=True)  # first_rows[c]: first row of code c
     keys = chosen.iloc[first_rows].astype(str).reset_index(drop=True)
     return codes, keys
+
+
+def _runs_of_distinct_keys(columns: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray] | None:
+    """(code per row, first row per code) when every key's rows are one run: the
+    runs in order are then the keys in first-seen order, as `factorize_rows` numbers
+    them; None when a key comes back after another (pandas then groups them)."""
+    rows = columns[0].size
+    if rows == 0:
+        return None
+    change = np.zeros(rows, bool)
+    change[0] = True
+    for codes in columns:
+        change[1:] |= codes[1:] != codes[:-1]
+    first_rows = np.flatnonzero(change)
+    starts = pd.DataFrame({at: codes[first_rows] for at, codes in enumerate(columns)})
+    if starts.duplicated().any():
+        return None
+    codes = np.cumsum(change, dtype=np.int64)
+    codes -= 1
+    return codes, first_rows
 
 
 def from_long(frame: pd.DataFrame, step: int | None = None) -> UsageArrays:

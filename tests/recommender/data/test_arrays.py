@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from recommender.data.arrays import UsageArrays, from_long, infer_step
+from recommender.data.arrays import UsageArrays, factorize_rows, from_long, infer_step
 from recommender.data.schema import validate_usage
 from recommender.data.synthetic import demo_fleet
 
@@ -96,3 +96,21 @@ def test_select_keeps_the_grid_and_validates_shapes() -> None:
         UsageArrays(arrays.keys, 0, 300, arrays.cpu, arrays.memory[:, :-1])
     with pytest.raises(ValueError, match="empty"):
         from_long(usage.iloc[:0])
+
+
+@pytest.mark.parametrize(
+    "pods",
+    [
+        ["b-1", "b-1", "a-1", "a-1", "c-1"],  # each key one run (a history's rows)
+        ["b-1", "a-1", "b-1", "c-1", "a-1"],  # keys coming back after others
+    ],
+)
+def test_categorical_keys_are_numbered_as_text_keys_are(pods: list[str]) -> None:
+    """Numbers in first-seen order, whether the keys are categorical (grouped in runs
+    without hashing, or by pandas) or text."""
+    text = pd.DataFrame({"namespace": "shop", "pod": pods, "container": "app"})
+    categorical = text.astype("category")
+    codes, keys = factorize_rows(categorical, ["namespace", "pod", "container"])
+    text_codes, text_keys = factorize_rows(text, ["namespace", "pod", "container"])
+    assert codes.tolist() == text_codes.tolist()
+    assert keys["pod"].tolist() == text_keys["pod"].tolist() == list(dict.fromkeys(pods))
