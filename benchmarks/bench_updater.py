@@ -20,6 +20,8 @@ Goal: decisions < 1 s at 10,000 pods; reads bounded. Prints one JSON object.
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import json
 import os
 import platform
 import re
@@ -81,6 +83,20 @@ def decisions(fleet: Fleet, runs: int) -> dict[str, Any]:
         "decisions_cpu_us_per_pod": round(median / fleet.pods * 1e6, 1),
         "passes": passes,
     }
+
+
+def write_decisions(fleet: Fleet, path: Path) -> None:
+    """One pass's every outcome (in order, all fields) and every write sent, one JSON line
+    each: two versions of the updater decide alike when their files are byte-identical."""
+    cluster, rows = synthetic_cluster(fleet), schedule_rows(fleet)
+    port = Counted(cluster, keep_writes=True)
+    outcomes = follow_once(port.port(), rows, NOW, PassOptions(dry_run=True))
+    with path.open("w") as out:
+        for outcome in outcomes:
+            out.write(json.dumps(["outcome", *dataclasses.astuple(outcome)]) + "\n")
+        for write in port.writes:
+            out.write(json.dumps(["write", *write], sort_keys=True) + "\n")
+        out.write(json.dumps(["why_nothing", outcomes.why_nothing, repr(outcomes.hpas)]) + "\n")
 
 
 def request_counts(api: RawApi) -> Counter[tuple[str, str]]:
@@ -199,7 +215,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--api-pods", type=int, nargs="*", default=[200, 400])
     parser.add_argument("--out", type=Path, default=None)
+    parser.add_argument(
+        "--decisions-out",
+        type=Path,
+        default=None,
+        help="write one pass's outcomes and writes to this file (JSON lines) and stop",
+    )
     args = parser.parse_args(argv)
+    if args.decisions_out is not None:
+        write_decisions(Fleet(pods=args.pods, nodes=args.nodes), args.decisions_out)
+        return 0
     result: dict[str, Any] = {
         "benchmark": "updater",
         "machine": {

@@ -119,13 +119,25 @@ class IndexedCluster(InMemoryCluster):
         return self._index.get(key)
 
 
+WRITES = ("resize", "evict", "annotate")
+
+
+def _written(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """A write's arguments as plain JSON: the pod by its key, the rest as sent."""
+    pod, *rest = args
+    key = f"{pod['metadata']['namespace']}/{pod['metadata']['name']}"
+    return [key, *rest, kwargs]
+
+
 class Counted:
     """A cluster port that counts each call by method and the CPU seconds spent inside."""
 
-    def __init__(self, inner: Any) -> None:
+    def __init__(self, inner: Any, keep_writes: bool = False) -> None:
         self._inner = inner
         self.calls: Counter[str] = Counter()
         self.cpu_seconds = 0.0
+        self.writes: list[tuple[str, Any]] = []  # (method, its arguments), if kept
+        self._keep_writes = keep_writes
 
     def __getattr__(self, name: str) -> Any:
         found = getattr(self._inner, name)
@@ -135,6 +147,8 @@ class Counted:
 
         def counted(*args: Any, **kwargs: Any) -> Any:
             self.calls[name] += 1
+            if self._keep_writes and name in WRITES:
+                self.writes.append((name, _written(args, kwargs)))
             start = time.process_time()
             try:
                 return method(*args, **kwargs)
