@@ -12,13 +12,13 @@ thousands of them.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import NamedTuple
 
 from tailor.pods import APP_FIELD, INIT_FIELD, container_statuses, is_native_sidecar
 from updater.plan import ResizePlan
 from updater.resize_status import ResizeState, resize_status
-from updater.resources import Amounts, Json, requests_of, resource_list
+from updater.resources import Amounts, Json, amount_pair, requested_pair, resource_list
 
 Pair = tuple[int, int]  # millicores, bytes
 
@@ -44,64 +44,84 @@ class PodLevel:
     in_flight: Pair
 
 
-@dataclass(frozen=True, slots=True)
-class PodCount:
-    """A pod's amounts as the scheduler reads them; `effective` sums them."""
+class PodCount(NamedTuple):
+    """A pod's amounts as the scheduler reads them; `effective` sums them. Made by
+    `counted_pod`, which sums `now` once: every count of the pass asks for it."""
 
     containers: tuple[CountedContainer, ...]  # app containers, then init containers in order
     overhead: Pair
     pod_level: PodLevel | None
     infeasible: bool  # its last resize is Infeasible: the scheduler drops the spec
-    now: Amounts = field(init=False)  # the count as the pod is, asked for on every count
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "now", self._counted(not self.infeasible, None))
+    now: Amounts  # the count as the pod is
 
     def effective(self, plan: ResizePlan | None = None) -> Amounts:
         """What the scheduler counts; with `plan`, as if its resize were asked for."""
         return self.now if plan is None else self._counted(True, plan)
 
     def _counted(self, use_spec: bool, plan: ResizePlan | None) -> Amounts:
-        planned = plan.requested if plan is not None else {}
-        cpu = memory = 0  # app containers and sidecars: they run together
-        sidecars = (0, 0)  # the sidecars started so far
-        plain: list[Pair] = []  # each plain init container beside the sidecars before it
-        for container in self.containers:
-            if container.kind == PLAIN_INIT:
-                spec = container.spec
-                plain.append((sidecars[0] + spec[0], sidecars[1] + spec[1]))
-                continue
-            change = planned.get(container.name)
-            found = _container(container, use_spec, change)
-            cpu, memory = cpu + found[0], memory + found[1]
-            if container.kind == SIDECAR:
-                sidecars = (sidecars[0] + found[0], sidecars[1] + found[1])
-        for init_cpu, init_memory in plain:  # the largest of the running and each of these
-            cpu, memory = max(cpu, init_cpu), max(memory, init_memory)
-        cpu, memory = cpu + self.overhead[0], memory + self.overhead[1]
-        if self.pod_level is None:
-            return Amounts(cpu, memory)
-        return self._at_pod_level((cpu, memory), use_spec, plan)
+        return _summed(self.containers, self.overhead, self.pod_level, use_spec, plan)
 
-    def _at_pod_level(self, total: Pair, use_spec: bool, plan: ResizePlan | None) -> Amounts:
-        """A resource the pod requests at pod level counts at that request, the largest of
-        spec (or the plan's), applied and allocated, plus overhead; the rest as its
-        containers."""
-        level = self.pod_level
-        assert level is not None
-        if plan is not None and plan.pod_level is not None:
-            asked = plan.pod_level.request_amounts()
-            spec = (asked.cpu_millis, asked.memory_bytes)
-        elif use_spec:
-            spec = (level.asked.get("cpu", 0), level.asked.get("memory", 0))
-        else:
-            spec = (0, 0)
-        cpu = max(spec[0], level.in_flight[0]) + self.overhead[0]
-        memory = max(spec[1], level.in_flight[1]) + self.overhead[1]
-        return Amounts(
-            cpu if "cpu" in level.asked else total[0],
-            memory if "memory" in level.asked else total[1],
-        )
+
+def counted_pod(
+    containers: tuple[CountedContainer, ...],
+    overhead: Pair,
+    pod_level: PodLevel | None,
+    infeasible: bool,
+) -> PodCount:
+    """The `PodCount` of these amounts, its `now` summed."""
+    now = _summed(containers, overhead, pod_level, not infeasible, None)
+    return PodCount(containers, overhead, pod_level, infeasible, now)
+
+
+def _summed(
+    containers: tuple[CountedContainer, ...],
+    overhead: Pair,
+    pod_level: PodLevel | None,
+    use_spec: bool,
+    plan: ResizePlan | None,
+) -> Amounts:
+    """What the scheduler counts for these amounts; with `plan`, as if it were asked for."""
+    planned = plan.requested if plan is not None else {}
+    cpu = memory = 0  # app containers and sidecars: they run together
+    sidecar_cpu = sidecar_memory = 0  # the sidecars started so far
+    plain: list[Pair] = []  # each plain init container beside the sidecars before it
+    for container in containers:
+        kind = container.kind
+        if kind == PLAIN_INIT:
+            spec = container.spec
+            plain.append((sidecar_cpu + spec[0], sidecar_memory + spec[1]))
+            continue
+        found_cpu, found_memory = _container(container, use_spec, planned.get(container.name))
+        cpu, memory = cpu + found_cpu, memory + found_memory
+        if kind == SIDECAR:
+            sidecar_cpu, sidecar_memory = sidecar_cpu + found_cpu, sidecar_memory + found_memory
+    for init_cpu, init_memory in plain:  # the largest of the running and each of these
+        cpu, memory = max(cpu, init_cpu), max(memory, init_memory)
+    cpu, memory = cpu + overhead[0], memory + overhead[1]
+    if pod_level is None:
+        return Amounts(cpu, memory)
+    return _at_pod_level(pod_level, overhead, (cpu, memory), use_spec, plan)
+
+
+def _at_pod_level(
+    level: PodLevel, overhead: Pair, total: Pair, use_spec: bool, plan: ResizePlan | None
+) -> Amounts:
+    """A resource the pod requests at pod level counts at that request, the largest of
+    spec (or the plan's), applied and allocated, plus overhead; the rest as its
+    containers."""
+    if plan is not None and plan.pod_level is not None:
+        asked = plan.pod_level.request_amounts()
+        spec = (asked.cpu_millis, asked.memory_bytes)
+    elif use_spec:
+        spec = (level.asked.get("cpu", 0), level.asked.get("memory", 0))
+    else:
+        spec = (0, 0)
+    cpu = max(spec[0], level.in_flight[0]) + overhead[0]
+    memory = max(spec[1], level.in_flight[1]) + overhead[1]
+    return Amounts(
+        cpu if "cpu" in level.asked else total[0],
+        memory if "memory" in level.asked else total[1],
+    )
 
 
 def _container(container: CountedContainer, use_spec: bool, change: Pair | None) -> Pair:
@@ -116,13 +136,9 @@ def _container(container: CountedContainer, use_spec: bool, change: Pair | None)
     return max(0, flight[0], change[0]), max(0, flight[1], change[1])
 
 
-def _pair(values: Mapping[str, int]) -> Pair:
-    return values.get("cpu", 0), values.get("memory", 0)
-
-
 def _larger(first: Json | None, second: Json | None) -> Pair:
     """The larger, per resource, of two ResourceLists (a missing amount counts 0)."""
-    one, other = _pair(resource_list(first)), _pair(resource_list(second))
+    one, other = amount_pair(first), amount_pair(second)
     return max(one[0], other[0]), max(one[1], other[1])
 
 
@@ -153,12 +169,12 @@ def pod_count(pod: Json) -> PodCount:
         for container in found or ():
             name = str(container.get("name"))
             kind = kind_of_field or (SIDECAR if is_native_sidecar(container) else PLAIN_INIT)
-            requests = _pair(requests_of(container))
+            requests = requested_pair(container)
             # a plain init container counts at its requests only
             flight = None if kind == PLAIN_INIT else _in_flight(statuses.get(name))
             containers.append(CountedContainer(name, kind, requests, flight))
-    overhead = _pair(resource_list(spec.get("overhead")))
-    return PodCount(tuple(containers), overhead, _pod_level(pod, spec), infeasible)
+    overhead = amount_pair(spec.get("overhead"))
+    return counted_pod(tuple(containers), overhead, _pod_level(pod, spec), infeasible)
 
 
 def recounted(answer: Json, listed: Json, before: PodCount) -> PodCount | None:
@@ -186,7 +202,7 @@ def recounted(answer: Json, listed: Json, before: PodCount) -> PodCount | None:
             found = next(counted)
             if new.get("resources") != old.get("resources"):
                 found = CountedContainer(
-                    found.name, found.kind, _pair(requests_of(new)), found.in_flight
+                    found.name, found.kind, requested_pair(new), found.in_flight
                 )
             containers.append(found)
     # the generation a resize moves decides whether a pending condition still counts
@@ -194,4 +210,4 @@ def recounted(answer: Json, listed: Json, before: PodCount) -> PodCount | None:
     level = before.pod_level
     if spec.get("resources") != was.get("resources"):
         level = _pod_level(answer, spec)
-    return PodCount(tuple(containers), before.overhead, level, infeasible)
+    return counted_pod(tuple(containers), before.overhead, level, infeasible)
