@@ -1,13 +1,14 @@
-"""The cyclic garbage collector kept off what a pass has read (pure).
+"""The cyclic garbage collector paused for a pass (pure).
 
-A pass lists every pod of the cluster as JSON: dicts, lists and strings without a
-reference cycle, freed by reference counting when the pass ends. Python's cyclic
-collector does not know that: each of its full collections walks every tracked object,
-and the pass's own allocations (counts, plans, the API server's answers) set off
-several during a pass over 10,000 pods, each walking the whole listing again. Freezing
-what is alive once the cluster is read (`gc.freeze`) moves it out of the collector's
-generations until the pass ends; nothing is freed later than it would have been, as
-none of it is garbage while the pass holds it.
+A pass lists every pod of the cluster as JSON and makes its own objects (counts, plans,
+candidates, outcomes, the API server's answers): dicts, lists, tuples and strings
+freed by reference counting. Python's cyclic collector does not know that: the pass's
+allocations set off its collections, and each walks the objects still alive, the
+listing and what the pass has made so far. Freezing the listing (`gc.freeze`) kept it
+out of those walks, but the pass's own objects were still walked, again and again, as
+they grew. So the collector is off while a pass runs and back as it was after: nothing
+the pass makes needs it to be freed, and a cycle made meanwhile (none is expected) is
+collected at its first collection after the pass.
 """
 
 from __future__ import annotations
@@ -18,15 +19,13 @@ from contextlib import contextmanager
 
 
 @contextmanager
-def read_objects_frozen() -> Iterator[None]:
-    """Within: what is alive on entry is out of the cyclic collector's reach. When
-    something else froze objects already (a pre-forking server does), the freeze is theirs
-    to manage and nothing is done."""
-    if gc.get_freeze_count():
-        yield
-        return
-    gc.freeze()
+def collector_paused() -> Iterator[None]:
+    """Within: no automatic collection. After: the collector enabled again if it was
+    before (one turned off by someone else stays off)."""
+    was_enabled = gc.isenabled()
+    gc.disable()
     try:
         yield
     finally:
-        gc.unfreeze()
+        if was_enabled:
+            gc.enable()

@@ -19,7 +19,7 @@ from tailor.hpa import hpas_by_namespace
 from tailor.schedule_file import ScheduleRow
 from updater import pressure
 from updater.act import UNBOOST, UNBOOST_NOT_EVICTED, Candidate, Run, checked_plan
-from updater.collector import read_objects_frozen
+from updater.collector import collector_paused
 from updater.decide import Action
 from updater.due_targets import Target, boosted_elsewhere, recommended, why_nothing
 from updater.due_targets import scheduled as due_now
@@ -115,7 +115,7 @@ def follow_once(
     rows = list(rows)
     pods, nodes = cluster.pods(), cluster.nodes()
     governor = _Governor(cluster, options, nodes)
-    with read_objects_frozen():
+    with collector_paused():
         return _follow(cluster, rows, now, options, pods, governor)
 
 
