@@ -37,9 +37,9 @@ from benchmarks.report import emit
 GOALS = {"containers": 10_000, "first_read_s": 60.0, "peak_rss_gib": 4.0}
 
 
-def one_run(url: str, output: Path) -> dict[str, Any]:
+def one_run(url: str, output: Path, prometheus_pid: int | None = None) -> dict[str, Any]:
     """In this process: one load (through the service's history cache), each model and its
-    JSON written, then the service's next pass reading what is new; seconds of each and
+    JSON written, then the service's next passes reading what is new; seconds of each and
     the peak RSS."""
     from recommender.data.prometheus import PrometheusSettings
     from recommender.recommend import recommend_forecast_workloads, recommend_vpa
@@ -66,49 +66,82 @@ def one_run(url: str, output: Path) -> dict[str, Any]:
         "load_cpu_s": round(_cpu_s(), 1),
     }
     for model in ("vpa", "forecast"):
-        started = time.perf_counter()
+        started, cpu = time.perf_counter(), _cpu_s()
         if model == "forecast":
             frame, _ = recommend_forecast_workloads(
                 usage, events, None, settings.step_seconds, checked=True
             )
         else:
             frame = recommend_vpa(usage, events, checked=True)
-        modelled = time.perf_counter()
+        modelled, model_cpu = time.perf_counter(), _cpu_s()
         output.write_text(render(frame, OutputFormat.json))
         written = time.perf_counter()
         result[model] = {
             "recommendations": len(frame),
             "model_s": round(modelled - started, 2),
+            "model_cpu_s": round(model_cpu - cpu, 2),
             "write_s": round(written - modelled, 2),
             "first_read_total_s": round(loaded - began + written - started, 2),
             "peak_rss_mib": _peak_mib(),  # so far: which phase set the peak
         }
     del usage, events, frame  # the cache holds the history, as the service's does
-    result["next_pass"] = next_pass(cache, settings, now)
-    result["peak_rss_mib"] = _peak_mib()
+    first_pass_peak = _peak_mib()  # before a pass resets the high-water mark
+    result["next_passes"] = [
+        next_pass(cache, settings, now + settings.step * later, prometheus_pid) for later in (1, 2)
+    ]
+    passes = [p["pass_peak_rss_mib"] or 0 for p in result["next_passes"]]
+    result["peak_rss_mib"] = max(first_pass_peak, _peak_mib(), *passes)
     return result
 
 
-def next_pass(cache: Any, settings: Any, now: datetime) -> dict[str, Any]:
-    """The service's next pass, one step later: the history cache reads what is new and
-    folds it into what it holds, then the VPA model refits (as `tailor recommender` does)."""
+def next_pass(
+    cache: Any, settings: Any, later: datetime, prometheus_pid: int | None
+) -> dict[str, Any]:
+    """The service's next pass at `later`: the history cache reads what is new and folds
+    it into what it holds, then the VPA model refits (as `tailor recommender` does). Its
+    own peak RSS is counted from the pass's start (the kernel's high-water mark reset)."""
     from recommender.recommend import recommend_vpa
 
-    later = now + settings.step
-    began = time.perf_counter()
+    phase_peak = _reset_peak()
+    served = cpu_seconds(prometheus_pid) if prometheus_pid else None
+    began, cpu = time.perf_counter(), _cpu_s()
     usage, events = cache.load(settings, later)
-    read = time.perf_counter()
-    read_peak = _peak_mib()
+    read, read_cpu = time.perf_counter(), _cpu_s()
+    read_peak = _hwm_mib() if phase_peak else None
     frame = recommend_vpa(usage, events, checked=True)
-    done = time.perf_counter()
-    return {
+    done, done_cpu = time.perf_counter(), _cpu_s()
+    pass_: dict[str, Any] = {
         "partial_reads": cache.partial_reads,
+        "in_place_folds": cache.in_place_folds,
         "read_s": round(read - began, 2),
+        "read_cpu_s": round(read_cpu - cpu, 2),
         "vpa_model_s": round(done - read, 2),
+        "vpa_model_cpu_s": round(done_cpu - read_cpu, 2),
         "recommendations": len(frame),
         "usage_rows": len(usage),
         "read_peak_rss_mib": read_peak,
+        "pass_peak_rss_mib": _hwm_mib() if phase_peak else None,
     }
+    if served is not None and prometheus_pid:
+        pass_["prometheus_cpu_s"] = round(cpu_seconds(prometheus_pid) - served, 2)
+    return pass_
+
+
+def _reset_peak() -> bool:
+    """Reset this process's peak RSS (Linux: clear_refs 5); False where that is refused."""
+    try:
+        Path("/proc/self/clear_refs").write_text("5")
+    except OSError:
+        return False
+    return True
+
+
+def _hwm_mib() -> int:
+    """Peak RSS since the last `_reset_peak` (VmHWM)."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return round(int(line.split()[1]) / 1024)
+    return 0
 
 
 def _cpu_s() -> float:
@@ -165,6 +198,7 @@ def bench_size(count: int, runs: int, workdir: Path, partial: bool = False) -> d
         for _ in range(runs):  # each run a fresh process: its peak RSS is its own
             argv = [sys.executable, "-m", "benchmarks.bench_prometheus", "--one", "--url", url]
             argv += ["--output", str(workdir / "recommendations.json")]
+            argv += ["--prometheus-pid", str(process.pid)]
             served = cpu_seconds(process.pid)
             done = subprocess.run(argv, capture_output=True, text=True, check=False)
             if done.returncode != 0:
@@ -192,9 +226,10 @@ def main() -> None:
     parser.add_argument("--one", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--url", help=argparse.SUPPRESS)
     parser.add_argument("--output", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--prometheus-pid", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.one:
-        print(json.dumps(one_run(args.url, args.output)))
+        print(json.dumps(one_run(args.url, args.output, args.prometheus_pid)))
         return
     sizes: dict[str, dict[str, Any]] = {}
     with tempfile.TemporaryDirectory(prefix="bench-prometheus-") as folder:
