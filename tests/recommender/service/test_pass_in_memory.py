@@ -15,8 +15,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from recommender.data.columnar import shared_categories
 from recommender.data.prometheus import PrometheusSettings
-from recommender.data.schema import empty_events
+from recommender.data.prometheus_usage import with_spare_rows
+from recommender.data.schema import KEY_LABELS, empty_events
+from recommender.data.timestamps import TIMESTAMP_DTYPE
 from recommender.service.history_cache import HistoryCache
 from recommender.service.passes import Model, ServiceOptions, recommend_once
 from tailor.quantity import cpu_cores, memory_bytes
@@ -171,3 +174,32 @@ def test_checkpoints_of_deleted_vpas_are_collected_and_others_kept() -> None:
     )
     assert report.checkpoints_deleted == 1 and report.checkpoints == 1
     assert sorted(cluster.checkpoint_objects) == [("shop", "web-app"), ("shop", "web-sidecar")]
+
+
+class ColumnarLoader(Loader):
+    """The same history as the Prometheus source shapes it: keys categorical, the float
+    columns one block with spare rows."""
+
+    def __call__(self, settings: PrometheusSettings, progress: Any, *, now: datetime) -> Any:
+        usage, events = super().__call__(settings, progress, now=now)
+        names = shared_categories(usage[name] for name in KEY_LABELS)
+        block = with_spare_rows(2, len(usage))
+        block[:] = usage[["cpu", "memory"]].to_numpy().T
+        columnar = pd.DataFrame(block.T, columns=["cpu", "memory"], copy=False)
+        columnar.insert(0, "timestamp", usage["timestamp"].astype(TIMESTAMP_DTYPE))
+        for at, name in enumerate(KEY_LABELS, start=1):
+            columnar.insert(at, name, usage[name].astype(names))
+        return columnar, events
+
+
+def test_the_services_next_pass_folds_what_is_new_into_the_history_it_holds() -> None:
+    cluster, cache = _cluster(_vpa("web", "web")), HistoryCache(loader=ColumnarLoader())
+    later = NOW + timedelta(minutes=5)
+    recommend_once(cluster, _options(), NOW, history=cache)
+    report = recommend_once(cluster, _options(), later, history=cache)
+    assert report.recommended == ["shop/web"]
+    # the pass let go of the last frame: the new window went into the held block
+    assert (cache.full_reads, cache.partial_reads, cache.in_place_folds) == (1, 1, 1)
+    fresh = _cluster(_vpa("web", "web"))  # what a full read at the later time recommends
+    recommend_once(fresh, _options(), later, history=HistoryCache(loader=ColumnarLoader()))
+    assert _target(cluster, "web") == _target(fresh, "web")
