@@ -122,26 +122,26 @@ def fit(
     seen = (active & ~np.isnan(y)).T[:, :, None].copy()
     # While a series initialises its trend is 0, so level + phi * trend is its level:
     # the unseen branch below also leaves an initialising series unchanged.
-    # a block every series observes needs no np.where: three fewer calls in most blocks
+    # a block every series observes needs no np.where: fewer calls in most blocks
     everyone = seen.all(axis=(1, 2)).tolist()
-    one_step = np.empty((blocks, n, k))
+    # level and season share one form, w (y - x) + keep z with (x, z) = (s_old, base) and
+    # (base, s_old): stacked (2, series, candidates), they take one set of numpy calls
+    weight = np.stack(np.broadcast_arrays(alphas, gamma))
+    keep = np.stack(np.broadcast_arrays(keep_level, keep_season))
+    history = np.empty((blocks, 2, n, k))  # (s_old, base) of each block
     for t in range(blocks):
-        row = slot_rows[t]
-        s_old = season_rows[row]
+        row, held = slot_rows[t], history[t]
+        np.take(season_rows, row, axis=0, out=held[0])
         damped = phi * trend
-        base = level + damped
-        np.add(base, s_old, out=one_step[t])
-        obs = observed[t]
-        new_level = alphas * (obs - s_old) + keep_level * base
-        new_trend = beta * (new_level - level) + decay * trend
-        new_season = gamma * (obs - base) + keep_season * s_old
+        np.add(level, damped, out=held[1])
+        new = weight * (observed[t] - held) + keep * held[::-1]
+        new_trend = beta * (new[0] - level) + decay * trend
         if not everyone[t]:
-            use = seen[t]
-            new_level = np.where(use, new_level, base)
-            new_trend = np.where(use, new_trend, damped)
-            new_season = np.where(use, new_season, s_old)
-        season_rows[row] = new_season
-        level, trend = new_level, new_trend
+            new = np.where(seen[t], new, held[::-1])
+            new_trend = np.where(seen[t], new_trend, damped)
+        season_rows[row] = new[1]
+        level, trend = new[0], new_trend
+    one_step = np.add(history[:, 1], history[:, 0])  # base + s_old: the one-step forecast
     one_step = np.where(active[:, None, :], one_step.transpose(1, 2, 0), np.nan)
     return HoltWintersCandidates(
         one_step=one_step,
