@@ -47,9 +47,10 @@ MIN_BIN_ERRORS = 120  # below this a state borrows the most cautious margin of t
 
 def level_bins(values: np.ndarray, scale: np.ndarray) -> np.ndarray:
     """Level bin (0 idle, 1 part-busy, 2 busy) of values relative to their series' scale."""
-    edges = np.multiply.outer(scale, LEVEL_EDGES[1:])[:, None, :]
-    above = values[:, :, None] >= edges  # NaN compares False: idle
-    return np.asarray(above.sum(axis=2, dtype=np.int64))
+    bins = np.zeros(np.shape(values), dtype=np.int64)
+    for edge in LEVEL_EDGES[1:]:
+        bins += values >= (scale * edge)[:, None]  # NaN compares False: idle
+    return bins
 
 
 def block_states(forecast: np.ndarray, recently_busy: np.ndarray, scale: np.ndarray) -> np.ndarray:
@@ -71,12 +72,14 @@ def replay_margins(
     above the request to react: only those are replayed window by window, the rest are
     counted at once."""
     # float32 halves the memory traffic; requests round up so a tie is never a shortfall
-    request = np.nextafter((forecast[:, None, :] + margins).astype(np.float32), np.float32(np.inf))
+    # (C order: `margins` comes transposed, and the loop below is faster over contiguous rows)
+    request = np.add(forecast[:, None, :], margins, order="C").astype(np.float32)
+    request = np.nextafter(request, np.float32(np.inf))
     clearly = (rule.react_min_fraction * scale).astype(np.float32)
     values = np.nan_to_num(usage, nan=-np.inf).astype(np.float32)  # no sample: never short
     shortfalls = np.zeros(margins.shape, dtype=np.int16)
-    for position in range(usage.shape[2]):
-        shortfalls += values[:, None, :, position] > request
+    for window in np.ascontiguousarray(values.transpose(2, 0, 1))[:, :, None, :]:
+        shortfalls += window > request
     reactions = np.zeros(margins.shape, dtype=np.int16)
     after = min(max(rule.react_after_windows, 1), usage.shape[2])
     kth_highest = -np.partition(-values, after - 1, axis=2)[:, :, after - 1]
