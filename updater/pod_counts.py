@@ -23,6 +23,7 @@ from updater.resources import Amounts, Json, amount_pair, requested_pair, resour
 Pair = tuple[int, int]  # millicores, bytes
 
 APP, SIDECAR, PLAIN_INIT = "app", "sidecar", "plain init"
+_NOTHING_PLANNED: Mapping[str, Pair] = {}
 
 
 class CountedContainer(NamedTuple):
@@ -81,17 +82,25 @@ def _summed(
     plan: ResizePlan | None,
 ) -> Amounts:
     """What the scheduler counts for these amounts; with `plan`, as if it were asked for."""
-    planned = plan.requested if plan is not None else {}
+    planned = plan.requested if plan is not None else _NOTHING_PLANNED
     cpu = memory = 0  # app containers and sidecars: they run together
     sidecar_cpu = sidecar_memory = 0  # the sidecars started so far
     plain: list[Pair] = []  # each plain init container beside the sidecars before it
-    for container in containers:
-        kind = container.kind
+    for name, kind, spec, flight in containers:
         if kind == PLAIN_INIT:
-            spec = container.spec
             plain.append((sidecar_cpu + spec[0], sidecar_memory + spec[1]))
             continue
-        found_cpu, found_memory = _container(container, use_spec, planned.get(container.name))
+        # a running container: the largest of its spec (or the planned change), applied
+        # and allocated
+        change = planned.get(name)
+        if change is not None:
+            found_cpu, found_memory = max(0, change[0]), max(0, change[1])
+        elif use_spec:
+            found_cpu, found_memory = spec
+        else:
+            found_cpu = found_memory = 0
+        if flight is not None:
+            found_cpu, found_memory = max(found_cpu, flight[0]), max(found_memory, flight[1])
         cpu, memory = cpu + found_cpu, memory + found_memory
         if kind == SIDECAR:
             sidecar_cpu, sidecar_memory = sidecar_cpu + found_cpu, sidecar_memory + found_memory
@@ -122,18 +131,6 @@ def _at_pod_level(
         cpu if "cpu" in level.asked else total[0],
         memory if "memory" in level.asked else total[1],
     )
-
-
-def _container(container: CountedContainer, use_spec: bool, change: Pair | None) -> Pair:
-    """A running container's count: the largest of its spec, applied and allocated; a
-    planned change replaces the spec."""
-    flight = container.in_flight
-    if change is None:
-        found = container.spec if use_spec else (0, 0)
-        return found if flight is None else (max(found[0], flight[0]), max(found[1], flight[1]))
-    if flight is None:
-        return max(0, change[0]), max(0, change[1])
-    return max(0, flight[0], change[0]), max(0, flight[1], change[1])
 
 
 def _larger(first: Json | None, second: Json | None) -> Pair:
