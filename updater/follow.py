@@ -56,11 +56,16 @@ class _Governor:
         # a pod's Deployment or CronJob (for its VPA); each group's replicas (for evictions)
         kinds = (["ReplicaSet", "Job"] if use_vpa else []) + (GROUP_KINDS if evict else [])
         self.controllers = {kind: cluster.controllers(kind) for kind in dict.fromkeys(kinds)}
+        self._by_namespace: dict[str, Governance] = {}  # without --vpa: one per namespace
 
     def of(self, pod: Json, namespace: str) -> Governance:
-        limits = self.limits.get(namespace, PodRules())
         if not self.use_vpa:
-            return Governance(limits)
+            found = self._by_namespace.get(namespace)
+            if found is None:
+                found = Governance(self.limits.get(namespace, PodRules()))
+                self._by_namespace[namespace] = found
+            return found
+        limits = self.limits.get(namespace, PodRules())
         hpas = self.hpas.get(namespace, []) if self.hpas is not None else None
         replica_sets, jobs = self.controllers["ReplicaSet"], self.controllers["Job"]
         return vpa_governance(
