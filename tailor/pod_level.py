@@ -58,7 +58,7 @@ def pod_level_resources(pod: Json) -> ContainerResources | None:
     return found if found.requests or found.limits else None
 
 
-def _class_of(stanzas: Sequence[ContainerResources]) -> Qos:
+def qos_of_stanzas(stanzas: Sequence[ContainerResources]) -> Qos:
     """The API server's rule over requests / limits: all unset, BestEffort; cpu and memory
     limits everywhere with equal requests, Guaranteed; else Burstable."""
     if not any(s.requests or s.limits for s in stanzas):
@@ -74,7 +74,7 @@ def _class_of(stanzas: Sequence[ContainerResources]) -> Qos:
 def container_qos(containers: Sequence[Json]) -> Qos:
     """The class from containers' stanzas (pod specs' JSON; a limit stands in for a
     missing request, as the API server defaults it). Raises QuantityError."""
-    return _class_of([ContainerResources.of_container(c) for c in containers])
+    return qos_of_stanzas([ContainerResources.of_container(c) for c in containers])
 
 
 def qos_class(pod: Json) -> Qos:
@@ -82,7 +82,7 @@ def qos_class(pod: Json) -> Qos:
     sets one, else from every container's (init containers' included)."""
     stanza = pod_level_resources(pod)
     if stanza is not None:
-        return _class_of([stanza])
+        return qos_of_stanzas([stanza])
     spec = pod.get("spec") or {}
     return container_qos([*(spec.get("containers") or []), *(spec.get("initContainers") or [])])
 

@@ -25,7 +25,7 @@ from tailor.limits import (
     limits_follow,
     new_container_resources,
 )
-from tailor.pod_level import Qos, container_qos
+from tailor.pod_level import Qos, container_qos, qos_of_stanzas
 from tailor.pods import (
     APP_FIELD,
     INIT_FIELD,
@@ -171,13 +171,19 @@ def _all_containers(pod: Json) -> list[Json]:
     return [*(spec.get(APP_FIELD) or []), *(spec.get(INIT_FIELD) or [])]
 
 
-def _resized(containers: Sequence[Json], changes: Mapping[str, ContainerResize]) -> list[Json]:
-    return [
-        {**c, "resources": changes[str(c.get("name"))].resources()}
-        if str(c.get("name")) in changes
-        else c
-        for c in containers
-    ]
+def _resized(
+    stanzas: Sequence[ContainerResources], changes: Mapping[str, ContainerResize]
+) -> list[ContainerResources]:
+    """The containers' requests and limits once `changes` are made (for the QoS class)."""
+    resized = []
+    for stanza in stanzas:
+        change = changes.get(stanza.name)
+        if change is not None:
+            # a limit stands in for a missing request, as `of_container` reads the JSON
+            requests = ResourceList({**change.limits, **change.requests})
+            stanza = ContainerResources(stanza.name, requests, ResourceList(change.limits))
+        resized.append(stanza)
+    return resized
 
 
 def plan_resize(
@@ -185,8 +191,8 @@ def plan_resize(
 ) -> ResizePlan | Skipped:
     """The resize that brings the pod's containers to `targets` (by container name)."""
     rules = rules or PodRules()
-    every = _all_containers(pod)
-    qos = qos_of(every)
+    stanzas = [ContainerResources.of_container(c) for c in _all_containers(pod)]
+    qos = qos_of_stanzas(stanzas)
     if qos is Qos.BEST_EFFORT:
         return Skipped("BestEffort pod: no requests to resize")
     sized = sized_containers(pod)
@@ -223,7 +229,7 @@ def plan_resize(
     changes, lowered = container_changes(
         current, capped.recommendations, rules, targets, sidecars, True
     )
-    after = qos_of(_resized(every, changes))
+    after = qos_of_stanzas(_resized(stanzas, changes))
     kept_ratio: tuple[str, ...] = ()
     if after is not qos:  # the plan's memory limit would change the class: keep the ratio
         capped = capped_by(own_range)
@@ -231,7 +237,7 @@ def plan_resize(
             current, capped.recommendations, rules, targets, sidecars
         )
         kept_ratio = (f"memory limit kept in proportion: the plan's would make the pod {after}",)
-        after = qos_of(_resized(every, changes))
+        after = qos_of_stanzas(_resized(stanzas, changes))
     if after is not qos:
         return Skipped(f"the scheduled amounts would make a {qos} pod {after}")
     notes = (
