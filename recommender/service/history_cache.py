@@ -26,7 +26,7 @@ from recommender.data.prometheus import (
     PrometheusSettings,
     load_prometheus_history,
 )
-from recommender.data.timestamps import unix_seconds
+from recommender.data.timestamps import LATEST_SECONDS, unix_seconds
 from recommender.service.history_cache_append import appended, block_of
 from recommender.service.history_cache_fold import fold
 
@@ -170,6 +170,11 @@ class HistoryCache:
     ) -> pd.DataFrame:
         """Old rows from the range start to the cut, new rows from the cut on; written
         into `block` (the old frame's float columns) when it is given and they fit."""
+        if block is not None and old is not None and new is not None:
+            joined = appended(old, (start, cut), new, (cut, LATEST_SECONDS), block)
+            if joined is not None:
+                self.in_place_folds += 1
+                return joined
         parts = []
         if old is not None and not old.empty:
             seconds = unix_seconds(old["timestamp"])
@@ -179,9 +184,4 @@ class HistoryCache:
             parts.append((new, np.flatnonzero(unix_seconds(new["timestamp"]) >= cut)))
         if not parts:
             return (old if old is not None else new).iloc[0:0]  # type: ignore[union-attr]
-        if block is not None and len(parts) == 2:
-            joined = appended(*parts[0], *parts[1], block)
-            if joined is not None:
-                self.in_place_folds += 1
-                return joined
         return fold(parts)

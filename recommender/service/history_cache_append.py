@@ -16,6 +16,7 @@ block alone: the frame it handed out earlier is overwritten.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 import numpy as np
@@ -52,36 +53,78 @@ def block_of(frame: pd.DataFrame, floats: list[str]) -> np.ndarray | None:
 
 
 @dataclass(frozen=True)
+class Runs:
+    """A frame's rows as runs of one key each (rows first .. end - 1), sorted by time."""
+
+    first: np.ndarray  # int64 row where each run starts
+    end: np.ndarray  # int64 row after each run
+    codes: dict[str, np.ndarray]  # each key label's code per run, in the shared names
+
+    @classmethod
+    def of(cls, frame: pd.DataFrame, keys: list[str], names: pd.CategoricalDtype) -> Runs:
+        change = np.zeros(len(frame), bool)
+        change[:1] = True
+        own = {name: frame[name].cat.codes.to_numpy() for name in keys}
+        for codes in own.values():
+            change[1:] |= codes[1:] != codes[:-1]
+        first = np.flatnonzero(change)
+        end = np.append(first[1:], len(frame))
+        return cls(
+            first, end, {name: _recoded(frame[name], names, own[name][first]) for name in keys}
+        )
+
+    def kept(self, micros: np.ndarray, lowest: int, below: int) -> Runs:
+        """Each run cut to its rows from `lowest` up to `below` (microseconds)."""
+        first, end = self.first.copy(), self.end.copy()
+        for run in range(first.size):
+            rows = micros[first[run] : end[run]]
+            first[run], end[run] = first[run] + rows.searchsorted([lowest, below])
+        return Runs(first, end, self.codes)
+
+
+@dataclass(frozen=True)
 class Merge:
-    """Where the kept old rows and the kept new rows land in the joined history."""
+    """Where each run of the kept old rows and the kept new rows lands in the joined
+    history: runs taken in `order` (old runs then new runs), laid end to end."""
 
-    old_rows: np.ndarray
-    old_at: np.ndarray
-    new_rows: np.ndarray
-    new_at: np.ndarray
+    runs: tuple[Runs, Runs]
+    order: np.ndarray  # int64 index into old runs + new runs
+    at: np.ndarray  # int64 first joined row of each run in `order`
+    size: int
 
-    @property
-    def size(self) -> int:
-        return int(self.old_at.size + self.new_at.size)
+    def placed(self, old: np.ndarray, new: np.ndarray, into: np.ndarray) -> np.ndarray:
+        """The joined column from the old and new columns, written into `into` (which
+        must not be `old`'s memory: copy it out first)."""
+        first = np.concatenate([self.runs[0].first, self.runs[1].first])[self.order]
+        end = np.concatenate([self.runs[0].end, self.runs[1].end])[self.order]
+        from_new = self.order >= self.runs[0].first.size
+        for run in range(self.order.size):
+            source = new if from_new[run] else old
+            into[self.at[run] : self.at[run] + end[run] - first[run]] = source[
+                first[run] : end[run]
+            ]
+        return into
 
-    def placed(self, old: np.ndarray, new: np.ndarray, dtype: np.dtype | None = None) -> np.ndarray:
-        joined = np.empty(self.size, dtype or old.dtype)
-        joined[self.old_at] = old[self.old_rows]
-        joined[self.new_at] = new[self.new_rows]
-        return joined
+    def repeated(self, name: str) -> np.ndarray:
+        """A key's code on every joined row (one per run)."""
+        codes = np.concatenate([self.runs[0].codes[name], self.runs[1].codes[name]])
+        lengths = np.concatenate([r.end - r.first for r in self.runs])[self.order]
+        return np.repeat(codes[self.order], lengths)
 
 
 def appended(
     old: pd.DataFrame,
-    old_rows: np.ndarray,
+    old_rows: tuple[int, int],
     new: pd.DataFrame,
-    new_rows: np.ndarray,
+    new_rows: tuple[int, int],
     block: np.ndarray,
 ) -> pd.DataFrame | None:
-    """The kept rows of `old` and `new` sorted by (namespace, pod, container, timestamp),
-    old's before new's in a series, their float columns written into `block` (the owner
-    of old's float columns). None when that cannot be done here: other columns, keys out
-    of order, or more rows than the block holds (the caller then folds by copying)."""
+    """The rows of `old` and `new` whose times fall in [from, below) of `old_rows` and
+    `new_rows` (UNIX seconds), sorted by (namespace, pod, container, timestamp), old's
+    before new's in a series, their float columns written into `block` (the owner of
+    old's float columns). None when that cannot be done here: other columns, keys or
+    times out of order, or more rows than the block holds (the caller then folds by
+    copying)."""
     floats = [c for c in old.columns if old[c].dtype == np.float64]
     others = set(old.columns) - set(floats) - set(KEY_LABELS) - {"timestamp"}
     if (
@@ -91,63 +134,56 @@ def appended(
         or "timestamp" not in old
         or not (is_columnar(old) and is_columnar(new))
         or any(new[c].dtype != np.float64 for c in floats)
-        or old_rows.size + new_rows.size > block.shape[1]
         or block_of(old, floats) is not block
     ):
         return None
     keys = [name for name in KEY_LABELS if name in old]
-    names = shared_categories(frame[name] for frame in (old, new) for name in keys)
+    names = shared_categories(_distinct_types(frame[name] for frame in (old, new) for name in keys))
     if len(names.categories) ** 3 >= 2**62:
         return None
-    old_codes = {name: _codes(old[name], names) for name in keys}
-    new_codes = {name: _codes(new[name], names) for name in keys}
     old_times, new_times = _micros(old["timestamp"]), _micros(new["timestamp"])
-    merge = _merge(old_codes, old_times, old_rows, new_codes, new_times, new_rows, names)
-    if merge is None:
+    if not (
+        _times_sorted_in_runs(old, keys, old_times) and _times_sorted_in_runs(new, keys, new_times)
+    ):
         return None
-    stamps = merge.placed(old_times, new_times)
-    del old_times, new_times
-    return _written(old, new, block, floats, merge, names, (old_codes, new_codes), stamps)
-
-
-def _written(
-    old: pd.DataFrame,
-    new: pd.DataFrame,
-    block: np.ndarray,
-    floats: list[str],
-    merge: Merge,
-    names: pd.CategoricalDtype,
-    codes_of: tuple[dict[str, np.ndarray], dict[str, np.ndarray]],
-    stamps: np.ndarray,
-) -> pd.DataFrame:
-    size = merge.size
-    old_codes, new_codes = codes_of
+    runs = (
+        Runs.of(old, keys, names).kept(old_times, *(t * MICROS for t in old_rows)),
+        Runs.of(new, keys, names).kept(new_times, *(t * MICROS for t in new_rows)),
+    )
+    merge = _merge(runs, len(names.categories), (old_times, new_times))
+    if merge is None or merge.size > block.shape[1]:
+        return None
+    stamps = merge.placed(old_times, new_times, np.empty(merge.size, np.int64))
     for at, name in enumerate(floats):
-        kept = old[name].to_numpy()[merge.old_rows]  # out of the block before it is rewritten
-        column = block[at, :size]
-        column[merge.old_at] = kept
-        del kept
-        column[merge.new_at] = new[name].to_numpy()[merge.new_rows]
-    joined = pd.DataFrame(block[:, :size].T, columns=floats, copy=False)
+        column = old[name].to_numpy().copy()  # out of the block before it is rewritten
+        merge.placed(column, new[name].to_numpy(), block[at, : merge.size])
+        del column
+    joined = pd.DataFrame(block[:, : merge.size].T, columns=floats, copy=False)
     for at, name in enumerate(old.columns):
-        if name in floats:
-            continue
         if name == "timestamp":
             values = pd.Series(
                 pd.DatetimeIndex(stamps.view("datetime64[us]")).tz_localize("UTC"), copy=False
             ).astype(TIMESTAMP_DTYPE)
-        else:
-            codes = merge.placed(old_codes.pop(name), new_codes.pop(name))
+        elif name in keys:
+            codes = merge.repeated(name)
             values = pd.Series(pd.Categorical.from_codes(codes, dtype=names), copy=False)
+        else:
+            continue
         joined.insert(at, name, values)
     return joined
 
 
-def _codes(column: pd.Series, names: pd.CategoricalDtype) -> np.ndarray:
-    """The column's codes among `names` (a superset of its own), as int32."""
-    codes = column.cat.codes.to_numpy()
-    if column.cat.categories.equals(names.categories):
-        return codes.astype(np.int32, copy=False)
+def _distinct_types(columns: Iterable[pd.Series]) -> list[pd.Series]:
+    """One column per distinct categorical type (the keys of a read share one: their
+    names are turned to text once, not once per key)."""
+    seen: dict[int, pd.Series] = {}
+    for column in columns:
+        seen.setdefault(id(column.dtype), column)
+    return list(seen.values())
+
+
+def _recoded(column: pd.Series, names: pd.CategoricalDtype, codes: np.ndarray) -> np.ndarray:
+    """`codes` of the column's own categories as codes among `names` (a superset)."""
     recode = names.categories.get_indexer(column.cat.categories).astype(np.int32)
     return recode[codes]
 
@@ -157,48 +193,49 @@ def _micros(stamps: pd.Series) -> np.ndarray:
     return stamps.astype(TIMESTAMP_DTYPE).to_numpy(dtype="datetime64[us]").view(np.int64)
 
 
-def _merge(
-    old_codes: dict[str, np.ndarray],
-    old_times: np.ndarray,
-    old_rows: np.ndarray,
-    new_codes: dict[str, np.ndarray],
-    new_times: np.ndarray,
-    new_rows: np.ndarray,
-    names: pd.CategoricalDtype,
-) -> Merge | None:
-    """Each part's rows in series order, merged: None unless each part is sorted by
-    series key then time, and every kept old row of a series is before its new ones."""
-    size = max(len(names.categories), 1)
-    old_key = _series_key(old_codes, old_rows, size)
-    new_key = _series_key(new_codes, new_rows, size)
-    if not (_in_order(old_key, old_times[old_rows]) and _in_order(new_key, new_times[new_rows])):
-        return None
-    new_at = np.arange(new_key.size) + np.searchsorted(old_key, new_key, side="right")
-    # a series' last kept old row is before its first new row in time
-    first_new = np.flatnonzero(np.r_[True, np.diff(new_key) != 0]) if new_key.size else new_key
-    before = np.searchsorted(old_key, new_key[first_new], side="right") - 1
-    shared = (before >= 0) & (old_key[np.maximum(before, 0)] == new_key[first_new])
-    last_old = old_times[old_rows[before[shared]]]
-    if (last_old > new_times[new_rows[first_new[shared]]]).any():
-        return None
-    old_at = np.searchsorted(new_key, old_key, side="left")
-    old_at += np.arange(old_key.size)
-    return Merge(old_rows, old_at, new_rows, new_at)
-
-
-def _series_key(codes: dict[str, np.ndarray], rows: np.ndarray, size: int) -> np.ndarray:
-    key = np.zeros(rows.size, np.int64)
-    for name in SERIES:
-        key *= size
-        key += codes[name][rows]
-    return key
-
-
-def _in_order(key: np.ndarray, times: np.ndarray) -> bool:
-    """Keys non-decreasing, and times non-decreasing within a key (checked in pieces)."""
-    for first in range(0, key.size, CHECKED_ROWS):
+def _times_sorted_in_runs(frame: pd.DataFrame, keys: list[str], micros: np.ndarray) -> bool:
+    """Times non-decreasing wherever the keys stay the same (checked in pieces)."""
+    codes = [frame[name].cat.codes.to_numpy() for name in keys]
+    for first in range(0, micros.size, CHECKED_ROWS):
         rows = slice(max(first - 1, 0), first + CHECKED_ROWS)
-        step_key, step_time = np.diff(key[rows]), np.diff(times[rows])
-        if (step_key < 0).any() or ((step_key == 0) & (step_time < 0)).any():
-            return False
+        back = np.diff(micros[rows]) < 0
+        if back.any():
+            same = np.ones(back.size, bool)
+            for column in codes:
+                same &= np.diff(column[rows]) == 0
+            if (back & same).any():
+                return False
     return True
+
+
+def _merge(
+    runs: tuple[Runs, Runs], size: int, times: tuple[np.ndarray, np.ndarray]
+) -> Merge | None:
+    """The runs of both parts by series key, old's before new's: None unless each part's
+    runs are in series order, and a series' runs follow each other in time."""
+    keys = []
+    for part in runs:
+        key = np.zeros(part.first.size, np.int64)
+        for name in SERIES:
+            key *= size
+            key += part.codes[name]
+        keys.append(key)
+    if any((np.diff(key) < 0).any() for key in keys):
+        return None
+    key = np.concatenate(keys)
+    order = np.argsort(key, kind="stable")  # old runs before new ones of the same series
+    lengths = np.concatenate([part.end - part.first for part in runs])[order]
+    kept = lengths > 0
+    order, lengths, key = order[kept], lengths[kept], key[order][kept]
+    begins, ends = [], []
+    for part, micros in zip(runs, times, strict=True):
+        begins.append(
+            micros[np.minimum(part.first, max(micros.size - 1, 0))] if micros.size else part.first
+        )
+        ends.append(micros[np.maximum(part.end - 1, 0)] if micros.size else part.end)
+    begin, end = np.concatenate(begins)[order], np.concatenate(ends)[order]
+    if ((key[1:] == key[:-1]) & (begin[1:] < end[:-1])).any():
+        return None  # a series' run starts before the one before it ends
+    at = np.zeros(order.size, np.int64)
+    np.cumsum(lengths[:-1], out=at[1:])
+    return Merge(runs, order, at, int(lengths.sum()))

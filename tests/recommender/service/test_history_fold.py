@@ -72,14 +72,16 @@ def test_the_fold_carries_every_column_of_the_rows_it_keeps() -> None:
     assert list(joined.columns) == list(old.columns)
 
 
-def history(series: list[tuple[str, str, str]], minutes: range, seed: int) -> pd.DataFrame:
-    """Every series of `series` at each minute of `minutes`, floats in a spare-row block
-    as the Prometheus source builds them."""
+def history(
+    series: list[tuple[str, str, str]], minutes: range, seed: int, spare: bool = True
+) -> pd.DataFrame:
+    """Every series of `series` at each minute of `minutes`, floats in one block (with
+    spare rows, as the Prometheus source builds it, unless not `spare`)."""
     rows = [(w, p, c, m) for w, p, c in series for m in minutes]
     usage = frame(rows).drop(columns="cpu")
     values = np.random.default_rng(seed).random((2, len(usage)))
     values[1, ::7] = np.nan
-    block = with_spare_rows(2, len(usage))
+    block = with_spare_rows(2, len(usage)) if spare else np.empty((2, len(usage)))
     block[:] = values
     floats = pd.DataFrame(block.T, columns=["cpu", "memory"], copy=False)
     for at, name in enumerate(usage.columns):
@@ -92,32 +94,36 @@ def kept_rows(usage: pd.DataFrame, first: int, last: int) -> np.ndarray:
     return np.flatnonzero((minutes >= first) & (minutes < last))
 
 
+FOREVER = 10**9  # minutes
+
+
 def test_folding_in_place_gives_the_copying_folds_frame_in_the_same_memory() -> None:
     # each read sorted by series, as the source gives them; one series gone, one new
     old = history([("db", "db-0", "app"), ("db", "db-0", "side"), ("web", "web-1", "app")],
                   range(0, 60, 5), seed=1)  # fmt: skip
     new = history([("api", "api-0", "x"), ("db", "db-0", "side"), ("web", "web-1", "app")],
                   range(40, 75, 5), seed=2)  # fmt: skip
-    parts = [(old, kept_rows(old, 10, 50)), (new, kept_rows(new, 50, 10**6))]
-    expected = fold(parts)
+    expected = fold([(old, kept_rows(old, 10, 50)), (new, kept_rows(new, 50, FOREVER))])
     block = block_of(old, ["cpu", "memory"])
     assert block is not None
-    joined = appended(*parts[0], *parts[1], block)
+    joined = appended(old, (10 * 60, 50 * 60), new, (50 * 60, FOREVER * 60), block)
     assert joined is not None
     pd.testing.assert_frame_equal(joined, expected)
     assert np.shares_memory(joined["cpu"].to_numpy(), block)  # no second history
 
 
 def test_a_fold_that_cannot_be_done_in_place_says_so() -> None:
-    old = history([("web", "web-1", "app")], range(0, 60, 5), seed=1)
+    old = history([("web", "web-1", "app")], range(0, 60, 5), seed=1, spare=False)
     new = history([("web", "web-1", "app")], range(40, 75, 5), seed=2)
     block = block_of(old, ["cpu", "memory"])
     assert block is not None
-    too_many = np.arange(len(new)).repeat(len(old))  # more rows than the block holds
-    assert appended(old, np.arange(len(old)), new, too_many, block) is None
-    # a new row of a series earlier than its kept old rows: not a fold of what is new
-    assert appended(old, kept_rows(old, 50, 60), new, kept_rows(new, 40, 45), block) is None
+    # more rows than the block holds
+    assert appended(old, (0, 60 * 60), new, (60 * 60, FOREVER * 60), block) is None
+    # a series' new rows from before its kept old ones end: not a fold of what is new
+    assert appended(old, (50 * 60, 60 * 60), new, (40 * 60, 45 * 60), block) is None
     other = history([("web", "web-1", "app")], range(0, 60, 5), seed=3)
     elsewhere = block_of(other, ["cpu", "memory"])
     assert elsewhere is not None  # not the block the old frame's floats live in
-    assert appended(old, np.arange(len(old)), new, np.arange(2), elsewhere) is None
+    assert appended(old, (0, 30 * 60), new, (60 * 60, FOREVER * 60), elsewhere) is None
+    # within the block's rows, the same fold is done in place
+    assert appended(old, (15 * 60, 60 * 60), new, (60 * 60, FOREVER * 60), block) is not None
