@@ -311,6 +311,8 @@ def cap_recommendations_for_pod(
     the LimitRange), and with RequestsOnly the container's current limit.
     Notes (upstream's annotation wording) come from the target only.
     """
+    if resource_policy is None and container_limit_range is None and pod_limit_range is None:
+        return _unbounded(recommendations, containers)
     pod_names = {container.name for container in containers}
     kept = []
     for recommendation in recommendations:
@@ -350,6 +352,26 @@ def cap_recommendations_for_pod(
         if container_notes:
             notes[container.name] = container_notes
     return PodCapping(recommendations=result, notes=notes)
+
+
+def _unbounded(
+    recommendations: Sequence[RecommendedContainerResources],
+    containers: Sequence[ContainerResources],
+) -> PodCapping:
+    """What the pipeline gives with no policy and no LimitRange, without its steps (each
+    of which leaves the amounts as they are): per container of the pod, in its order, its
+    last recommendation restricted to the default controlled resources. The updater
+    plans most pods this way."""
+    by_name = {r.container_name: r for r in recommendations}
+    result = []
+    for container in containers:
+        found = by_name.get(container.name)
+        if found is not None:
+            controlled = {
+                f: _only(getattr(found, f), DEFAULT_CONTROLLED_RESOURCES) for f in BOUND_FIELDS
+            }
+            result.append(_with_fields(found, controlled))
+    return PodCapping(recommendations=result, notes={})
 
 
 def _cap_one(

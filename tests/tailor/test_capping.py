@@ -327,3 +327,25 @@ def test_pipeline_drops_off_and_unknown_containers_and_applies_every_stage() -> 
         ("b", ResourceList(cpu="190m")),
     ]
     assert result.notes == {"a": ["cpu capped to fit Max in container LimitRange"]}
+
+
+def test_without_rules_the_recommendations_come_out_as_through_rules_that_bound_nothing() -> None:
+    """No policy and no LimitRange take a shortcut past the pipeline's steps: it must give
+    what those steps give when their rules bound nothing (an empty LimitRange item each)."""
+    containers = [
+        ContainerResources("app", ResourceList({"cpu": "1", "memory": "1Gi"})),
+        ContainerResources("side", ResourceList({"cpu": "100m"})),
+    ]
+    wanted = [
+        rec("side", {"cpu": "150m", "memory": "64Mi", "ephemeral-storage": "1Gi"}),
+        rec("gone", {"cpu": "2"}),
+        rec("app", {"cpu": "3"}, lower={"cpu": "1", "nvidia.com/gpu": "1"}, upper={"cpu": "5"}),
+        rec("app", {"cpu": "2", "memory": "2Gi"}, lower={"cpu": "1"}),
+    ]
+    shortcut = cap_recommendations_for_pod(wanted, containers, None)
+    empty = LimitRangeItem(type="Container"), LimitRangeItem(type="Pod")
+    through = cap_recommendations_for_pod(wanted, containers, None, *empty)
+    assert shortcut == through
+    assert [r.container_name for r in shortcut.recommendations] == ["app", "side"]
+    assert shortcut.recommendations[0].target == ResourceList({"cpu": "2", "memory": "2Gi"})
+    assert shortcut.recommendations[1].target == ResourceList({"cpu": "150m", "memory": "64Mi"})
