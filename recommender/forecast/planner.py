@@ -99,12 +99,6 @@ def _cheapest_model(usage: np.ndarray, forecasts: np.ndarray, target: float) -> 
     return np.argmin(score, axis=1)  # no model judged: all inf, the first (Holt-Winters)
 
 
-def _recent_scale(cpu: np.ndarray) -> np.ndarray:
-    """The recent peak of each series (1 where there is none): what levels are relative to."""
-    peak = gapless_max(cpu)
-    return np.where(np.isfinite(peak) & (peak > 0), peak, 1.0)
-
-
 def _recently_busy(
     cpu_blocks: np.ndarray, scale: np.ndarray, lookback: int, horizon: int
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -119,125 +113,128 @@ def _recently_busy(
     return before[:, :count], before[:, count:]
 
 
-def _shortfall_target(
-    usage: UsageArrays,
-    recent_cpu: np.ndarray,
-    scale: np.ndarray,
-    batch: np.ndarray,
-    settings: ForecastSettings,
-) -> float:
-    """The target the margins spend: the fleet's shortfall budget less what lull
-    following's job starts will spend (see `lulls`)."""
-    target = settings.target_cpu_shortfall
-    if settings.cpu_shortfall_mode == "vpa":
-        target = parity_target(
-            vpa_rate(usage.cpu, usage.step),
-            settings.vpa_parity_factor,
-            settings.target_cpu_shortfall,
-            settings.max_container_shortfall,
-        )
-    if settings.lulls.follow:
-        lulls = lull_shortfall_rate(
-            recent_cpu, scale, batch, settings.reactions.react_after_windows
-        )
-        target = max(settings.target_cpu_shortfall * settings.lulls.target_floor, target - lulls)
-    return target
+@dataclass(frozen=True)
+class _History:
+    """What every step of a plan reads: the usage on its block grid, its recent part
+    (what margins and shapes are judged on) and the coming blocks."""
 
+    usage: UsageArrays
+    settings: ForecastSettings
+    layout: BlockLayout
+    cpu_blocks: np.ndarray  # (series, blocks, windows per block)
+    blocks: np.ndarray  # (series, blocks) block means
+    recent_cpu: np.ndarray  # (series, windows) of the last `residual_days`
+    residual_blocks: int
+    scale: np.ndarray  # (series,) the recent peak (1 where there is none): levels are shares of it
+    first_block: int
+    horizon: int
 
-def _forecasts(
-    usage: UsageArrays,
-    cpu_blocks: np.ndarray,
-    blocks: np.ndarray,
-    layout: BlockLayout,
-    shape: ShapeReport,
-    target: float,
-    first_block: int,
-    horizon: int,
-    residual_blocks: int,
-    settings: ForecastSettings,
-    levels: KnownLevels | None,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """(one-step forecasts of the past blocks, forecast of the horizon, model, alpha) of
-    each series' model: of Holt-Winters candidates and persistence, the one whose recent
-    errors cost the least margin; `levels` (the perfect reference) replace both."""
-    m = settings.model
-    params = SmoothingParams(m.level_alphas, m.trend_beta, m.season_gamma, m.trend_damping)
-    candidates = fit(blocks, layout.block_ids, shape.period, params)
-    persist = persistence_one_step(cpu_blocks, m.persistence_windows)
-    options = np.concatenate([candidates.one_step, persist[:, None]], axis=1)
-    recent = cpu_blocks[:, -residual_blocks:]
-    choice = _cheapest_model(recent, options[:, :, -residual_blocks:], target)
-    use_persist = choice == options.shape[1] - 1
-    hw = candidates.pick(np.minimum(choice, options.shape[1] - 2))
-    one_step = options[np.arange(usage.n_series), choice]
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        latest = np.nanmean(usage.cpu[:, -m.persistence_windows :], axis=1)
-    forecast = np.where(use_persist[:, None], latest[:, None], hw.forecast(first_block, horizon))
-    model = np.where(use_persist, "persistence", "holt-winters")
-    if levels is not None:
-        if levels.period != layout.period or len(levels.keys) != usage.n_series:
-            raise ValueError("the known levels are on another block grid or series than the plan")
-        past_known = levels.lookup(layout.block_ids)
-        coming = levels.lookup(first_block + np.arange(horizon, dtype=np.int64))
-        one_step = np.where(np.isnan(past_known), one_step, past_known)
-        forecast = np.where(np.isnan(coming), forecast, coming)
-        model = np.full(usage.n_series, "known levels")
-    return one_step, np.maximum(forecast, 0.0), model, hw.alpha
+    @classmethod
+    def of(cls, usage: UsageArrays, settings: ForecastSettings, now: int) -> _History:
+        per_block = settings.windows_per_block(usage.step)
+        layout = layout_for(usage.start, usage.step, usage.n_windows, per_block)
+        cpu_blocks = as_blocks(usage.cpu, layout)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            blocks = np.nanmean(cpu_blocks, axis=2)
+        residual_windows = max(1, round(settings.residual_days * DAY / usage.step))
+        recent_cpu = usage.cpu[:, -residual_windows:]
+        peak = gapless_max(recent_cpu)
+        return cls(
+            usage, settings, layout, cpu_blocks, blocks, recent_cpu,
+            residual_blocks=max(1, residual_windows // per_block),
+            scale=np.where(np.isfinite(peak) & (peak > 0), peak, 1.0),
+            first_block=math.ceil(now / layout.period),
+            horizon=settings.blocks_per(settings.horizon_seconds),
+        )  # fmt: skip
 
+    def shortfall_target(self, batch: np.ndarray) -> float:
+        """The target the margins spend: the fleet's shortfall budget less what lull
+        following's job starts will spend (see `lulls`)."""
+        s = self.settings
+        target = s.target_cpu_shortfall
+        if s.cpu_shortfall_mode == "vpa":
+            rate = vpa_rate(self.usage.cpu, self.usage.step)
+            target = parity_target(
+                rate, s.vpa_parity_factor, s.target_cpu_shortfall, s.max_container_shortfall
+            )
+        if s.lulls.follow:
+            windows_per_start = s.reactions.react_after_windows
+            lulls = lull_shortfall_rate(self.recent_cpu, self.scale, batch, windows_per_start)
+            target = max(s.target_cpu_shortfall * s.lulls.target_floor, target - lulls)
+        return target
 
-def _cpu_required(
-    forecast: np.ndarray,
-    margin: np.ndarray,
-    usage: UsageArrays,
-    recent_cpu: np.ndarray,
-    shape: ShapeReport,
-    ceiling: np.ndarray,
-    settings: ForecastSettings,
-) -> tuple[np.ndarray, np.ndarray]:
-    """(required, the margin used): forecast + margin per block, a fallback where no
-    margin is known, the batch ceiling and the floor."""
-    mean_sized = shape.batch & (settings.batch_cpu_sizing == "mean")
-    use_margin = np.where(mean_sized[:, None], 0.0, np.maximum(margin, 0.0))
-    required = forecast + use_margin
-    if np.isnan(margin).any():
-        fallback = _fallback_cpu(recent_cpu, settings)
-        # a series with no sample in the recent window (a pod gone quiet) falls back
-        # on all the history it has, instead of planning nothing
-        quiet = np.isnan(fallback)
-        if quiet.any():
-            fallback[quiet] = _fallback_cpu(usage.cpu[quiet], settings)
-        required = np.where(np.isnan(margin), fallback[:, None], required)
-    # an on/off job runs at its own ceiling: a batch request never needs to exceed it
-    required = np.fmin(required, ceiling[:, None])
-    required = np.maximum(required, settings.min_cpu_cores)
-    required[np.all(np.isnan(usage.cpu), axis=1)] = np.nan
-    return required, use_margin
+    def forecasts(
+        self, shape: ShapeReport, target: float, levels: KnownLevels | None
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """(one-step forecasts of the past blocks, forecast of the horizon, model, alpha) of
+        each series' model: of Holt-Winters candidates and persistence, the one whose recent
+        errors cost the least margin; `levels` (the perfect reference) replace both."""
+        m, usage, residual = self.settings.model, self.usage, self.residual_blocks
+        params = SmoothingParams(m.level_alphas, m.trend_beta, m.season_gamma, m.trend_damping)
+        candidates = fit(self.blocks, self.layout.block_ids, shape.period, params)
+        persist = persistence_one_step(self.cpu_blocks, m.persistence_windows)
+        options = np.concatenate([candidates.one_step, persist[:, None]], axis=1)
+        choice = _cheapest_model(self.cpu_blocks[:, -residual:], options[:, :, -residual:], target)
+        use_persist = choice == options.shape[1] - 1
+        hw = candidates.pick(np.minimum(choice, options.shape[1] - 2))
+        one_step = options[np.arange(usage.n_series), choice]
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            latest = np.nanmean(usage.cpu[:, -m.persistence_windows :], axis=1)
+        smoothed = hw.forecast(self.first_block, self.horizon)
+        forecast = np.where(use_persist[:, None], latest[:, None], smoothed)
+        model = np.where(use_persist, "persistence", "holt-winters")
+        if levels is not None:
+            if levels.period != self.layout.period or len(levels.keys) != usage.n_series:
+                raise ValueError(
+                    "the known levels are on another block grid or series than the plan"
+                )
+            past_known = levels.lookup(self.layout.block_ids)
+            coming_known = levels.lookup(self.first_block + np.arange(self.horizon, dtype=np.int64))
+            one_step = np.where(np.isnan(past_known), one_step, past_known)
+            forecast = np.where(np.isnan(coming_known), forecast, coming_known)
+            model = np.full(usage.n_series, "known levels")
+        return one_step, np.maximum(forecast, 0.0), model, hw.alpha
 
+    def calibrated(
+        self, one_step: np.ndarray, forecast: np.ndarray, target: float
+    ) -> tuple[Calibration, np.ndarray]:
+        """The margins calibrated on the recent blocks' states (`margins.calibrate`), and the
+        state of every coming block."""
+        s, scale = self.settings, self.scale
+        busy_blocks = max(1, s.blocks_per(s.reactions.busy_lookback_hours * HOUR))
+        past_busy, future_busy = _recently_busy(self.cpu_blocks, scale, busy_blocks, self.horizon)
+        past_states = block_states(one_step, past_busy, scale)
+        recent = slice(-self.residual_blocks, None)
+        calibration = calibrate(
+            self.cpu_blocks[:, recent], one_step[:, recent], past_states[:, recent], scale,
+            target, s.max_container_shortfall, s.reactions, DAY / self.layout.period,
+        )  # fmt: skip
+        return calibration, block_states(forecast, future_busy, scale)
 
-def _calibrated(
-    cpu_blocks: np.ndarray,
-    one_step: np.ndarray,
-    forecast: np.ndarray,
-    scale: np.ndarray,
-    target: float,
-    horizon: int,
-    residual_blocks: int,
-    period: int,
-    settings: ForecastSettings,
-) -> tuple[Calibration, np.ndarray]:
-    """The margins calibrated on the recent blocks' states (`margins.calibrate`), and the
-    state of every coming block."""  # fmt: skip
-    busy_blocks = max(1, settings.blocks_per(settings.reactions.busy_lookback_hours * HOUR))
-    past_busy, future_busy = _recently_busy(cpu_blocks, scale, busy_blocks, horizon)
-    past_states = block_states(one_step, past_busy, scale)
-    future_states = block_states(forecast, future_busy, scale)
-    recent = slice(-residual_blocks, None)
-    calibration = calibrate(
-        cpu_blocks[:, recent], one_step[:, recent], past_states[:, recent], scale, target,
-        settings.max_container_shortfall, settings.reactions, DAY / period,
-    )  # fmt: skip
-    return calibration, future_states
+    def cpu_required(
+        self, forecast: np.ndarray, margin: np.ndarray, batch: np.ndarray, ceiling: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """(required, the margin used): forecast + margin per block, a fallback where no
+        margin is known, the batch ceiling and the floor."""
+        s, usage = self.settings, self.usage
+        mean_sized = batch & (s.batch_cpu_sizing == "mean")
+        use_margin = np.where(mean_sized[:, None], 0.0, np.maximum(margin, 0.0))
+        required = forecast + use_margin
+        if np.isnan(margin).any():
+            fallback = _fallback_cpu(self.recent_cpu, s)
+            # a series with no sample in the recent window (a pod gone quiet) falls back
+            # on all the history it has, instead of planning nothing
+            quiet = np.isnan(fallback)
+            if quiet.any():
+                fallback[quiet] = _fallback_cpu(usage.cpu[quiet], s)
+            required = np.where(np.isnan(margin), fallback[:, None], required)
+        # an on/off job runs at its own ceiling: a batch request never needs to exceed it
+        required = np.fmin(required, ceiling[:, None])
+        required = np.maximum(required, s.min_cpu_cores)
+        required[np.all(np.isnan(usage.cpu), axis=1)] = np.nan
+        return required, use_margin
 
 
 def make_plan(
@@ -251,46 +248,26 @@ def make_plan(
     """Plan the horizon from the first block boundary at or after `now` (default: the end
     of the history) for every series. `previous` (the last plan) keeps memory sizing
     stable; `levels` (the perfect reference) replace forecasts by true block means."""
-    step = usage.step
-    now = usage.start + usage.n_windows * step if now is None else now
-    per_block = settings.windows_per_block(step)
-    layout = layout_for(usage.start, step, usage.n_windows, per_block)
-    period = layout.period
-    cpu_blocks = as_blocks(usage.cpu, layout)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        blocks = np.nanmean(cpu_blocks, axis=2)
-    residual_windows = max(1, round(settings.residual_days * DAY / step))
-    residual_blocks = max(1, residual_windows // per_block)
-    recent_cpu = usage.cpu[:, -residual_windows:]
-    shape = detect_shape(recent_cpu, blocks, period, settings)
-    first_block = math.ceil(now / period)
-    horizon = settings.blocks_per(settings.horizon_seconds)
-    scale = _recent_scale(recent_cpu)
-    target = _shortfall_target(usage, recent_cpu, scale, shape.batch, settings)
-    one_step, forecast, model, alpha = _forecasts(
-        usage, cpu_blocks, blocks, layout, shape, target, first_block, horizon, residual_blocks,
-        settings, levels,
-    )  # fmt: skip
-    calibration, future_states = _calibrated(
-        cpu_blocks, one_step, forecast, scale, target, horizon, residual_blocks,
-        period, settings,
-    )  # fmt: skip
+    now = usage.start + usage.n_windows * usage.step if now is None else now
+    h = _History.of(usage, settings, now)
+    period, first_block, horizon = h.layout.period, h.first_block, h.horizon
+    shape = detect_shape(h.recent_cpu, h.blocks, period, settings)
+    target = h.shortfall_target(shape.batch)
+    one_step, forecast, model, alpha = h.forecasts(shape, target, levels)
+    calibration, future_states = h.calibrated(one_step, forecast, target)
     margin = calibration.margin_for(future_states)
-    ceiling = np.where(shape.batch, scale * (1.0 + settings.batch_peak_margin), np.nan)
-    required, use_margin = _cpu_required(
-        forecast, margin, usage, recent_cpu, shape, ceiling, settings
-    )
-    grid_cpu = cpu_blocks.reshape(usage.n_series, -1)
+    ceiling = np.where(shape.batch, h.scale * (1.0 + settings.batch_peak_margin), np.nan)
+    required, use_margin = h.cpu_required(forecast, margin, shape.batch, ceiling)
+    grid_cpu = h.cpu_blocks.reshape(usage.n_series, -1)
     memory = plan_memory(
-        as_blocks(usage.memory, layout).reshape(usage.n_series, -1),
+        as_blocks(usage.memory, h.layout).reshape(usage.n_series, -1),
         np.where(np.isnan(grid_cpu), -1, level_bins(grid_cpu, calibration.scale)),
-        level_bins(forecast, calibration.scale), per_block, ooms,
+        level_bins(forecast, calibration.scale), h.layout.windows_per_block, ooms,
         (first_block + np.arange(horizon)) * period, float(now), settings,
         None if previous is None else previous.memory.by_state,
     )  # fmt: skip
     idle = idle_requests(
-        recent_cpu, scale, settings.lulls.idle_quantile, settings.reactions.react_margin,
+        h.recent_cpu, h.scale, settings.lulls.idle_quantile, settings.reactions.react_margin,
         settings.min_cpu_cores,
     )  # fmt: skip
     return Plan(
