@@ -35,6 +35,57 @@ def require(checks: list[tuple[bool, str]], error: type[SettingsError] = Setting
             raise error(message)
 
 
+def within(bounds: str | tuple[str, ...]) -> dict[str, Any]:
+    """Field metadata declaring a setting's valid range once, for `Checked`: an interval
+    ("[0, 1)", "(0, inf)": an upper inf is no bound; a bound may name another field) or a
+    tuple of choices. A tuple value must be non-empty with every item within."""
+    return {"within": bounds}
+
+
+UNIT = within("[0, 1]")
+NON_NEGATIVE = within("[0, inf)")
+POSITIVE = within("(0, inf)")
+AT_LEAST_ONE = within("[1, inf)")
+
+
+def _within(settings: Any, name: str, bounds: str | tuple[str, ...]) -> tuple[bool, str]:
+    """Whether field `name` lies within `bounds` (see `within`), and the message if not."""
+    value = getattr(settings, name)
+    if isinstance(bounds, tuple):
+        return value in bounds, f"{name} must be one of {', '.join(bounds)}"
+    low, high = (part.strip() for part in bounds[1:-1].split(","))
+    lower, upper = (float(getattr(settings, b, b)) for b in (low, high))
+    items = value if isinstance(value, tuple) else (value,)
+    ok = len(items) > 0 and all(
+        (v >= lower if bounds[0] == "[" else v > lower)
+        and (high == "inf" or (v <= upper if bounds[-1] == "]" else v < upper))
+        for v in items
+    )
+    if isinstance(value, tuple):
+        return ok, f"{name} must be non-empty values in {bounds}"
+    if high != "inf":
+        return ok, f"{name} must be in {bounds}"
+    said = {"[0": "cannot be negative", "(0": "must be positive"}.get(bounds[0] + low)
+    return ok, f"{name} {said or f'must be at least {low}'}"
+
+
+class Checked:
+    """A settings dataclass checked when built, each field against the range its metadata
+    declares (`within`): a range is written once, beside its field, and the message says
+    it. `ERROR` is what a failed check raises; `GROUP` prefixes the messages with a
+    group's dotted name."""
+
+    GROUP: typing.ClassVar[str] = ""
+    ERROR: typing.ClassVar[type[SettingsError]] = SettingsError
+
+    def checks(self) -> list[tuple[bool, str]]:
+        fields = dataclasses.fields(typing.cast(Any, self))
+        return [_within(self, f.name, f.metadata["within"]) for f in fields if f.metadata]
+
+    def __post_init__(self) -> None:
+        require([(ok, self.GROUP + said) for ok, said in self.checks()], self.ERROR)
+
+
 TRUE = ("true", "yes", "on", "1")
 FALSE = ("false", "no", "off", "0")
 

@@ -3,17 +3,25 @@
 A run is fully described by its input and one `ForecastSettings`: nothing is read
 from globals or the environment. The knobs a user turns (risk, budget, memory headroom)
 are top-level; the rules' own knobs sit in groups, set by dotted name
-(`reactions.react_margin=0.2`). Each field declares its valid range once, as
-`metadata={"within": ...}`, and every group checks its fields against it when built.
+(`reactions.react_margin=0.2`). Each field declares its valid range once
+(`metadata=within(...)`, see `recommender.overrides.Checked`), checked when a group is built.
 """
 
 from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field, replace
-from typing import Any, ClassVar, Literal, cast, get_args
+from typing import Any, Literal, get_args
 
-from recommender.overrides import SettingsError, require
+from recommender.overrides import (
+    AT_LEAST_ONE,
+    NON_NEGATIVE,
+    POSITIVE,
+    UNIT,
+    Checked,
+    SettingsError,
+    within,
+)
 from tailor.change_budget import DEFAULT_CHANGES_PER_DAY
 from tailor.durations import DAY, HOUR, DurationError, whole_windows
 
@@ -30,29 +38,6 @@ class ForecastSettingsError(SettingsError):
     """A setting outside the range the recommender can work with."""
 
 
-def _within(settings: Any, name: str, within: str | tuple[str, ...]) -> tuple[bool, str]:
-    """Whether field `name` lies `within` an interval ("[0, 1)", "(0, inf)": an upper inf
-    is no bound; a bound may name another field) or a tuple of choices, and the message
-    if not. A tuple value must be non-empty with every item within."""
-    value = getattr(settings, name)
-    if isinstance(within, tuple):
-        return value in within, f"{name} must be one of {', '.join(within)}"
-    low, high = (part.strip() for part in within[1:-1].split(","))
-    lower, upper = (float(getattr(settings, b, b)) for b in (low, high))
-    items = value if isinstance(value, tuple) else (value,)
-    ok = len(items) > 0 and all(
-        (v >= lower if within[0] == "[" else v > lower)
-        and (high == "inf" or (v <= upper if within[-1] == "]" else v < upper))
-        for v in items
-    )
-    if isinstance(value, tuple):
-        return ok, f"{name} must be non-empty values in {within}"
-    if high != "inf":
-        return ok, f"{name} must be in {within}"
-    said = {"[0": "cannot be negative", "(0": "must be positive"}.get(within[0] + low)
-    return ok, f"{name} {said or f'must be at least {low}'}"
-
-
 def _spans_within_the_history_limit(settings: Any) -> list[tuple[bool, str]]:
     """Every span setting (…_days, …_hours, …_seconds) at most MAX_HISTORY_DAYS: a huge
     one ended in an OverflowError, or a hang."""
@@ -67,27 +52,13 @@ def _spans_within_the_history_limit(settings: Any) -> list[tuple[bool, str]]:
     return checks
 
 
-class _Checked:
-    """A settings dataclass checked when built: each field against its `within`, each span
-    against the history limit. GROUP prefixes the messages with the group's dotted name."""
+class _Checked(Checked):
+    """Forecast settings: checked as `Checked` is, and each span against the history limit."""
 
-    GROUP: ClassVar[str] = ""
+    ERROR = ForecastSettingsError
 
-    def __post_init__(self) -> None:
-        fields = dataclasses.fields(cast(Any, self))
-        checks = [_within(self, f.name, f.metadata["within"]) for f in fields if f.metadata]
-        checks += _spans_within_the_history_limit(self)
-        require([(ok, self.GROUP + said) for ok, said in checks], ForecastSettingsError)
-
-
-def _in(within: str | tuple[str, ...]) -> dict[str, Any]:
-    return {"within": within}
-
-
-UNIT = _in("[0, 1]")
-NON_NEGATIVE = _in("[0, inf)")
-POSITIVE = _in("(0, inf)")
-AT_LEAST_ONE = _in("[1, inf)")
+    def checks(self) -> list[tuple[bool, str]]:
+        return super().checks() + _spans_within_the_history_limit(self)
 
 
 @dataclass(frozen=True)
@@ -105,12 +76,14 @@ class ModelSettings(_Checked):
     """
 
     GROUP = "model."
-    level_alphas: tuple[float, ...] = field(default=(0.05, 0.2, 0.5, 0.9), metadata=_in("(0, 1]"))
+    level_alphas: tuple[float, ...] = field(
+        default=(0.05, 0.2, 0.5, 0.9), metadata=within("(0, 1]")
+    )
     persistence_windows: int = field(default=3, metadata=AT_LEAST_ONE)
     trend_beta: float = field(default=0.02, metadata=UNIT)
     trend_damping: float = field(default=0.9, metadata=UNIT)
     season_gamma: float = field(default=0.2, metadata=UNIT)
-    season_threshold: float = field(default=0.3, metadata=_in("(-1, 1)"))
+    season_threshold: float = field(default=0.3, metadata=within("(-1, 1)"))
     weekly_gain: float = 0.1
 
 
@@ -127,8 +100,8 @@ class HysteresisSettings(_Checked):
     """
 
     GROUP = "hysteresis."
-    decrease_threshold: float = field(default=0.15, metadata=_in("[0, 1)"))
-    min_decrease_share: float = field(default=0.05, metadata=_in("[0, 1)"))
+    decrease_threshold: float = field(default=0.15, metadata=within("[0, 1)"))
+    min_decrease_share: float = field(default=0.05, metadata=within("[0, 1)"))
     increase_threshold: float = field(default=0.1, metadata=NON_NEGATIVE)
     cover_blocks: int = field(default=3, metadata=AT_LEAST_ONE)
 
@@ -177,7 +150,7 @@ class MemorySettings(_Checked):
     GROUP = "memory."
     memory_recent_hours: float = field(default=2.0, metadata=POSITIVE)
     memory_peak_days: float = field(default=7.0, metadata=POSITIVE)
-    memory_state_quantile: float = field(default=1.0, metadata=_in("[0.5, 1]"))
+    memory_state_quantile: float = field(default=1.0, metadata=within("[0.5, 1]"))
     oom_tolerance_per_day: float = field(default=0.02, metadata=NON_NEGATIVE)
     oom_worth_bytes: float = field(default=4096 * MIB, metadata=POSITIVE)
     oom_bump_factor: float = field(default=1.4, metadata=AT_LEAST_ONE)
@@ -203,7 +176,7 @@ class LullSettings(_Checked):
     follow: bool = True
     after_windows: int = field(default=2, metadata=AT_LEAST_ONE)
     min_saving: float = field(default=0.5, metadata=UNIT)
-    idle_quantile: float = field(default=0.9, metadata=_in("(0, 1]"))
+    idle_quantile: float = field(default=0.9, metadata=within("(0, 1]"))
     target_floor: float = field(default=0.2, metadata=UNIT)
     reserve: int = field(default=1, metadata=AT_LEAST_ONE)
 
@@ -261,17 +234,23 @@ class ForecastSettings(_Checked):
     model, hysteresis, reactions, memory, lulls, spikes: the rules' own knobs.
     """
 
-    cpu_shortfall_mode: ShortfallMode = field(default="vpa", metadata=_in(get_args(ShortfallMode)))
-    target_cpu_shortfall: float = field(default=0.005, metadata=_in("(0, 0.5)"))
-    vpa_parity_factor: float = field(default=0.6, metadata=_in("(0, 1]"))
-    max_container_shortfall: float = field(default=0.1, metadata=_in("[target_cpu_shortfall, 1)"))
-    batch_cpu_sizing: BatchSizing = field(default="percentile", metadata=_in(get_args(BatchSizing)))
-    update_period_seconds: int = field(default=HOUR, metadata=_in("[60, inf)"))
-    horizon_seconds: int = field(default=DAY, metadata=_in("[update_period_seconds, inf)"))
-    history_days: float = field(default=14.0, metadata=_in(f"[1, {MAX_HISTORY_DAYS:g}]"))
-    residual_days: float = field(default=7.0, metadata=_in("(0, history_days]"))
+    cpu_shortfall_mode: ShortfallMode = field(
+        default="vpa", metadata=within(get_args(ShortfallMode))
+    )
+    target_cpu_shortfall: float = field(default=0.005, metadata=within("(0, 0.5)"))
+    vpa_parity_factor: float = field(default=0.6, metadata=within("(0, 1]"))
+    max_container_shortfall: float = field(
+        default=0.1, metadata=within("[target_cpu_shortfall, 1)")
+    )
+    batch_cpu_sizing: BatchSizing = field(
+        default="percentile", metadata=within(get_args(BatchSizing))
+    )
+    update_period_seconds: int = field(default=HOUR, metadata=within("[60, inf)"))
+    horizon_seconds: int = field(default=DAY, metadata=within("[update_period_seconds, inf)"))
+    history_days: float = field(default=14.0, metadata=within(f"[1, {MAX_HISTORY_DAYS:g}]"))
+    residual_days: float = field(default=7.0, metadata=within("(0, history_days]"))
     max_changes_per_day: int = field(default=DEFAULT_CHANGES_PER_DAY, metadata=AT_LEAST_ONE)
-    reserved_changes: int = field(default=1, metadata=_in("[0, max_changes_per_day)"))
+    reserved_changes: int = field(default=1, metadata=within("[0, max_changes_per_day)"))
     memory_margin: float = field(default=0.2, metadata=NON_NEGATIVE)
     batch_peak_margin: float = field(default=0.03, metadata=NON_NEGATIVE)
     chunk_series: int = field(default=512, metadata=AT_LEAST_ONE)
