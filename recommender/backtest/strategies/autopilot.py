@@ -27,37 +27,23 @@ from recommender.backtest.strategies.building_blocks import (
     grid_windows,
     round_requests,
 )
-from recommender.overrides import require
+from recommender.overrides import AT_LEAST_ONE, NON_NEGATIVE, POSITIVE, Checked, within
 from recommender.replay import Fleet, Requests
 from tailor.durations import HOUR
 
 
 @dataclass(frozen=True)
-class AutopilotSettings:
-    cpu_half_life_seconds: float = 12 * HOUR
-    memory_half_life_seconds: float = 48 * HOUR
-    cpu_percentile: float = 0.95
-    memory_percentile: float = 0.98
-    cpu_margin: float = 0.10
-    memory_margin: float = 0.15
-    max_over_seconds: int = HOUR
-    oom_bump_ratio: float = 1.2
+class AutopilotSettings(Checked):
+    cpu_half_life_seconds: float = field(default=12 * HOUR, metadata=POSITIVE)
+    memory_half_life_seconds: float = field(default=48 * HOUR, metadata=POSITIVE)
+    cpu_percentile: float = field(default=0.95, metadata=within("(0, 1]"))
+    memory_percentile: float = field(default=0.98, metadata=within("(0, 1]"))
+    cpu_margin: float = field(default=0.10, metadata=NON_NEGATIVE)
+    memory_margin: float = field(default=0.15, metadata=NON_NEGATIVE)
+    max_over_seconds: int = field(default=HOUR, metadata=NON_NEGATIVE)
+    oom_bump_ratio: float = field(default=1.2, metadata=AT_LEAST_ONE)
     floor: Floor = field(default_factory=Floor)
     policy: HysteresisPolicy = field(default_factory=HysteresisPolicy)
-
-    def __post_init__(self) -> None:
-        require(
-            [
-                (self.cpu_half_life_seconds > 0, "cpu_half_life_seconds must be positive"),
-                (self.memory_half_life_seconds > 0, "memory_half_life_seconds must be positive"),
-                (0.0 < self.cpu_percentile <= 1.0, "cpu_percentile must be in (0, 1]"),
-                (0.0 < self.memory_percentile <= 1.0, "memory_percentile must be in (0, 1]"),
-                (self.cpu_margin >= 0.0, "cpu_margin cannot be negative"),
-                (self.memory_margin >= 0.0, "memory_margin cannot be negative"),
-                (self.max_over_seconds >= 0, "max_over_seconds cannot be negative"),
-                (self.oom_bump_ratio >= 1.0, "oom_bump_ratio must be at least 1"),
-            ]
-        )
 
 
 class AutopilotStrategy:

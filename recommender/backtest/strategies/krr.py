@@ -23,29 +23,19 @@ from recommender.backtest.strategies.building_blocks import (
     round_requests,
     row_quantile,
 )
-from recommender.overrides import require
+from recommender.overrides import NON_NEGATIVE, POSITIVE, Checked, within
 from recommender.replay import Fleet, Requests
 from tailor.durations import DAY, HOUR
 
 
 @dataclass(frozen=True)
-class KrrSettings:
-    history_seconds: int = 14 * DAY
-    cpu_percentile: float = 0.95
-    memory_buffer: float = 0.15
-    update_period_seconds: int = HOUR
+class KrrSettings(Checked):
+    history_seconds: int = field(default=14 * DAY, metadata=POSITIVE)
+    cpu_percentile: float = field(default=0.95, metadata=within("(0, 1]"))
+    memory_buffer: float = field(default=0.15, metadata=NON_NEGATIVE)
+    update_period_seconds: int = field(default=HOUR, metadata=POSITIVE)
     floor: Floor = field(default_factory=Floor)
     policy: HysteresisPolicy = field(default_factory=HysteresisPolicy)
-
-    def __post_init__(self) -> None:
-        require(
-            [
-                (self.history_seconds > 0, "history_seconds must be positive"),
-                (0.0 < self.cpu_percentile <= 1.0, "cpu_percentile must be in (0, 1]"),
-                (self.memory_buffer >= 0.0, "memory_buffer cannot be negative"),
-                (self.update_period_seconds > 0, "update_period_seconds must be positive"),
-            ]
-        )
 
 
 class KrrStrategy:
