@@ -90,9 +90,9 @@ def make_autopilot(future: UsageArrays, settings: AutopilotSettings | None = Non
 
 def make_forecast(future: UsageArrays, settings: ForecastSettings | None = None) -> Strategy:
     """The forecast strategy."""
-    from recommender.forecast.strategy import make_forecast as build  # the project's own
+    from recommender.forecast.strategy import ForecastStrategy  # the project's own
 
-    return build(future, settings)
+    return ForecastStrategy(settings)
 
 
 def make_perfect_forecast(
@@ -100,9 +100,9 @@ def make_perfect_forecast(
 ) -> Strategy:
     """The forecast strategy's policy handed every block's true mean CPU (hindsight):
     what a perfect forecast would buy (see `recommender.forecast.levels`)."""
-    from recommender.forecast.strategy import make_perfect_forecast as build
+    from recommender.forecast.strategy import ForecastStrategy
 
-    return build(future, settings)
+    return ForecastStrategy.perfect(future, settings)
 
 
 FORECAST_FACTORIES = (make_forecast, make_perfect_forecast)  # what forecast settings apply to

@@ -46,6 +46,15 @@ class ForecastStrategy:
             self.name = "forecast-perfect"
         self.plan: Plan | None = None
 
+    @classmethod
+    def perfect(
+        cls, future: UsageArrays, settings: ForecastSettings | None = None
+    ) -> ForecastStrategy:
+        """The perfect-forecast reference: the same policy, handed every block's true mean
+        CPU from the block's whole history `future` (see `levels`)."""
+        settings = settings or ForecastSettings()
+        return cls(settings, KnownLevels.of(future, settings.windows_per_block(future.step)))
+
     def reset(self, fleet: Fleet) -> None:
         s = self.settings
         n = fleet.size
@@ -256,22 +265,3 @@ class ForecastStrategy:
         raised = react & (wanted > cpu)
         self.short_run = np.where(raised, 0, self.short_run)
         return np.where(raised, wanted, cpu), raised
-
-
-def make_forecast(
-    future: UsageArrays, settings: ForecastSettings | None = None
-) -> ForecastStrategy:
-    """Backtest factory (the block's future is never looked at); bind `settings` with
-    `functools.partial` for a picklable factory of other settings."""
-    return ForecastStrategy(settings)
-
-
-def make_perfect_forecast(
-    future: UsageArrays,
-    settings: ForecastSettings | None = None,
-) -> ForecastStrategy:
-    """Backtest factory of the perfect-forecast reference: the same policy, handed every
-    block's true mean CPU from the block's whole history `future` (see `levels`)."""
-    settings = settings or ForecastSettings()
-    levels = KnownLevels.of(future, settings.windows_per_block(future.step))
-    return ForecastStrategy(settings, levels)
