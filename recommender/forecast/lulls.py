@@ -15,6 +15,7 @@ import numpy as np
 
 from recommender.forecast.margins import LEVEL_EDGES
 from recommender.forecast.quantiles import error_quantiles
+from recommender.forecast.settings import LullSettings
 
 
 def _idle_busy(cpu: np.ndarray, scale: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -65,25 +66,27 @@ class LullTracker:
         idle, _ = _idle_busy(cpu, scale)
         self.idle_run = np.where(idle, self.idle_run + 1, 0)
 
-    def drops(
+    def drop(
         self,
         request: np.ndarray,
-        idle_request: np.ndarray,
-        eligible: np.ndarray,
-        min_saving: np.ndarray,
-        after_windows: int,
+        idle: np.ndarray,
+        may: np.ndarray,
+        left: np.ndarray,
+        scale: np.ndarray,
+        settings: LullSettings,
     ) -> np.ndarray:
-        """Which series drop to their idle request now (bool, series)."""
-        saving = request - idle_request
-        return (
-            eligible
-            & (self.idle_run >= after_windows)
+        """Which series drop from `request` to their `idle` one now (bool, series), each
+        remembering the level to restore: those that `may`, idle for `after_windows`, with
+        `reserve` changes `left` for the restore and a saving of `min_saving` x `scale`."""
+        dropped = (
+            may
+            & (left >= settings.reserve + 1)
+            & (self.idle_run >= settings.after_windows)
             & np.isnan(self.dropped_from)
-            & (saving >= min_saving)
+            & (request - idle >= settings.min_saving * scale)
         )
-
-    def record_drops(self, dropped: np.ndarray, previous: np.ndarray) -> None:
-        self.dropped_from = np.where(dropped, previous, self.dropped_from)
+        self.dropped_from = np.where(dropped, request, self.dropped_from)
+        return dropped
 
     def restore_level(
         self, wanted: np.ndarray, seen: np.ndarray, scale: np.ndarray, ceiling: np.ndarray

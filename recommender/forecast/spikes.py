@@ -12,6 +12,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from recommender.forecast.settings import SpikeSettings
+
 
 @dataclass
 class SpikeTracker:
@@ -38,22 +40,29 @@ class SpikeTracker:
         self.calm_run = np.where(raised, 0, self.calm_run)
         self.released &= ~raised
 
-    def releases(
+    def release(
         self,
         current: np.ndarray,
-        unchanged: np.ndarray,
-        eligible: np.ndarray,
-        min_saving: np.ndarray,
-        after_windows: int,
-    ) -> np.ndarray:
-        """Which series return to their pre-reaction request now (bool, series)."""
-        saving = current - self.raised_from
-        calm = self.calm_run >= after_windows
-        return eligible & unchanged & calm & (saving >= min_saving)
-
-    def record_releases(self, released: np.ndarray) -> None:
+        may: np.ndarray,
+        left: np.ndarray,
+        scale: np.ndarray,
+        settings: SpikeSettings,
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Which series return from `current` to their pre-reaction request now (bool,
+        series), and that request: those that `may`, calm for `after_windows`, with
+        `reserve` changes `left` for the next reaction and a saving of `min_saving` x
+        `scale`."""
+        released = (
+            may
+            & settings.release
+            & (left >= settings.reserve + 1)
+            & (self.calm_run >= settings.after_windows)
+            & (current - self.raised_from >= settings.min_saving * scale)
+        )
+        before = self.raised_from
         self.released |= released
-        self.raised_from = np.where(released, np.nan, self.raised_from)
+        self.raised_from = np.where(released, np.nan, before)
+        return released, before
 
     def at_boundary(self, planned: np.ndarray) -> None:
         """A block boundary passed: rows the plan moved (`planned`, bool) have no reaction

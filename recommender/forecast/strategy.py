@@ -104,9 +104,9 @@ class ForecastStrategy:
             offset = 0
         else:
             offset = max(0, int(now // self.period) - self.plan.first_block)
-        plan = self.plan
+        plan, peak = self.plan, self.plan.calibration.scale
         offset = min(offset, plan.horizon - 1)
-        self.lulls.observe(self.last_cpu, plan.calibration.scale)
+        self.lulls.observe(self.last_cpu, peak)
         self.spikes.observe(self.last_cpu)
         required = plan.cpu_required[:, offset:]
         following = plan.shape.batch & s.lulls.follow  # series that follow their lulls
@@ -120,14 +120,15 @@ class ForecastStrategy:
         cpu, reacted = self._react_cpu(cpu, required, may_react, left, following)
         serving = ~following & np.isnan(self.lulls.dropped_from)
         self.spikes.record_raises(reacted & serving, before_reaction)
-        usage_state = level_bins(self.last_cpu[:, None], plan.calibration.scale)[:, 0]
+        usage_state = level_bins(self.last_cpu[:, None], peak)[:, 0]
         states = np.where(reacted, np.maximum(states, usage_state), states)
         self.lulls.clear(np.flatnonzero(cpu > current.cpu))
-        dropped = self._drop_in_lull(cpu, current.cpu, left, following)
+        unchanged = np.isclose(cpu, current.cpu)
+        dropped = self.lulls.drop(cpu, plan.cpu_idle, following & unchanged, left, peak, s.lulls)
         cpu = np.where(dropped, plan.cpu_idle, cpu)
-        released = self._release_spike(cpu, current.cpu, left, following)
-        cpu = np.where(released, self.spikes.raised_from, cpu)
-        self.spikes.record_releases(released)
+        may_release = ~following & unchanged
+        released, back = self.spikes.release(current.cpu, may_release, left, peak, s.spikes)
+        cpu = np.where(released, back, cpu)
         cpu = self._within_ceiling(cpu, current.cpu)
         cpu_moves = differs(cpu, current.cpu)
         along = cpu_moves & ~dropped & ~released  # memory follows neither drop nor release
@@ -136,7 +137,7 @@ class ForecastStrategy:
         memory = np.where(self.oom_now, np.fmax(memory, self.ooms.floor), memory)
         resized = differs(memory, current.memory)
         still = resized & ~cpu_moves
-        clearly = s.reactions.react_min_fraction * plan.calibration.scale
+        clearly = s.reactions.react_min_fraction * peak
         cpu = ride_with_memory(cpu, required, s, still, self.last_cpu, clearly, ~following)
         self.oom_now[:] = False
         changed = cpu_moves | resized
@@ -200,37 +201,6 @@ class ForecastStrategy:
         ceiling = np.fmax(self.plan.cpu_ceiling, self.last_cpu)
         capped = ~np.isnan(self.plan.cpu_ceiling) & ~np.isclose(cpu, current, equal_nan=True)
         return np.where(capped, np.fmin(cpu, ceiling), cpu)
-
-    def _drop_in_lull(
-        self, cpu: np.ndarray, current: np.ndarray, left: np.ndarray, following: np.ndarray
-    ) -> np.ndarray:
-        """On/off containers idle for a while drop to their idle need (see `lulls`)."""
-        s = self.settings
-        assert self.plan is not None
-        unchanged = np.isclose(cpu, current)
-        budget = left >= s.lulls.reserve + 1
-        eligible = following & unchanged & budget & ~np.isnan(self.plan.cpu_idle)
-        min_saving = s.lulls.min_saving * self.plan.calibration.scale
-        dropped = self.lulls.drops(
-            cpu, self.plan.cpu_idle, eligible, min_saving, s.lulls.after_windows
-        )
-        self.lulls.record_drops(dropped, cpu)
-        return dropped
-
-    def _release_spike(
-        self, cpu: np.ndarray, current: np.ndarray, left: np.ndarray, following: np.ndarray
-    ) -> np.ndarray:
-        """Serving containers calm again after a burst return to their pre-reaction request."""
-        s = self.settings
-        assert self.plan is not None
-        eligible = s.spikes.release & ~following & (left >= s.spikes.reserve + 1)
-        return self.spikes.releases(
-            current,
-            np.isclose(cpu, current),
-            eligible,
-            s.spikes.min_saving * self.plan.calibration.scale,
-            s.spikes.after_windows,
-        )
 
     def _react_cpu(
         self,

@@ -52,10 +52,14 @@ def test_a_drop_needs_a_long_enough_idle_run_and_a_real_saving() -> None:
     request = np.array([8.0, 0.5, 8.0])
     idle_need = np.array([0.1, 0.1, 0.1])
     eligible = np.ones(3, dtype=bool)
-    drops = tracker.drops(request, idle_need, eligible, 0.3 * scale, after_windows=2)
+    rules = LullSettings(after_windows=2, min_saving=0.3, reserve=1)
+    # with a single change left, none may drop: the restore needs it
+    assert not tracker.drop(request, idle_need, eligible, np.ones(3), scale, rules).any()
+    drops = tracker.drop(request, idle_need, eligible, np.full(3, 2), scale, rules)
     # series 1 would save too little, series 2 is busy
     assert drops.tolist() == [True, False, False]
-    tracker.record_drops(drops, request)
+    # a series already dropped does not drop again
+    assert not tracker.drop(request, idle_need, eligible, np.full(3, 2), scale, rules).any()
     # a busy window after the drop restores the level from before it, capped at the ceiling
     wanted = tracker.restore_level(
         np.array([6.6, 6.6, 6.6]), np.array([6.0, 6.0, 6.0]), scale, np.full(3, 7.5)

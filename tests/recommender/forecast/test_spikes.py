@@ -27,13 +27,17 @@ def test_a_release_needs_calm_windows_and_a_real_saving() -> None:
         tracker.observe(np.array([0.45, 0.7, 0.4, 0.52]))
     current = np.full(4, 2.0)
     everyone = np.ones(4, dtype=bool)
-    released = tracker.releases(current, everyone, everyone, np.full(4, 0.5), after_windows=2)
+    two_left, scale = np.full(4, 2), np.full(4, 2.0)
+    rules = SpikeSettings(after_windows=2, min_saving=0.25, reserve=0)
+    # too small a saving, one calm window too few, or no change left keeps the raise
+    stricter = (replace(rules, min_saving=0.8), replace(rules, after_windows=3))
+    for kept in stricter:
+        assert not tracker.release(current, everyone, two_left, scale, kept)[0].any()
+    assert not tracker.release(current, everyone, np.zeros(4), scale, rules)[0].any()
+    released, back_to = tracker.release(current, everyone, two_left, scale, rules)
     # series 2 was never raised
     assert released.tolist() == [True, False, False, False]
-    # too small a saving, or one calm window too few, keeps the raise
-    assert not tracker.releases(current, everyone, everyone, np.full(4, 1.6), 2).any()
-    assert not tracker.releases(current, everyone, everyone, np.full(4, 0.5), 3).any()
-    tracker.record_releases(released)
+    assert back_to[0] == 0.5
     assert np.isnan(tracker.raised_from[0]) and tracker.released[0]
 
 
