@@ -99,7 +99,7 @@ def make_perfect_forecast(
     future: UsageArrays, settings: ForecastSettings | None = None
 ) -> Strategy:
     """The forecast strategy's policy handed every block's true mean CPU (hindsight):
-    what a perfect forecast would buy (see `recommender.forecast.levels`)."""
+    what a perfect forecast would buy (see `recommender.forecast.blocks.KnownLevels`)."""
     from recommender.forecast.strategy import ForecastStrategy
 
     return ForecastStrategy.perfect(future, settings)

@@ -16,10 +16,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from recommender.data.arrays import UsageArrays
-from recommender.forecast.blocks import BlockLayout, as_blocks, layout_for
+from recommender.forecast.blocks import BlockLayout, KnownLevels, as_blocks, layout_for
 from recommender.forecast.holtwinters import SmoothingParams, fit
-from recommender.forecast.levels import KnownLevels
-from recommender.forecast.lulls import idle_requests, lull_shortfall_rate
 from recommender.forecast.margins import (
     LEVEL_EDGES,
     Calibration,
@@ -28,6 +26,7 @@ from recommender.forecast.margins import (
     level_bins,
 )
 from recommender.forecast.memory import MemoryPlan, OomHistory, plan_memory
+from recommender.forecast.midblock import idle_requests, lull_shortfall_rate
 from recommender.forecast.parity import parity_target, vpa_rate
 from recommender.forecast.quantiles import error_quantiles, gapless_max
 from recommender.forecast.settings import DAY, HOUR, ForecastSettings
@@ -150,7 +149,7 @@ class _History:
 
     def shortfall_target(self, batch: np.ndarray) -> float:
         """The target the margins spend: the fleet's shortfall budget less what lull
-        following's job starts will spend (see `lulls`)."""
+        following's job starts will spend (see `midblock`)."""
         s = self.settings
         target = s.target_cpu_shortfall
         if s.cpu_shortfall_mode == "vpa":

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from recommender.data.arrays import UsageArrays
-from recommender.forecast.levels import KnownLevels
+from recommender.forecast.blocks import KnownLevels
 from recommender.forecast.memory import OomHistory, recent_peak
 from recommender.forecast.planner import Plan, make_plan
 from recommender.forecast.schedule import cover, cpu_step, cut_worth_making, memory_step

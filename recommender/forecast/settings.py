@@ -160,7 +160,7 @@ class MemorySettings(_Checked):
 
 @dataclass(frozen=True)
 class LullSettings(_Checked):
-    """How the `forecast` strategy follows the lulls of on/off containers (see `lulls`).
+    """How the `forecast` strategy follows the lulls of on/off containers (see `midblock`).
 
     follow: drop CPU mid-block to the idle need once a batch container has been
         idle for `after_windows` windows in a row ...
@@ -184,7 +184,7 @@ class LullSettings(_Checked):
 @dataclass(frozen=True)
 class SpikeSettings(_Checked):
     """How the `forecast` strategy hands back a reaction once a serving burst is over
-    (see `spikes`).
+    (see `midblock`).
 
     release: return to the request from before a reaction once usage has stayed
         at or below it for `after_windows` windows in a row ...

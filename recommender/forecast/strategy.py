@@ -11,17 +11,16 @@ from __future__ import annotations
 import numpy as np
 
 from recommender.data.arrays import UsageArrays
+from recommender.forecast.blocks import KnownLevels
 from recommender.forecast.buffer import UsageBuffer
-from recommender.forecast.levels import KnownLevels
-from recommender.forecast.lulls import LullTracker
 from recommender.forecast.margins import LEVEL_EDGES, level_bins
 from recommender.forecast.memory import OomHistory, implied_demand
+from recommender.forecast.midblock import LullTracker, SpikeTracker
 from recommender.forecast.planner import Plan
 from recommender.forecast.policy import ForecastPolicy
 from recommender.forecast.quantiles import gapless_max
 from recommender.forecast.schedule import cover, memory_step, ride_with_memory
 from recommender.forecast.settings import DAY, ForecastSettings
-from recommender.forecast.spikes import SpikeTracker
 from recommender.replay import Fleet, Requests, differs
 from tailor.change_budget import ChangeBudget
 
@@ -51,7 +50,7 @@ class ForecastStrategy:
         cls, future: UsageArrays, settings: ForecastSettings | None = None
     ) -> ForecastStrategy:
         """The perfect-forecast reference: the same policy, handed every block's true mean
-        CPU from the block's whole history `future` (see `levels`)."""
+        CPU from the block's whole history `future` (see `blocks.KnownLevels`)."""
         settings = settings or ForecastSettings()
         return cls(settings, KnownLevels.of(future, settings.windows_per_block(future.step)))
 

@@ -12,7 +12,7 @@ from recommender.backtest.registry import (
 )
 from recommender.data.arrays import UsageArrays
 from recommender.explanations import reasons
-from recommender.forecast.levels import KnownLevels
+from recommender.forecast.blocks import KnownLevels
 from recommender.forecast.memory import OomHistory
 from recommender.forecast.planner import make_plan
 from recommender.forecast.settings import ForecastSettings

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from recommender.forecast.lulls import (
+from recommender.forecast.midblock import (
     LullTracker,
     idle_requests,
     lull_shortfall_rate,

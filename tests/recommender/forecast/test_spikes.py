@@ -7,12 +7,12 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
+from recommender.forecast.midblock import SpikeTracker
 from recommender.forecast.settings import (
     ForecastSettings,
     ForecastSettingsError,
     SpikeSettings,
 )
-from recommender.forecast.spikes import SpikeTracker
 from tests.recommender.forecast import synthetic as syn
 from tests.recommender.forecast.test_strategy import replay
 
