@@ -89,7 +89,7 @@ class ModelSettings(_Checked):
 
 @dataclass(frozen=True)
 class HysteresisSettings(_Checked):
-    """When a block boundary moves a request (see `schedule`): every change is a resize.
+    """When a block boundary moves a request (see `policy`): every change is a resize.
 
     decrease_threshold: a planned decrease must lower the request by this share ...
     min_decrease_share: ... and by this share of the recent peak (a small cut is not

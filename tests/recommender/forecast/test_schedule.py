@@ -5,8 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from recommender.forecast.policy import ForecastPolicy, InForce, Needs
-from recommender.forecast.schedule import (
+from recommender.forecast.policy import (
+    ForecastPolicy,
+    InForce,
+    Needs,
     cpu_step,
     ride_with_memory,
 )
