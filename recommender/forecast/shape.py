@@ -34,9 +34,7 @@ class ShapeReport:
     weekly_acf: np.ndarray
     trend_per_day: np.ndarray  # least-squares slope of daily means / mean level
     burstiness: np.ndarray  # p99 / median of the sample windows
-    persistence: np.ndarray  # lag-1 autocorrelation of the sample windows
     batch: np.ndarray  # bool: on/off, throughput-bound shape
-    history_days: np.ndarray  # span of blocks with data, in days
 
     def season_name(self, day_blocks: int) -> np.ndarray:
         """'none', 'daily' or 'weekly' per series."""
@@ -97,8 +95,8 @@ def _trend_per_day(blocks: np.ndarray, day_blocks: int) -> np.ndarray:
     return np.where(np.isfinite(relative), relative, 0.0)
 
 
-def _on_off(windows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Burstiness, persistence and the batch flag from raw sample windows."""
+def _on_off(windows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Burstiness and the batch flag from raw sample windows."""
     peak = error_quantiles(windows, (0.99,))[0][:, 0]
     median = error_quantiles(windows, (0.5,))[0][:, 0]
     with warnings.catch_warnings():
@@ -117,7 +115,7 @@ def _on_off(windows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         & (between <= BATCH_MAX_BETWEEN)
         & (peak > 0)
     )
-    return burstiness, persistence, batch
+    return burstiness, batch
 
 
 def detect_shape(
@@ -140,14 +138,12 @@ def detect_shape(
     period = np.where(
         has_weekly, week_blocks, np.where(has_daily & (day_blocks > 1), day_blocks, 1)
     )
-    burstiness, persistence, batch = _on_off(windows)
+    burstiness, batch = _on_off(windows)
     return ShapeReport(
         period=period.astype(np.int64),
         daily_acf=daily,
         weekly_acf=weekly,
         trend_per_day=_trend_per_day(blocks, day_blocks),
         burstiness=burstiness,
-        persistence=persistence,
         batch=batch,
-        history_days=history,
     )
