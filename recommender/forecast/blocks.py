@@ -12,13 +12,13 @@ of the noise inside blocks, which no forecast of levels removes.
 
 from __future__ import annotations
 
-import warnings
 from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
 from recommender.data.arrays import KEY_COLUMNS, UsageArrays
+from recommender.forecast.quantiles import gapless_mean
 
 
 @dataclass(frozen=True)
@@ -68,9 +68,7 @@ def as_blocks(values: np.ndarray, layout: BlockLayout) -> np.ndarray:
 
 def block_mean(values: np.ndarray, layout: BlockLayout) -> np.ndarray:
     """Mean usage of each block, NaN for blocks without a sample: (series, blocks)."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        return np.nanmean(as_blocks(values, layout), axis=2)
+    return gapless_mean(as_blocks(values, layout), axis=2)
 
 
 @dataclass(frozen=True)

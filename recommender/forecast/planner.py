@@ -10,7 +10,6 @@ nothing after `now` can influence a plan.
 from __future__ import annotations
 
 import math
-import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -28,7 +27,7 @@ from recommender.forecast.margins import (
 from recommender.forecast.memory import MemoryPlan, OomHistory, plan_memory
 from recommender.forecast.midblock import idle_requests, lull_shortfall_rate
 from recommender.forecast.parity import parity_target, vpa_rate
-from recommender.forecast.quantiles import error_quantiles, gapless_max
+from recommender.forecast.quantiles import error_quantiles, gapless_max, gapless_mean
 from recommender.forecast.settings import DAY, HOUR, ForecastSettings
 from recommender.forecast.shape import ShapeReport, detect_shape
 
@@ -74,9 +73,7 @@ def _fallback_cpu(cpu: np.ndarray, settings: ForecastSettings) -> np.ndarray:
 def persistence_one_step(windows: np.ndarray, recent: int) -> np.ndarray:
     """Forecast of each block = mean of the last `recent` windows before it: batch jobs
     switch state and stay, so the latest windows beat a smoothed level after a switch."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        tail = np.nanmean(windows[:, :, -recent:], axis=2)
+    tail = gapless_mean(windows[:, :, -recent:], axis=2)
     out = np.full(tail.shape, np.nan)
     out[:, 1:] = tail[:, :-1]
     return out
@@ -91,9 +88,7 @@ def _cheapest_model(usage: np.ndarray, forecasts: np.ndarray, target: float) -> 
     for m in range(models):
         errors = (usage - forecasts[:, m, :, None]).reshape(n, -1)
         quantile, count = error_quantiles(errors, (1.0 - target,))
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)
-            slack = quantile[:, 0] - np.nanmean(errors, axis=1)
+        slack = quantile[:, 0] - gapless_mean(errors, axis=1)
         score[:, m] = np.where(count >= MIN_MODEL_ERRORS, slack, np.inf)
     return np.argmin(score, axis=1)  # no model judged: all inf, the first (Holt-Winters)
 
@@ -133,9 +128,7 @@ class _History:
         per_block = settings.windows_per_block(usage.step)
         layout = layout_for(usage.start, usage.step, usage.n_windows, per_block)
         cpu_blocks = as_blocks(usage.cpu, layout)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)
-            blocks = np.nanmean(cpu_blocks, axis=2)
+        blocks = gapless_mean(cpu_blocks, axis=2)
         residual_windows = max(1, round(settings.residual_days * DAY / usage.step))
         recent_cpu = usage.cpu[:, -residual_windows:]
         peak = gapless_max(recent_cpu)
@@ -178,9 +171,7 @@ class _History:
         use_persist = choice == options.shape[1] - 1
         hw = candidates.pick(np.minimum(choice, options.shape[1] - 2))
         one_step = options[np.arange(usage.n_series), choice]
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)
-            latest = np.nanmean(usage.cpu[:, -m.persistence_windows :], axis=1)
+        latest = gapless_mean(usage.cpu[:, -m.persistence_windows :], axis=1)
         smoothed = hw.forecast(self.first_block, self.horizon)
         forecast = np.where(use_persist[:, None], latest[:, None], smoothed)
         model = np.where(use_persist, "persistence", "holt-winters")

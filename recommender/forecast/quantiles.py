@@ -7,6 +7,8 @@ ceil(level x (count - 1)) among a row's non-missing values.
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
 PARTITION_POINTS = 16  # more distinct ranks than this and a sort is faster
@@ -21,6 +23,14 @@ def _ranks(count: np.ndarray, levels: tuple[float, ...]) -> np.ndarray:
 def gapless_max(values: np.ndarray, axis: int = 1) -> np.ndarray:
     """Largest value along `axis`, gaps (NaN) ignored; -inf where there is none."""
     return np.max(np.where(np.isnan(values), -np.inf, values), axis=axis, initial=-np.inf)
+
+
+def gapless_mean(values: np.ndarray, axis: int) -> np.ndarray:
+    """Mean along `axis`, gaps (NaN) ignored; NaN where there is none (numpy warns of
+    an empty slice, which here is only a series without samples)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return np.nanmean(values, axis=axis)
 
 
 def error_quantiles(errors: np.ndarray, levels: tuple[float, ...]) -> tuple[np.ndarray, np.ndarray]:
