@@ -35,93 +35,6 @@ def cover(required: np.ndarray, blocks: int) -> np.ndarray:
     return np.where(np.isneginf(peak), np.nan, peak)
 
 
-def cpu_step(
-    current: np.ndarray,
-    required: np.ndarray,
-    settings: ForecastSettings,
-    may_increase: np.ndarray,
-    may_decrease: np.ndarray,
-) -> np.ndarray:
-    """The CPU request for the coming block from `current` (NaN = none yet) and the
-    `required` of the blocks ahead, as far as the change budget allows (`may_...`)."""
-    now = required[:, 0]
-    level = cover(required, settings.hysteresis.cover_blocks)
-    unset = np.isnan(current) & ~np.isnan(level)
-    up = may_increase & (now > current * (1.0 + settings.hysteresis.increase_threshold))
-    down = may_decrease & (level < current * (1.0 - settings.hysteresis.decrease_threshold))
-    return np.where(unset | up | down, level, current)
-
-
-def kept_above_usage(
-    planned: np.ndarray, current: np.ndarray, usage: np.ndarray, settings: ForecastSettings
-) -> np.ndarray:
-    """A cut never goes below what the container is using right now (+ the reaction
-    margin), nor, for that reason, above the request in force."""
-    below = (usage > planned) & (planned < current)
-    using = usage * (1.0 + settings.reactions.react_margin)
-    return np.where(below, np.fmin(current, np.fmax(planned, using)), planned)
-
-
-def cut_worth_making(
-    planned: np.ndarray,
-    current: np.ndarray,
-    usage: np.ndarray,
-    scale: np.ndarray,
-    settings: ForecastSettings,
-) -> np.ndarray:
-    """A boundary's planned CPU as made (by the strategy and the published schedule): a
-    cut never below the `usage` right now, and none that saves less than
-    `min_decrease_share` of the recent peak `scale` (not worth a resize)."""
-    planned = kept_above_usage(planned, current, usage, settings)
-    small = current - planned < settings.hysteresis.min_decrease_share * scale
-    return np.where((planned < current) & small, current, planned)
-
-
-def ride_with_memory(
-    cpu: np.ndarray,
-    required: np.ndarray,
-    settings: ForecastSettings,
-    resized: np.ndarray,
-    usage: np.ndarray,
-    clearly: np.ndarray,
-    follows_plan: np.ndarray,
-) -> np.ndarray:
-    """CPU for series whose memory is `resized` anyway (an OOM kill's bump, a rise): the
-    resize is a change, so CPU rides along, up to the last `usage` + the reaction margin
-    when that was `clearly` above the request (one resize, not a reaction later), else,
-    where it `follows_plan`, to the plan's level with the boundary's thresholds (kills
-    spend a young container's budget, leaving its CPU where the plan no longer wants it).
-    """
-    if not resized.any():
-        return cpu
-    short = resized & (usage > cpu + clearly)
-    raised = np.where(short, np.fmax(cpu, usage * (1.0 + settings.reactions.react_margin)), cpu)
-    alone = resized & ~short & follows_plan
-    planned = cpu_step(raised, required, settings, alone, alone)
-    return kept_above_usage(planned, raised, usage, settings)
-
-
-def memory_step(
-    current: np.ndarray,
-    needed: np.ndarray,
-    settings: ForecastSettings,
-    may_rise: np.ndarray,
-    may_fall: np.ndarray,
-    riding: np.ndarray,
-    held: np.ndarray,
-) -> np.ndarray:
-    """The memory request (= limit) at a block boundary: up as soon as the need eats into
-    half the headroom (`may_rise`); down alone only by `MEMORY_ALONE_DECREASE` (`may_fall`)
-    and never during an OOM hold (`held`); to the need whenever CPU is resized anyway
-    (`riding`, down only outside a hold): one resize for both."""
-    known = ~np.isnan(needed)
-    unset = np.isnan(current) & known
-    up = may_rise & (needed > current * (1.0 + settings.memory_margin / 2.0))
-    alone_down = may_fall & ~held & (needed < current * (1.0 - MEMORY_ALONE_DECREASE))
-    along = riding & known & ((needed > current) | ~held)
-    return np.where(unset | up | alone_down | along, needed, current)
-
-
 @dataclass(frozen=True)
 class Needs:
     """What a schedule plays, per unit (a series, or a workload's pods merged): per block
@@ -236,13 +149,85 @@ class ForecastPolicy:
         usage: np.ndarray,
         scale: np.ndarray,
     ) -> np.ndarray:
-        """The CPU level a block boundary sets: the need `ahead` through the hysteresis
-        within the `left` changes, and no cut under the `usage` now or worth too little
-        against the recent peak `scale`."""
+        """The CPU level a block boundary sets (in the strategy and the published schedule):
+        the need `ahead` through the hysteresis within the `left` changes; a cut never
+        below the `usage` right now, and none that saves less than `min_decrease_share`
+        of the recent peak `scale` (not worth a resize)."""
         s = self.settings
-        may_plan = left > s.reserved_changes
-        level = cpu_step(current, ahead, s, left > 0, may_plan)
-        return cut_worth_making(level, current, usage, scale, s)
+        level = self.cpu_step(current, ahead, left > 0, left > s.reserved_changes)
+        planned = self._kept_above_usage(level, current, usage)
+        small = current - planned < s.hysteresis.min_decrease_share * scale
+        return np.where((planned < current) & small, current, planned)
+
+    def cpu_step(
+        self,
+        current: np.ndarray,
+        required: np.ndarray,
+        may_increase: np.ndarray,
+        may_decrease: np.ndarray,
+    ) -> np.ndarray:
+        """The CPU request for the coming block from `current` (NaN = none yet) and the
+        `required` of the blocks ahead, as far as the change budget allows (`may_...`)."""
+        h = self.settings.hysteresis
+        now = required[:, 0]
+        level = cover(required, h.cover_blocks)
+        unset = np.isnan(current) & ~np.isnan(level)
+        up = may_increase & (now > current * (1.0 + h.increase_threshold))
+        down = may_decrease & (level < current * (1.0 - h.decrease_threshold))
+        return np.where(unset | up | down, level, current)
+
+    def _kept_above_usage(
+        self, planned: np.ndarray, current: np.ndarray, usage: np.ndarray
+    ) -> np.ndarray:
+        """A cut never goes below what the container is using right now (+ the reaction
+        margin), nor, for that reason, above the request in force."""
+        below = (usage > planned) & (planned < current)
+        using = usage * (1.0 + self.settings.reactions.react_margin)
+        return np.where(below, np.fmin(current, np.fmax(planned, using)), planned)
+
+    def ride_with_memory(
+        self,
+        cpu: np.ndarray,
+        required: np.ndarray,
+        resized: np.ndarray,
+        usage: np.ndarray,
+        clearly: np.ndarray,
+        follows_plan: np.ndarray,
+    ) -> np.ndarray:
+        """CPU for series whose memory is `resized` anyway (an OOM kill's bump, a rise): the
+        resize is a change, so CPU rides along, up to the last `usage` + the reaction margin
+        when that was `clearly` above the request (one resize, not a reaction later), else,
+        where it `follows_plan`, to the plan's level with the boundary's thresholds (kills
+        spend a young container's budget, leaving its CPU where the plan no longer wants it).
+        """
+        if not resized.any():
+            return cpu
+        short = resized & (usage > cpu + clearly)
+        using = usage * (1.0 + self.settings.reactions.react_margin)
+        raised = np.where(short, np.fmax(cpu, using), cpu)
+        alone = resized & ~short & follows_plan
+        planned = self.cpu_step(raised, required, alone, alone)
+        return self._kept_above_usage(planned, raised, usage)
+
+    def memory_step(
+        self,
+        current: np.ndarray,
+        needed: np.ndarray,
+        may_rise: np.ndarray,
+        may_fall: np.ndarray,
+        riding: np.ndarray,
+        held: np.ndarray,
+    ) -> np.ndarray:
+        """The memory request (= limit) at a block boundary: up as soon as the need eats into
+        half the headroom (`may_rise`); down alone only by `MEMORY_ALONE_DECREASE` (`may_fall`)
+        and never during an OOM hold (`held`); to the need whenever CPU is resized anyway
+        (`riding`, down only outside a hold): one resize for both."""
+        known = ~np.isnan(needed)
+        unset = np.isnan(current) & known
+        up = may_rise & (needed > current * (1.0 + self.settings.memory_margin / 2.0))
+        alone_down = may_fall & ~held & (needed < current * (1.0 - MEMORY_ALONE_DECREASE))
+        along = riding & known & ((needed > current) | ~held)
+        return np.where(unset | up | alone_down | along, needed, current)
 
     def schedule(
         self, needs: Needs, in_force: InForce | None = None
@@ -266,7 +251,9 @@ class ForecastPolicy:
             moves = ~np.isclose(new_cpu, cpu, equal_nan=True)
             held = needs.hold_until > now
             may_plan = left > s.reserved_changes
-            new_memory = memory_step(memory, needs.memory[:, k], s, left > 0, may_plan, moves, held)
+            new_memory = self.memory_step(
+                memory, needs.memory[:, k], left > 0, may_plan, moves, held
+            )
             self._record(budget, cpu, memory, new_cpu, new_memory, now)
             cpu, memory = new_cpu, new_memory
             cpu_out.append(cpu)
@@ -298,7 +285,7 @@ class ForecastPolicy:
         new_cpu = np.where(np.isnan(cpu) & ~np.isnan(level), level, np.where(raised, wanted, cpu))
         held = needs.hold_until > at
         no_fall = np.zeros(len(cpu), dtype=bool)
-        new_memory = memory_step(memory, needs.memory[:, 0], s, may_react, no_fall, raised, held)
+        new_memory = self.memory_step(memory, needs.memory[:, 0], may_react, no_fall, raised, held)
         self._record(budget, cpu, memory, new_cpu, new_memory, at)
         return new_cpu, new_memory
 

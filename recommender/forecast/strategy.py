@@ -17,7 +17,7 @@ from recommender.forecast.margins import LEVEL_EDGES, level_bins
 from recommender.forecast.memory import OomHistory, implied_demand
 from recommender.forecast.midblock import LullTracker, SpikeTracker
 from recommender.forecast.planner import Plan
-from recommender.forecast.policy import ForecastPolicy, cover, memory_step, ride_with_memory
+from recommender.forecast.policy import ForecastPolicy, cover
 from recommender.forecast.quantiles import gapless_max
 from recommender.forecast.settings import DAY, ForecastSettings
 from recommender.replay import Fleet, Requests, differs
@@ -189,7 +189,7 @@ class ForecastStrategy:
         resized = differs(memory, current.memory)
         still = resized & ~cpu_moves
         clearly = s.reactions.react_min_fraction * peak
-        cpu = ride_with_memory(cpu, required, s, still, self.last_cpu, clearly, ~following)
+        cpu = self.policy.ride_with_memory(cpu, required, still, self.last_cpu, clearly, ~following)
         self.oom_now[:] = False
         changed = cpu_moves | resized
         self.changes.record(changed, current.cpu, now)
@@ -243,7 +243,7 @@ class ForecastStrategy:
         level = self.plan.memory.for_states(states)
         needed = np.where(np.isnan(level), np.nan, np.fmax(level, self.ooms.floor_at(now)))
         held = self.ooms.hold_until > now
-        return memory_step(current, needed, self.settings, may_react, may_fall, cpu_moves, held)
+        return self.policy.memory_step(current, needed, may_react, may_fall, cpu_moves, held)
 
     def _within_ceiling(self, cpu: np.ndarray, current: np.ndarray) -> np.ndarray:
         """A new request of an on/off container stays under its busy ceiling (the plan's

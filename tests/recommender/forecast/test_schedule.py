@@ -5,17 +5,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from recommender.forecast.policy import (
-    ForecastPolicy,
-    InForce,
-    Needs,
-    cpu_step,
-    ride_with_memory,
-)
+from recommender.forecast.policy import ForecastPolicy, InForce, Needs
 from recommender.forecast.settings import ForecastSettings
 from tailor.change_budget import ChangeBudget
 
 SETTINGS = ForecastSettings().with_budget(6)  # the scenarios count a budget of 6
+POLICY = ForecastPolicy(SETTINGS)
 YES = np.array([True])
 
 
@@ -60,7 +55,7 @@ def test_cpu_follows_a_memory_resize_to_the_plan_but_not_below_usage() -> None:
     required = np.array([[0.4, 0.5, 0.3]] * 3 + [[1.0, 1.0, 1.0]])
     alone = np.array([True, True, False, True])
     usage = np.array([0.2, 0.6, 0.2, 0.4])
-    moved = ride_with_memory(cpu, required, SETTINGS, alone, usage, np.zeros(4), np.ones(4, bool))
+    moved = POLICY.ride_with_memory(cpu, required, alone, usage, np.zeros(4), np.ones(4, bool))
     # down to the plan, held at usage + 10 %, untouched without a memory resize, and up
     np.testing.assert_allclose(moved, [0.5, 0.66, 2.0, 1.0])
 
@@ -68,15 +63,15 @@ def test_cpu_follows_a_memory_resize_to_the_plan_but_not_below_usage() -> None:
 def test_small_moves_are_ignored_and_large_ones_cover_the_blocks_ahead() -> None:
     current = np.array([1.0])
     small_up = np.array([[1.05, 1.05, 1.05]])
-    assert cpu_step(current, small_up, SETTINGS, YES, YES)[0] == 1.0
+    assert POLICY.cpu_step(current, small_up, YES, YES)[0] == 1.0
     ramp = np.array([[1.5, 2.0, 2.5, 3.0]])
-    assert cpu_step(current, ramp, SETTINGS, YES, YES)[0] == 2.5  # covers cover_blocks = 3
+    assert POLICY.cpu_step(current, ramp, YES, YES)[0] == 2.5  # covers cover_blocks = 3
     small_down = np.array([[0.9, 0.9, 0.9]])
-    assert cpu_step(current, small_down, SETTINGS, YES, YES)[0] == 1.0
+    assert POLICY.cpu_step(current, small_down, YES, YES)[0] == 1.0
     down = np.array([[0.5, 0.6, 0.4]])
-    assert cpu_step(current, down, SETTINGS, YES, YES)[0] == 0.6
-    assert cpu_step(current, down, SETTINGS, YES, ~YES)[0] == 1.0  # no budget left
-    assert cpu_step(current, ramp, SETTINGS, ~YES, YES)[0] == 1.0
+    assert POLICY.cpu_step(current, down, YES, YES)[0] == 0.6
+    assert POLICY.cpu_step(current, down, YES, ~YES)[0] == 1.0  # no budget left
+    assert POLICY.cpu_step(current, ramp, ~YES, YES)[0] == 1.0
 
 
 def test_a_daily_cycle_costs_few_changes_per_day() -> None:
