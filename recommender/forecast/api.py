@@ -61,15 +61,6 @@ def oom_history(
     return ooms, replace(usage, memory=folded)
 
 
-def _chunk(
-    usage: UsageArrays, ooms: OomHistory, rows: np.ndarray, policy: ForecastPolicy
-) -> tuple[Plan, Needs]:
-    """Plan one chunk of series (one fleet for the allocation)."""
-    part, chunk_ooms = usage.select(rows), ooms.select(rows)
-    plan = policy.plan(part, chunk_ooms)
-    return plan, policy.needs(plan, part, chunk_ooms)
-
-
 def plan_forecast(
     usage: UsageArrays,
     events: pd.DataFrame | None = None,
@@ -90,11 +81,14 @@ def plan_forecast(
     ooms, usage = oom_history(usage, events, settings, oom_bumps)
     size = settings.chunk_series
     chunks = [np.arange(b, min(b + size, usage.n_series)) for b in range(0, usage.n_series, size)]
-    if workers > 1 and len(chunks) > 1:
-        with ThreadPoolExecutor(max_workers=workers) as pool:
-            done = list(pool.map(lambda rows: _chunk(usage, ooms, rows, policy), chunks))
-    else:
-        done = [_chunk(usage, ooms, rows, policy) for rows in chunks]
+
+    def plan_chunk(rows: np.ndarray) -> tuple[Plan, Needs]:
+        part, chunk_ooms = usage.select(rows), ooms.select(rows)
+        plan = policy.plan(part, chunk_ooms)
+        return plan, policy.needs(plan, part, chunk_ooms)
+
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        done = list(pool.map(plan_chunk, chunks))
     return Planned(
         tuple((rows, part[0]) for rows, part in zip(chunks, done, strict=True)),
         Needs.joined([part[1] for part in done]),
