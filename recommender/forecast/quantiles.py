@@ -42,19 +42,14 @@ def error_quantiles(errors: np.ndarray, levels: tuple[float, ...]) -> tuple[np.n
     if length == 0:
         return np.full((n, len(levels)), np.nan), count
     rank = np.clip(_ranks(count, levels), 0, length - 1)
+    # one level counts from the top with missing values at the bottom: high levels then
+    # need only a few distinct partition points however many samples are missing
+    from_top = np.minimum(length - count + rank[:, 0], length - 1)
     if len(levels) == 1 and levels[0] == 1.0:
         picked = gapless_max(errors)[:, None]
-    elif len(levels) == 1:
-        # count from the top with missing values at the bottom: high levels then
-        # need only a few distinct partition points however many samples are missing
-        from_top = np.minimum(length - count + rank[:, 0], length - 1)
-        points = np.unique(from_top)
-        if points.size <= PARTITION_POINTS:
-            parted = np.partition(np.where(missing, -np.inf, errors), points, axis=1)
-            picked = np.take_along_axis(parted, from_top[:, None], axis=1)
-        else:
-            ordered = np.sort(np.where(missing, np.inf, errors), axis=1)
-            picked = np.take_along_axis(ordered, rank, axis=1)
+    elif len(levels) == 1 and (points := np.unique(from_top)).size <= PARTITION_POINTS:
+        parted = np.partition(np.where(missing, -np.inf, errors), points, axis=1)
+        picked = np.take_along_axis(parted, from_top[:, None], axis=1)
     else:
         ordered = np.sort(np.where(missing, np.inf, errors), axis=1)
         picked = np.take_along_axis(ordered, rank, axis=1)
