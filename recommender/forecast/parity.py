@@ -31,11 +31,10 @@ def bucket_edges() -> np.ndarray:
     return FIRST_BUCKET * (BUCKET_RATIO**k - 1.0) / (BUCKET_RATIO - 1.0)
 
 
-def _chunk_histograms(cpu: np.ndarray, chunk: int) -> np.ndarray:
-    """Sample counts per (series, chunk, bucket); NaN samples are left out."""
-    n, total = cpu.shape
+def _chunk_histograms(values: np.ndarray, chunk: int) -> np.ndarray:
+    """Sample counts per (series, chunk, bucket) of whole chunks; NaN samples are left out."""
+    n, total = values.shape
     chunks = total // chunk
-    values = cpu[:, total - chunks * chunk :]
     edges = bucket_edges()
     seen = ~np.isnan(values)
     bucket = np.clip(
@@ -55,7 +54,7 @@ def vpa_shortfall(cpu: np.ndarray, chunk: int, step: int) -> tuple[np.ndarray, n
     if chunks < MIN_CHUNKS:
         return np.zeros(n), np.zeros(n)
     values = cpu[:, total - chunks * chunk :]
-    histograms = _chunk_histograms(cpu, chunk)
+    histograms = _chunk_histograms(values, chunk)
     upper = bucket_edges()[1:]
     # each series' own first chunks only build its history, wherever it starts
     has_data = histograms.sum(axis=2) > 0
