@@ -102,9 +102,6 @@ class LullTracker:
         restore = ~np.isnan(self.dropped_from) & busy
         return np.where(restore, np.fmax(wanted, np.fmin(self.dropped_from, ceiling)), wanted)
 
-    def clear(self, rows: np.ndarray) -> None:
-        self.dropped_from[rows] = np.nan
-
 
 @dataclass
 class SpikeTracker:

@@ -173,7 +173,7 @@ class ForecastStrategy:
         self.spikes.record_raises(reacted & serving, before_reaction)
         usage_state = level_bins(self.last_cpu[:, None], peak)[:, 0]
         states = np.where(reacted, np.maximum(states, usage_state), states)
-        self.lulls.clear(np.flatnonzero(cpu > current.cpu))
+        self.lulls.dropped_from[cpu > current.cpu] = np.nan  # a raise ends a lull's drop
         unchanged = np.isclose(cpu, current.cpu)
         dropped = self.lulls.drop(cpu, plan.cpu_idle, following & unchanged, left, peak, s.lulls)
         cpu = np.where(dropped, plan.cpu_idle, cpu)
