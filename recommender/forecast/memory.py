@@ -89,16 +89,11 @@ def bump_after_oom(
     container's bump barely clears the kill. A VPA's own `oomBumpUpRatio` r (`bumps`,
     per kill; NaN = none) scales the factor by r / upstream's default; its
     `oomMinBumpUp` is the step."""
-    factor = np.full(memory.shape, settings.memory.oom_bump_factor)
-    step = np.full(memory.shape, settings.memory.oom_bump_min_bytes)
-    if bumps is not None:
-        ratio, min_bump = bumps
-        factor = np.where(
-            np.isnan(ratio),
-            factor,
-            settings.memory.oom_bump_factor * ratio / UPSTREAM_OOM_BUMP_RATIO,
-        )
-        step = np.where(np.isnan(min_bump), step, min_bump)
+    m = settings.memory
+    ratio, min_bump = (np.nan, np.nan) if bumps is None else bumps
+    own_factor = m.oom_bump_factor * ratio / UPSTREAM_OOM_BUMP_RATIO
+    factor = np.where(np.isnan(ratio), m.oom_bump_factor, own_factor)
+    step = np.where(np.isnan(min_bump), m.oom_bump_min_bytes, min_bump)
     stepped = (memory + step) * (1.0 + settings.memory_margin)
     return np.maximum(memory * factor, stepped)
 
