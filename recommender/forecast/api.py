@@ -17,7 +17,7 @@ import pandas as pd
 from recommender.data.arrays import UsageArrays
 from recommender.data.ooms import history_start, oom_kills
 from recommender.forecast.memory import OomHistory, SeriesBumps, implied_demand
-from recommender.forecast.planner import Plan
+from recommender.forecast.planner import Plan, make_plan
 from recommender.forecast.policy import ForecastPolicy, Needs
 from recommender.forecast.quantiles import gapless_max
 from recommender.forecast.settings import ForecastSettings
@@ -84,7 +84,7 @@ def plan_forecast(
 
     def plan_chunk(rows: np.ndarray) -> tuple[Plan, Needs]:
         part, chunk_ooms = usage.select(rows), ooms.select(rows)
-        plan = policy.plan(part, chunk_ooms)
+        plan = make_plan(part, chunk_ooms, settings)
         return plan, policy.needs(plan, part, chunk_ooms)
 
     with ThreadPoolExecutor(max_workers=workers) as pool:

@@ -1,8 +1,8 @@
-"""The forecast policy: one object that plans and moves requests, wherever it runs.
+"""The forecast policy: one object that moves requests along a plan, wherever it runs.
 
 The backtest's strategy, `tailor schedule` and the recommender service all run a
-`ForecastPolicy`, so the published schedule plays exactly the rules the backtest
-measured: it plans (`make_plan`), says what a schedule must play (`Needs`; a workload's
+`ForecastPolicy` on plans of `make_plan`, so the published schedule plays exactly the
+rules the backtest measured: it says what a schedule must play (`Needs`; a workload's
 pods merged on them), and sets the requests of each block boundary.
 
 Every change is a resize on a live pod, so a request moves only when it matters (the
@@ -19,9 +19,8 @@ from typing import Any
 import numpy as np
 
 from recommender.data.arrays import UsageArrays
-from recommender.forecast.blocks import KnownLevels
 from recommender.forecast.memory import OomHistory, recent_peak
-from recommender.forecast.planner import Plan, make_plan
+from recommender.forecast.planner import Plan
 from recommender.forecast.quantiles import gapless_max
 from recommender.forecast.settings import ForecastSettings
 from tailor.change_budget import ChangeBudget
@@ -105,17 +104,6 @@ class ForecastPolicy:
     """The forecast strategy's rules on one `ForecastSettings` (see the module docstring)."""
 
     settings: ForecastSettings = field(default_factory=ForecastSettings)
-
-    def plan(
-        self,
-        usage: UsageArrays,
-        ooms: OomHistory,
-        now: int | None = None,
-        previous: Plan | None = None,
-        levels: KnownLevels | None = None,
-    ) -> Plan:
-        """The plan of the coming horizon from `usage` (see `planner.make_plan`)."""
-        return make_plan(usage, ooms, self.settings, now, previous, levels)
 
     def needs(self, plan: Plan, usage: UsageArrays, ooms: OomHistory) -> Needs:
         """What a schedule of `plan` plays, from the history `usage` it was made on."""

@@ -16,7 +16,7 @@ from recommender.forecast.blocks import KnownLevels
 from recommender.forecast.margins import LEVEL_EDGES, level_bins
 from recommender.forecast.memory import OomHistory, implied_demand
 from recommender.forecast.midblock import LullTracker, SpikeTracker
-from recommender.forecast.planner import Plan
+from recommender.forecast.planner import Plan, make_plan
 from recommender.forecast.policy import ForecastPolicy, cover
 from recommender.forecast.quantiles import gapless_max
 from recommender.forecast.settings import DAY, ForecastSettings
@@ -149,9 +149,8 @@ class ForecastStrategy:
         self.short_run = np.where(short, self.short_run + 1, 0)
         at_boundary = int(now) % self.period == 0
         if at_boundary or self.plan is None:
-            self.plan = self.policy.plan(
-                self.buffer.view(), self.ooms, int(now), self.plan, levels=self.levels
-            )
+            view = self.buffer.view()
+            self.plan = make_plan(view, self.ooms, s, int(now), self.plan, self.levels)
             offset = 0
         else:
             offset = max(0, int(now // self.period) - self.plan.first_block)
