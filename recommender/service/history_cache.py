@@ -43,7 +43,7 @@ def _one_workload(usage: pd.DataFrame) -> pd.DataFrame:
     held no owner sample for the pod falls back to the pod's name. Only the series with
     such rows are looked at (none, usually: a pass folding in a few windows looked up
     every row of the eight days, most of the pass at thousands of containers)."""
-    if usage.empty:
+    if usage.empty or _none_odd(usage):
         return usage
     key = _series_key(usage)
     if key is None or usage["workload"].dtype != usage["pod"].dtype or (np.diff(key) < 0).any():
@@ -61,6 +61,36 @@ def _one_workload(usage: pd.DataFrame) -> pd.DataFrame:
     dtype = usage["workload"].dtype
     assert isinstance(dtype, pd.CategoricalDtype)  # checked by _series_key's caller above
     return usage.assign(workload=pd.Categorical.from_codes(codes, dtype=dtype))
+
+
+def _none_odd(usage: pd.DataFrame) -> bool:
+    """True when the rows are sorted by series and no series has a row named after its
+    pod or changes its workload: the check below, on each run of one key instead of on
+    each row (a series' workload only changes where such a run ends)."""
+    dtype = usage["pod"].dtype
+    if not isinstance(dtype, pd.CategoricalDtype) or any(
+        usage[name].dtype != dtype for name in ("workload", *SERIES)
+    ):
+        return False
+    codes = {name: usage[name].cat.codes.to_numpy() for name in ("workload", *SERIES)}
+    change = np.zeros(len(usage), bool)
+    change[0] = True
+    for column in codes.values():
+        change[1:] |= column[1:] != column[:-1]
+    starts = np.flatnonzero(change)
+    size = max(len(dtype.categories), 1)
+    if size**3 >= 2**62:
+        return False
+    key = np.zeros(starts.size, np.int64)
+    for name in SERIES:
+        key = key * size + codes[name][starts]
+    workload = codes["workload"][starts]
+    steps = np.diff(key)
+    return not (
+        (steps < 0).any()
+        or (workload == codes["pod"][starts]).any()
+        or ((steps == 0) & (np.diff(workload) != 0)).any()
+    )
 
 
 def _named_after_controller(usage: pd.DataFrame) -> pd.DataFrame:
@@ -103,6 +133,7 @@ class HistoryCache:
     _block: np.ndarray | None = field(default=None, repr=False)  # the usage's floats
     _block_refs: int = 0
     in_place_folds: int = 0
+    _in_order: bool = field(default=False, repr=False)  # held usage: times checked in order
 
     def load(
         self, settings: PrometheusSettings, now: datetime | None = None
@@ -138,7 +169,7 @@ class HistoryCache:
         self, settings: PrometheusSettings, key: str, now: datetime | None, end: int
     ) -> tuple[pd.DataFrame, pd.DataFrame]:
         self.full_reads += 1
-        self._key = None  # a failed read leaves nothing to build on
+        self._key, self._in_order = None, False  # a failed read leaves nothing to build on
         usage, events = self.loader(settings, self.progress, now=now)
         return self._keep(key, end, usage, events)
 
@@ -171,9 +202,11 @@ class HistoryCache:
         """Old rows from the range start to the cut, new rows from the cut on; written
         into `block` (the old frame's float columns) when it is given and they fit."""
         if block is not None and old is not None and new is not None:
-            joined = appended(old, (start, cut), new, (cut, LATEST_SECONDS), block)
+            window = (start, cut)
+            joined = appended(old, window, new, (cut, LATEST_SECONDS), block, self._in_order)
             if joined is not None:
                 self.in_place_folds += 1
+                self._in_order = True  # a frame `appended` returns is in order
                 return joined
         parts = []
         if old is not None and not old.empty:

@@ -92,24 +92,48 @@ class Merge:
     at: np.ndarray  # int64 first joined row of each run in `order`
     size: int
 
-    def placed(self, old: np.ndarray, new: np.ndarray, into: np.ndarray) -> np.ndarray:
-        """The joined column from the old and new columns, written into `into` (which
-        must not be `old`'s memory: copy it out first)."""
+    def _spans(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Per run in `order`: its first row, its row count, whether it is new."""
         first = np.concatenate([self.runs[0].first, self.runs[1].first])[self.order]
         end = np.concatenate([self.runs[0].end, self.runs[1].end])[self.order]
-        from_new = self.order >= self.runs[0].first.size
+        return first, end - first, self.order >= self.runs[0].first.size
+
+    def placed(self, old: np.ndarray, new: np.ndarray, into: np.ndarray) -> np.ndarray:
+        """The joined column from the old and new columns, written into `into` (memory
+        apart from `old`'s)."""
+        first, length, from_new = self._spans()
         for run in range(self.order.size):
             source = new if from_new[run] else old
-            into[self.at[run] : self.at[run] + end[run] - first[run]] = source[
-                first[run] : end[run]
+            into[self.at[run] : self.at[run] + length[run]] = source[
+                first[run] : first[run] + length[run]
             ]
         return into
+
+    def moved(self, column: np.ndarray, new: np.ndarray) -> None:
+        """The joined column written over the old one in its own memory (`column` holds
+        the old rows and room for the joined ones), with no copy of it: old runs keep
+        their order, so those moving left are moved first to last and those moving
+        right last to first, neither overwriting a run not yet moved; the new runs go
+        in after them."""
+        first, length, from_new = self._spans()
+        old_runs = np.flatnonzero(~from_new)
+        left = old_runs[self.at[old_runs] <= first[old_runs]]
+        right = old_runs[self.at[old_runs] > first[old_runs]][::-1]
+        for run in (*left, *right):
+            column[self.at[run] : self.at[run] + length[run]] = column[
+                first[run] : first[run] + length[run]
+            ]
+        for run in np.flatnonzero(from_new):
+            column[self.at[run] : self.at[run] + length[run]] = new[
+                first[run] : first[run] + length[run]
+            ]
 
     def repeated(self, name: str) -> np.ndarray:
         """A key's code on every joined row (one per run)."""
         codes = np.concatenate([self.runs[0].codes[name], self.runs[1].codes[name]])
         lengths = np.concatenate([r.end - r.first for r in self.runs])[self.order]
-        return np.repeat(codes[self.order], lengths)
+        narrow = codes.size == 0 or int(codes.max()) < 2**15  # pandas' own code width
+        return np.repeat(codes[self.order].astype(np.int16 if narrow else np.int32), lengths)
 
 
 def appended(
@@ -118,13 +142,15 @@ def appended(
     new: pd.DataFrame,
     new_rows: tuple[int, int],
     block: np.ndarray,
+    old_sorted: bool = False,
 ) -> pd.DataFrame | None:
     """The rows of `old` and `new` whose times fall in [from, below) of `old_rows` and
     `new_rows` (UNIX seconds), sorted by (namespace, pod, container, timestamp), old's
     before new's in a series, their float columns written into `block` (the owner of
     old's float columns). None when that cannot be done here: other columns, keys or
     times out of order, or more rows than the block holds (the caller then folds by
-    copying)."""
+    copying). `old_sorted`: old's times are known to be in order within each series
+    (a frame this returned is), so only new's are checked."""
     floats = [c for c in old.columns if old[c].dtype == np.float64]
     others = set(old.columns) - set(floats) - set(KEY_LABELS) - {"timestamp"}
     if (
@@ -138,7 +164,7 @@ def appended(
     ):
         return None
     keys = [name for name in KEY_LABELS if name in old]
-    names = shared_categories(_distinct_types(frame[name] for frame in (old, new) for name in keys))
+    names = _names(old, new, keys)
     if len(names.categories) ** 3 >= 2**62:
         return None
     old_times, new_times = _micros(old["timestamp"]), _micros(new["timestamp"])
@@ -154,16 +180,14 @@ def appended(
     if merge is None or merge.size > block.shape[1]:
         return None
     stamps = merge.placed(old_times, new_times, np.empty(merge.size, np.int64))
-    for at, name in enumerate(floats):
-        column = old[name].to_numpy().copy()  # out of the block before it is rewritten
-        merge.placed(column, new[name].to_numpy(), block[at, : merge.size])
-        del column
+    for at, name in enumerate(floats):  # old[name] is block[at]'s first rows
+        merge.moved(block[at], new[name].to_numpy())
     joined = pd.DataFrame(block[:, : merge.size].T, columns=floats, copy=False)
     for at, name in enumerate(old.columns):
         if name == "timestamp":
             values = pd.Series(
-                pd.DatetimeIndex(stamps.view("datetime64[us]")).tz_localize("UTC"), copy=False
-            ).astype(TIMESTAMP_DTYPE)
+                pd.DatetimeIndex(stamps.view("datetime64[us]"), dtype=TIMESTAMP_DTYPE), copy=False
+            )
         elif name in keys:
             codes = merge.repeated(name)
             values = pd.Series(pd.Categorical.from_codes(codes, dtype=names), copy=False)
@@ -171,6 +195,20 @@ def appended(
             continue
         joined.insert(at, name, values)
     return joined
+
+
+def _names(old: pd.DataFrame, new: pd.DataFrame, keys: list[str]) -> pd.CategoricalDtype:
+    """Every key name of both reads, sorted (`shared_categories`): the held history's own
+    names when they are one sorted set holding the new read's (a pass's usual case)."""
+    held = old[keys[0]].dtype
+    if (
+        isinstance(held, pd.CategoricalDtype)
+        and all(old[name].dtype == held for name in keys)
+        and held.categories.is_monotonic_increasing
+        and all(new[name].cat.categories.isin(held.categories).all() for name in keys)
+    ):
+        return held
+    return shared_categories(_distinct_types(frame[name] for frame in (old, new) for name in keys))
 
 
 def _distinct_types(columns: Iterable[pd.Series]) -> list[pd.Series]:

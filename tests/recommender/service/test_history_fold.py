@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+import pytest
 
 from recommender.data.columnar import shared_categories
 from recommender.data.prometheus_usage import with_spare_rows
@@ -127,3 +128,22 @@ def test_a_fold_that_cannot_be_done_in_place_says_so() -> None:
     assert appended(old, (0, 30 * 60), new, (60 * 60, FOREVER * 60), elsewhere) is None
     # within the block's rows, the same fold is done in place
     assert appended(old, (15 * 60, 60 * 60), new, (60 * 60, FOREVER * 60), block) is not None
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_folding_in_place_moves_every_run_where_the_copying_fold_puts_it(seed: int) -> None:
+    """Series dropped, kept and new in every mix, so runs move left and right."""
+    rng = np.random.default_rng(seed)
+    names = [("db", "db-0", "app"), ("db", "db-1", "app"), ("web", "web-1", "app"),
+             ("web", "web-1", "side"), ("x", "x-0", "app"), ("y", "y-9", "app")]  # fmt: skip
+    old_series = [s for s in names if rng.random() < 0.7] or names[:1]
+    new_series = [s for s in names if rng.random() < 0.7] or names[-1:]
+    start, cut = int(rng.integers(0, 30)), int(rng.integers(35, 60))
+    old = history(old_series, range(0, 60, 5), seed=seed)
+    new = history(new_series, range(cut - 10, 80, 5), seed=seed + 100)
+    expected = fold([(old, kept_rows(old, start, cut)), (new, kept_rows(new, cut, FOREVER))])
+    block = block_of(old, ["cpu", "memory"])
+    assert block is not None
+    joined = appended(old, (start * 60, cut * 60), new, (cut * 60, FOREVER * 60), block)
+    assert joined is not None
+    pd.testing.assert_frame_equal(joined, expected)
