@@ -16,8 +16,10 @@ from recommender.forecast.api import Planned
 from recommender.forecast.memory import OomHistory, capped_state_peaks
 from recommender.forecast.planner import Plan
 from recommender.forecast.settings import DAY, ForecastSettings
+from recommender.forecast.shape import ShapeReport
 
 STATE_NAMES = ("idle", "part-busy", "busy", "idle after busy")
+BURSTY_RATIO = 3.0  # p99 / median of windows above which a serving container is bursty
 LOWER_BY = 0.01  # a state this much under the peak is sized on its own (else: the peak)
 MEMORY_JOIN = ". memory: "  # between the CPU sentence and the memory one
 MODEL_SAID = {
@@ -39,6 +41,23 @@ def _utc(seconds: float) -> str:
     return pd.Timestamp(seconds, unit="s", tz="UTC").strftime("%Y-%m-%d %H:%M UTC")
 
 
+def season_name(shape: ShapeReport, day_blocks: int) -> np.ndarray:
+    """'none', 'daily' or 'weekly' per series: the cycle the forecast uses."""
+    names = np.full(shape.period.shape, "none", dtype=object)
+    names[shape.period == day_blocks] = "daily"
+    names[shape.period > day_blocks] = "weekly"
+    return names
+
+
+def workload_class(shape: ShapeReport) -> np.ndarray:
+    """'batch', 'serving-bursty' or 'serving' per series (bursty: a label for people, no
+    rule of the forecast reads it)."""
+    names = np.full(shape.batch.shape, "serving", dtype=object)
+    names[shape.burstiness > BURSTY_RATIO] = "serving-bursty"
+    names[shape.batch] = "batch"
+    return names
+
+
 def reasons(plan: Plan, ooms: OomHistory, settings: ForecastSettings) -> pd.DataFrame:
     """Per series, the explanation (one sentence: shape, model, margin, memory rule and OOM
     history), then its facts as columns."""
@@ -47,8 +66,8 @@ def reasons(plan: Plan, ooms: OomHistory, settings: ForecastSettings) -> pd.Data
     young = np.isnan(plan.cpu_margin[:, 0])  # no margin: a quantile of what it used
     facts = pd.DataFrame(
         {
-            "season": shape.season_name(max(1, round(DAY / plan.period))),
-            "workload_class": shape.workload_class(),
+            "season": season_name(shape, max(1, round(DAY / plan.period))),
+            "workload_class": workload_class(shape),
             "daily_acf": shape.daily_acf,
             "weekly_acf": shape.weekly_acf,
             "trend_per_day": shape.trend_per_day,

@@ -22,7 +22,6 @@ BATCH_MIN_IDLE = 0.1  # share of windows idle, for an on/off (batch) shape
 BATCH_MIN_BUSY = 0.02  # share of windows busy, for an on/off (batch) shape
 BATCH_MIN_PERSISTENCE = 0.7  # lag-1 autocorrelation: busy and idle come in runs
 BATCH_MAX_BETWEEN = 0.55  # share of windows between idle and busy: on/off jumps, a cycle glides
-BURSTY_RATIO = 3.0  # p99 / median of windows above which a serving container is bursty
 
 
 @dataclass(frozen=True)
@@ -35,20 +34,6 @@ class ShapeReport:
     trend_per_day: np.ndarray  # least-squares slope of daily means / mean level
     burstiness: np.ndarray  # p99 / median of the sample windows
     batch: np.ndarray  # bool: on/off, throughput-bound shape
-
-    def season_name(self, day_blocks: int) -> np.ndarray:
-        """'none', 'daily' or 'weekly' per series."""
-        names = np.full(self.period.shape, "none", dtype=object)
-        names[self.period == day_blocks] = "daily"
-        names[self.period > day_blocks] = "weekly"
-        return names
-
-    def workload_class(self) -> np.ndarray:
-        """'batch', 'serving-bursty' or 'serving' per series."""
-        names = np.full(self.batch.shape, "serving", dtype=object)
-        names[self.burstiness > BURSTY_RATIO] = "serving-bursty"
-        names[self.batch] = "batch"
-        return names
 
 
 def autocorrelation(x: np.ndarray, lag: int) -> np.ndarray:

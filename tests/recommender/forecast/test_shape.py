@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 from statsmodels.tsa.stattools import acf
 
+from recommender.explanations import season_name, workload_class
 from recommender.forecast.blocks import block_mean, layout_for
 from recommender.forecast.settings import ForecastSettings
 from recommender.forecast.shape import autocorrelation, detect_shape
@@ -38,7 +39,7 @@ def test_autocorrelation_ignores_missing_samples() -> None:
 
 def test_daily_cycle_is_found_and_noise_is_left_stationary() -> None:
     report = _shape([syn.daily(6), syn.noise(6)])
-    assert report.season_name(24).tolist() == ["daily", "none"]
+    assert season_name(report, 24).tolist() == ["daily", "none"]
     assert report.daily_acf[0] > 0.8 > abs(report.daily_acf[1]) + 0.6
 
 
@@ -53,15 +54,15 @@ def test_weekly_cycle_needs_two_weeks_and_must_add_to_the_daily_one() -> None:
     weekday = (np.arange(base.size) // syn.PER_DAY) % 7
     weekly = base * np.where(weekday >= 5, 0.2, 1.0)  # quiet weekends
     report = _shape([weekly, base])
-    assert report.season_name(24).tolist() == ["weekly", "daily"]
+    assert season_name(report, 24).tolist() == ["weekly", "daily"]
     short = _shape([weekly[: 10 * syn.PER_DAY]])
-    assert short.season_name(24).tolist() == ["daily"]
+    assert season_name(short, 24).tolist() == ["daily"]
 
 
 def test_on_off_jobs_are_batch_and_a_cycle_is_serving() -> None:
     report = _shape([syn.on_off(6), syn.daily(6), syn.noise(6)])
-    assert report.workload_class().tolist()[0] == "batch"
-    assert report.workload_class().tolist()[1:] == ["serving", "serving"]
+    assert workload_class(report).tolist()[0] == "batch"
+    assert workload_class(report).tolist()[1:] == ["serving", "serving"]
 
 
 def test_a_deep_smooth_cycle_is_serving_not_on_off() -> None:
