@@ -78,7 +78,8 @@ def query_plan(queries: HistoryQueries, start: int, end: int, chunk: int) -> lis
     return tasks
 
 
-def _fetch(fetcher: Fetcher, kind: str, query: str, first: int, last: int) -> Matrix:
+def fetch_one(fetcher: Fetcher, kind: str, query: str, first: int, last: int) -> Matrix:
+    """One task of `query_plan`: a range query, or a counter's raw samples at its end."""
     if kind.endswith(SAMPLES):  # a range selector's raw samples, read at the piece's end
         return fetcher.samples(query, last)
     return fetcher.range_matrix(query, first, last)
@@ -106,7 +107,7 @@ def load_prometheus_history(
     pool = ThreadPoolExecutor(max_workers=settings.concurrency)
     try:
         running: dict[Future[Matrix], tuple[str, int, int]] = {
-            pool.submit(_fetch, fetcher, kind, query, first, last): (kind, first, last)
+            pool.submit(fetch_one, fetcher, kind, query, first, last): (kind, first, last)
             for kind, query, first, last in tasks
         }
         for done, future in enumerate(as_completed(running), start=1):
