@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from updater.plan import ResizePlan
-from updater.pod_counts import PodCount, pod_count, recounted
+from updater.pod_counts import PodCount, pod_count, recounted, resized_amounts
 from updater.resources import Amounts, Json, resource_list, to_amounts
 
 _FINISHED = ("Succeeded", "Failed")
@@ -55,8 +55,11 @@ class NodeUsage:
         self._totals: dict[str, Amounts] = {}
         self._read: dict[int, tuple[Json, PodCount]] = {}  # by object; it is kept alive
         self._nodes: dict[int, tuple[Json, Amounts]] = {}
+        def counted(listed: Json) -> Amounts:
+            return self.count(listed).now
+
         for pod in pods:
-            self._place(pod, self.count)
+            self._place(pod, counted)
 
     def count(self, pod: Json) -> PodCount:
         """`pod`'s amounts, read once. Raises QuantityError on an unreadable one."""
@@ -72,19 +75,27 @@ class NodeUsage:
             found = self._nodes[id(node)] = (node, node_allocatable(node))
         return found[1]
 
-    def record(self, pod: Json, listed: Json | None = None) -> None:
+    def record(self, pod: Json, listed: Json | None = None, plan: ResizePlan | None = None) -> None:
         """Count `pod` on its node, replacing an earlier count of the same pod (by uid): the
         API server's answer to a resize, read for this count only; with `listed`, the pod
-        as this pass read it, only what changed since is read again."""
+        as this pass read it, only what changed since is read again; with `plan` too, the
+        resize sent, the plan's amounts are counted when the answer is exactly what it
+        asked for (`resized_amounts`)."""
         known = self._read.get(id(listed)) if listed is not None else None
 
-        def read(answer: Json) -> PodCount:
-            found = recounted(answer, known[0], known[1]) if known is not None else None
-            return pod_count(answer) if found is None else found
+        def read(answer: Json) -> Amounts:
+            if known is None:
+                return pod_count(answer).now
+            if plan is not None:
+                amounts = resized_amounts(answer, known[0], known[1], plan)
+                if amounts is not None:
+                    return amounts
+            found = recounted(answer, known[0], known[1])
+            return (pod_count(answer) if found is None else found).now
 
         self._place(pod, read)
 
-    def _place(self, pod: Json, read: Callable[[Json], PodCount]) -> None:
+    def _place(self, pod: Json, read: Callable[[Json], Amounts]) -> None:
         uid = str((pod.get("metadata") or {}).get("uid"))
         if uid in self._counted:
             old_node, old = self._counted.pop(uid)
@@ -92,7 +103,7 @@ class NodeUsage:
         node = str((pod.get("spec") or {}).get("nodeName") or "")
         if not node or (pod.get("status") or {}).get("phase") in _FINISHED:
             return
-        amounts = read(pod).now
+        amounts = read(pod)
         self._counted[uid] = (node, amounts)
         self._totals[node] = self._totals.get(node, Amounts()) + amounts
 

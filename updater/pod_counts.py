@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 from tailor.pods import APP_FIELD, INIT_FIELD, container_statuses, is_native_sidecar
-from updater.plan import ResizePlan
+from updater.plan import ContainerResize, ResizePlan
 from updater.resize_status import ResizeState, resize_status
 from updater.resources import Amounts, Json, amount_pair, requested_pair, resource_list
 
@@ -208,3 +208,62 @@ def recounted(answer: Json, listed: Json, before: PodCount) -> PodCount | None:
     if spec.get("resources") != was.get("resources"):
         level = _pod_level(answer, spec)
     return counted_pod(tuple(containers), before.overhead, level, infeasible)
+
+
+def resized_amounts(
+    answer: Json, listed: Json, before: PodCount, plan: ResizePlan
+) -> Amounts | None:
+    """What the scheduler counts for `answer`, the API server's copy of `listed` (counted
+    `before`) after the resize `plan` sent, taken from the plan's own amounts; None when
+    the answer is not exactly what the plan asked for: then it is recounted (`recounted`).
+
+    Safe because the count reads nothing else of the pod: its containers' names, kinds
+    and resources, its status (in-flight amounts and the resize conditions), overhead and
+    pod-level resources. The status, overhead and pod-level resources must equal those
+    listed and the resize must not be Infeasible; each container must keep its name and
+    kind, an unplanned one its resources, and a planned one request exactly the texts the
+    plan sent, both cpu and memory (so no limit stands in), its limits those listed with
+    the sent ones merged in (so none is unreadable). Then each planned container's new
+    request is the plan's amount (the plan's texts are its quantities printed exactly)
+    and the count is `before.effective(plan)`: a change of 0 or more replaces the spec."""
+    if plan.pod_level is not None or before.pod_level is not None:
+        return None
+    sent = {c.name: c for c in plan.containers}
+    if any(min(amounts) < 0 for amounts in plan.requested.values()):
+        return None
+    if answer.get("status") != listed.get("status"):
+        return None
+    spec, was = answer.get("spec") or {}, listed.get("spec") or {}
+    if spec.get("overhead") != was.get("overhead") or spec.get("resources") != was.get("resources"):
+        return None
+    counted = iter(before.containers)
+    for listing in (APP_FIELD, INIT_FIELD):
+        now, then = spec.get(listing) or (), was.get(listing) or ()
+        if len(now) != len(then):
+            return None
+        for new, old in zip(now, then, strict=True):
+            name = new.get("name")
+            if name != old.get("name") or new.get("restartPolicy") != old.get("restartPolicy"):
+                return None
+            kind = next(counted).kind
+            change = sent.pop(name, None) if isinstance(name, str) else None
+            if change is None:
+                if new.get("resources") != old.get("resources"):
+                    return None
+            elif kind == PLAIN_INIT or not _as_sent(new, old, change):
+                return None
+    if sent or resize_status(answer).state is ResizeState.INFEASIBLE:
+        return None
+    return before.effective(plan)
+
+
+def _as_sent(new: Json, old: Json, change: ContainerResize) -> bool:
+    """Does `new` request exactly what `change` sent (cpu and memory), with the limits of
+    `old` and the sent ones merged in, as a strategic merge patch leaves them?"""
+    sent = change.resources()
+    requests = (new.get("resources") or {}).get("requests") or {}
+    if "cpu" not in requests or "memory" not in requests or requests != sent.get("requests"):
+        return False
+    limits = (new.get("resources") or {}).get("limits") or {}
+    was = (old.get("resources") or {}).get("limits") or {}
+    return limits == ({**was, **sent["limits"]} if "limits" in sent else was)
