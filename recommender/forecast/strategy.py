@@ -71,11 +71,6 @@ class UsageBuffer:
             memory=self._memory[:, begin : self._filled],
         )
 
-    def recent(self, windows: int) -> tuple[np.ndarray, np.ndarray]:
-        """CPU and memory of the last `windows` windows: (series, windows) each."""
-        begin = max(0, self._filled - windows)
-        return self._cpu[:, begin : self._filled], self._memory[:, begin : self._filled]
-
 
 class ForecastStrategy:
     """Steppable over a block of containers; see `recommender.replay.Strategy`."""
@@ -130,8 +125,7 @@ class ForecastStrategy:
 
     def observe_oom(self, step: int, containers: np.ndarray, memory: np.ndarray) -> None:
         when = np.full(containers.shape, float(self.fleet.time_of(step)))
-        _, remembered = self.buffer.recent(self.buffer.capacity)
-        peak = gapless_max(remembered[containers])
+        peak = gapless_max(self.buffer.view().memory[containers])
         self.ooms.record(containers, when, memory, self.settings, np.maximum(peak, 0.0))
         # the killed window used more than its capped sample: remember what the kill
         # implies, so the peaks keep it once the hold ends
@@ -273,8 +267,7 @@ class ForecastStrategy:
         react = ((self.short_run >= after) | soon) & may_react
         if not react.any():
             return cpu, react
-        recent, _ = self.buffer.recent(s.reactions.react_after_windows)
-        seen = gapless_max(recent)
+        seen = gapless_max(self.buffer.view().cpu[:, -s.reactions.react_after_windows :])
         assert self.plan is not None
         usage_based = seen * (1.0 + s.reactions.react_margin)
         level = cover(required, s.hysteresis.cover_blocks)
