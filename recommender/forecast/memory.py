@@ -116,8 +116,7 @@ def capped_state_peaks(state_peak: np.ndarray, peak: np.ndarray) -> np.ndarray:
 
 def recent_peak(memory: np.ndarray, windows: int) -> np.ndarray:
     """Largest sample of the last `windows` windows per series, NaN when none."""
-    recent = memory[:, -windows:] if windows < memory.shape[1] else memory
-    peak = gapless_max(recent)
+    peak = gapless_max(memory[:, -windows:])
     return np.where(np.isneginf(peak), np.nan, peak)
 
 

@@ -48,8 +48,6 @@ def lull_shortfall_rate(
     is what the margins may spend. Every job start of a following series (idle, then
     clearly busy) costs `windows_per_start` windows before the reaction lands.
     """
-    if cpu.size == 0:
-        return 0.0
     idle, busy = _idle_busy(cpu, scale)
     starts = idle[:, :-1] & busy[:, 1:]
     seen = np.sum(~np.isnan(cpu))

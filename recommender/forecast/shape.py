@@ -39,9 +39,6 @@ class ShapeReport:
 def autocorrelation(x: np.ndarray, lag: int) -> np.ndarray:
     """Autocorrelation at `lag` of each row, NaN-aware, as statsmodels `acf(adjusted=True)`
     estimates it (NaN with fewer than `lag` pairs or a constant row)."""
-    n, length = x.shape
-    if lag >= length:
-        return np.full(n, np.nan)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         centred = x - np.nanmean(x, axis=1, keepdims=True)
