@@ -23,12 +23,9 @@ from recommender.forecast.quantiles import gapless_mean
 
 @dataclass(frozen=True)
 class BlockLayout:
-    """How a (series, windows) matrix starting at `start` maps onto blocks.
+    """How a (series, windows) matrix maps onto blocks: `pad` NaN windows put in front
+    make window 0 of the padded matrix start block `first_block`."""
 
-    pad: NaN windows put in front so that window 0 of the padded matrix starts a block.
-    """
-
-    start: int
     step: int
     n_windows: int
     windows_per_block: int
@@ -54,7 +51,7 @@ def layout_for(start: int, step: int, n_windows: int, windows_per_block: int) ->
     period = step * windows_per_block
     first_block = start // period
     pad = int((start - first_block * period) // step)
-    return BlockLayout(start, step, n_windows, windows_per_block, int(first_block), pad)
+    return BlockLayout(step, n_windows, windows_per_block, int(first_block), pad)
 
 
 def as_blocks(values: np.ndarray, layout: BlockLayout) -> np.ndarray:

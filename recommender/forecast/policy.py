@@ -57,10 +57,6 @@ class Needs:
     first_start: float
     period: int
 
-    @property
-    def units(self) -> int:
-        return int(self.cpu.shape[0])
-
     def _arrays(self) -> list[str]:
         return [f.name for f in fields(self) if isinstance(getattr(self, f.name), np.ndarray)]
 
