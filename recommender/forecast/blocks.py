@@ -63,11 +63,6 @@ def as_blocks(values: np.ndarray, layout: BlockLayout) -> np.ndarray:
     return padded.reshape(n, layout.n_blocks, layout.windows_per_block)
 
 
-def block_mean(values: np.ndarray, layout: BlockLayout) -> np.ndarray:
-    """Mean usage of each block, NaN for blocks without a sample: (series, blocks)."""
-    return gapless_mean(as_blocks(values, layout), axis=2)
-
-
 @dataclass(frozen=True)
 class KnownLevels:
     """True block means of a whole history: (series, blocks) from `first_block` on the
@@ -86,7 +81,7 @@ class KnownLevels:
             keys=_key_index(usage.keys),
             period=layout.period,
             first_block=layout.first_block,
-            means=block_mean(usage.cpu, layout),
+            means=gapless_mean(as_blocks(usage.cpu, layout), axis=2),
         )
 
     def aligned(self, keys: pd.DataFrame) -> KnownLevels:

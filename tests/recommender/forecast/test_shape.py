@@ -7,7 +7,8 @@ import pytest
 from statsmodels.tsa.stattools import acf
 
 from recommender.explanations import season_name, workload_class
-from recommender.forecast.blocks import block_mean, layout_for
+from recommender.forecast.blocks import as_blocks, layout_for
+from recommender.forecast.quantiles import gapless_mean
 from recommender.forecast.settings import ForecastSettings
 from recommender.forecast.shape import autocorrelation, detect_shape
 from tests.recommender.forecast import synthetic as syn
@@ -16,7 +17,7 @@ from tests.recommender.forecast import synthetic as syn
 def _shape(series: list[np.ndarray]):
     usage = syn.fleet(series)
     layout = layout_for(usage.start, usage.step, usage.n_windows, 12)
-    blocks = block_mean(usage.cpu, layout)
+    blocks = gapless_mean(as_blocks(usage.cpu, layout), axis=2)
     return detect_shape(usage.cpu, blocks, layout.period, ForecastSettings())
 
 
