@@ -84,11 +84,10 @@ class OomHistory:
 def bump_after_oom(
     memory: np.ndarray, settings: ForecastSettings, bumps: SeriesBumps | None = None
 ) -> np.ndarray:
-    """The limit after a kill at `memory`: max(memory x factor, (memory + step) x (1 +
-    margin)); the step takes the margin too, as upstream's OOM sample does, or a small
-    container's bump barely clears the kill. A VPA's own `oomBumpUpRatio` r (`bumps`,
-    per kill; NaN = none) scales the factor by r / upstream's default; its
-    `oomMinBumpUp` is the step."""
+    """The limit after a kill at `memory` (see `MemorySettings.oom_bump_factor`); the step
+    takes the margin too, as upstream's OOM sample does, or a small container's bump
+    barely clears the kill. A VPA's own `oomBumpUpRatio` r (`bumps`, per kill; NaN =
+    none) scales the factor by r / upstream's default; its `oomMinBumpUp` is the step."""
     m = settings.memory
     ratio, min_bump = (np.nan, np.nan) if bumps is None else bumps
     own_factor = m.oom_bump_factor * ratio / UPSTREAM_OOM_BUMP_RATIO

@@ -79,9 +79,8 @@ class LullTracker:
         scale: np.ndarray,
         settings: LullSettings,
     ) -> np.ndarray:
-        """Which series drop from `request` to their `idle` one now (bool, series), each
-        remembering the level to restore: those that `may`, idle for `after_windows`, with
-        `reserve` changes `left` for the restore and a saving of `min_saving` x `scale`."""
+        """Which series that `may` drop from `request` to their `idle` one now (bool, series),
+        each remembering the level to restore (the conditions: `LullSettings`)."""
         dropped = (
             may
             & (left >= settings.reserve + 1)
@@ -134,10 +133,8 @@ class SpikeTracker:
         scale: np.ndarray,
         settings: SpikeSettings,
     ) -> tuple[np.ndarray, np.ndarray]:
-        """Which series return from `current` to their pre-reaction request now (bool,
-        series), and that request: those that `may`, calm for `after_windows`, with
-        `reserve` changes `left` for the next reaction and a saving of `min_saving` x
-        `scale`."""
+        """Which series that `may` return from `current` to their pre-reaction request now
+        (bool, series), and that request (the conditions: `SpikeSettings`)."""
         released = (
             may
             & settings.release

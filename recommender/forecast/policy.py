@@ -5,10 +5,8 @@ The backtest's strategy, `tailor schedule` and the recommender service all run a
 rules the backtest measured: it says what a schedule must play (`Needs`; a workload's
 pods merged on them), and sets the requests of each block boundary.
 
-Every change is a resize on a live pod, so a request moves only when it matters (the
-hysteresis): up as soon as the coming block needs clearly more, down only when the next
-few blocks all need clearly less; the new level covers those blocks, so a ramp costs one
-change, not one per block.
+Every change is a resize on a live pod, so a request moves only when it matters: the
+hysteresis of `HysteresisSettings`, whose fields say how.
 """
 
 from __future__ import annotations
