@@ -70,15 +70,6 @@ def _fallback_cpu(cpu: np.ndarray, settings: ForecastSettings) -> np.ndarray:
     return seen[:, 0] * (1.0 + settings.reactions.react_margin)
 
 
-def persistence_one_step(windows: np.ndarray, recent: int) -> np.ndarray:
-    """Forecast of each block = mean of the last `recent` windows before it: batch jobs
-    switch state and stay, so the latest windows beat a smoothed level after a switch."""
-    tail = gapless_mean(windows[:, :, -recent:], axis=2)
-    out = np.full(tail.shape, np.nan)
-    out[:, 1:] = tail[:, :-1]
-    return out
-
-
 def _cheapest_model(usage: np.ndarray, forecasts: np.ndarray, target: float) -> np.ndarray:
     """Per series, the one-step forecast whose calibrated request would have left the
     least slack: forecast + q (q the (1 - target) quantile of the errors) leaves on
@@ -165,7 +156,8 @@ class _History:
         m, usage, residual = self.settings.model, self.usage, self.residual_blocks
         params = SmoothingParams(m.level_alphas, m.trend_beta, m.season_gamma, m.trend_damping)
         candidates = fit(self.blocks, self.layout.block_ids, shape.period, params)
-        persist = persistence_one_step(self.cpu_blocks, m.persistence_windows)
+        persist = np.full(self.blocks.shape, np.nan)  # the last windows of the block before
+        persist[:, 1:] = gapless_mean(self.cpu_blocks[:, :-1, -m.persistence_windows :], axis=2)
         options = np.concatenate([candidates.one_step, persist[:, None]], axis=1)
         choice = _cheapest_model(self.cpu_blocks[:, -residual:], options[:, :, -residual:], target)
         use_persist = choice == options.shape[1] - 1

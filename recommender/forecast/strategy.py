@@ -173,7 +173,10 @@ class ForecastStrategy:
         may_release = ~following & unchanged
         released, back = self.spikes.release(current.cpu, may_release, left, peak, s.spikes)
         cpu = np.where(released, back, cpu)
-        cpu = self._within_ceiling(cpu, current.cpu)
+        # a new request of an on/off container stays under its busy ceiling (the plan's
+        # `cpu_ceiling`) unless the job is using more right now
+        capped = ~np.isnan(plan.cpu_ceiling) & ~np.isclose(cpu, current.cpu, equal_nan=True)
+        cpu = np.where(capped, np.fmin(cpu, np.fmax(plan.cpu_ceiling, self.last_cpu)), cpu)
         cpu_moves = differs(cpu, current.cpu)
         along = cpu_moves & ~dropped & ~released  # memory follows neither drop nor release
         may_fall = at_boundary & (left > s.reserved_changes)  # a planned memory decrease
@@ -237,14 +240,6 @@ class ForecastStrategy:
         needed = np.where(np.isnan(level), np.nan, np.fmax(level, self.ooms.floor_at(now)))
         held = self.ooms.hold_until > now
         return self.policy.memory_step(current, needed, may_react, may_fall, cpu_moves, held)
-
-    def _within_ceiling(self, cpu: np.ndarray, current: np.ndarray) -> np.ndarray:
-        """A new request of an on/off container stays under its busy ceiling (the plan's
-        `cpu_ceiling`) unless the job is using more right now."""
-        assert self.plan is not None
-        ceiling = np.fmax(self.plan.cpu_ceiling, self.last_cpu)
-        capped = ~np.isnan(self.plan.cpu_ceiling) & ~np.isclose(cpu, current, equal_nan=True)
-        return np.where(capped, np.fmin(cpu, ceiling), cpu)
 
     def _react_cpu(
         self,
