@@ -31,20 +31,6 @@ def bucket_edges() -> np.ndarray:
     return FIRST_BUCKET * (BUCKET_RATIO**k - 1.0) / (BUCKET_RATIO - 1.0)
 
 
-def _chunk_histograms(values: np.ndarray, chunk: int) -> np.ndarray:
-    """Sample counts per (series, chunk, bucket) of whole chunks; NaN samples are left out."""
-    n, total = values.shape
-    chunks = total // chunk
-    edges = bucket_edges()
-    seen = ~np.isnan(values)
-    bucket = np.clip(
-        np.searchsorted(edges, np.nan_to_num(values), side="right") - 1, 0, BUCKETS - 1
-    )
-    cell = (np.arange(n)[:, None] * chunks + np.arange(values.shape[1])[None, :] // chunk) * BUCKETS
-    counts = np.bincount((cell + bucket)[seen], minlength=n * chunks * BUCKETS)
-    return counts.reshape(n, chunks, BUCKETS).astype(np.float64)
-
-
 def vpa_shortfall(cpu: np.ndarray, chunk: int, step: int) -> tuple[np.ndarray, np.ndarray]:
     """Shortfall windows and judged windows per series under the VPA's estimator: each
     chunk of `chunk` windows of `cpu` (series, windows; `step` seconds each) is judged
@@ -54,8 +40,14 @@ def vpa_shortfall(cpu: np.ndarray, chunk: int, step: int) -> tuple[np.ndarray, n
     if chunks < MIN_CHUNKS:
         return np.zeros(n), np.zeros(n)
     values = cpu[:, total - chunks * chunk :]
-    histograms = _chunk_histograms(values, chunk)
-    upper = bucket_edges()[1:]
+    # sample counts per (series, chunk, bucket); NaN samples are left out
+    edges = bucket_edges()
+    bucket = np.clip(
+        np.searchsorted(edges, np.nan_to_num(values), side="right") - 1, 0, BUCKETS - 1
+    )
+    cell = (np.arange(n)[:, None] * chunks + np.arange(values.shape[1])[None, :] // chunk) * BUCKETS
+    counts = np.bincount((cell + bucket)[~np.isnan(values)], minlength=n * chunks * BUCKETS)
+    histograms = counts.reshape(n, chunks, BUCKETS).astype(np.float64)
     # each series' own first chunks only build its history, wherever it starts
     has_data = histograms.sum(axis=2) > 0
     starts = np.where(has_data.any(axis=1), np.argmax(has_data, axis=1), chunks)
@@ -69,7 +61,7 @@ def vpa_shortfall(cpu: np.ndarray, chunk: int, step: int) -> tuple[np.ndarray, n
         cumulative = np.cumsum(weighted, axis=1)
         total_weight = cumulative[:, -1]
         position = np.argmax(cumulative >= VPA_PERCENTILE * total_weight[:, None], axis=1)
-        level = np.maximum(upper[position] * VPA_SAFETY_MARGIN, VPA_MIN_CPU)
+        level = np.maximum(edges[position + 1] * VPA_SAFETY_MARGIN, VPA_MIN_CPU)
         window = values[:, index * chunk : (index + 1) * chunk]
         seen = ~np.isnan(window) & (total_weight[:, None] > 0)
         seen &= (index >= starts + MIN_CHUNKS - 1)[:, None]
