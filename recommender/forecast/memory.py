@@ -56,21 +56,19 @@ class OomHistory:
         peaks = np.zeros(rows.shape) if history_peak is None else np.nan_to_num(history_peak)
         peak_list: list[float] = np.asarray(peaks, dtype=np.float64).ravel().tolist()
         firsts = bump_after_oom(np.asarray(memory, dtype=np.float64), settings, bumps).tolist()
+        margin = 1.0 + settings.memory_margin
+        hold = settings.memory.oom_hold_hours * HOUR
         for row, when, used, peak, first in zip(
             rows.tolist(), seconds.tolist(), memory.tolist(), peak_list, firsts, strict=True
         ):
-            bumped = max(first, peak * (1.0 + settings.memory_margin))
-            again = not np.isnan(self.last[row]) and when - self.last[row] <= REPEAT_SECONDS
-            if again:
+            bumped = max(first, peak * margin)
+            if when - self.last[row] <= REPEAT_SECONDS:  # false after no kill (NaN)
                 bumped = max(bumped, used * REPEAT_FACTOR)
-            holding = when < self.hold_until[row]
-            base = self.floor[row] if holding else 0.0
+            base = self.floor[row] if when < self.hold_until[row] else 0.0
             self.floor[row] = max(base, bumped)
-            self.hold_until[row] = max(
-                self.hold_until[row], when + settings.memory.oom_hold_hours * HOUR
-            )
+            self.hold_until[row] = max(self.hold_until[row], when + hold)
             self.count[row] += 1
-            self.last[row] = when if np.isnan(self.last[row]) else max(self.last[row], when)
+            self.last[row] = np.fmax(self.last[row], when)
 
     def select(self, rows: np.ndarray) -> OomHistory:
         """The history of some series (a copy)."""
