@@ -68,14 +68,10 @@ def plan_forecast(
     workers: int = 1,
     oom_bumps: SeriesBumps | None = None,
 ) -> Planned:
-    """Plan every series of `usage` (see `Planned`).
-
-    events: optional canonical events table; OOM kills raise and hold memory as in the
-    live strategy. Series are planned in fixed chunks of `settings.chunk_series` (each
-    chunk is one fleet for the shortfall allocation), so results do not depend on
-    `workers`, the number of threads the chunks run on (numpy releases the GIL in the
-    heavy loops). `oom_bumps`: see `oom_history`.
-    """
+    """Plan every series of `usage` (see `Planned`), the OOM kills in `events` raising and
+    holding memory as in the live strategy (see `oom_history`). Chunks of `chunk_series`
+    are planned apart, so results do not depend on `workers`, the threads they run on
+    (numpy releases the GIL in the heavy loops)."""
     policy = policy or ForecastPolicy()
     settings = policy.settings
     ooms, usage = oom_history(usage, events, settings, oom_bumps)

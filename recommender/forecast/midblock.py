@@ -44,10 +44,9 @@ def idle_requests(
 def lull_shortfall_rate(
     cpu: np.ndarray, scale: np.ndarray, following: np.ndarray, windows_per_start: int
 ) -> float:
-    """Share of all windows that following lulls will leave short: the fleet target minus it
-    is what the margins may spend. Every job start of a following series (idle, then
-    clearly busy) costs `windows_per_start` windows before the reaction lands.
-    """
+    """Share of all windows that following lulls will leave short (taken off the target the
+    margins spend): every job start of a following series (idle, then clearly busy) costs
+    `windows_per_start` windows before the reaction lands."""
     idle, busy = _idle_busy(cpu, scale)
     starts = idle[:, :-1] & busy[:, 1:]
     seen = np.sum(~np.isnan(cpu))

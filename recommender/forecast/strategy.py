@@ -232,8 +232,7 @@ class ForecastStrategy:
         may_fall: np.ndarray,
         may_react: np.ndarray,
     ) -> np.ndarray:
-        """Memory rides along with CPU changes (one resize for both); alone it moves only
-        up, or far down at a boundary."""
+        """The memory `ForecastPolicy.memory_step` sets, on the plan's level in `states`."""
         now = float(self.fleet.time_of(self.buffer.next_window))
         assert self.plan is not None
         level = self.plan.memory.for_states(states)
