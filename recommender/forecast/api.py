@@ -51,10 +51,9 @@ def oom_history(
     if not len(kills):
         return ooms, usage
     rows, seconds, memory = kills.series, kills.seconds, kills.memory
-    peaks = gapless_max(usage.memory)
+    peaks = np.maximum(gapless_max(usage.memory[rows]), 0.0)
     bumps = None if oom_bumps is None else (oom_bumps[0][rows], oom_bumps[1][rows])
-    at = seconds.astype(np.float64)
-    ooms.record(rows, at, memory, settings, np.maximum(peaks[rows], 0.0), bumps=bumps)
+    ooms.record(rows, seconds.astype(np.float64), memory, settings, peaks, bumps)
     windows = np.clip((seconds - usage.start) // usage.step, 0, usage.n_windows - 1)
     folded = usage.memory.copy()
     np.fmax.at(folded, (rows, windows), implied_demand(memory, settings, bumps))

@@ -42,7 +42,7 @@ class OomHistory:
         seconds: np.ndarray,
         memory: np.ndarray,
         settings: ForecastSettings,
-        history_peak: np.ndarray | None = None,
+        history_peak: np.ndarray,
         bumps: SeriesBumps | None = None,
     ) -> None:
         """OOM kills of `rows` at `seconds` with `memory` in use (bytes): bump and hold.
@@ -53,8 +53,7 @@ class OomHistory:
         so finding a new peak costs a few kills, not one per bump. `bumps`: see
         `bump_after_oom`.
         """
-        peaks = np.zeros(rows.shape) if history_peak is None else np.nan_to_num(history_peak)
-        peak_list: list[float] = np.asarray(peaks, dtype=np.float64).ravel().tolist()
+        peak_list: list[float] = np.nan_to_num(history_peak).tolist()
         firsts = bump_after_oom(np.asarray(memory, dtype=np.float64), settings, bumps).tolist()
         margin = 1.0 + settings.memory_margin
         hold = settings.memory.oom_hold_hours * HOUR

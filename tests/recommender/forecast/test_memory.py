@@ -36,7 +36,7 @@ def test_an_oom_jumps_to_the_remembered_peak_and_holds() -> None:
 def test_a_small_kill_raises_by_the_minimum_step_plus_the_margin() -> None:
     # upstream: an OOM sample of used + 100 MiB, then the 15 % margin on top
     ooms = OomHistory.empty(1)
-    ooms.record(np.array([0]), np.array([0.0]), np.array([100.0 * MIB]), SETTINGS)
+    ooms.record(np.array([0]), np.array([0.0]), np.array([100.0 * MIB]), SETTINGS, np.zeros(1))
     assert SETTINGS.memory.oom_bump_factor * 100.0 * MIB < 200.0 * MIB * MARGIN
     assert ooms.floor[0] == pytest.approx(200.0 * MIB * MARGIN)
 
@@ -44,7 +44,7 @@ def test_a_small_kill_raises_by_the_minimum_step_plus_the_margin() -> None:
 def test_a_large_kill_raises_by_the_bump_factor() -> None:
     ooms = OomHistory.empty(1)
     used = 4.0 * syn.GIB
-    ooms.record(np.array([0]), np.array([0.0]), np.array([used]), SETTINGS)
+    ooms.record(np.array([0]), np.array([0.0]), np.array([used]), SETTINGS, np.zeros(1))
     assert ooms.floor[0] == pytest.approx(used * SETTINGS.memory.oom_bump_factor)
 
 
@@ -119,7 +119,9 @@ def test_a_state_with_no_peak_of_its_own_is_judged_at_the_overall_level() -> Non
 def test_an_active_oom_hold_is_a_floor_of_the_plan() -> None:
     memory = np.full((1, 12 * 24), 1.0 * syn.GIB)
     ooms = OomHistory.empty(1)
-    ooms.record(np.array([0]), np.array([10.0**9]), np.array([4.0 * syn.GIB]), SETTINGS)
+    ooms.record(
+        np.array([0]), np.array([10.0**9]), np.array([4.0 * syn.GIB]), SETTINGS, np.zeros(1)
+    )
     plan = _plan(memory, np.zeros(memory.shape, int), np.zeros((1, 48), int), ooms=ooms)
     hold = int(SETTINGS.memory.oom_hold_hours)
     assert (plan.required[0, :hold] >= 4.8 * syn.GIB - 1).all()
