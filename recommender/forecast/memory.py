@@ -175,13 +175,12 @@ def _by_state_cost(
     """Per series, replayed over its past as the plan sizes: each state's memory peak,
     the extra kills a day sizing by state would have cost, the limit it would have
     lowered on average (bytes), and the days seen."""
-    n = memory.shape[0]
     margin = 1.0 + settings.memory_margin
     overall_level = _prefix_max(memory)
     previous = np.full(cpu_states.shape, -1)
     previous[:, 1:] = cpu_states[:, :-1]
     stable = (previous == cpu_states) & (cpu_states >= 0)
-    state_peak = np.full((n, n_bins), np.nan)
+    state_peak = np.full((memory.shape[0], n_bins), np.nan)
     quantile = (settings.memory.memory_state_quantile,)
     for k in range(n_bins):
         in_state = np.where(stable & (cpu_states == k), memory, np.nan)
