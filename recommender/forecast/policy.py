@@ -19,7 +19,6 @@ import numpy as np
 from recommender.data.arrays import UsageArrays
 from recommender.forecast.memory import OomHistory, recent_peak
 from recommender.forecast.planner import Plan
-from recommender.forecast.quantiles import gapless_max
 from recommender.forecast.settings import ForecastSettings
 from tailor.change_budget import ChangeBudget
 
@@ -28,8 +27,7 @@ MEMORY_ALONE_DECREASE = 0.3  # a memory-only resize down must cut the limit by t
 
 def cover(required: np.ndarray, blocks: int) -> np.ndarray:
     """Highest requirement of the first `blocks` columns, NaN-aware: (series,)."""
-    peak = gapless_max(required[:, : max(1, blocks)])
-    return np.where(np.isneginf(peak), np.nan, peak)
+    return recent_peak(required[:, :blocks], blocks)
 
 
 @dataclass(frozen=True)
