@@ -51,14 +51,6 @@ def autocorrelation(x: np.ndarray, lag: int) -> np.ndarray:
     return np.where((pairs >= max(lag, 2)) & (variance > 0), result, np.nan)
 
 
-def _history_days(blocks: np.ndarray, period_seconds: int) -> np.ndarray:
-    seen = ~np.isnan(blocks)
-    first = np.argmax(seen, axis=1)
-    last = blocks.shape[1] - 1 - np.argmax(seen[:, ::-1], axis=1)
-    span = np.where(seen.any(axis=1), last - first + 1, 0)
-    return span * period_seconds / DAY
-
-
 def _trend_per_day(blocks: np.ndarray, day_blocks: int) -> np.ndarray:
     n, length = blocks.shape
     days = length // day_blocks
@@ -107,7 +99,9 @@ def detect_shape(
     and its block means `blocks` on the grid of `period_seconds`."""
     day_blocks = max(1, round(DAY / period_seconds))
     week_blocks = 7 * day_blocks
-    history = _history_days(blocks, period_seconds)
+    seen = ~np.isnan(blocks)  # history: the days from a series' first block to its last
+    span = blocks.shape[1] - np.argmax(seen[:, ::-1], axis=1) - np.argmax(seen, axis=1)
+    history = np.where(seen.any(axis=1), span, 0) * period_seconds / DAY
     daily = autocorrelation(blocks, day_blocks) if day_blocks > 1 else np.full(len(blocks), 0.0)
     weekly = autocorrelation(blocks, week_blocks)
     threshold = settings.model.season_threshold
