@@ -94,6 +94,15 @@ class ResizePlan:
         amounts = {c.name: c.request_amounts() for c in self.containers}
         return {name: (a.cpu_millis, a.memory_bytes) for name, a in amounts.items()}
 
+    @cached_property
+    def sent(self) -> dict[str, Json] | None:
+        """Each changed container's resources as `patch` sends them, by name, for checking
+        the API server's answer against; None when a new request is negative or the pod's
+        own resources change (the answer is then read afresh)."""
+        if self.pod_level is not None or any(min(a) < 0 for a in self.requested.values()):
+            return None
+        return {c.name: c.resources() for c in self.containers}
+
     @property
     def changes(self) -> bool:
         return bool(self.containers) or self.pod_level is not None

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 from tailor.pods import APP_FIELD, INIT_FIELD, container_statuses, is_native_sidecar
-from updater.plan import ContainerResize, ResizePlan
+from updater.plan import ResizePlan
 from updater.resize_status import ResizeState, resize_status
 from updater.resources import Amounts, Json, amount_pair, requested_pair, resource_list
 
@@ -142,8 +142,11 @@ def _larger(first: Json | None, second: Json | None) -> Pair:
 def _in_flight(status: Json | None) -> Pair | None:
     if not status:
         return None
-    applied = (status.get("resources") or {}).get("requests")
-    return _larger(applied, status.get("allocatedResources"))
+    applied = amount_pair((status.get("resources") or {}).get("requests"))
+    allocated = amount_pair(status.get("allocatedResources"))
+    if applied[0] >= allocated[0] and applied[1] >= allocated[1]:
+        return applied
+    return max(applied[0], allocated[0]), max(applied[1], allocated[1])
 
 
 def _pod_level(pod: Json, spec: Json) -> PodLevel | None:
@@ -158,20 +161,26 @@ def _pod_level(pod: Json, spec: Json) -> PodLevel | None:
 def pod_count(pod: Json) -> PodCount:
     """Read `pod`'s amounts. Raises QuantityError on an unreadable one."""
     spec = pod.get("spec") or {}
-    infeasible = resize_status(pod).state is ResizeState.INFEASIBLE
+    status = pod.get("status") or {}
+    # without conditions there is no resize status to read
+    infeasible = bool(status.get("conditions")) and (
+        resize_status(pod).state is ResizeState.INFEASIBLE
+    )
     statuses = container_statuses(pod)  # names are unique across both kinds of container
     containers = []
-    listed = ((APP, spec.get("containers")), (None, spec.get("initContainers")))
-    for kind_of_field, found in listed:
-        for container in found or ():
-            name = str(container.get("name"))
-            kind = kind_of_field or (SIDECAR if is_native_sidecar(container) else PLAIN_INIT)
-            requests = requested_pair(container)
-            # a plain init container counts at its requests only
-            flight = None if kind == PLAIN_INIT else _in_flight(statuses.get(name))
-            containers.append(CountedContainer(name, kind, requests, flight))
+    for container in spec.get(APP_FIELD) or ():
+        name, requests = str(container.get("name")), requested_pair(container)
+        containers.append(CountedContainer(name, APP, requests, _in_flight(statuses.get(name))))
+    for container in spec.get(INIT_FIELD) or ():
+        name, requests = str(container.get("name")), requested_pair(container)
+        if is_native_sidecar(container):
+            flight = _in_flight(statuses.get(name))
+            containers.append(CountedContainer(name, SIDECAR, requests, flight))
+        else:  # a plain init container counts at its requests only
+            containers.append(CountedContainer(name, PLAIN_INIT, requests))
     overhead = amount_pair(spec.get("overhead"))
-    return counted_pod(tuple(containers), overhead, _pod_level(pod, spec), infeasible)
+    level = _pod_level(pod, spec) if spec.get("resources") else None
+    return counted_pod(tuple(containers), overhead, level, infeasible)
 
 
 def recounted(answer: Json, listed: Json, before: PodCount) -> PodCount | None:
@@ -226,17 +235,15 @@ def resized_amounts(
     the sent ones merged in (so none is unreadable). Then each planned container's new
     request is the plan's amount (the plan's texts are its quantities printed exactly)
     and the count is `before.effective(plan)`: a change of 0 or more replaces the spec."""
-    if plan.pod_level is not None or before.pod_level is not None:
-        return None
-    sent = {c.name: c for c in plan.containers}
-    if any(min(amounts) < 0 for amounts in plan.requested.values()):
+    sent = plan.sent
+    if sent is None or before.pod_level is not None:
         return None
     if answer.get("status") != listed.get("status"):
         return None
     spec, was = answer.get("spec") or {}, listed.get("spec") or {}
     if spec.get("overhead") != was.get("overhead") or spec.get("resources") != was.get("resources"):
         return None
-    counted = iter(before.containers)
+    counted, matched = iter(before.containers), 0
     for listing in (APP_FIELD, INIT_FIELD):
         now, then = spec.get(listing) or (), was.get(listing) or ()
         if len(now) != len(then):
@@ -246,24 +253,26 @@ def resized_amounts(
             if name != old.get("name") or new.get("restartPolicy") != old.get("restartPolicy"):
                 return None
             kind = next(counted).kind
-            change = sent.pop(name, None) if isinstance(name, str) else None
+            change = sent.get(name) if isinstance(name, str) else None
             if change is None:
                 if new.get("resources") != old.get("resources"):
                     return None
             elif kind == PLAIN_INIT or not _as_sent(new, old, change):
                 return None
-    if sent or resize_status(answer).state is ResizeState.INFEASIBLE:
+            else:
+                matched += 1
+    if matched != len(sent) or resize_status(answer).state is ResizeState.INFEASIBLE:
         return None
     return before.effective(plan)
 
 
-def _as_sent(new: Json, old: Json, change: ContainerResize) -> bool:
-    """Does `new` request exactly what `change` sent (cpu and memory), with the limits of
+def _as_sent(new: Json, old: Json, sent: Json) -> bool:
+    """Does `new` request exactly the `sent` resources (cpu and memory), with the limits of
     `old` and the sent ones merged in, as a strategic merge patch leaves them?"""
-    sent = change.resources()
-    requests = (new.get("resources") or {}).get("requests") or {}
+    resources = new.get("resources") or {}
+    requests = resources.get("requests") or {}
     if "cpu" not in requests or "memory" not in requests or requests != sent.get("requests"):
         return False
-    limits = (new.get("resources") or {}).get("limits") or {}
+    limits = resources.get("limits") or {}
     was = (old.get("resources") or {}).get("limits") or {}
     return limits == ({**was, **sent["limits"]} if "limits" in sent else was)
