@@ -94,6 +94,7 @@ def container_statuses(pod: Json) -> dict[str, Json]:
     found: dict[str, Json] = {}
     for field in ("containerStatuses", "initContainerStatuses"):
         for entry in _listed(status, field):
-            if isinstance(entry, Mapping):
+            # a dict first: the ABC check costs more, and every pod of a pass asks
+            if isinstance(entry, dict) or isinstance(entry, Mapping):  # noqa: SIM101
                 found[str(entry.get("name"))] = entry
     return found

@@ -66,20 +66,53 @@ def resource_list(values: Mapping[str, Any] | None) -> dict[str, int]:
     return found
 
 
+_ABSENT = object()  # a resource a ResourceList does not name (counts 0)
+_PAIRS: dict[tuple[object, object], tuple[int, int]] = {}  # (cpu text, memory text)
+_PAIRS_KEPT = 4096
+
+
 def amount_pair(values: Mapping[str, Any] | None) -> tuple[int, int]:
     """cpu and memory of a ResourceList as (millicores, bytes), 0 for one not there: what
     `to_amounts(resource_list(values))` gives, without the dict between."""
     if not values:
         return 0, 0
-    cpu = amount("cpu", values["cpu"]) if "cpu" in values else 0
-    return cpu, amount("memory", values["memory"]) if "memory" in values else 0
+    return _pair(values.get("cpu", _ABSENT), values.get("memory", _ABSENT))
+
+
+def _pair(cpu: object, memory: object) -> tuple[int, int]:
+    """The amounts of these texts (`_ABSENT`: 0). The pods of a fleet share a few request
+    texts, so each pair is parsed once: a dict look-up instead of two cached parses. Only
+    texts are kept (a number or a boolean equal to one would share its entry)."""
+    try:
+        found = _PAIRS.get((cpu, memory))
+    except TypeError:  # an unhashable amount: not a quantity, `amount` says why
+        found = None
+    if found is None:
+        found = (
+            0 if cpu is _ABSENT else amount("cpu", cpu),
+            0 if memory is _ABSENT else amount("memory", memory),
+        )
+        texts = (type(cpu) is str or cpu is _ABSENT) and (type(memory) is str or memory is _ABSENT)
+        if texts and len(_PAIRS) < _PAIRS_KEPT:
+            _PAIRS[cpu, memory] = found
+    return found
 
 
 def requested_pair(container: Json) -> tuple[int, int]:
     """`requests_of` as (millicores, bytes), 0 for a resource not requested."""
-    defaulted, limits = defaulted_requests(container)
-    found = amount_pair(defaulted)
-    amount_pair(limits)  # read for its errors only
+    resources = container.get("resources") or {}
+    requests, limits = resources.get("requests") or {}, resources.get("limits") or {}
+    if type(requests) is not dict or type(limits) is not dict:
+        defaulted, limits = defaulted_requests(container)
+        found = amount_pair(defaulted)
+        amount_pair(limits)  # read for its errors only
+        return found
+    # a limit stands in for a missing request (`tailor.limits.defaulted_requests`)
+    cpu = requests["cpu"] if "cpu" in requests else limits.get("cpu", _ABSENT)
+    memory = requests["memory"] if "memory" in requests else limits.get("memory", _ABSENT)
+    found = _pair(cpu, memory)
+    if limits:
+        amount_pair(limits)  # read for its errors only
     return found
 
 
