@@ -55,6 +55,7 @@ class NodeUsage:
         self._totals: dict[str, Amounts] = {}
         self._read: dict[int, tuple[Json, PodCount]] = {}  # by object; it is kept alive
         self._nodes: dict[int, tuple[Json, Amounts]] = {}
+
         def counted(listed: Json) -> Amounts:
             return self.count(listed).now
 
