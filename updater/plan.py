@@ -180,7 +180,7 @@ def _all_containers(pod: Json) -> list[Json]:
     return [*(spec.get(APP_FIELD) or []), *(spec.get(INIT_FIELD) or [])]
 
 
-def resized_stanzas(
+def _resized(
     stanzas: Sequence[ContainerResources], changes: Mapping[str, ContainerResize]
 ) -> list[ContainerResources]:
     """The containers' requests and limits once `changes` are made (for the QoS class)."""
@@ -238,7 +238,7 @@ def plan_resize(
     changes, lowered = container_changes(
         current, capped.recommendations, rules, targets, sidecars, True
     )
-    after = qos_of_stanzas(resized_stanzas(stanzas, changes))
+    after = qos_of_stanzas(_resized(stanzas, changes))
     kept_ratio: tuple[str, ...] = ()
     if after is not qos:  # the plan's memory limit would change the class: keep the ratio
         capped = capped_by(own_range)
@@ -246,7 +246,7 @@ def plan_resize(
             current, capped.recommendations, rules, targets, sidecars
         )
         kept_ratio = (f"memory limit kept in proportion: the plan's would make the pod {after}",)
-        after = qos_of_stanzas(resized_stanzas(stanzas, changes))
+        after = qos_of_stanzas(_resized(stanzas, changes))
     if after is not qos:
         return Skipped(f"the scheduled amounts would make a {qos} pod {after}")
     notes = (

@@ -39,7 +39,6 @@ from updater.plan import (
     restart_notes,
     wanted_amounts,
 )
-from updater.plan_plain import plain_plan
 from updater.resources import Json, requests_of
 
 LIMIT_NOT_SUMMED = "pod-level memory limit kept in proportion: per-container limits not summed"
@@ -171,9 +170,6 @@ def plan_pod_resize(
 ) -> ResizePlan | Skipped:
     """The pod's resize: at pod level when it sets `spec.resources`, else per container
     (`updater.plan`). Raises QuantityError on unreadable amounts."""
-    plain = plain_plan(pod, targets, rules)  # most pods: the same plan, made quicker
-    if plain is not None:
-        return plain
     stanza = pod_level_resources(pod)
     if stanza is None:
         return plan_resize(pod, targets, rules)
