@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from recommender.data.columnar import run_starts
 from recommender.data.timestamps import unix_seconds
 
 KEY_COLUMNS = ("namespace", "workload", "pod", "container")
@@ -147,10 +148,7 @@ def _runs_of_distinct_keys(columns: list[np.ndarray]) -> tuple[np.ndarray, np.nd
     rows = columns[0].size
     if rows == 0:
         return None
-    change = np.zeros(rows, bool)
-    change[0] = True
-    for codes in columns:
-        change[1:] |= codes[1:] != codes[:-1]
+    change = run_starts(columns, rows)
     first_rows = np.flatnonzero(change)
     starts = pd.DataFrame({at: codes[first_rows] for at, codes in enumerate(columns)})
     if starts.duplicated().any():

@@ -18,14 +18,27 @@ from recommender.data.schema import KEY_LABELS
 
 def shared_categories(columns: Iterable[pd.Series | np.ndarray]) -> pd.CategoricalDtype:
     """One categorical type holding every name of `columns`, sorted (so sorting by codes
-    sorts by name)."""
+    sorts by name). The key columns of one read share a type: its names are taken once."""
     names: set[str] = set()
+    seen: set[int] = set()
     for column in columns:
-        if isinstance(getattr(column, "dtype", None), pd.CategoricalDtype):
-            names.update(column.cat.categories)  # type: ignore[union-attr]
+        dtype = getattr(column, "dtype", None)
+        if isinstance(dtype, pd.CategoricalDtype):
+            if id(dtype) not in seen:
+                seen.add(id(dtype))
+                names.update(dtype.categories)
         else:
             names.update(pd.unique(np.asarray(column, dtype=object)))
     return pd.CategoricalDtype(sorted(names))
+
+
+def run_starts(columns: Iterable[np.ndarray], rows: int) -> np.ndarray:
+    """True on each row where a run of equal values in every one of `columns` begins."""
+    change = np.zeros(rows, bool)
+    change[:1] = True
+    for codes in columns:
+        change[1:] |= codes[1:] != codes[:-1]
+    return change
 
 
 def is_columnar(frame: pd.DataFrame) -> bool:

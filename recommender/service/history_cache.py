@@ -21,6 +21,7 @@ from datetime import UTC, datetime
 import numpy as np
 import pandas as pd
 
+from recommender.data.columnar import run_starts
 from recommender.data.prometheus import (
     EmptyHistoryError,
     PrometheusSettings,
@@ -73,11 +74,7 @@ def _none_odd(usage: pd.DataFrame) -> bool:
     ):
         return False
     codes = {name: usage[name].cat.codes.to_numpy() for name in ("workload", *SERIES)}
-    change = np.zeros(len(usage), bool)
-    change[0] = True
-    for column in codes.values():
-        change[1:] |= column[1:] != column[:-1]
-    starts = np.flatnonzero(change)
+    starts = np.flatnonzero(run_starts(codes.values(), len(usage)))
     size = max(len(dtype.categories), 1)
     if size**3 >= 2**62:
         return False

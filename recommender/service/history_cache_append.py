@@ -6,27 +6,26 @@ pass keeps all but the oldest window of each series and adds the few new ones, s
 joined history is about as long as the held one. Both parts are sorted by series and
 time, and a series' kept old rows all come before its new ones (they end at the cut,
 the new ones start there), so where each row lands is a merge of two sorted key
-arrays (`searchsorted`), not a sort of the whole history. Each float column is then
-taken out of the block (one column's copy), and the block's row rewritten in place
-with the joined column; the block is allocated with spare rows
-(`prometheus_usage.with_spare_rows`) so
-that a fleet a little larger than the last pass's still fits. The caller must own the
+arrays: the runs of one series each are ordered by (series, old before new), not the
+rows of the whole history. Each float column is rewritten in place in the block, run by
+run: runs moving left are moved first to last, runs moving right last to first, so none
+overwrites a run not yet moved. The block is allocated with spare rows
+(`prometheus_usage.with_spare_rows`) so that a fleet a little larger than the last
+pass's still fits. The caller must own the
 block alone: the frame it handed out earlier is overwritten.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
-from recommender.data.columnar import is_columnar, shared_categories
-from recommender.data.schema import KEY_LABELS
+from recommender.data.columnar import is_columnar, run_starts, shared_categories
+from recommender.data.schema import KEY_LABELS, SERIES_COLUMNS
 from recommender.data.timestamps import TIMESTAMP_DTYPE
 
-SERIES = ("namespace", "pod", "container")
 CHECKED_ROWS = 1 << 20  # rows whose order is checked at once
 MICROS = 1_000_000
 
@@ -62,12 +61,8 @@ class Runs:
 
     @classmethod
     def of(cls, frame: pd.DataFrame, keys: list[str], names: pd.CategoricalDtype) -> Runs:
-        change = np.zeros(len(frame), bool)
-        change[:1] = True
         own = {name: frame[name].cat.codes.to_numpy() for name in keys}
-        for codes in own.values():
-            change[1:] |= codes[1:] != codes[:-1]
-        first = np.flatnonzero(change)
+        first = np.flatnonzero(run_starts(own.values(), len(frame)))
         end = np.append(first[1:], len(frame))
         return cls(
             first, end, {name: _recoded(frame[name], names, own[name][first]) for name in keys}
@@ -156,7 +151,7 @@ def appended(
     if (
         list(old.columns) != list(new.columns)
         or others
-        or not all(name in old for name in SERIES)
+        or not all(name in old for name in SERIES_COLUMNS)
         or "timestamp" not in old
         or not (is_columnar(old) and is_columnar(new))
         or any(new[c].dtype != np.float64 for c in floats)
@@ -169,7 +164,8 @@ def appended(
         return None
     old_times, new_times = _micros(old["timestamp"]), _micros(new["timestamp"])
     if not (
-        _times_sorted_in_runs(old, keys, old_times) and _times_sorted_in_runs(new, keys, new_times)
+        (old_sorted or _times_sorted_in_runs(old, keys, old_times))
+        and _times_sorted_in_runs(new, keys, new_times)
     ):
         return None
     runs = (
@@ -208,16 +204,7 @@ def _names(old: pd.DataFrame, new: pd.DataFrame, keys: list[str]) -> pd.Categori
         and all(new[name].cat.categories.isin(held.categories).all() for name in keys)
     ):
         return held
-    return shared_categories(_distinct_types(frame[name] for frame in (old, new) for name in keys))
-
-
-def _distinct_types(columns: Iterable[pd.Series]) -> list[pd.Series]:
-    """One column per distinct categorical type (the keys of a read share one: their
-    names are turned to text once, not once per key)."""
-    seen: dict[int, pd.Series] = {}
-    for column in columns:
-        seen.setdefault(id(column.dtype), column)
-    return list(seen.values())
+    return shared_categories(frame[name] for frame in (old, new) for name in keys)
 
 
 def _recoded(column: pd.Series, names: pd.CategoricalDtype, codes: np.ndarray) -> np.ndarray:
@@ -254,7 +241,7 @@ def _merge(
     keys = []
     for part in runs:
         key = np.zeros(part.first.size, np.int64)
-        for name in SERIES:
+        for name in SERIES_COLUMNS:
             key *= size
             key += part.codes[name]
         keys.append(key)
