@@ -54,6 +54,15 @@ def lull_shortfall_rate(
     return float(short / seen) if seen else 0.0
 
 
+def _due(run, saving, left, scale, rule: LullSettings | SpikeSettings) -> np.ndarray:
+    """A drop or release the rule allows: long enough, worth it, and a change to spare."""
+    return (
+        (left >= rule.reserve + 1)
+        & (run >= rule.after_windows)
+        & (saving >= rule.min_saving * scale)
+    )
+
+
 @dataclass
 class LullTracker:
     """Per series: how long usage has been idle, and the level to restore after a drop."""
@@ -80,13 +89,8 @@ class LullTracker:
     ) -> np.ndarray:
         """Which series that `may` drop from `request` to their `idle` one now (bool, series),
         each remembering the level to restore (the conditions: `LullSettings`)."""
-        dropped = (
-            may
-            & (left >= settings.reserve + 1)
-            & (self.idle_run >= settings.after_windows)
-            & np.isnan(self.dropped_from)
-            & (request - idle >= settings.min_saving * scale)
-        )
+        due = _due(self.idle_run, request - idle, left, scale, settings)
+        dropped = may & due & np.isnan(self.dropped_from)
         self.dropped_from = np.where(dropped, request, self.dropped_from)
         return dropped
 
@@ -137,9 +141,7 @@ class SpikeTracker:
         released = (
             may
             & settings.release
-            & (left >= settings.reserve + 1)
-            & (self.calm_run >= settings.after_windows)
-            & (current - self.raised_from >= settings.min_saving * scale)
+            & _due(self.calm_run, current - self.raised_from, left, scale, settings)
         )
         before = self.raised_from
         self.released |= released

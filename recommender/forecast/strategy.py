@@ -106,7 +106,6 @@ class ForecastStrategy:
         n = fleet.size
         self.fleet = fleet
         self.period = s.windows_per_block(fleet.step) * fleet.step
-        self.blocks_per_day = max(1, round(DAY / self.period))
         capacity = max(1, round(s.history_days * DAY / fleet.step))
         self.buffer = UsageBuffer(fleet.keys, fleet.start, fleet.step, capacity)
         self.levels = None if self.known_levels is None else self.known_levels.aligned(fleet.keys)
