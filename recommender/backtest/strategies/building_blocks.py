@@ -6,12 +6,12 @@ All of them work on a whole block of containers at once, one row per container.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 import numpy as np
 
-from recommender.overrides import SettingsError, require
+from recommender.overrides import NON_NEGATIVE, Checked, SettingsError, require
 from recommender.replay import Fleet, Requests, differs
 from tailor.change_budget import ChangeBudget
 from tailor.durations import DurationError, whole_windows
@@ -139,7 +139,7 @@ class DecayingHistograms:
 
 
 @dataclass(frozen=True)
-class HysteresisPolicy:
+class HysteresisPolicy(Checked):
     """Apply a new recommendation only when it is worth a resize.
 
     A container is resized when it has no request yet, when it was OOM-killed
@@ -150,16 +150,9 @@ class HysteresisPolicy:
     constraint as `forecast`. The restart after an OOM kill is never held back.
     """
 
-    min_relative_change: float = 0.10
-    max_changes_per_day: int = 0
-
-    def __post_init__(self) -> None:
-        require(
-            [
-                (self.min_relative_change >= 0.0, "policy: min_relative_change cannot be negative"),
-                (self.max_changes_per_day >= 0, "policy: max_changes_per_day cannot be negative"),
-            ]
-        )
+    GROUP = "policy: "
+    min_relative_change: float = field(default=0.10, metadata=NON_NEGATIVE)
+    max_changes_per_day: int = field(default=0, metadata=NON_NEGATIVE)
 
     def apply(
         self,
