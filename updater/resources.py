@@ -67,8 +67,6 @@ def resource_list(values: Mapping[str, Any] | None) -> dict[str, int]:
 
 
 _ABSENT = object()  # a resource a ResourceList does not name (counts 0)
-_PAIRS: dict[tuple[object, object], tuple[int, int]] = {}  # (cpu text, memory text)
-_PAIRS_KEPT = 4096
 
 
 def amount_pair(values: Mapping[str, Any] | None) -> tuple[int, int]:
@@ -80,22 +78,24 @@ def amount_pair(values: Mapping[str, Any] | None) -> tuple[int, int]:
 
 
 def _pair(cpu: object, memory: object) -> tuple[int, int]:
-    """The amounts of these texts (`_ABSENT`: 0). The pods of a fleet share a few request
-    texts, so each pair is parsed once: a dict look-up instead of two cached parses. Only
-    texts are kept (a number or a boolean equal to one would share its entry)."""
-    try:
-        found = _PAIRS.get((cpu, memory))
-    except TypeError:  # an unhashable amount: not a quantity, `amount` says why
-        found = None
-    if found is None:
-        found = (
-            0 if cpu is _ABSENT else amount("cpu", cpu),
-            0 if memory is _ABSENT else amount("memory", memory),
-        )
-        texts = (type(cpu) is str or cpu is _ABSENT) and (type(memory) is str or memory is _ABSENT)
-        if texts and len(_PAIRS) < _PAIRS_KEPT:
-            _PAIRS[cpu, memory] = found
-    return found
+    """The amounts of these amounts (`_ABSENT`: 0). The pods of a fleet share a few request
+    texts, so a pair of texts is parsed once (`_text_pair`); anything else, a number or a
+    boolean equal to one among them, is read as it is."""
+    if (type(cpu) is str or cpu is _ABSENT) and (type(memory) is str or memory is _ABSENT):
+        return _text_pair(cpu, memory)
+    return _amounts_of(cpu, memory)
+
+
+@lru_cache(maxsize=4096)
+def _text_pair(cpu: object, memory: object) -> tuple[int, int]:
+    return _amounts_of(cpu, memory)
+
+
+def _amounts_of(cpu: object, memory: object) -> tuple[int, int]:
+    return (
+        0 if cpu is _ABSENT else amount("cpu", cpu),
+        0 if memory is _ABSENT else amount("memory", memory),
+    )
 
 
 def requested_pair(container: Json) -> tuple[int, int]:
