@@ -161,11 +161,7 @@ def _pod_level(pod: Json, spec: Json) -> PodLevel | None:
 def pod_count(pod: Json) -> PodCount:
     """Read `pod`'s amounts. Raises QuantityError on an unreadable one."""
     spec = pod.get("spec") or {}
-    status = pod.get("status") or {}
-    # without conditions there is no resize status to read
-    infeasible = bool(status.get("conditions")) and (
-        resize_status(pod).state is ResizeState.INFEASIBLE
-    )
+    infeasible = resize_status(pod).state is ResizeState.INFEASIBLE
     statuses = container_statuses(pod)  # names are unique across both kinds of container
     containers = []
     for container in spec.get(APP_FIELD) or ():
