@@ -25,7 +25,7 @@ from tailor.limits import (
     limits_follow,
     new_container_resources,
 )
-from tailor.pod_level import Qos, container_qos, qos_of_stanzas
+from tailor.pod_level import Qos, qos_of_stanzas
 from tailor.pods import (
     APP_FIELD,
     INIT_FIELD,
@@ -35,12 +35,6 @@ from tailor.pods import (
 from tailor.quantity import Quantity, memory_quantity
 from updater.due_targets import Target
 from updater.resources import Amounts, Json, requests_of
-
-
-def qos_of(containers: Sequence[Json]) -> Qos:
-    """The QoS class the API server derives from the requests and limits of all of a pod's
-    containers, init containers included (a pod without pod-level resources)."""
-    return container_qos(containers)
 
 
 @dataclass(frozen=True)

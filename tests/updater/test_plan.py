@@ -10,6 +10,7 @@ import pytest
 from tailor.api.limitrange import LimitRangeItem
 from tailor.api.meta import ResourceList
 from tailor.api.vpa import PodResourcePolicy
+from tailor.pod_level import container_qos
 from tailor.quantity import Quantity
 from tests.updater.pods import container, pod
 from updater.due_targets import Target
@@ -20,7 +21,6 @@ from updater.plan import (
     ResizePlan,
     Skipped,
     plan_resize,
-    qos_of,
 )
 
 MI = 2**20
@@ -73,7 +73,7 @@ GUARANTEED = container(
     ],
 )
 def test_qos_of_app_containers(containers: list[dict[str, Any]], qos: Qos) -> None:
-    assert qos_of(containers) is qos
+    assert container_qos(containers) is qos
 
 
 def test_burstable_memory_limits_are_the_plans_and_cpu_limits_keep_their_ratio() -> None:
@@ -81,7 +81,7 @@ def test_burstable_memory_limits_are_the_plans_and_cpu_limits_keep_their_ratio()
     change = only(plan)
     assert ints(change.requests) == {"cpu": 500, "memory": 300 * MI}
     assert ints(change.limits) == {"cpu": 1000, "memory": 400 * MI}  # the plan's memoryLimit
-    assert qos_of([{"name": "app", "resources": change.resources()}]) is Qos.BURSTABLE
+    assert container_qos([{"name": "app", "resources": change.resources()}]) is Qos.BURSTABLE
 
 
 def test_without_a_planned_memory_limit_the_ratio_is_kept() -> None:
@@ -158,7 +158,7 @@ def test_guaranteed_requests_equal_limits(target: Target, memory: int) -> None:
     change = only(resized(pod([GUARANTEED]), {"app": target}))
     assert ints(change.requests) == {"cpu": 500, "memory": memory}
     assert change.limits == change.requests
-    assert qos_of([{"name": "app", "resources": change.resources()}]) is Qos.GUARANTEED
+    assert container_qos([{"name": "app", "resources": change.resources()}]) is Qos.GUARANTEED
 
 
 def test_guaranteed_pod_given_only_limits_gets_requests_in_the_patch() -> None:
