@@ -195,7 +195,7 @@ class Run:
             answer = self.cluster.resize(pod, item.planned.patch(), self.options.dry_run)
             applied = answer.accepted
             if answer.accepted and answer.obj:  # a dry run's answer too: the pass's own count
-                self.usage.record(answer.obj, pod, item.planned)
+                self.usage.record(answer.obj)
                 event = RESIZED
             elif not answer.accepted:
                 detail = _refused(answer, "resize")

@@ -1,4 +1,4 @@
-"""A resized pod's count derived from its listed count: what a fresh read would give."""
+"""A resized pod is counted as the API server answered, in place of its listed count."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from tailor.quantity import Quantity
 from tests.updater.pods import condition, container, container_status, pod
 from updater.fit import NodeUsage
 from updater.plan import ContainerResize, ResizePlan
-from updater.pod_counts import pod_count, recounted, resized_amounts
+from updater.pod_counts import pod_count
 from updater.resources import Amounts
 
 Obj = dict[str, Any]
@@ -73,27 +73,27 @@ DERIVED: list[Change] = [
 READ_AFRESH: list[Change] = [_status, _overhead, _renamed]
 
 
-@pytest.mark.parametrize("change", DERIVED + READ_AFRESH)
-def test_a_derived_count_is_the_fresh_count(change: Callable[[Obj], None]) -> None:
-    before = listed()
+ANSWERS: list[Change] = [*DERIVED, *READ_AFRESH]
+
+
+@pytest.mark.parametrize("change", ANSWERS)
+def test_an_answer_replaces_the_listed_count(change: Change) -> None:
+    before, neighbour = listed(), pod([container("db", {"cpu": "1", "memory": "1Gi"})], name="db")
     answer = copy.deepcopy(before)
     change(answer)
-    derived = recounted(answer, before, pod_count(before))
-    if change in READ_AFRESH:
-        assert derived is None
-    else:
-        assert derived == pod_count(answer)
-        assert derived != pod_count(before)
+    usage = NodeUsage([before, neighbour])
+    usage.record(answer)
+    assert usage.on("node-a") == pod_count(answer).now + pod_count(neighbour).now
+    assert usage.beside(neighbour) == pod_count(answer).now  # replaced, not added
 
 
 def test_node_usage_recounts_an_answer_from_the_listed_pod() -> None:
     before, neighbour = listed(), pod([container("db", {"cpu": "1", "memory": "1Gi"})], name="db")
     answer = copy.deepcopy(before)
     _generation(answer)
-    derived, fresh = NodeUsage([before, neighbour]), NodeUsage([before, neighbour])
-    derived.record(answer, before)
-    fresh.record(answer)
-    assert derived.beside(neighbour) == fresh.beside(neighbour) == Amounts(2000, GI + 192 * 2**20)
+    usage = NodeUsage([before, neighbour])
+    usage.record(answer)
+    assert usage.beside(neighbour) == Amounts(2000, GI + 192 * 2**20)
 
 
 def _resize(cpu: str, memory: str, limits: dict[str, str] | None = None) -> ResizePlan:
@@ -116,10 +116,11 @@ def _patched(before: Obj, plan: ResizePlan) -> Obj:
 @pytest.mark.parametrize(
     "plan", [_resize("700m", "1536Mi"), _resize("0.25", "1G", {"memory": "3Gi", "cpu": "1"})]
 )
-def test_an_answer_as_the_plan_asked_is_counted_from_the_plan(plan: ResizePlan) -> None:
+def test_an_answer_as_the_plan_asked_counts_the_plan(plan: ResizePlan) -> None:
     before = listed()
-    answer = _patched(before, plan)
-    assert resized_amounts(answer, before, pod_count(before), plan) == pod_count(answer).now
+    usage = NodeUsage([before])
+    usage.record(_patched(before, plan))
+    assert usage.on("node-a") == pod_count(before).effective(plan)
 
 
 def _defaulted(answer: Obj) -> None:  # something else added a request (a LimitRange, say)
@@ -142,20 +143,10 @@ def _still_infeasible(answer: Obj) -> None:
     "change", [_status, _overhead, _renamed, _pod_level, _defaulted, _limit_moved,
                _neighbour_moved, _still_infeasible],
 )  # fmt: skip
-def test_an_answer_other_than_the_plan_is_recounted(change: Change) -> None:
+def test_an_answer_other_than_the_plan_counts_as_answered(change: Change) -> None:
     before, plan = listed(), _resize("700m", "1536Mi")
     answer = _patched(before, plan)
     change(answer)
-    assert resized_amounts(answer, before, pod_count(before), plan) is None
-    usage, fresh = NodeUsage([before]), NodeUsage([before])
-    usage.record(answer, before, plan)
-    fresh.record(answer)
-    assert usage.on("node-a") == fresh.on("node-a")
-
-
-def test_a_request_only_the_limit_stands_in_for_is_recounted() -> None:
-    before = listed()
-    plan = ResizePlan((ContainerResize("log", {"cpu": Quantity.parse("300m")}, {}),))
-    answer = copy.deepcopy(before)
-    _requests("log", "300m")(answer)
-    assert resized_amounts(answer, before, pod_count(before), plan) is None
+    usage = NodeUsage([before])
+    usage.record(answer)
+    assert usage.on("node-a") == pod_count(answer).now
