@@ -228,10 +228,19 @@ def cap_to_pod_limit_range(
         rec.container_name or "": {name: getattr(rec, name) for name in BOUND_FIELDS}
         for rec in recommendations
     }
+    _fit_pod_totals(updated, containers, item)
+    return [_with_fields(rec, updated[rec.container_name or ""]) for rec in recommendations]
+
+
+def _fit_pod_totals(
+    updated: dict[str, dict[str, ResourceList | None]],
+    containers: Sequence[ContainerResources],
+    item: LimitRangeItem,
+) -> None:
+    """`cap_to_pod_limit_range` on the bounds per container name, in place."""
     for name in BOUND_FIELDS:
         for resource in LIMIT_SCALED_RESOURCES:
             _fit_pod_total(name, resource, containers, updated, item)
-    return [_with_fields(rec, updated[rec.container_name or ""]) for rec in recommendations]
 
 
 def _fit_pod_total(
@@ -311,10 +320,9 @@ def cap_recommendations_for_pod(
     the LimitRange), and with RequestsOnly the container's current limit.
     Notes (upstream's annotation wording) come from the target only.
     """
-    if resource_policy is None and container_limit_range is None and pod_limit_range is None:
-        return _unbounded(recommendations, containers)
     pod_names = {container.name for container in containers}
-    kept = []
+    kept: dict[str, RecommendedContainerResources] = {}
+    bounds: dict[str, dict[str, ResourceList | None]] = {}
     for recommendation in recommendations:
         name = recommendation.container_name or ""
         policy = resource_policy.policy_for(name) if resource_policy else None
@@ -323,19 +331,14 @@ def cap_recommendations_for_pod(
         controlled = (
             policy.effective_controlled_resources() if policy else DEFAULT_CONTROLLED_RESOURCES
         )
-        kept.append(
-            _with_fields(
-                recommendation,
-                {f: _only(getattr(recommendation, f), controlled) for f in BOUND_FIELDS},
-            )
-        )
-    fitted = {
-        r.container_name: r for r in cap_to_pod_limit_range(kept, containers, pod_limit_range)
-    }
+        kept[name] = recommendation  # a container's last recommendation counts
+        bounds[name] = {f: _only(getattr(recommendation, f), controlled) for f in BOUND_FIELDS}
+    if pod_limit_range is not None:
+        _fit_pod_totals(bounds, containers, pod_limit_range)
     result: list[RecommendedContainerResources] = []
     notes: dict[str, list[str]] = {}
     for container in containers:
-        pod_fitted = fitted.get(container.name)
+        pod_fitted = bounds.get(container.name)
         if pod_fitted is None:
             continue
         policy = resource_policy.policy_for(container.name) if resource_policy else None
@@ -343,35 +346,15 @@ def cap_recommendations_for_pod(
         container_notes: list[str] = []
         for name in BOUND_FIELDS:
             values, field_notes = _cap_one(
-                getattr(pod_fitted, name), container, policy, container_limit_range
+                pod_fitted[name], container, policy, container_limit_range
             )
             fields[name] = values
             if name == "target":
                 container_notes = field_notes
-        result.append(_with_fields(pod_fitted, fields))
+        result.append(_with_fields(kept[container.name], fields))
         if container_notes:
             notes[container.name] = container_notes
     return PodCapping(recommendations=result, notes=notes)
-
-
-def _unbounded(
-    recommendations: Sequence[RecommendedContainerResources],
-    containers: Sequence[ContainerResources],
-) -> PodCapping:
-    """What the pipeline gives with no policy and no LimitRange, without its steps (each
-    of which leaves the amounts as they are): per container of the pod, in its order, its
-    last recommendation restricted to the default controlled resources. The updater
-    plans most pods this way."""
-    by_name = {r.container_name: r for r in recommendations}
-    result = []
-    for container in containers:
-        found = by_name.get(container.name)
-        if found is not None:
-            controlled = {
-                f: _only(getattr(found, f), DEFAULT_CONTROLLED_RESOURCES) for f in BOUND_FIELDS
-            }
-            result.append(_with_fields(found, controlled))
-    return PodCapping(recommendations=result, notes={})
 
 
 def _cap_one(
@@ -382,7 +365,9 @@ def _cap_one(
 ) -> tuple[ResourceList | None, list[str]]:
     if values is None:
         return None, []
-    values, notes = cap_to_container_limit_range(values, container, limit_range)
+    notes: list[str] = []
+    if limit_range is not None:
+        values, notes = cap_to_container_limit_range(values, container, limit_range)
     if policy is not None:
         reasons = ("capped to minAllowed", "capped to maxAllowed")
         policy_capped, policy_notes = _clamp(

@@ -330,8 +330,8 @@ def test_pipeline_drops_off_and_unknown_containers_and_applies_every_stage() -> 
 
 
 def test_without_rules_the_recommendations_come_out_as_through_rules_that_bound_nothing() -> None:
-    """No policy and no LimitRange take a shortcut past the pipeline's steps: it must give
-    what those steps give when their rules bound nothing (an empty LimitRange item each)."""
+    """No policy and no LimitRange (most pods the updater plans) must give what the
+    pipeline gives when its rules bound nothing (an empty LimitRange item each)."""
     containers = [
         ContainerResources("app", ResourceList({"cpu": "1", "memory": "1Gi"})),
         ContainerResources("side", ResourceList({"cpu": "100m"})),
@@ -342,10 +342,39 @@ def test_without_rules_the_recommendations_come_out_as_through_rules_that_bound_
         rec("app", {"cpu": "3"}, lower={"cpu": "1", "nvidia.com/gpu": "1"}, upper={"cpu": "5"}),
         rec("app", {"cpu": "2", "memory": "2Gi"}, lower={"cpu": "1"}),
     ]
-    shortcut = cap_recommendations_for_pod(wanted, containers, None)
+    unbounded = cap_recommendations_for_pod(wanted, containers, None)
     empty = LimitRangeItem(type="Container"), LimitRangeItem(type="Pod")
     through = cap_recommendations_for_pod(wanted, containers, None, *empty)
-    assert shortcut == through
-    assert [r.container_name for r in shortcut.recommendations] == ["app", "side"]
-    assert shortcut.recommendations[0].target == ResourceList({"cpu": "2", "memory": "2Gi"})
-    assert shortcut.recommendations[1].target == ResourceList({"cpu": "150m", "memory": "64Mi"})
+    assert unbounded == through
+    assert [r.container_name for r in unbounded.recommendations] == ["app", "side"]
+    assert unbounded.recommendations[0].target == ResourceList({"cpu": "2", "memory": "2Gi"})
+    assert unbounded.recommendations[0].lower_bound == ResourceList({"cpu": "1"})
+    assert unbounded.recommendations[0].upper_bound is None
+    assert unbounded.recommendations[1].target == ResourceList({"cpu": "150m", "memory": "64Mi"})
+
+
+def test_a_container_recommended_twice_is_fitted_to_the_pod_with_its_last() -> None:
+    """The Pod LimitRange sums one recommendation per container, the last one given."""
+    containers = [container("a", {"cpu": "100m"}), container("b", {"cpu": "100m"})]
+    wanted = [rec("a", {"cpu": "4"}), rec("b", {"cpu": "300m"}), rec("a", {"cpu": "300m"})]
+    result = cap_recommendations_for_pod(
+        wanted, containers, None, pod_limit_range=item(type="Pod", max={"cpu": "400m"})
+    )
+    assert [(r.container_name, r.target) for r in result.recommendations] == [
+        ("a", ResourceList(cpu="200m")),
+        ("b", ResourceList(cpu="200m")),
+    ]
+
+
+def test_the_pipeline_leaves_the_recommendations_it_is_given_as_they_were() -> None:
+    containers = [container("a", {"cpu": "200m"}, {"cpu": "400m"}), container("b", {"cpu": "1"})]
+    wanted = [rec("a", {"cpu": "2", "memory": "1Gi"}, lower={"cpu": "1"}), rec("b", {"cpu": "3"})]
+    before = [r.model_copy(deep=True) for r in wanted]
+    policy = pod_policy({"containerName": "b", "minAllowed": {"cpu": "4"}})
+    limit_ranges = item(type="Container", max={"cpu": "1"}), item(type="Pod", max={"cpu": "2"})
+    capped = cap_recommendations_for_pod(wanted, containers, policy, *limit_ranges)
+    assert [r.target for r in capped.recommendations] != [r.target for r in before]
+    unbounded = cap_recommendations_for_pod(wanted, containers, None)
+    assert unbounded.recommendations == before
+    unbounded.recommendations[0].target["cpu"] = Quantity.parse("1")  # a copy, not the input
+    assert wanted == before
