@@ -19,7 +19,6 @@ from recommender.data.ooms import history_start, oom_kills
 from recommender.forecast.memory import OomHistory, SeriesBumps, implied_demand
 from recommender.forecast.planner import Plan, make_plan
 from recommender.forecast.policy import ForecastPolicy, Needs
-from recommender.forecast.quantiles import gapless_max
 from recommender.forecast.settings import ForecastSettings
 
 
@@ -51,9 +50,8 @@ def oom_history(
     if not len(kills):
         return ooms, usage
     rows, seconds, memory = kills.series, kills.seconds, kills.memory
-    peaks = np.maximum(gapless_max(usage.memory[rows]), 0.0)
     bumps = None if oom_bumps is None else (oom_bumps[0][rows], oom_bumps[1][rows])
-    ooms.record(rows, seconds.astype(np.float64), memory, settings, peaks, bumps)
+    ooms.record(rows, seconds.astype(np.float64), memory, settings, usage.memory[rows], bumps)
     windows = np.clip((seconds - usage.start) // usage.step, 0, usage.n_windows - 1)
     folded = usage.memory.copy()
     np.fmax.at(folded, (rows, windows), implied_demand(memory, settings, bumps))

@@ -42,18 +42,18 @@ class OomHistory:
         seconds: np.ndarray,
         memory: np.ndarray,
         settings: ForecastSettings,
-        history_peak: np.ndarray,
+        history: np.ndarray,
         bumps: SeriesBumps | None = None,
     ) -> None:
         """OOM kills of `rows` at `seconds` with `memory` in use (bytes): bump and hold.
 
         A kill only says demand reached the limit, so the limit jumps at least to the
-        remembered `history_peak` plus the margin: a job that comes back needs what it
-        needed before. A repeat kill soon after (new, larger demand) doubles the limit,
-        so finding a new peak costs a few kills, not one per bump. `bumps`: see
-        `bump_after_oom`.
+        peak of the remembered `history` (the killed rows' memory windows; none: 0) plus
+        the margin: a job that comes back needs what it needed before. A repeat kill
+        soon after (new, larger demand) doubles the limit, so finding a new peak costs a
+        few kills, not one per bump. `bumps`: see `bump_after_oom`.
         """
-        peak_list: list[float] = np.nan_to_num(history_peak).tolist()
+        peak_list: list[float] = np.maximum(gapless_max(history), 0.0).tolist()
         firsts = bump_after_oom(np.asarray(memory, dtype=np.float64), settings, bumps).tolist()
         margin = 1.0 + settings.memory_margin
         hold = settings.memory.oom_hold_hours * HOUR

@@ -124,8 +124,8 @@ class ForecastStrategy:
 
     def observe_oom(self, step: int, containers: np.ndarray, memory: np.ndarray) -> None:
         when = np.full(containers.shape, float(self.fleet.time_of(step)))
-        peak = gapless_max(self.buffer.view().memory[containers])
-        self.ooms.record(containers, when, memory, self.settings, np.maximum(peak, 0.0))
+        history = self.buffer.view().memory[containers]
+        self.ooms.record(containers, when, memory, self.settings, history)
         # the killed window used more than its capped sample: remember what the kill
         # implies, so the peaks keep it once the hold ends
         self.buffer.raise_latest_memory(containers, implied_demand(memory, self.settings))

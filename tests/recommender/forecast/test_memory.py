@@ -13,6 +13,7 @@ from tests.recommender.forecast import synthetic as syn
 
 SETTINGS = ForecastSettings()
 MARGIN = 1.0 + SETTINGS.memory_margin
+NO_HISTORY = np.zeros((1, 0))  # one killed series, no memory windows remembered
 
 
 def test_an_oom_jumps_to_the_remembered_peak_and_holds() -> None:
@@ -22,7 +23,7 @@ def test_an_oom_jumps_to_the_remembered_peak_and_holds() -> None:
         np.array([1000.0, 1000.0]),
         np.array([1.0 * syn.GIB, 1.0 * syn.GIB]),
         SETTINGS,
-        history_peak=np.array([0.5 * syn.GIB, 8.0 * syn.GIB]),
+        history=np.array([[0.5 * syn.GIB, np.nan], [np.nan, 8.0 * syn.GIB]]),  # NaN: gaps
     )
     # series 0: the bump factor above the limit it was killed at; series 1: its known peak
     assert ooms.floor[0] == pytest.approx(SETTINGS.memory.oom_bump_factor * syn.GIB)
@@ -36,15 +37,25 @@ def test_an_oom_jumps_to_the_remembered_peak_and_holds() -> None:
 def test_a_small_kill_raises_by_the_minimum_step_plus_the_margin() -> None:
     # upstream: an OOM sample of used + 100 MiB, then the 15 % margin on top
     ooms = OomHistory.empty(1)
-    ooms.record(np.array([0]), np.array([0.0]), np.array([100.0 * MIB]), SETTINGS, np.zeros(1))
+    ooms.record(np.array([0]), np.array([0.0]), np.array([100.0 * MIB]), SETTINGS, NO_HISTORY)
     assert SETTINGS.memory.oom_bump_factor * 100.0 * MIB < 200.0 * MIB * MARGIN
     assert ooms.floor[0] == pytest.approx(200.0 * MIB * MARGIN)
+
+
+def test_a_kill_with_no_remembered_memory_is_bumped_from_its_own_amount() -> None:
+    """All gaps, or no windows at all, is a remembered peak of 0, whatever the caller."""
+    kills = np.array([0, 1]), np.array([0.0, 0.0]), np.array([1.0 * syn.GIB, 1.0 * syn.GIB])
+    gaps, none = OomHistory.empty(2), OomHistory.empty(2)
+    gaps.record(*kills, SETTINGS, np.full((2, 3), np.nan))
+    none.record(*kills, SETTINGS, np.zeros((2, 0)))
+    assert gaps.floor.tolist() == none.floor.tolist()
+    assert gaps.floor == pytest.approx(SETTINGS.memory.oom_bump_factor * syn.GIB)
 
 
 def test_a_large_kill_raises_by_the_bump_factor() -> None:
     ooms = OomHistory.empty(1)
     used = 4.0 * syn.GIB
-    ooms.record(np.array([0]), np.array([0.0]), np.array([used]), SETTINGS, np.zeros(1))
+    ooms.record(np.array([0]), np.array([0.0]), np.array([used]), SETTINGS, NO_HISTORY)
     assert ooms.floor[0] == pytest.approx(used * SETTINGS.memory.oom_bump_factor)
 
 
@@ -119,9 +130,7 @@ def test_a_state_with_no_peak_of_its_own_is_judged_at_the_overall_level() -> Non
 def test_an_active_oom_hold_is_a_floor_of_the_plan() -> None:
     memory = np.full((1, 12 * 24), 1.0 * syn.GIB)
     ooms = OomHistory.empty(1)
-    ooms.record(
-        np.array([0]), np.array([10.0**9]), np.array([4.0 * syn.GIB]), SETTINGS, np.zeros(1)
-    )
+    ooms.record(np.array([0]), np.array([10.0**9]), np.array([4.0 * syn.GIB]), SETTINGS, NO_HISTORY)
     plan = _plan(memory, np.zeros(memory.shape, int), np.zeros((1, 48), int), ooms=ooms)
     hold = int(SETTINGS.memory.oom_hold_hours)
     assert (plan.required[0, :hold] >= 4.8 * syn.GIB - 1).all()
