@@ -98,6 +98,8 @@ class Grid:
         if rows.size == 0:
             return
         self._grow(int(rows.max()) + 1)
+        if self._put_block(rows, matrix):
+            return
         offset = matrix.times - self.start
         column = offset // self.step
         at = np.repeat(rows * self.points, matrix.counts) + column  # in the flattened grid
@@ -110,6 +112,30 @@ class Grid:
             flat[at] = self.combine(flat[at], values)
         else:
             self.combine.at(flat, at, values)
+
+    def _put_block(self, rows: np.ndarray, matrix: Matrix) -> bool:
+        """The usual answer in one step: one series a row, each with a point at every grid
+        point of one run of columns (a range query's chunk where every container was
+        there throughout). False, placing nothing, for any other answer."""
+        count, points = rows.size, int(matrix.counts[0])
+        if points == 0 or not (matrix.counts == points).all():
+            return False
+        times = matrix.times.reshape(count, points)
+        column = (int(times[0, 0]) - self.start) // self.step
+        grid = self.start + self.step * np.arange(column, column + points, dtype=np.int64)
+        if column < 0 or column + points > self.points or not (times == grid).all():
+            return False
+        values = matrix.values.reshape(count, points)
+        columns = slice(column, column + points)
+        first = int(rows[0])
+        if int(rows[-1]) - first == count - 1 and (np.diff(rows) == 1).all():
+            block = self.values[first : first + count, columns]  # a view: combined in place
+            self.combine(block, values, out=block)
+        elif np.bincount(rows).max() == 1:
+            self.values[rows, columns] = self.combine(self.values[rows, columns], values)
+        else:
+            return False
+        return True
 
     def rows(self, count: int) -> np.ndarray:
         """The first `count` rows (NaN for rows no answer reached)."""

@@ -68,3 +68,33 @@ def test_a_grid_no_answer_reached_holds_nothing_and_small_counts_fit_float32() -
     held = grid.held(2)
     assert held is not None and held.dtype == np.float32
     np.testing.assert_array_equal(held, [[1.0, 5.0, 6.0, NAN], [7.0, NAN, 8.0, NAN]])
+
+
+def test_answers_full_on_a_run_of_columns_land_as_point_by_point() -> None:
+    """A chunk where every series has every grid point is placed as one block; it must
+    combine with what is there exactly as placing each point does, rows in any order."""
+    rng = np.random.default_rng(3)
+    pods = [f"web-{i}" for i in range(6)]
+    values = rng.uniform(0, 10, (6, 3))
+    values[1, 2] = NAN
+    series = [
+        (container(pod, "a"), [(600 + 300 * c, float(values[i, c])) for c in range(3)])
+        for i, pod in enumerate(pods)
+    ]
+    for dtype, lowest, order in (
+        (np.float64, False, pods),  # rows in order: combined in place
+        (np.float32, False, pods[::-1]),  # rows descending
+        (np.float64, True, pods),
+    ):
+        index, grid = SeriesIndex(), Grid(0, 300, 6, dtype=dtype, lowest=lowest)
+        earlier = matrix([(container(pod, "b"), [(900, 5.0)]) for pod in order])
+        grid.put(index.rows(earlier, KEYS), earlier)
+        for answer in (matrix(series), matrix(series[::2])):  # then rows apart
+            grid.put(index.rows(answer, KEYS), answer)
+        expected = np.full((6, 6), NAN)
+        expected[:, 3] = 5.0
+        pick = np.fmin if lowest else np.fmax
+        for i, pod in enumerate(pods):
+            row = order.index(pod)
+            expected[row, 2:5] = pick(expected[row, 2:5], values[i].astype(dtype))
+        np.testing.assert_array_equal(grid.rows(6), expected.astype(dtype))
