@@ -110,8 +110,11 @@ class Answers:
 
     def _note_state(self, rows: np.ndarray, matrix: Matrix) -> None:
         """Remember the containers of the series holding a number (`state_matches`)."""
-        numbered = np.repeat(rows, matrix.counts)[~np.isnan(matrix.values)]
-        self.state_rows.update(np.unique(numbered).tolist())
+        counts = matrix.counts
+        held = counts > 0
+        numbers = (~np.isnan(matrix.values)).view(np.uint8)  # a series holds a number if
+        some = np.add.reduceat(numbers, matrix.offsets[:-1][held], dtype=np.int64) > 0  # any
+        self.state_rows.update(np.unique(rows[held][some]).tolist())
 
     def _pair(self, counter: str, kind: str, matrix: Matrix, first: int, last: int) -> None:
         """Once both halves of a counter's piece are in (the bare selector and its raw
