@@ -14,7 +14,7 @@ import logging
 import os
 import ssl
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 LOG = logging.getLogger("tailor.admission")
@@ -29,22 +29,21 @@ class _Unusable(Exception):
 
 
 class CertificateReloader:
-    """The server's SSLContext (TLS 1.2 or later) and the PEM files it serves; see `check()`.
+    """The PEM pair the server presents (`pem`) and the files it follows; see `check()`.
 
-    A new pair is loaded into the same context, so new handshakes present it and open
-    connections keep theirs. It is tried on a scratch context first: a load_cert_chain
-    that fails half-way leaves its context with the new certificate and no key, and
-    then every handshake fails.
+    A new pair is checked by loading it into a scratch OpenSSL context before it is
+    served; the server (`admission.edge`) hears of each through `renewed` and makes its
+    new connections with it, while open connections keep theirs.
     """
 
     def __init__(self, cert_file: Path, key_file: Path) -> None:
         """Load the pair; ssl.SSLError / OSError when unusable (refused at start, not served)."""
         self.cert_file, self.key_file = cert_file, key_file
-        self.context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-        self.context.minimum_version = ssl.TLSVersion.TLSv1_2
         cert_pem, key_pem = cert_file.read_bytes(), key_file.read_bytes()
-        with _staged(cert_pem, key_pem) as (cert_path, key_path):
-            self.context.load_cert_chain(cert_path, key_path)
+        with staged(cert_pem, key_pem) as (cert_path, key_path):
+            ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER).load_cert_chain(cert_path, key_path)
+        self.pem = (cert_pem, key_pem)
+        self.renewed: list[Callable[[], None]] = []  # called with each new pair served
         self._served = _digest(cert_pem, key_pem)
         self._reported: str | None = None  # the unusable content already logged
         self.error: str | None = None  # what is wrong with the files, while it is
@@ -71,18 +70,20 @@ class CertificateReloader:
         if content == self._served:
             return False
         self._served = content
+        for listener in list(self.renewed):
+            listener()
         LOG.info("serving the renewed certificate from %s", self.cert_file)
         return True
 
     def _load(self, cert_pem: bytes, key_pem: bytes, content: str) -> None:
         try:
-            with _staged(cert_pem, key_pem) as (cert_path, key_path):
+            with staged(cert_pem, key_pem) as (cert_path, key_path):
                 try:
                     ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER).load_cert_chain(cert_path, key_path)
                 except ssl.SSLError as error:
                     raise _Unusable(self._blame(cert_pem, error), content) from error
-                self.context.load_cert_chain(cert_path, key_path)  # the bytes just checked
-        except OSError as error:  # staging the copies failed (or the live load, against all odds)
+            self.pem = (cert_pem, key_pem)  # the bytes just checked
+        except OSError as error:  # staging the copies failed
             message = f"cannot load {self.cert_file} and {self.key_file}: {error}"
             raise _Unusable(message, content) from error
 
@@ -111,11 +112,11 @@ def _digest(cert_pem: bytes, key_pem: bytes) -> str:
 
 
 @contextlib.contextmanager
-def _staged(cert_pem: bytes, key_pem: bytes) -> Iterator[tuple[str, str]]:
-    """Private copies of the two PEMs, for load_cert_chain, which only takes paths.
+def staged(cert_pem: bytes, key_pem: bytes) -> Iterator[tuple[str, str]]:
+    """Private copies of the two PEMs, for OpenSSL and rustls, which only take paths.
 
-    Both loads read these copies, never the mount, so what was checked is what gets
-    served even if the Secret changes again in between. In memory (memfd) where the
+    Both the check and the server read these bytes, never the mount, so what was checked
+    is what gets served even if the Secret changes again in between. In memory (memfd) where the
     platform has it: a pod's root filesystem is often read-only.
     """
     with contextlib.ExitStack() as stack:

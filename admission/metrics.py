@@ -17,7 +17,8 @@ from tailor.telemetry import ServiceTelemetry
 # patched / unchanged / denied: decided; shed: answered unchanged at once, the worker
 # being too far behind; timeout: answered unchanged when an API read outlasted the budget
 REVIEW_OUTCOMES = ("patched", "unchanged", "denied", "bad_request", "shed", "timeout")
-CLOSE_REASONS = ("too_many", "idle_timeout", "headers_timeout", "body_timeout")
+# granian closes slow-header and idle connections itself and does not say so (connections)
+CLOSE_REASONS = ("body_timeout",)
 API_OUTCOMES = ("ok", "failed", "breaker_open")
 
 
@@ -50,8 +51,8 @@ class ReviewMetrics:
         )
         self.cut = Counter(
             "tailor_admission_connections_cut",
-            "Connections the webhook closed, by reason (too_many: over the connection cap; "
-            "idle / headers / body_timeout: a client too slow in that phase).",
+            "Connections the webhook's handler closed, by reason (body_timeout: the body "
+            "not in within its deadline).",
             ["reason"],
             registry=registry,
         )

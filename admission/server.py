@@ -1,49 +1,49 @@
-"""The webhook's HTTPS edge: POST /mutate (AdmissionReview v1) and GET /healthz (aiohttp).
+"""The webhook's requests: POST /mutate (AdmissionReview v1) and GET /healthz, as an RSGI app.
 
-A review is decided on the event loop when the cluster view has what it needs in
-memory (the common case: everything comes from the watches), and in a worker thread,
-within the review's budget, when a controller must be read from the API server. A
-review that cannot be answered in time is answered "allowed, unchanged" at once
-(`shed`: the loop is too far behind; `timeout`: the read outlasted the budget), since
-with failurePolicy Ignore the API server would admit the pod unsized anyway, only
-later. Every connection is held to the deadlines of `admission.connections`.
-The server runs on its own thread and loop (`WebhookServer`), the same way in a
-worker process (`admission.workers`) and in the tests.
+HTTP and TLS are granian's (Rust), run by `admission.edge`; this module is what each
+request does once its headers are in. A review is decided on the event loop when the
+cluster view has what it needs in memory (the common case: everything comes from the
+watches), and in a worker thread, within the review's budget, when a controller must be
+read from the API server. A review that cannot be answered in time is answered
+"allowed, unchanged" at once (`shed`: the loop is too far behind; `timeout`: the read
+outlasted the budget), since with failurePolicy Ignore the API server would admit the
+pod unsized anyway, only later.
+
+The body is read here, so its limits are here: a Content-Length is required (411
+without: the API server always sends one) and may not pass `max_body_bytes` (413,
+refused unread); a body not in within `body_seconds` is answered 408 and its
+connection closed (granian has no body deadline of its own).
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
-import socket
-import ssl
-import threading
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TypeVar
+from typing import Any
 
 import orjson
-import uvloop
-from aiohttp import web
+from granian.rsgi import ProtocolClosed as RSGIProtocolClosed
+from granian.rsgi import ProtocolError as RSGIProtocolError
 
 from admission.admit import ClusterView, admit, needs_api
-from admission.connections import BODY, BUSY, IDLE, ConnectionLimits, GuardedProtocols
+from admission.connections import ConnectionLimits
 from admission.metrics import MetricsSink, ReviewMetrics
 from admission.review import AdmissionRequest, ReviewError, Verdict, parse_review, review_response
 from admission.verdicts import Revised, VerdictCache
 from tailor.quantity import Quantity
 from tailor.scope import EVERYWHERE, NamespaceScope
 
-__all__ = ["ReviewLimits", "ReviewMetrics", "WebhookServer", "make_app"]
+__all__ = ["ReviewApp", "ReviewLimits", "ReviewMetrics", "make_app"]
 
 LOG = logging.getLogger("tailor.admission")
 Listener = Callable[[AdmissionRequest, Verdict], None]
-T = TypeVar("T")
-GUARD = web.AppKey("guard", GuardedProtocols)
-VERDICTS = web.AppKey("verdicts", VerdictCache)
 _LAG_TICK, _QUIET_TICK = 0.01, 0.1
+_JSON = [("content-type", "application/json")]
+_TEXT = [("content-type", "text/plain; charset=utf-8")]
+_CLOSE = [*_TEXT, ("connection", "close")]
 
 
 @dataclass(frozen=True)
@@ -100,9 +100,21 @@ def _unchanged(reason: str, warning: str) -> Verdict:
     return Verdict(warnings=(warned,), reason=reason)
 
 
-class _Reviews:
-    """The webhook's handlers and what they share: the loop's lag, the turns for large
-    bodies and for API reads, the connection guard."""
+class _Refused(Exception):
+    """A request answered with `status` and `text` instead of a review; `close`: the
+    connection cannot serve another request (its body was not read)."""
+
+    def __init__(self, status: int, text: str, close: bool = False) -> None:
+        super().__init__(text)
+        self.status, self.text, self.close = status, text, close
+
+
+class ReviewApp:
+    """The webhook's RSGI application and what its requests share: the loop's lag, the
+    turns for large bodies and for API reads, the verdict cache.
+
+    granian calls `__rsgi__` for each request on the event loop the server runs it on
+    (`admission.edge`), `__rsgi_init__` / `__rsgi_del__` when it starts and stops."""
 
     def __init__(
         self,
@@ -117,11 +129,95 @@ class _Reviews:
         self.view, self.ready, self.listener, self.metrics = view, ready, listener, metrics
         self.scope, self.max_cpu_boost, self.limits = scope, max_cpu_boost, limits
         self.lag = LoopLag()
-        self.large_bodies = asyncio.Semaphore(limits.max_large_bodies)
-        cut = metrics.connection_cut if metrics else None
-        self.guard = GuardedProtocols(None, limits.connections, cut)
+        self.under_way = 0  # requests in the handler now (the server waits for them to end)
         self.waiting_on_api = 0
         self.verdicts = VerdictCache(view) if isinstance(view, Revised) else None
+        self._large_bodies: asyncio.Semaphore | None = None
+        self._following: asyncio.Task[None] | None = None
+
+    # -- RSGI --------------------------------------------------------------------------
+
+    def __rsgi_init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._large_bodies = asyncio.Semaphore(self.limits.max_large_bodies)
+        self._following = loop.create_task(self.lag.follow())
+
+    def __rsgi_del__(self, loop: asyncio.AbstractEventLoop) -> None:
+        if self._following is not None:
+            self._following.cancel()
+
+    async def __rsgi__(self, scope: Any, proto: Any) -> None:
+        if scope.proto != "http":
+            return
+        route = (scope.method, scope.path)
+        if route == ("POST", "/mutate"):
+            self.under_way += 1
+            try:
+                await self.mutate(scope, proto)
+            finally:
+                self.under_way -= 1
+        elif route == ("GET", "/healthz"):
+            if self.ready():
+                proto.response_str(200, _TEXT, "ok\n")
+            else:
+                proto.response_str(503, _TEXT, "VPAs and LimitRanges not loaded yet\n")
+        elif scope.path in ("/mutate", "/healthz"):
+            proto.response_str(405, _TEXT, "method not allowed\n")
+        else:
+            proto.response_str(404, _TEXT, "not found\n")
+
+    # -- a review ----------------------------------------------------------------------
+
+    async def mutate(self, scope: Any, proto: Any) -> None:
+        begun = time.monotonic()
+        self.lag.seen()
+        try:
+            review = await self.read(scope, proto)
+        except _Refused as refused:
+            proto.response_str(refused.status, _CLOSE if refused.close else _TEXT, refused.text)
+            return
+        except ReviewError as error:
+            self.record("bad_request", begun)
+            proto.response_str(400, _TEXT, f"{error}\n")
+            return
+        except (RSGIProtocolClosed, RSGIProtocolError):
+            return  # the client went away before its body was in: nobody to answer
+        verdict, outcome = await self.decide(review, begun)
+        self.record(outcome, begun)
+        if self.listener is not None:
+            self.listener(review, verdict)
+        if verdict.denied:
+            LOG.info("%s/%s: %s", review.namespace, _pod_name(review), verdict.reason)
+        elif outcome != "unchanged" and LOG.isEnabledFor(logging.DEBUG):
+            # a line per sized or shed pod would cost a burst more than its reviews: the
+            # metrics count them and the Events say them
+            LOG.debug("%s/%s: %s", review.namespace, _pod_name(review), verdict.reason)
+        proto.response_bytes(200, _JSON, orjson.dumps(review_response(review, verdict)))
+
+    async def read(self, scope: Any, proto: Any) -> AdmissionRequest:
+        """The parsed review. The size is checked before a byte of the body is read; a
+        large body waits for one of `max_large_bodies` turns, so no crowd of them is held
+        in memory at once (the others stay in their sockets)."""
+        limits = self.limits
+        size = _content_length(scope.headers.get("content-length"), limits.max_body_bytes)
+        if size <= limits.large_body_bytes or self._large_bodies is None:
+            return parse_review(await self.body(proto))
+        try:
+            await asyncio.wait_for(self._large_bodies.acquire(), limits.budget_seconds)
+        except TimeoutError:
+            raise _Refused(503, "too many large reviews at once\n", close=True) from None
+        try:
+            return parse_review(await self.body(proto))
+        finally:
+            self._large_bodies.release()
+
+    async def body(self, proto: Any) -> bytes:
+        """The whole body, within the body deadline (granian has none: slowloris)."""
+        try:
+            return bytes(await asyncio.wait_for(proto(), self.limits.connections.body_seconds))
+        except TimeoutError:
+            if self.metrics is not None:
+                self.metrics.connection_cut("body_timeout")
+            raise _Refused(408, "the body did not arrive in time\n", close=True) from None
 
     def decided_now(self, review: AdmissionRequest) -> Verdict:
         """The verdict from memory, on the loop: a pod identical to one just decided, at the
@@ -158,66 +254,18 @@ class _Reviews:
         outcome = "denied" if verdict.denied else "patched" if verdict.operations else "unchanged"
         return verdict, outcome
 
-    async def read(self, request: web.Request) -> AdmissionRequest:
-        """The parsed review; a large body waits for one of `max_large_bodies` turns, so no
-        crowd of them is held in memory at once (the others stay in their sockets)."""
-        guard = self.guard
-        if (request.content_length or 0) <= self.limits.large_body_bytes:
-            guard.phase(request.transport, BODY)
-            body = await request.read()  # past max_body_bytes: 413; slow: cut (BODY deadline)
-            guard.phase(request.transport, BUSY)
-            return parse_review(body)
-        guard.phase(request.transport, BUSY)  # waiting for a turn is ours, not the client's
-        try:
-            await asyncio.wait_for(self.large_bodies.acquire(), self.limits.budget_seconds)
-        except TimeoutError:
-            raise web.HTTPServiceUnavailable(text="too many large reviews at once\n") from None
-        try:
-            guard.phase(request.transport, BODY)
-            body = await request.read()
-            guard.phase(request.transport, BUSY)
-            return parse_review(body)
-        finally:
-            self.large_bodies.release()
 
-    async def mutate(self, request: web.Request) -> web.Response:
-        try:
-            return await self.answer(request)
-        finally:  # answered, refused or failed: the connection waits for its next request
-            self.guard.phase(request.transport, IDLE)
-
-    async def answer(self, request: web.Request) -> web.Response:
-        begun = time.monotonic()
-        self.lag.seen()
-        try:
-            review = await self.read(request)
-        except ReviewError as error:
-            self.record("bad_request", begun)
-            return web.Response(status=400, text=f"{error}\n")
-        verdict, outcome = await self.decide(review, begun)
-        self.record(outcome, begun)
-        if self.listener is not None:
-            self.listener(review, verdict)
-        if verdict.denied:
-            LOG.info("%s/%s: %s", review.namespace, _pod_name(review), verdict.reason)
-        elif outcome != "unchanged" and LOG.isEnabledFor(logging.DEBUG):
-            # a line per sized or shed pod would cost a burst more than its reviews: the
-            # metrics count them and the Events say them
-            LOG.debug("%s/%s: %s", review.namespace, _pod_name(review), verdict.reason)
-        body = orjson.dumps(review_response(review, verdict))
-        return web.Response(body=body, content_type="application/json")
-
-    async def healthz(self, _: web.Request) -> web.Response:
-        if self.ready():
-            return web.Response(text="ok\n")
-        return web.Response(status=503, text="VPAs and LimitRanges not loaded yet\n")
-
-    async def follow_lag(self, _: web.Application) -> AsyncIterator[None]:
-        task = asyncio.create_task(self.lag.follow())
-        yield
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
+def _content_length(header: str | None, most: int) -> int:
+    """The body's announced size; _Refused when missing, unreadable or past `most`."""
+    if header is None:
+        raise _Refused(411, "a Content-Length is required\n", close=True)
+    try:
+        size = int(header)
+    except ValueError:
+        raise _Refused(400, f"Content-Length {header!r} is not a number\n", close=True) from None
+    if size < 0 or size > most:
+        raise _Refused(413, f"body of {size} bytes; at most {most} are read\n", close=True)
+    return size
 
 
 def make_app(
@@ -228,17 +276,9 @@ def make_app(
     scope: NamespaceScope = EVERYWHERE,
     max_cpu_boost: Quantity | None = None,
     limits: ReviewLimits = ReviewLimits(),
-) -> web.Application:
-    """The aiohttp application; `listener` sees every verdict (logging, tests)."""
-    reviews = _Reviews(view, ready, listener, metrics, scope, max_cpu_boost, limits)
-    app = web.Application(client_max_size=limits.max_body_bytes)
-    app[GUARD] = reviews.guard
-    if reviews.verdicts is not None:
-        app[VERDICTS] = reviews.verdicts
-    app.cleanup_ctx.append(reviews.follow_lag)
-    app.router.add_post("/mutate", reviews.mutate)
-    app.router.add_get("/healthz", reviews.healthz)
-    return app
+) -> ReviewApp:
+    """The RSGI application; `listener` sees every verdict (logging, tests)."""
+    return ReviewApp(view, ready, listener, metrics, scope, max_cpu_boost, limits)
 
 
 def _pod_name(review: AdmissionRequest) -> str:
@@ -246,80 +286,3 @@ def _pod_name(review: AdmissionRequest) -> str:
     if not isinstance(metadata, dict):
         return "?"
     return str(metadata.get("name") or f"{metadata.get('generateName') or ''}*")
-
-
-def listening_socket(host: str, port: int) -> socket.socket:
-    """The listening socket, made before any worker starts (OSError: in use, bad address)."""
-    sock = socket.create_server((host, port), backlog=1024)
-    sock.setblocking(False)
-    return sock
-
-
-class WebhookServer:
-    """An aiohttp app served over TLS on its own thread; `start()` returns once it listens.
-
-    `sock` may be shared with other processes (the pre-fork workers accept from it).
-    """
-
-    def __init__(
-        self,
-        app: web.Application,
-        context: ssl.SSLContext,
-        host: str = "0.0.0.0",
-        port: int = 0,
-        sock: socket.socket | None = None,
-    ) -> None:
-        self.app, self.context, self.host = app, context, host
-        self.sock = sock if sock is not None else listening_socket(host, port)
-        self.port: int = self.sock.getsockname()[1]
-        self.guard = app[GUARD]
-        # uvloop: its TLS layer is compiled, where asyncio's runs Python code for every
-        # record and zeroes a 256 KiB buffer per connection (docs/results/webhook.md)
-        self._loop = uvloop.new_event_loop()
-        # aiohttp's own keep-alive close only backs ours up (ours counts the cut)
-        keepalive = self.guard.limits.idle_seconds + 5
-        self._runner = web.AppRunner(app, access_log=None, keepalive_timeout=keepalive)
-        self._server: asyncio.AbstractServer | None = None
-        self._thread = threading.Thread(target=self._loop.run_forever, name="tailor-webhook")
-
-    def start(self) -> WebhookServer:
-        self._thread.start()
-        asyncio.run_coroutine_threadsafe(self._serve(), self._loop).result(timeout=30)
-        return self
-
-    async def _serve(self) -> None:
-        await self._runner.setup()
-        self.guard.factory = self._runner.server  # set by setup()
-        self._server = await self._loop.create_server(
-            self.guard,
-            sock=self.sock,
-            ssl=self.context,
-            ssl_handshake_timeout=self.guard.limits.handshake_seconds,
-        )
-
-    def call(self, function: Callable[[], T]) -> T:
-        """`function()` run on the server's loop thread, where handshakes read the SSL context.
-
-        OpenSSL does not allow changing an SSL_CTX while another thread makes connections
-        from it, so a certificate swap goes through here.
-        """
-
-        async def run() -> T:
-            return function()
-
-        return asyncio.run_coroutine_threadsafe(run(), self._loop).result(timeout=30)
-
-    async def _shutdown(self) -> None:
-        if self._server is not None:
-            self._server.close()  # no new connection; the socket stays for other workers
-        await self._runner.cleanup()
-
-    def stop(self) -> None:
-        """Stop accepting, finish the reviews under way, end the loop and its thread."""
-        if self._thread.is_alive():
-            future = asyncio.run_coroutine_threadsafe(self._shutdown(), self._loop)
-            future.result(timeout=30)
-            self._loop.call_soon_threadsafe(self._loop.stop)
-            self._thread.join(timeout=30)
-        self._loop.close()
-        self.sock.close()

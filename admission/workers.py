@@ -74,9 +74,10 @@ def worker_main(config: WorkerConfig, sock: socket.socket, channel: Connection) 
 
     from admission.certificates import CertificateReloader
     from admission.cluster_cache import ClusterCache
+    from admission.edge import WebhookServer
     from admission.events import events_listener
     from admission.periodic import Periodic
-    from admission.server import WebhookServer, make_app
+    from admission.server import make_app
     from tailor.kube import ClusterError, api_client_from
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
@@ -112,10 +113,10 @@ def worker_main(config: WorkerConfig, sock: socket.socket, channel: Connection) 
         max_cpu_boost=config.max_cpu_boost,
         limits=config.limits,
     )
-    server = WebhookServer(app, certificates.context, sock=sock).start()
+    server = WebhookServer(app, certificates, sock=sock).start()
     cache.start()
     checker = Periodic(
-        lambda: server.call(certificates.check),
+        certificates.check,
         config.cert_check_seconds,
         name="tailor-certificates",
         failure="certificate check failed; still serving the previous certificate",

@@ -21,9 +21,9 @@ from urllib.parse import urlsplit
 import typer
 
 from admission.certificates import CertificateReloader
+from admission.edge import listening_socket
 from admission.registration import Endpoint, read_ca
 from admission.self_signed import SelfSignedPair, service_hosts, write_pair
-from admission.server import listening_socket
 from admission.service import WebhookService as Webhook
 from admission.service import serve
 from admission.watch import WATCH_SECONDS

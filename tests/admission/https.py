@@ -19,9 +19,10 @@ from typing import Any
 
 from admission.admit import ClusterView
 from admission.certificates import CertificateReloader
+from admission.edge import WebhookServer
 from admission.metrics import MetricsSink
 from admission.review import AdmissionRequest, Verdict
-from admission.server import ReviewLimits, WebhookServer, make_app
+from admission.server import ReviewLimits, make_app
 from tests.cluster.certs import CertificateAuthority, KeyPair
 
 
@@ -70,7 +71,7 @@ def serve(
 
     app = make_app(view, ready, listen, metrics=metrics, limits=limits or ReviewLimits())
     certificates = CertificateReloader(pair.cert_file, pair.key_file)
-    server = WebhookServer(app, certificates.context, "127.0.0.1", 0)
+    server = WebhookServer(app, certificates, "127.0.0.1", 0)
     return Served(server.start(), ca, pair, verdicts, certificates)
 
 

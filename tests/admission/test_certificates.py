@@ -37,11 +37,9 @@ def test_a_rotated_secret_is_presented_to_new_connections_once_checked(
     mount = SecretMount(tmp_path / "mount", a)
     served = serve(View([]), tmp_path, issued=(ca_a, mount.pair))
     caplog.set_level(logging.INFO, logger="tailor.admission")
-    kept = http.client.HTTPSConnection(
-        "127.0.0.1",
-        served.server.port,
-        context=ssl.create_default_context(cafile=str(ca_a.pair.cert_file)),
-    )
+    both = ssl.create_default_context(cafile=str(ca_a.pair.cert_file))
+    both.load_verify_locations(cafile=str(ca_b.pair.cert_file))
+    kept = http.client.HTTPSConnection("127.0.0.1", served.server.port, context=both)
     try:
         kept.request("GET", "/healthz")
         assert kept.getresponse().read() == b"ok\n"
@@ -53,10 +51,16 @@ def test_a_rotated_secret_is_presented_to_new_connections_once_checked(
         with pytest.raises(ssl.SSLCertVerificationError):
             presented(served.server.port, ca_a)
         assert call(served.url + "/healthz", ca_b) == (200, "ok\n")
-        kept.request("GET", "/healthz")  # the connection open across the swap keeps A
+        # the idle connection open across the swap was closed with the old granian worker
+        # (admission.edge): its client connects again and gets B
+        with pytest.raises(http.client.RemoteDisconnected):
+            kept.request("GET", "/healthz")
+            kept.getresponse()
+        kept.close()
+        kept.request("GET", "/healthz")
         assert kept.getresponse().read() == b"ok\n"
         assert kept.sock is not None
-        assert kept.sock.getpeercert(binary_form=True) == der(a)
+        assert kept.sock.getpeercert(binary_form=True) == der(b)
         assert served.certificates.check() is False
     finally:
         kept.close()

@@ -8,7 +8,6 @@ import json
 from pathlib import Path
 from typing import Any
 
-from admission.server import VERDICTS
 from tests.admission.burst import owner, review_body
 from tests.admission.cluster import webhook
 from tests.cluster.controlplane import ControlPlane
@@ -57,7 +56,8 @@ def test_identical_pods_reuse_a_verdict_until_the_vpa_or_a_limit_range_changes(
     body = review_body(0, namespace=namespace)  # one pod's review, sent again and again
 
     with webhook(kube_cluster, tmp_path) as (served, cache):
-        verdicts = served.server.app[VERDICTS]
+        verdicts = served.server.app.verdicts
+        assert verdicts is not None
 
         def answer() -> dict[str, Any]:
             status, text = served.post("/mutate", body)

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
+from admission.edge import listening_socket
 from admission.events import Relayed
 from admission.metrics import Batch
-from admission.server import listening_socket
 from admission.workers import Supervisor, WorkerConfig
 from tests.admission.burst import populate, review_body
 from tests.admission.https import answer, call, serving_pair
