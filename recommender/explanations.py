@@ -89,9 +89,10 @@ def reasons(plan: Plan, ooms: OomHistory, settings: ForecastSettings) -> pd.Data
             "oom_floor": plan.memory.floor,
         }
     )
+    sized_on = capped_state_peaks(plan.memory.state_peak, plan.memory.peak)  # once, not per row
     said = [
-        f"{_cpu_sentence(row, settings)}. {_memory_sentence(plan, ooms, i, settings)}."
-        for i, row in enumerate(facts.itertuples())
+        f"{_cpu_sentence(row, settings)}. {_memory_sentence(plan, ooms, i, peaks, settings)}."
+        for i, (row, peaks) in enumerate(zip(facts.itertuples(), sized_on, strict=True))
     ]
     facts.insert(0, "explanation", said)
     return facts
@@ -128,12 +129,14 @@ def _cpu_sentence(row: Any, settings: ForecastSettings) -> str:
     return f"cpu: {found}, {row.workload_class}; {model}; {sizing}"
 
 
-def _memory_sentence(plan: Plan, ooms: OomHistory, i: int, settings: ForecastSettings) -> str:
+def _memory_sentence(
+    plan: Plan, ooms: OomHistory, i: int, per_state: np.ndarray, settings: ForecastSettings
+) -> str:
+    """Series `i`'s memory sentence; `per_state`: its state peaks as the plan sizes on them."""
     mp = plan.memory
     if np.isnan(mp.peak[i]):
         return "memory: not measured"
     margin = f"+{settings.memory_margin:.0%}"
-    per_state = capped_state_peaks(mp.state_peak[i], mp.peak[i])  # what the plan sizes on
     # sized per state only where some state is clearly lower (NaN, a state never seen, is not)
     if mp.by_state[i] and np.any(per_state < (1.0 - LOWER_BY) * mp.peak[i]):
         levels = ", ".join(
