@@ -14,11 +14,12 @@ map onto it as follows.
   answered 408 and its connection closed (`body_timeout` in the metric).
 - **Requests under way**: at most `backpressure` per worker (granian's backpressure);
   the next request waits in its socket until one ends.
-- **TLS handshake**: granian has no handshake deadline, and no cap on open connections.
-  A connection that never sends its TLS hello is held until the client closes it; it
-  costs a socket and a few KiB of Rust memory, no Python object and no turn of the
-  event loop, and does not count against `backpressure`, so it delays no review. The
-  bound is the process's file descriptors (the kernel refuses connections past it).
+- **TLS handshake**: 10 s, granian's own and fixed (2.8.7 has no option for it): a
+  connection that never completes its TLS hello is closed then. Until then it costs a
+  socket and a few KiB of Rust memory, no Python object and no turn of the event loop,
+  and does not count against `backpressure`, so it delays no review.
+- **Open connections**: granian has no cap. The bound is the process's file descriptors
+  (the kernel refuses connections past it).
 
 The closes made inside granian (headers, idle) are not counted by the metric: granian
 does not tell the application about them.

@@ -88,8 +88,8 @@ def test_slow_headers_slow_bodies_and_idle_connections_are_cut(
 def test_silent_and_idle_connections_past_the_backpressure_delay_no_review(
     quick: tuple[Served, Batch],
 ) -> None:
-    """granian has no handshake deadline: a connection that never says hello is held,
-    but it holds no turn (backpressure counts requests, not connections)."""
+    """A connection that never says hello is held until granian's 10 s handshake
+    deadline, but holds no turn (backpressure counts requests, not connections)."""
     served, _ = quick
     silent = [socket.create_connection(("127.0.0.1", served.server.port)) for _ in range(10)]
     idle = [tls(served) for _ in range(10)]

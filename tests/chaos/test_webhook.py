@@ -195,9 +195,8 @@ def _closed_within(conn: socket.socket, seconds: float) -> float | None:
 
 
 def test_slow_clients_are_cut_and_never_starve_the_others(service: Service) -> None:
-    """Slow headers and bodies are cut at their deadlines. A connection that never sends
-    its TLS hello is held (granian has no handshake deadline: admission.connections), and
-    starves nobody either."""
+    """Silent, slow-header and slow-body connections are cut at their deadlines (the
+    handshake's is granian's fixed 10 s: admission.connections) and starve nobody."""
     silent = [socket.create_connection(("127.0.0.1", service.port)) for _ in range(20)]
     headers = [_tls(service) for _ in range(20)]
     bodies = [_tls(service) for _ in range(40)]
@@ -210,13 +209,12 @@ def test_slow_clients_are_cut_and_never_starve_the_others(service: Service) -> N
         closed = list(pool.map(lambda c: _closed_within(c, 20), every))
     for each in [*silent, *headers, *bodies]:
         each.close()
-    assert closed[:20] == [None] * 20  # held for the 20 s the test waits
-    assert None not in closed[20:]
+    assert None not in closed
     assert prober.results and all(status == 200 and ok for status, _, ok in prober.results)
     write_figures(
         "webhook-slow-clients",
         {
-            "no_tls_hello_still_open_after_s": 20,
+            "no_tls_hello_closed_after_max_s": max(closed[:20]),  # type: ignore[type-var]
             "slow_headers_closed_after_max_s": max(closed[20:40]),  # type: ignore[type-var]
             "slow_bodies_closed_after_max_s": max(closed[40:]),  # type: ignore[type-var]
             "reviews_meanwhile": len(prober.results),
