@@ -41,7 +41,8 @@ from recommender.forecast.memory import SeriesBumps
 from recommender.forecast.policy import ForecastPolicy
 from recommender.forecast.settings import ForecastSettings
 from recommender.oom_bumps import series_oom_bumps
-from recommender.vpa.model import VpaModel
+from recommender.vpa.feed import SeriesSorted, TimeSorted
+from recommender.vpa.model import CHUNK_ROWS, VpaModel
 from recommender.vpa.settings import VpaSettings
 
 RECOMMENDATION_COLUMNS = (*AGGREGATE_COLUMNS, *BOUND_COLUMNS)
@@ -81,26 +82,26 @@ def fit_vpa_model(
     model = VpaModel(to_aggregate, len(aggregates), settings)
     if oom_bumps is not None:
         model.use_oom_bumps(*series_oom_bumps(series, oom_bumps))
-    seconds = unix_seconds(usage["timestamp"])
-    order = np.argsort(seconds, kind="stable")
-    seconds = seconds[order]
-    codes = codes[order]
-    cpu = usage["cpu"].to_numpy(dtype=np.float64)[order]
-    memory = usage["memory"].to_numpy(dtype=np.float64)[order]
+    feed = _time_ordered(
+        codes,
+        unix_seconds(usage["timestamp"]),
+        usage["cpu"].to_numpy(dtype=np.float64),
+        usage["memory"].to_numpy(dtype=np.float64),
+    )
     # the memory a kill reports counts as the request then; a kill before the first
     # sample is dropped: the model had not started (upstream only sees kills while it runs)
-    since = history_start(int(seconds[0]), int(seconds[-1])) if seconds.size else None
+    since = history_start(*feed.span) if feed.rows else None
     ooms = oom_kills(events, series, since)
     # Upstream only accepts an OOM inside the series' current 24 h interval, so
     # samples and OOMs are fed in time order, as the live recommender sees them.
-    cuts = np.searchsorted(seconds, ooms.seconds, side="right")
-    total = len(seconds)
+    cuts = feed.rows_until(ooms.seconds)
+    total = feed.rows
     done = 0
     boundaries = sorted({*range(INGEST_CHUNK, total, INGEST_CHUNK), *map(int, cuts), total})
     oom_at = 0
     for end in boundaries:
         if end > done:
-            model.add_samples(codes[done:end], seconds[done:end], cpu[done:end], memory[done:end])
+            model.add_chunks(feed.chunks(done, end, CHUNK_ROWS), end - done > CHUNK_ROWS)
             done = end
         while oom_at < len(cuts) and cuts[oom_at] <= done:
             kill = slice(oom_at, oom_at + 1)
@@ -109,6 +110,16 @@ def fit_vpa_model(
         if progress is not None:
             progress(done, total)
     return model, aggregates
+
+
+def _time_ordered(
+    codes: np.ndarray, seconds: np.ndarray, cpu: np.ndarray, memory: np.ndarray
+) -> SeriesSorted | TimeSorted:
+    """The rows in time order, as the model is fed: read off a history sorted by series
+    (the usual one) without sorting it, else sorted by time."""
+    return SeriesSorted.of(codes, seconds, cpu, memory) or TimeSorted.of(
+        codes, seconds, cpu, memory
+    )
 
 
 def recommend_vpa(

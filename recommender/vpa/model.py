@@ -9,6 +9,7 @@ samples costs a handful of array passes.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 import numpy as np
@@ -40,7 +41,8 @@ __all__ = ["VpaModel", "VpaRecommendation"]
 
 _FAR_FUTURE = np.iinfo(np.int64).max
 #: Rows ingested per step of a large batch (temporaries of a few MB each).
-_CHUNK_ROWS = 1 << 19
+CHUNK_ROWS = 1 << 19
+Chunk = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]  # series, t, cpu, memory
 
 
 def _kept_rows(kept: np.ndarray, *columns: np.ndarray) -> tuple[np.ndarray, ...]:
@@ -125,28 +127,41 @@ class VpaModel:
         taken in the given order and one not newer than what the series already
         saw is dropped (CPU: not after the newest; memory: before the newest).
         """
+        series, t, cpu, memory = self._checked(series, t, cpu, memory)
+        # Chunks in row order keep every series' own order, so they replay the batch
+        # exactly; small chunks also keep temporaries in reused, cache-sized memory.
+        cuts = (slice(start, start + CHUNK_ROWS) for start in range(0, series.size, CHUNK_ROWS))
+        chunks = ((series[rows], t[rows], cpu[rows], memory[rows]) for rows in cuts)
+        self._add_chunks(chunks, series.size > CHUNK_ROWS)
+
+    def add_chunks(self, chunks: Iterable[Chunk], batched: bool) -> None:
+        """One batch handed over as `add_samples` cuts it: its chunks of at most
+        `CHUNK_ROWS` rows in order, each (series, t, cpu, memory) taken as `add_samples`
+        takes its rows. `batched`: the batch is more than one chunk (`add_samples` of
+        more than `CHUNK_ROWS` rows), whose reference times settle at its end."""
+        self._add_chunks((self._checked(*chunk) for chunk in chunks), batched)
+
+    def _checked(self, series: object, t: object, cpu: object, memory: object) -> Chunk:
         series = checked_indices(series, self.n_series, "series")
         t = checked_times(t)
         cpu = checked_amounts(cpu, "cpu")
         memory = checked_amounts(memory, "memory")
         if not series.shape == t.shape == cpu.shape == memory.shape or series.ndim != 1:
             raise VpaInputError("series, t, cpu and memory must be 1-D arrays of one length")
-        if series.size == 0:
-            return
-        chunked = series.size > _CHUNK_ROWS
-        if chunked:
+        return series, t, cpu, memory
+
+    def _add_chunks(self, chunks: Iterable[Chunk], batched: bool) -> None:
+        if batched:
             self.cpu.begin_batch()
             self.memory.begin_batch()
-        # Chunks in row order keep every series' own order, so they replay the batch
-        # exactly; small chunks also keep temporaries in reused, cache-sized memory.
-        for start in range(0, series.size, _CHUNK_ROWS):
-            rows = slice(start, start + _CHUNK_ROWS)
-            chunk = (series[rows], t[rows], cpu[rows], memory[rows])
+        for chunk in chunks:
+            if chunk[0].size == 0:
+                continue
             order = group_by_series(chunk[0])
             if order is not None:
                 chunk = (chunk[0][order], chunk[1][order], chunk[2][order], chunk[3][order])
             self._ingest(*chunk)
-        if chunked:
+        if batched:
             self.cpu.end_batch()
             self.memory.end_batch()
 

@@ -196,7 +196,7 @@ def test_chunked_batches_give_the_same_state(monkeypatch: pytest.MonkeyPatch) ->
     order = [np.concatenate(parts) for parts in zip(*rows, early, strict=True)]
     whole = VpaModel(mapping)
     whole.add_samples(*order)
-    monkeypatch.setattr(model_module, "_CHUNK_ROWS", 37)
+    monkeypatch.setattr(model_module, "CHUNK_ROWS", 37)
     chunked = VpaModel(mapping)
     chunked.add_samples(*order)
     for name in ("cpu", "memory"):
