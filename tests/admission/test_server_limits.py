@@ -203,7 +203,8 @@ def test_the_loop_lag_ticks_often_only_while_reviews_come_and_measures_any_block
 
     idle_ticks, idle_lag, busy_ticks, busy_lag = asyncio.run(ticks_and_lags())
     assert idle_ticks <= 6 < busy_ticks
-    assert idle_lag >= 0.25 and busy_lag >= 0.25
+    # a 0.3 s block seen by a tick due up to one tick (0.1 s idle, 0.01 s busy) into it
+    assert idle_lag >= 0.19 and busy_lag >= 0.25
 
 
 def test_an_api_read_past_the_budget_is_answered_unchanged_before_it_ends(
