@@ -116,7 +116,7 @@ def columnar_pass(port: UpdaterCluster, fleet: Fleet, plan: Plan) -> list[Outcom
     return outcomes
 
 
-def _planner(memo: dict[Hashable, Made] | None) -> Plan:
+def planner(memo: dict[Hashable, Made] | None) -> Plan:
     """Plans through the real planner; with `memo`, each workload's plan kept across
     passes (the plans free: the floor of the rest)."""
     plans, rules = Plans(), PodRules()
@@ -141,7 +141,7 @@ def _timed(fleet: Fleet, mode: str, memo: dict[Hashable, Made]) -> tuple[float, 
         outcomes = list(follow_once(port.port(), rows, NOW, PassOptions(dry_run=True)))
     else:
         kept = memo if mode == "columnar_plans_free" else None
-        outcomes = columnar_pass(port.port(), fleet, _planner(kept))
+        outcomes = columnar_pass(port.port(), fleet, planner(kept))
     return time.process_time() - start - port.cpu_seconds, outcomes
 
 
