@@ -158,9 +158,9 @@ def drop_implausible(
     keys (namespace, pod, container) and the UNIX time of a value, for the warning.
     """
     ceiling = CEILINGS[resource][0]
-    with np.errstate(invalid="ignore"):
-        bad = ~np.isnan(values) & ~((values >= 0) & (values <= ceiling))
-    count = int(bad.sum())
+    with np.errstate(invalid="ignore"):  # NaN is neither: left as it is
+        bad = (values < 0) | (values > ceiling)
+    count = int(np.count_nonzero(bad))
     if not count:
         return
     row, column = (int(i[0]) for i in np.nonzero(bad))
