@@ -4,14 +4,18 @@ backfilled Prometheus of `bench_prometheus`, with Prometheus's CPU seconds (its 
 accounting) and the client's around each kind.
 
     python -m benchmarks.bench_prometheus_queries [--size 1000] [--out FILE]
+    python -m benchmarks.bench_prometheus_queries --first-pass --size 10000
 
 The evidence for the first pass's bound (docs/results/performance.md): which queries
-Prometheus spends its CPU on, and how many points each returns.
+Prometheus spends its CPU on, and how many points each returns. With `--first-pass`,
+instead: the first pass of `bench_prometheus` alone (the load through the service's
+history cache, the VPA model, its JSON), with the CPU seconds of both sides.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
 import tempfile
 import time
@@ -54,15 +58,48 @@ def per_kind(url: str, pid: int) -> dict[str, dict[str, Any]]:
     return result
 
 
+def first_pass(url: str, pid: int) -> dict[str, Any]:
+    """`bench_prometheus.one_run`'s first pass, without the forecast and the next passes:
+    wall seconds of each phase, CPU seconds of this process and of Prometheus."""
+    from recommender.data.prometheus import PrometheusSettings
+    from recommender.recommend import recommend_vpa
+    from recommender.service.history_cache import HistoryCache
+    from tailor.cli.output import OutputFormat, render
+
+    settings = PrometheusSettings(url=url, retries=0, timeout_seconds=1800)
+    answered = [0.0]
+    cache = HistoryCache(progress=lambda _d, _t: answered.__setitem__(0, time.perf_counter()))
+    served, cpu, began = cpu_seconds(pid), time.process_time(), time.perf_counter()
+    usage, events = cache.load(settings, datetime.fromtimestamp(fleet.END, UTC))
+    loaded, load_cpu, load_served = time.perf_counter(), time.process_time(), cpu_seconds(pid)
+    text = render(recommend_vpa(usage, events, checked=True), OutputFormat.json)
+    return {
+        "usage_rows": len(usage),
+        "query_s": round(answered[0] - began, 1),
+        "assembly_s": round(loaded - answered[0], 1),
+        "load_client_cpu_s": round(load_cpu - cpu, 1),
+        "load_prometheus_cpu_s": round(load_served - served, 1),
+        "vpa_and_json_cpu_s": round(time.process_time() - load_cpu, 1),
+        "first_pass_s": round(time.perf_counter() - began, 1),
+        "json_bytes": len(text),
+        "load_average": os.getloadavg(),
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--size", type=int, default=1_000)
     parser.add_argument("--out", type=Path, default=None)
+    parser.add_argument("--first-pass", action="store_true", help="time the first pass alone")
     args = parser.parse_args()
     data = fleet.backfilled(args.size, shutil.which("promtool") or "promtool")
     with tempfile.TemporaryDirectory(prefix="bench-prometheus-queries-") as folder:
         process, url = serve(data, Path(folder))
         try:
+            if args.first_pass:
+                emit({"benchmark": "prometheus_first_pass", "containers": args.size,
+                      **first_pass(url, process.pid)}, args.out)  # fmt: skip
+                return
             kinds = per_kind(url, process.pid)
         finally:
             process.terminate()
