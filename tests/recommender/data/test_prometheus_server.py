@@ -257,5 +257,14 @@ def test_answers_come_uncompressed_unless_asked(
     assert b'"resultType":"vector"' in answer.content
 
 
+def test_a_gzipped_load_equals_the_uncompressed_one(server_url: str, history: History) -> None:
+    """Each body is read whole from the socket (`Fetcher.body`): inflated where asked."""
+    plain = load_prometheus_history(settings_for(server_url, history))
+    gzipped = load_prometheus_history(settings_for(server_url, history, compressed=True))
+    assert len(plain[0]) > 0
+    pd.testing.assert_frame_equal(gzipped[0], plain[0], check_exact=True)
+    pd.testing.assert_frame_equal(gzipped[1], plain[1], check_exact=True)
+
+
 def settings_end(settings: PrometheusSettings) -> int:
     return settings.resolve_range()[1]
