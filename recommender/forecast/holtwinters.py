@@ -103,9 +103,11 @@ def fit(
 ) -> HoltWintersCandidates:
     """Run the recursion over `y` (series, blocks) for every alpha candidate at once (the
     first cycle initialises); which candidate a series keeps is the caller's choice."""
+    from recommender.kernels.holtwinters import run_blocks  # numba: only when fitting
+
     n, blocks = y.shape
-    alphas = np.asarray(params.alphas, dtype=np.float64)[None, :]
-    k = alphas.shape[1]
+    alphas = np.asarray(params.alphas, dtype=np.float64)
+    k = alphas.shape[0]
     max_period = int(max(1, period.max(initial=1)))
     level0, trend0, season0 = initial_state(y, block_ids, period, max_period)
     level = np.repeat(level0[:, None], k, axis=1)
@@ -113,42 +115,22 @@ def fit(
     # season rows (series x slot, candidates): a block reads and writes one row per series
     season_rows = np.repeat(season0[:, :, None], k, axis=2).reshape(n * max_period, k)
     slot_rows = np.arange(n)[None, :] * max_period + block_ids[:, None] % period[None, :]
-    gamma = np.where(period > 1, params.gamma, 0.0)[:, None]
-    keep_level, keep_season = 1.0 - alphas, 1.0 - gamma
-    beta, phi = params.beta, params.phi
-    decay = (1.0 - beta) * phi
+    gamma = np.where(period > 1, params.gamma, 0.0).astype(np.float64)
     active = np.arange(blocks)[None, :] >= period[:, None]
-    observed = np.ascontiguousarray(y.T)[:, :, None]  # (blocks, series, 1)
-    seen = (active & ~np.isnan(y)).T[:, :, None].copy()
     # While a series initialises its trend is 0, so level + phi * trend is its level:
-    # the unseen branch below also leaves an initialising series unchanged.
-    # a block every series observes needs no np.where: fewer calls in most blocks
-    everyone = seen.all(axis=(1, 2)).tolist()
-    # level and season share one form, w (y - x) + keep z with (x, z) = (s_old, base) and
-    # (base, s_old): stacked (2, series, candidates), they take one set of numpy calls
-    weight = np.stack(np.broadcast_arrays(alphas, gamma))
-    keep = np.stack(np.broadcast_arrays(keep_level, keep_season))
-    history = np.empty((blocks, 2, n, k))  # (s_old, base) of each block
-    for t in range(blocks):
-        row, held = slot_rows[t], history[t]
-        np.take(season_rows, row, axis=0, out=held[0])
-        damped = phi * trend
-        np.add(level, damped, out=held[1])
-        new = weight * (observed[t] - held) + keep * held[::-1]
-        new_trend = beta * (new[0] - level) + decay * trend
-        if not everyone[t]:
-            new = np.where(seen[t], new, held[::-1])
-            new_trend = np.where(seen[t], new_trend, damped)
-        season_rows[row] = new[1]
-        level, trend = new[0], new_trend
-    one_step = np.add(history[:, 1], history[:, 0])  # base + s_old: the one-step forecast
-    one_step = np.where(active[:, None, :], one_step.transpose(1, 2, 0), np.nan)
+    # the unseen branch also leaves an initialising series unchanged.
+    seen = (active & ~np.isnan(y)).T
+    one_step = run_blocks(
+        np.ascontiguousarray(y.T, dtype=np.float64), np.ascontiguousarray(seen),
+        np.ascontiguousarray(active.T), np.ascontiguousarray(slot_rows, dtype=np.int64),
+        alphas, gamma, float(params.beta), float(params.phi), level, trend, season_rows,
+    )  # fmt: skip
     return HoltWintersCandidates(
         one_step=one_step,
-        alphas=alphas[0],
+        alphas=alphas,
         level=level,
         trend=trend,
         season=season_rows.reshape(n, max_period, k).transpose(0, 2, 1),
         period=period.astype(np.int64),
-        phi=phi,
+        phi=params.phi,
     )

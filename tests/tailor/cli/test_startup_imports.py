@@ -18,7 +18,7 @@ import pytest
 from tailor.cli.main import COMMANDS, load_command
 
 ROOT = Path(__file__).resolve().parents[3]
-HEAVY = ("sklearn", "scipy", "statsmodels", "matplotlib", "kubernetes", "pyarrow", "dask")
+HEAVY = ("sklearn", "scipy", "statsmodels", "matplotlib", "kubernetes", "pyarrow", "dask", "numba")
 
 PROBE = """
 import json, sys

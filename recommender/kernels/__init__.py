@@ -1,0 +1,20 @@
+"""The forecaster's sequential loops, compiled (numba).
+
+Holt-Winters walks 14 days of blocks one after the other, the fleet allocation runs
+nested bisections per series, and the margin replay follows each block window by
+window: recurrences, where each step needs the one before. Written with numpy they are
+a dozen calls per step on arrays of a few hundred values, so numpy's per-call cost
+(about 1 µs on an idle core, several on a busy one), not the arithmetic, bounds them:
+thousands of calls per forecast plan. Compiled, each step is a few instructions.
+
+Every kernel is `@njit(cache=True)` without `fastmath`: the compiler may neither fuse
+a multiply and an add nor reorder a sum, and each kernel does the same floating-point
+operations in the same order as the numpy it replaced (sums over states left to right,
+as numpy sums four values), so plans and backtests stay the same bit for bit.
+
+numba is imported only here, and these modules only from inside the forecaster's
+functions: the CLI starts without it. The first call of a kernel in a fresh checkout
+compiles it (about 1 to 2 s each) and caches the machine code beside the source in
+`__pycache__`; later processes load it in milliseconds (measurements in
+docs/results/performance.md).
+"""
