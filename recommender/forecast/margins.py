@@ -68,58 +68,18 @@ def replay_margins(
     scale: np.ndarray,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Shortfall windows and reactions per (series, candidate, block) of request =
-    forecast + margin with mid-block reactions. Few blocks have enough windows clearly
-    above the request to react: only those are replayed window by window, the rest are
-    counted at once."""
-    # float32 and C order (`margins` comes transposed) speed the loop; up: a tie is no shortfall
+    forecast + margin with mid-block reactions, replayed window by window (compiled:
+    `recommender.kernels.replay`)."""
+    from recommender.kernels.replay import replay  # numba: only when calibrating
+
+    # float32 and C order (`margins` comes transposed); up: a tie is no shortfall
     request = np.nextafter(forecast[:, None, :] + margins, np.inf, dtype=np.float32, order="C")
     clearly = (rule.react_min_fraction * scale).astype(np.float32)
-    values = np.nan_to_num(usage, nan=-np.inf).astype(np.float32)  # no sample: never short
-    shortfalls = np.zeros(margins.shape, dtype=np.int16)
-    for window in np.ascontiguousarray(values.transpose(2, 0, 1))[:, :, None, :]:
-        shortfalls += window > request
-    reactions = np.zeros(margins.shape, dtype=np.int16)
-    after = min(max(rule.react_after_windows, 1), usage.shape[2])
-    kth_highest = -np.partition(-values, after - 1, axis=2)[:, :, after - 1]
-    may_react = kth_highest[:, None, :] > request + clearly[:, None, None]
-    series, candidate, block = np.nonzero(may_react)
-    if series.size:
-        short, raised = _replay_blocks(
-            values[series, block],
-            np.isnan(usage[series, block]),
-            request[series, candidate, block],
-            clearly[series],
-            rule,
-        )
-        shortfalls[series, candidate, block] = short
-        reactions[series, candidate, block] = raised
-    return shortfalls.astype(np.float64), reactions.astype(np.float64)
-
-
-def _replay_blocks(
-    values: np.ndarray,
-    missing: np.ndarray,
-    request: np.ndarray,
-    clearly: np.ndarray,
-    rule: ReactionSettings,
-) -> tuple[np.ndarray, np.ndarray]:
-    """Window-by-window replay of single blocks: values (blocks, windows), the rest (blocks,)."""
-    shortfalls = np.zeros(request.shape, dtype=np.int16)
-    reactions = np.zeros(request.shape, dtype=np.int16)
-    run = np.zeros(request.shape, dtype=np.int16)
-    for position in range(values.shape[1]):
-        used = values[:, position]
-        shortfalls += used > request
-        clear = used > request + clearly
-        run = np.where(clear, run + 1, np.where(missing[:, position], run, 0)).astype(np.int16)
-        react = run >= rule.react_after_windows
-        if react.any():
-            wanted = used * np.float32(1.0 + rule.react_margin)
-            raised = np.where(react, np.maximum(request, wanted), request)
-            reactions += react & (raised > request)
-            request = raised
-            run[react] = 0
-    return shortfalls, reactions
+    values = np.nan_to_num(usage, nan=-np.inf).astype(np.float32, order="C")  # never short
+    return replay(
+        values, np.isnan(usage, order="C"), request, clearly, int(rule.react_after_windows),
+        np.float32(1.0 + rule.react_margin),
+    )  # fmt: skip
 
 
 def calibrate(
