@@ -12,6 +12,8 @@ COPY updater/ updater/
 COPY admission/ admission/
 RUN pip install --no-cache-dir . && rm -rf /build
 WORKDIR /
+# the forecaster's compiled kernels cache their machine code here (the pods mount /tmp)
+ENV NUMBA_CACHE_DIR=/tmp/numba-cache
 # numeric, so the kubelet can check runAsNonRoot (PodSecurity "restricted")
 USER 65532:65532
 ENTRYPOINT ["tailor"]

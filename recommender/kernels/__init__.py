@@ -14,7 +14,8 @@ as numpy sums four values), so plans and backtests stay the same bit for bit.
 
 numba is imported only here, and these modules only from inside the forecaster's
 functions: the CLI starts without it. The first call of a kernel in a fresh checkout
-compiles it (about 1 to 2 s each) and caches the machine code beside the source in
-`__pycache__`; later processes load it in milliseconds (measurements in
-docs/results/performance.md).
+compiles it and caches the machine code beside the source in `__pycache__` (or in
+NUMBA_CACHE_DIR: the image sets it to /tmp, the one writable place of its read-only
+root); later processes load it in milliseconds. Compile and load times are on
+docs/results/performance.md.
 """

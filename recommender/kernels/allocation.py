@@ -5,12 +5,13 @@ choice depends only on its own price, so each series is worked out alone."""
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+
+from recommender.kernels.compiled import compiled
 
 REACTION_BISECTION = 10  # steps between two reaction prices of the grid
 
 
-@njit(cache=True)
+@compiled
 def _cheapest(
     base: np.ndarray, price: float, reactions: np.ndarray, picks: np.ndarray, weighed: bool
 ) -> None:
@@ -31,7 +32,7 @@ def _cheapest(
         picks[s] = best
 
 
-@njit(cache=True)
+@compiled
 def _total(values: np.ndarray, picks: np.ndarray) -> float:
     """Sum over states of `values` at the picks, left to right from 0 as numpy sums the
     four states."""
@@ -41,7 +42,7 @@ def _total(values: np.ndarray, picks: np.ndarray) -> float:
     return total
 
 
-@njit(cache=True)
+@compiled
 def _priced(
     base: np.ndarray,
     reactions: np.ndarray,
@@ -70,7 +71,7 @@ def _priced(
     _cheapest(base, high, reactions, picks, True)
 
 
-@njit(cache=True)
+@compiled
 def _choose_series(
     cost: np.ndarray,
     shortfalls: np.ndarray,
@@ -96,7 +97,7 @@ def _choose_series(
     return _total(shortfalls, picks)
 
 
-@njit(cache=True)
+@compiled
 def choose(
     cost: np.ndarray,
     shortfalls: np.ndarray,
@@ -116,7 +117,7 @@ def choose(
     return picks, short
 
 
-@njit(cache=True)
+@compiled
 def _fits(
     cost: np.ndarray,
     shortfalls: np.ndarray,
@@ -133,7 +134,7 @@ def _fits(
     return _choose_series(cost, shortfalls, reactions, price, budget, grid, picks) <= allowed
 
 
-@njit(cache=True)
+@compiled
 def smallest_price(
     cost: np.ndarray,
     shortfalls: np.ndarray,

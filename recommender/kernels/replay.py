@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+
+from recommender.kernels.compiled import compiled
 
 
-@njit(cache=True)
+@compiled
 def replay(
     values: np.ndarray,
     missing: np.ndarray,

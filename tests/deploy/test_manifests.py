@@ -191,6 +191,22 @@ def test_the_registration_reaches_the_webhook_through_its_service_with_its_certi
         assert Path(option(args, flag)) == Path(mount["mountPath"]) / key
 
 
+def test_the_forecasters_kernels_cache_on_the_recommenders_writable_mount() -> None:
+    """numba caches the compiled kernels in NUMBA_CACHE_DIR: under the read-only root it
+    must be on a mounted emptyDir, or each process recompiles them."""
+    env = dict(arg.split("=", 1) for word, args in dockerfile() if word == "ENV" for arg in args)
+    cache = Path(env["NUMBA_CACHE_DIR"])
+    served = container("recommender")
+    assert served["securityContext"]["readOnlyRootFilesystem"] is True
+    volumes = {v["name"]: v for v in shipped("recommender")["spec"]["template"]["spec"]["volumes"]}
+    writable = [
+        Path(mount["mountPath"])
+        for mount in served["volumeMounts"]
+        if "emptyDir" in volumes[mount["name"]] and not mount.get("readOnly", False)
+    ]
+    assert any(cache.is_relative_to(path) for path in writable), (cache, writable)
+
+
 def test_the_dockerfile_copies_every_package_the_distribution_installs() -> None:
     copied = {args[0].rstrip("/") for word, args in dockerfile() if word == "COPY"}
     packages = {p.rstrip("*") for p in tomllib.loads((ROOT / "pyproject.toml").read_text())[
