@@ -7,8 +7,8 @@ whichever worker accepts first. Each worker is a whole webhook (its own watches 
 the cluster, its own certificate check), so a worker that dies loses nothing another
 needs; the parent starts a new one.
 
-Memory: a worker's TLS connections' buffers are mapped one by one, so that closing
-them gives the memory back (`_worker_environment`). Python rarely gives back the rest
+Memory: a worker's large blocks are mapped one by one, so that freeing them gives the
+memory back (`_worker_environment`). Python rarely gives back the rest
 of what a burst made it take, so a worker whose resident memory passes `memory_limit`
 is replaced: a new worker is started, and once it serves, the old one stops accepting,
 answers the reviews it holds and exits. The socket stays open in the parent throughout,
@@ -317,11 +317,12 @@ class Supervisor:
 
 def _worker_environment() -> dict[str, str]:
     """The parent's environment, with glibc's malloc told to map every block past 64 KiB
-    on its own (unless the operator set it): each TLS connection holds a 256 KiB read
-    buffer (uvloop's SSLProtocol, as asyncio's), which with the default sliding
-    threshold comes from the heap after the first is freed and is never given back, so
-    a burst of connections left a worker ~90 MiB larger for good (600 connections);
-    mapped, it is returned when the connection closes."""
+    on its own (unless the operator set it). With the default sliding threshold a freed
+    large block raises the threshold and the next ones come from the heap, never given
+    back: when TLS was uvloop's, each connection's 256 KiB read buffer left a worker
+    ~90 MiB larger for good after 600 connections. granian's own buffers (TLS, HTTP) come
+    from the jemalloc linked into it, which returns freed pages by itself (its decay);
+    what this still serves is Python's: large review bodies and their parsed objects."""
     return {"MALLOC_MMAP_THRESHOLD_": str(64 * 1024), **os.environ}
 
 
