@@ -94,9 +94,15 @@ class Fetcher:
             try:
                 return response.raw.read(decode_content=True)
             except (urllib3.exceptions.HTTPError, OSError) as error:  # cut off, timed out
+                query = str(params.get("query", ""))[:60]
+                if isinstance(error, TimeoutError | urllib3.exceptions.TimeoutError):
+                    raise PrometheusSourceError(
+                        f"Prometheus at {self.settings.url} did not answer within "
+                        f"{self.settings.timeout_seconds:g} s (a query of {query!r})"
+                    ) from error
                 raise PrometheusSourceError(
                     f"Prometheus at {self.settings.url} broke off its answer to a query of "
-                    f"{str(params.get('query', ''))[:60]!r}: {error}"
+                    f"{query!r}: {error}"
                 ) from error
 
     def answer(

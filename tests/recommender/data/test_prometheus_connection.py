@@ -119,3 +119,43 @@ def test_a_matrix_with_broken_points_or_labels_is_a_source_error(body: bytes, me
     """Prometheus never sends these; a proxy or a fake might. Named, never a traceback."""
     with _answering(body) as settings, pytest.raises(PrometheusSourceError, match=message):
         load_prometheus_history(settings)
+
+
+class _CutShort(http.server.BaseHTTPRequestHandler):
+    """Promises a long body, sends its first bytes, then stalls or hangs up."""
+
+    def do_GET(self) -> None:
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", "100000")
+        self.end_headers()
+        self.wfile.write(b'{"status":"success","data":{"resultType":"matrix","result":[')
+        self.wfile.flush()
+        if self.server.stall:  # type: ignore[attr-defined]
+            self.server.released.wait(10)  # type: ignore[attr-defined]
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@pytest.mark.parametrize(
+    ("stall", "message"), [(True, "did not answer within 1 s"), (False, "broke off its answer")]
+)
+def test_an_answer_cut_short_is_a_source_error_naming_the_url(stall: bool, message: str) -> None:
+    """The body is read after the headers: a server stalling or hanging up midway is named."""
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _CutShort)
+    server.stall, server.released = stall, threading.Event()  # type: ignore[attr-defined]
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    url = f"http://127.0.0.1:{server.server_address[1]}"
+    settings = PrometheusSettings(
+        url=url, start=T0, end=T0 + timedelta(hours=1), retries=0, timeout_seconds=1
+    )
+    try:
+        with pytest.raises(PrometheusSourceError, match=f"Prometheus at {url} {message}"):
+            load_prometheus_history(settings)
+    finally:
+        server.released.set()  # type: ignore[attr-defined]
+        server.shutdown()
+        server.server_close()
+        thread.join()
