@@ -201,10 +201,16 @@ def _names(old: pd.DataFrame, new: pd.DataFrame, keys: list[str]) -> pd.Categori
         isinstance(held, pd.CategoricalDtype)
         and all(old[name].dtype == held for name in keys)
         and held.categories.is_monotonic_increasing
-        and all(new[name].cat.categories.isin(held.categories).all() for name in keys)
+        and all(_within(new[name].cat.categories, held.categories) for name in keys)
     ):
         return held
     return shared_categories(frame[name] for frame in (old, new) for name in keys)
+
+
+def _within(names: pd.Index, held: pd.Index) -> bool:
+    """Whether every one of `names` is `held`: looked up in held's hash table, as
+    `Index.isin` of text does not (0.35 s for 20,000 pod names, 0.005 s so)."""
+    return bool((held.get_indexer(names) >= 0).all())
 
 
 def _recoded(column: pd.Series, names: pd.CategoricalDtype, codes: np.ndarray) -> np.ndarray:
