@@ -104,24 +104,24 @@ class Merge:
             ]
         return into
 
-    def moved(self, column: np.ndarray, new: np.ndarray) -> None:
-        """The joined column written over the old one in its own memory (`column` holds
-        the old rows and room for the joined ones), with no copy of it: old runs keep
-        their order, so those moving left are moved first to last and those moving
-        right last to first, neither overwriting a run not yet moved; the new runs go
-        in after them."""
+    def moved(self, block: np.ndarray, new: list[np.ndarray]) -> None:
+        """The joined columns written over the old ones in their own memory (`block`'s
+        rows hold the old columns and room for the joined ones), with no copy of them:
+        old runs keep their order, so those moving left are moved first to last and those
+        moving right last to first, neither overwriting a run not yet moved, every column
+        at once; then the new rows (`new`: a column each) go in between."""
         first, length, from_new = self._spans()
         old_runs = np.flatnonzero(~from_new)
         left = old_runs[self.at[old_runs] <= first[old_runs]]
         right = old_runs[self.at[old_runs] > first[old_runs]][::-1]
         for run in (*left, *right):
-            column[self.at[run] : self.at[run] + length[run]] = column[
-                first[run] : first[run] + length[run]
+            block[:, self.at[run] : self.at[run] + length[run]] = block[
+                :, first[run] : first[run] + length[run]
             ]
-        for run in np.flatnonzero(from_new):
-            column[self.at[run] : self.at[run] + length[run]] = new[
-                first[run] : first[run] + length[run]
-            ]
+        runs = np.flatnonzero(from_new)
+        places, rows = _ranges(self.at[runs], length[runs]), _ranges(first[runs], length[runs])
+        for at, column in enumerate(new):
+            block[at, places] = column[rows]
 
     def repeated(self, name: str) -> np.ndarray:
         """A key's code on every joined row (one per run)."""
@@ -129,6 +129,14 @@ class Merge:
         lengths = np.concatenate([r.end - r.first for r in self.runs])[self.order]
         narrow = codes.size == 0 or int(codes.max()) < 2**15  # pandas' own code width
         return np.repeat(codes[self.order].astype(np.int16 if narrow else np.int32), lengths)
+
+
+def _ranges(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """The rows of runs (start, length) one after the other."""
+    placed = np.cumsum(lengths) - lengths
+    rows = np.arange(int(lengths.sum()), dtype=np.int64)
+    rows += np.repeat(starts - placed, lengths)
+    return rows
 
 
 def appended(
@@ -176,8 +184,7 @@ def appended(
     if merge is None or merge.size > block.shape[1]:
         return None
     stamps = merge.placed(old_times, new_times, np.empty(merge.size, np.int64))
-    for at, name in enumerate(floats):  # old[name] is block[at]'s first rows
-        merge.moved(block[at], new[name].to_numpy())
+    merge.moved(block, [new[name].to_numpy() for name in floats])  # old[name]: block[at]
     joined = pd.DataFrame(block[:, : merge.size].T, columns=floats, copy=False)
     for at, name in enumerate(old.columns):
         if name == "timestamp":
