@@ -47,8 +47,8 @@ def allocate(
     )
     budget = float(budget)
     floor = smallest_price(
-        cost, shortfalls, reactions, cap * offer.windows, np.zeros(len(offer.windows)),
-        budget, PRICE_GRID, REACTION_GRID, BISECTION_STEPS, REFINE_STEPS,
+        cost, shortfalls, reactions, cap * offer.windows, budget,
+        PRICE_GRID, REACTION_GRID, BISECTION_STEPS, REFINE_STEPS,
     )  # fmt: skip
     allowed_total = target * offer.windows.sum()
 

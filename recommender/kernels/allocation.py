@@ -123,14 +123,12 @@ def _fits(
     shortfalls: np.ndarray,
     reactions: np.ndarray,
     price: float,
-    floor: float,
     allowed: float,
     budget: float,
     grid: np.ndarray,
     picks: np.ndarray,
 ) -> bool:
-    """Whether a series' shortfalls under max(price, floor) stay within `allowed`."""
-    price = max(price, floor)  # prices are never NaN
+    """Whether a series' shortfalls under `price` stay within `allowed`."""
     return _choose_series(cost, shortfalls, reactions, price, budget, grid, picks) <= allowed
 
 
@@ -140,20 +138,19 @@ def smallest_price(
     shortfalls: np.ndarray,
     reactions: np.ndarray,
     allowed: np.ndarray,
-    floor: np.ndarray,
     budget: float,
     prices: np.ndarray,
     grid: np.ndarray,
     grid_steps: int,
     refine_steps: int,
 ) -> np.ndarray:
-    """Per series, about the smallest price (at least `floor`) whose shortfalls stay
+    """Per series, about the smallest price whose shortfalls stay
     within `allowed`: bisection over `prices`, then geometric refinement."""
     found = np.empty(cost.shape[0])
     picks = np.empty(cost.shape[1], dtype=np.int64)
     for i in range(cost.shape[0]):
         offer = cost[i], shortfalls[i], reactions[i]
-        limits = floor[i], allowed[i], budget
+        limits = allowed[i], budget
         low, high = 0, prices.shape[0] - 1
         for _ in range(grid_steps):
             middle = (low + high) // 2
