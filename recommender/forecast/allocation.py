@@ -38,7 +38,14 @@ def allocate(
     Per series (its own price), the candidate per state minimises cost + price x
     shortfalls + mu x reactions, mu the smallest reaction price that fits the budget
     (a grid, then a bisection); an infinite price takes the fewest shortfalls. The
-    per-series work is compiled (`recommender.kernels`: bisections are sequential)."""
+    per-series work is compiled (`recommender.kernels`: bisections are sequential).
+
+    The fleet price search below is the one of `recommender.kernels.allocation.
+    smallest_price` (each series' price under `cap`), written twice so that both stay
+    bit for bit as they were. They differ where the bisection ends on an infinite
+    price: here it is kept as it is (no finite grid price meets the fleet target, so every
+    series takes its fewest shortfalls), where the per-series search refines up to
+    1e3 times the last finite grid price and keeps a finite price if one fits."""
     from recommender.kernels.allocation import choose, smallest_price  # numba: lazily
 
     cost, shortfalls, reactions = (

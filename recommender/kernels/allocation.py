@@ -144,8 +144,15 @@ def smallest_price(
     grid_steps: int,
     refine_steps: int,
 ) -> np.ndarray:
-    """Per series, about the smallest price whose shortfalls stay
-    within `allowed`: bisection over `prices`, then geometric refinement."""
+    """Per series, about the smallest price whose shortfalls stay within `allowed`:
+    bisection over `prices`, then geometric refinement.
+
+    The same search as the fleet price's in `recommender.forecast.allocation.allocate`
+    (one price for all series, there), kept apart rather than shared so that both stay
+    bit for bit as they were. They differ where the bisection ends on an infinite
+    price: the cap here is a hard per-series limit, so the refinement goes on between
+    the last finite grid price and 1e3 times it and keeps a finite price if one fits,
+    infinity only if none does; the fleet search takes infinity as it is."""
     found = np.empty(cost.shape[0])
     picks = np.empty(cost.shape[1], dtype=np.int64)
     for i in range(cost.shape[0]):
