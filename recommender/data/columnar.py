@@ -41,6 +41,14 @@ def run_starts(columns: Iterable[np.ndarray], rows: int) -> np.ndarray:
     return change
 
 
+def run_rows(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """The rows of runs (start, length) one after the other, int64."""
+    placed = np.cumsum(lengths) - lengths
+    rows = np.arange(int(lengths.sum()), dtype=np.int64)
+    rows += np.repeat(starts - placed, lengths)
+    return rows
+
+
 def is_columnar(frame: pd.DataFrame) -> bool:
     return all(
         isinstance(frame[name].dtype, pd.CategoricalDtype) for name in KEY_LABELS if name in frame

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from recommender.data.columnar import is_columnar, run_starts, shared_categories
+from recommender.data.columnar import is_columnar, run_rows, run_starts, shared_categories
 from recommender.data.schema import KEY_LABELS, SERIES_COLUMNS
 from recommender.data.timestamps import TIMESTAMP_DTYPE
 
@@ -119,7 +119,8 @@ class Merge:
                 :, first[run] : first[run] + length[run]
             ]
         runs = np.flatnonzero(from_new)
-        places, rows = _ranges(self.at[runs], length[runs]), _ranges(first[runs], length[runs])
+        places = run_rows(self.at[runs], length[runs])
+        rows = run_rows(first[runs], length[runs])
         for at, column in enumerate(new):
             block[at, places] = column[rows]
 
@@ -129,14 +130,6 @@ class Merge:
         lengths = np.concatenate([r.end - r.first for r in self.runs])[self.order]
         narrow = codes.size == 0 or int(codes.max()) < 2**15  # pandas' own code width
         return np.repeat(codes[self.order].astype(np.int16 if narrow else np.int32), lengths)
-
-
-def _ranges(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
-    """The rows of runs (start, length) one after the other."""
-    placed = np.cumsum(lengths) - lengths
-    rows = np.arange(int(lengths.sum()), dtype=np.int64)
-    rows += np.repeat(starts - placed, lengths)
-    return rows
 
 
 def appended(

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from recommender.data.columnar import run_rows
 from recommender.vpa.model import Chunk
 
 MOST_TIMES_PER_ROW = 4  # a time grid larger than this many points per row is not counted
@@ -104,9 +105,7 @@ class SeriesSorted:
         for at in range(begin, end, size):
             high = self._cut(min(at + size, end))
             lengths = high - low
-            placed = np.cumsum(lengths) - lengths
-            rows = np.arange(int(lengths.sum()), dtype=np.int64)
-            rows += np.repeat(low - placed, lengths)
+            rows = run_rows(low, lengths)
             series = np.repeat(np.arange(lengths.size, dtype=np.int64), lengths)
             seconds, cpu = np.take(self.seconds, rows), np.take(self.cpu, rows)
             yield series, seconds, cpu, np.take(self.memory, rows)
