@@ -96,14 +96,19 @@ class Fetcher:
             except (urllib3.exceptions.HTTPError, OSError) as error:  # cut off, timed out
                 query = str(params.get("query", ""))[:60]
                 if isinstance(error, TimeoutError | urllib3.exceptions.TimeoutError):
-                    raise PrometheusSourceError(
-                        f"Prometheus at {self.settings.url} did not answer within "
-                        f"{self.settings.timeout_seconds:g} s (a query of {query!r})"
-                    ) from error
+                    raise self._timed_out(query) from error
                 raise PrometheusSourceError(
                     f"Prometheus at {self.settings.url} broke off its answer to a query of "
                     f"{query!r}: {error}"
                 ) from error
+
+    def _timed_out(self, query: str) -> PrometheusSourceError:
+        """The error for an answer to `query` (its first 60 characters named) that took
+        longer than the timeout."""
+        return PrometheusSourceError(
+            f"Prometheus at {self.settings.url} did not answer within "
+            f"{self.settings.timeout_seconds:g} s (a query of {query[:60]!r})"
+        )
 
     def answer(
         self, endpoint: str, params: dict[str, str | int], *, stream: bool = False
@@ -129,10 +134,7 @@ class Fetcher:
             )
         except requests.exceptions.RequestException as error:
             if isinstance(error, requests.exceptions.Timeout) or "timed out" in str(error):
-                raise PrometheusSourceError(
-                    f"Prometheus at {url} did not answer within "
-                    f"{self.settings.timeout_seconds:g} s (a query of {query[:60]!r})"
-                ) from error
+                raise self._timed_out(query) from error
             cause = _cause(error)
             raise PrometheusSourceError(f"cannot reach Prometheus at {url}: {cause}") from error
         if response.status_code != 200:
