@@ -58,8 +58,10 @@ class CertificateReloader:
         try:
             cert_pem, key_pem = _read(self.cert_file), _read(self.key_file)
             content = _digest(cert_pem, key_pem)
-            if content != self._served:
+            switched = content != self._served
+            if switched:
                 self._load(cert_pem, key_pem, content)
+                self._switch((cert_pem, key_pem), content)
         except _Unusable as problem:
             self.error = str(problem)
             if problem.content != self._reported:
@@ -67,13 +69,24 @@ class CertificateReloader:
                 self._reported = problem.content
             return False
         self.error, self._reported = None, None
-        if content == self._served:
-            return False
+        if switched:
+            LOG.info("serving the renewed certificate from %s", self.cert_file)
+        return switched
+
+    def _switch(self, pem: tuple[bytes, bytes], content: str) -> None:
+        """Hand the checked pair to the listeners; `_Unusable` when one fails, the old pair
+        still served. `_served` moves only once all have switched, so the next check tries
+        again. A listener that cannot keep the old pair served ends the process itself
+        (`admission.edge` does): it never returns or raises with nothing served."""
+        previous, self.pem = self.pem, pem
+        try:
+            for listener in list(self.renewed):
+                listener()
+        except Exception as error:
+            self.pem = previous
+            message = f"the renewed certificate from {self.cert_file} could not be served"
+            raise _Unusable(f"{message}: {error!r}", content) from error
         self._served = content
-        for listener in list(self.renewed):
-            listener()
-        LOG.info("serving the renewed certificate from %s", self.cert_file)
-        return True
 
     def _load(self, cert_pem: bytes, key_pem: bytes, content: str) -> None:
         try:
@@ -82,7 +95,6 @@ class CertificateReloader:
                     ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER).load_cert_chain(cert_path, key_path)
                 except ssl.SSLError as error:
                     raise _Unusable(self._blame(cert_pem, error), content) from error
-            self.pem = (cert_pem, key_pem)  # the bytes just checked
         except OSError as error:  # staging the copies failed
             message = f"cannot load {self.cert_file} and {self.key_file}: {error}"
             raise _Unusable(message, content) from error

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import os
 import socket
 import threading
@@ -41,7 +42,9 @@ from admission.server import ReviewApp
 
 __all__ = ["WebhookServer", "listening_socket"]
 
+LOG = logging.getLogger("tailor.admission")
 T = TypeVar("T")
+_CANNOT_SERVE = 70  # EX_SOFTWARE: the supervisor starts another worker
 _BACKLOG = 1024
 _STOPPING_SECONDS = 0.1
 # granian's type stubs describe an older signature than the 2.8.7 worker takes
@@ -68,6 +71,7 @@ class _Granian:
     ) -> None:
         limits = app.limits.connections
         http1 = HTTP1Settings(header_read_timeout=int(limits.header_seconds * 1000))
+        self.pem = pem
         self.signal = WorkerSignal()
         descriptor = os.dup(sock.fileno())  # granian owns and closes its copy
         holder = _SOCKET_HOLDER(descriptor, False, _BACKLOG)  # fd, not a Unix socket
@@ -143,13 +147,42 @@ class WebhookServer:
         self._granian.serve(self._loop)
 
     def _renewed(self) -> None:
-        """The renewed pair served: the granian worker is replaced. The old one stops first
-        and is given a moment to leave its accept loop (a connection it accepted while
-        stopping would be dropped); connections meanwhile wait in the socket's backlog."""
-        if self._granian is not None:
-            self.call(self._granian.stop)
+        """The renewed pair served: the granian worker is replaced.
+
+        The new worker is built first, so a pair it cannot take raises with the old one
+        still serving (`CertificateReloader` then keeps the old pair and tries again). The
+        old one then stops and is given a moment to leave its accept loop (a connection
+        it accepted while stopping would be dropped; connections meanwhile wait in the
+        socket's backlog) before the new one serves. Should the new one fail to serve,
+        the old pair is served again by a worker built afresh, and if even that fails
+        the process exits, for the supervisor (`admission.workers`) to replace it: a
+        worker alive but serving nothing would be sent its share of connections."""
+        pem = self.certificates.pem
+        fresh = self.call(lambda: _Granian(self.app, self.sock, pem, self._loop))
+        old = self._granian
+        if old is not None:
+            self.call(old.stop)
             time.sleep(_STOPPING_SECONDS)
-        self.call(self._serve_pair)
+        try:
+            self.call(lambda: fresh.serve(self._loop))
+        except Exception:
+            self.call(fresh.stop)
+            if old is None:
+                raise
+            self._serve_again(old.pem)
+            raise
+        self._granian = fresh
+
+    def _serve_again(self, pem: tuple[bytes, bytes]) -> None:
+        """Serve `pem` again after its worker stopped; exit the process if that fails."""
+        try:
+            again = self.call(lambda: _Granian(self.app, self.sock, pem, self._loop))
+            self.call(lambda: again.serve(self._loop))
+        except Exception:
+            LOG.critical("no certificate can be served any more; exiting", exc_info=True)
+            logging.shutdown()
+            os._exit(_CANNOT_SERVE)
+        self._granian = again
 
     def call(self, function: Callable[[], T]) -> T:
         """`function()` run on the server's loop thread (at once when called from there)."""

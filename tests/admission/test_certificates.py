@@ -13,9 +13,11 @@ import ssl
 import tempfile
 import threading
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from admission import edge
 from tests.admission.https import SecretMount, call, der, presented, serve, serving_pair
 from tests.admission.test_admit import View
 from tests.cluster.certs import CertificateAuthority, KeyPair
@@ -155,5 +157,48 @@ def test_the_check_can_run_on_the_servers_loop_thread(tmp_path: Path) -> None:
     try:
         assert served.server.call(threading.current_thread).name == "tailor-webhook"
         assert served.server.call(served.certificates.check) is False
+    finally:
+        served.server.stop()
+
+
+class _Refuses:
+    """Stands in for a granian call that fails, `times` times, then does the real one."""
+
+    def __init__(self, real: Any, times: int) -> None:
+        self.real, self.left = real, times
+
+    def __call__(self, *args: Any) -> Any:
+        if self.left > 0:
+            self.left -= 1
+            raise RuntimeError("granian refused")
+        return self.real(*args)
+
+
+@pytest.mark.parametrize("failing", ["building the new worker", "serving with it"])
+def test_a_renewal_the_server_cannot_serve_keeps_the_old_pair_answering_and_retries(
+    tmp_path: Path,
+    two_cas: tuple[tuple[CertificateAuthority, KeyPair], ...],
+    monkeypatch: pytest.MonkeyPatch,
+    failing: str,
+) -> None:
+    (ca_a, a), (ca_b, b) = two_cas
+    mount = SecretMount(tmp_path / "mount", a)
+    served = serve(View([]), tmp_path, issued=(ca_a, mount.pair))
+    try:
+        if failing == "building the new worker":
+            monkeypatch.setattr(edge, "_RSGI_WORKER", _Refuses(edge._RSGI_WORKER, 1))
+        else:
+            refuses = _Refuses(edge._Granian.serve, 1)
+            monkeypatch.setattr(edge._Granian, "serve", lambda *args: refuses(*args))
+        mount.publish_pair(b)
+        assert served.certificates.check() is False
+        error = served.certificates.error
+        assert error is not None and "could not be served" in error and "refused" in error
+        assert served.certificates.pem == (a.cert_file.read_bytes(), a.key_file.read_bytes())
+        assert presented(served.server.port, ca_a) == der(a)
+        assert call(served.url + "/healthz", ca_a) == (200, "ok\n")
+        assert served.certificates.check() is True  # retried: the refusal is spent
+        assert presented(served.server.port, ca_b) == der(b)
+        assert call(served.url + "/healthz", ca_b) == (200, "ok\n")
     finally:
         served.server.stop()
