@@ -7,10 +7,10 @@ a dozen calls per step on arrays of a few hundred values, so numpy's per-call co
 (about 1 µs on an idle core, several on a busy one), not the arithmetic, bounds them:
 thousands of calls per forecast plan. Compiled, each step is a few instructions.
 
-Every kernel is `@njit(cache=True)` without `fastmath`: the compiler may neither fuse
-a multiply and an add nor reorder a sum, and each kernel does the same floating-point
-operations in the same order as the numpy it replaced (sums over states left to right,
-as numpy sums four values), so plans and backtests stay the same bit for bit.
+The standing rule for every kernel: `@njit(cache=True)` without `fastmath` (the
+compiler may neither fuse a multiply and an add nor reorder a sum), sums taken left to
+right, and the golden outputs (plans and backtests) unchanged bit for bit by any change
+to a kernel.
 
 numba is imported only here, and these modules only from inside the forecaster's
 functions: the CLI starts without it. The first call of a kernel in a fresh checkout
