@@ -89,7 +89,8 @@ def reasons(plan: Plan, ooms: OomHistory, settings: ForecastSettings) -> pd.Data
             "oom_floor": plan.memory.floor,
         }
     )
-    sized_on = capped_state_peaks(plan.memory.state_peak, plan.memory.peak)  # once, not per row
+    # per series, its state peaks capped at its recent peak, for the memory sentences
+    sized_on = capped_state_peaks(plan.memory.state_peak, plan.memory.peak)
     said = [
         f"{_cpu_sentence(row, settings)}. {_memory_sentence(plan, ooms, i, peaks, settings)}."
         for i, (row, peaks) in enumerate(zip(facts.itertuples(), sized_on, strict=True))

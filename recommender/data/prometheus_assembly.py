@@ -112,8 +112,9 @@ class Answers:
         """Remember the containers of the series holding a number (`state_matches`)."""
         counts = matrix.counts
         held = counts > 0
-        numbers = (~np.isnan(matrix.values)).view(np.uint8)  # a series holds a number if
-        some = np.add.reduceat(numbers, matrix.offsets[:-1][held], dtype=np.int64) > 0  # any
+        # a series holds a number if any of its samples is one
+        numbers = (~np.isnan(matrix.values)).view(np.uint8)
+        some = np.add.reduceat(numbers, matrix.offsets[:-1][held], dtype=np.int64) > 0
         self.state_rows.update(np.unique(rows[held][some]).tolist())
 
     def _pair(self, counter: str, kind: str, matrix: Matrix, first: int, last: int) -> None:
