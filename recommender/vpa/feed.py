@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from recommender.data.columnar import run_rows
-from recommender.vpa.model import Chunk
+from recommender.vpa.ingest import Chunk
 
 MOST_TIMES_PER_ROW = 4  # a time grid larger than this many points per row is not counted
 

@@ -52,6 +52,28 @@ def checked_amounts(values: object, what: str) -> np.ndarray:
     return array
 
 
+Chunk = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]  # series, t, cpu, memory
+
+
+def checked_chunk(series: object, t: object, cpu: object, memory: object, *, size: int) -> Chunk:
+    """Samples as the model takes them: `series` indices below `size`, times, cpu and
+    memory amounts, all 1-D of one length."""
+    series = checked_indices(series, size, "series")
+    t = checked_times(t)
+    cpu = checked_amounts(cpu, "cpu")
+    memory = checked_amounts(memory, "memory")
+    if not series.shape == t.shape == cpu.shape == memory.shape or series.ndim != 1:
+        raise VpaInputError("series, t, cpu and memory must be 1-D arrays of one length")
+    return series, t, cpu, memory
+
+
+def kept_rows(kept: np.ndarray, *columns: np.ndarray) -> tuple[np.ndarray, ...]:
+    """The kept rows of each column (no copy when every row is kept)."""
+    if bool(kept.all()):
+        return columns
+    return tuple(column[kept] for column in columns)
+
+
 @dataclass(frozen=True)
 class Segments:
     """Rows grouped by series: where each series' run starts and which series it is."""

@@ -26,13 +26,16 @@ from recommender.vpa.estimators import (
 )
 from recommender.vpa.histogram import DecayingHistograms, percentile_values
 from recommender.vpa.ingest import (
+    Chunk,
     Segments,
     VpaInputError,
     accept_in_order,
     checked_amounts,
+    checked_chunk,
     checked_indices,
     checked_times,
     group_by_series,
+    kept_rows,
 )
 from recommender.vpa.peaks import MemoryPeaks, PeakChanges
 from recommender.vpa.settings import ZERO_TIME, VpaSettings
@@ -42,14 +45,6 @@ __all__ = ["VpaModel", "VpaRecommendation"]
 _FAR_FUTURE = np.iinfo(np.int64).max
 #: Rows ingested per step of a large batch (temporaries of a few MB each).
 CHUNK_ROWS = 1 << 19
-Chunk = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]  # series, t, cpu, memory
-
-
-def _kept_rows(kept: np.ndarray, *columns: np.ndarray) -> tuple[np.ndarray, ...]:
-    """The kept rows of each column (no copy when every row is kept)."""
-    if bool(kept.all()):
-        return columns
-    return tuple(column[kept] for column in columns)
 
 
 class VpaModel:
@@ -127,7 +122,7 @@ class VpaModel:
         taken in the given order and one not newer than what the series already
         saw is dropped (CPU: not after the newest; memory: before the newest).
         """
-        series, t, cpu, memory = self._checked(series, t, cpu, memory)
+        series, t, cpu, memory = checked_chunk(series, t, cpu, memory, size=self.n_series)
         # Chunks in row order keep every series' own order, so they replay the batch
         # exactly; small chunks also keep temporaries in reused, cache-sized memory.
         cuts = (slice(start, start + CHUNK_ROWS) for start in range(0, series.size, CHUNK_ROWS))
@@ -139,16 +134,7 @@ class VpaModel:
         `CHUNK_ROWS` rows in order, each (series, t, cpu, memory) taken as `add_samples`
         takes its rows. `batched`: the batch is more than one chunk (`add_samples` of
         more than `CHUNK_ROWS` rows), whose reference times settle at its end."""
-        self._add_chunks((self._checked(*chunk) for chunk in chunks), batched)
-
-    def _checked(self, series: object, t: object, cpu: object, memory: object) -> Chunk:
-        series = checked_indices(series, self.n_series, "series")
-        t = checked_times(t)
-        cpu = checked_amounts(cpu, "cpu")
-        memory = checked_amounts(memory, "memory")
-        if not series.shape == t.shape == cpu.shape == memory.shape or series.ndim != 1:
-            raise VpaInputError("series, t, cpu and memory must be 1-D arrays of one length")
-        return series, t, cpu, memory
+        self._add_chunks((checked_chunk(*chunk, size=self.n_series) for chunk in chunks), batched)
 
     def _add_chunks(self, chunks: Iterable[Chunk], batched: bool) -> None:
         if batched:
@@ -210,8 +196,8 @@ class VpaModel:
         segments = Segments.of(series)
         cpu_kept = accept_in_order(t, cpu >= 0, segments, self.last_cpu_time, strict=True)
         memory_kept = accept_in_order(t, memory >= 0, segments, self.peaks.last_time, strict=False)
-        self._add_cpu(*_kept_rows(cpu_kept, series, t, cpu))
-        memory_rows = _kept_rows(memory_kept, series, t, memory)
+        self._add_cpu(*kept_rows(cpu_kept, series, t, cpu))
+        memory_rows = kept_rows(memory_kept, series, t, memory)
         if memory_rows[0].size:
             self._change_memory(self.peaks.observe(*memory_rows))
 
