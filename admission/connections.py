@@ -7,8 +7,13 @@ map onto it as follows.
   waiting for them (hyper's `header_read_timeout`), or the connection is closed.
 - **Idle keep-alive**: the same timer. hyper starts it whenever a connection waits for
   a request's head, so a kept-alive connection idle for `header_seconds` is closed too:
-  there is no separate, longer idle deadline (the API server opens another when it needs
-  one; at any steady rate its connections are never idle that long).
+  there is no separate idle deadline. Hence 60 s, not a few: the API server keeps idle
+  connections ~90 s, and when our close crosses its next POST on the wire, Go's client
+  does not retry it (a POST is not replayable), so with failurePolicy Ignore that pod is
+  admitted unsized. The longer the idle deadline, the rarer the crossing: at 60 s a
+  connection must sit unused a whole minute first. The price is small: a client slow to
+  send its headers holds a socket and some Rust memory for up to 60 s, never a Python
+  object, a turn of the event loop or a backpressure turn.
 - **Body**: `body_seconds` from the headers to the last byte of the body, enforced by
   the handler (`admission.server`): granian has no body deadline. A late body is
   answered 408 and its connection closed (`body_timeout` in the metric).
@@ -35,6 +40,6 @@ class ConnectionLimits:
     """Deadlines in seconds for a request's headers (and an idle connection) and its body,
     and how many requests one worker takes on at once."""
 
-    header_seconds: float = 5.0
+    header_seconds: float = 60.0
     body_seconds: float = 10.0
     backpressure: int = 256

@@ -206,7 +206,9 @@ def test_slow_clients_are_cut_and_never_starve_the_others(service: Service) -> N
         conn.sendall(b"POST /mutate HTTP/1.1\r\nHost: webhook\r\nContent-Length: 4096\r\n\r\n{")
     with Prober(service) as prober, ThreadPoolExecutor(80) as pool:
         every: list[socket.socket] = [*silent, *headers, *bodies]
-        closed = list(pool.map(lambda c: _closed_within(c, 20), every))
+        # the header deadline is also the idle one, hence a minute (admission.connections)
+        waits = [20.0] * len(silent) + [70.0] * len(headers) + [20.0] * len(bodies)
+        closed = list(pool.map(_closed_within, every, waits))
     for each in [*silent, *headers, *bodies]:
         each.close()
     assert None not in closed
