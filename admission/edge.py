@@ -100,6 +100,10 @@ class _Granian:
             (None, None),  # no granian metrics
         )
         handler = _future_watcher_wrapper(app.__rsgi__)
+        # impl_asyncio=True: each request runs as an asyncio Task. The body deadline needs
+        # it: `ReviewApp.body` enforces it by cancelling that task, and with granian's own
+        # coroutine stepping (False) there is no task to cancel, so a slow body would be
+        # waited for without end; `body` refuses to read then rather than do that
         self.scheduler = _new_cbscheduler(loop, handler, impl_asyncio=True)
 
     def serve(self, loop: asyncio.AbstractEventLoop) -> None:

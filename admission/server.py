@@ -222,8 +222,8 @@ class ReviewApp:
         timer per request: `asyncio.wait_for` or `asyncio.timeout` cost about 50 µs a
         request (a task or a timer handle made and cancelled), a tenth of a review."""
         task = asyncio.current_task()
-        if task is None:  # not run as a task: nothing to cancel, read as it comes
-            return bytes(await proto())
+        if task is None:  # nothing to cancel: a slow body would be waited for without end
+            raise RuntimeError("the body deadline needs each request run as an asyncio task")
         self._reading[task] = time.monotonic() + self.limits.connections.body_seconds
         try:
             return bytes(await proto())
