@@ -15,7 +15,8 @@ map onto it as follows.
   send its headers holds a socket and some Rust memory for up to 60 s, never a Python
   object, a turn of the event loop or a backpressure turn.
 - **Body**: `body_seconds` from the headers to the last byte of the body, enforced by
-  the handler (`admission.server`): granian has no body deadline. A late body is
+  the handler (`admission.server`): granian has no body deadline. A large body's wait
+  for its turn to be read (`max_large_bodies`) counts against it. A late body is
   answered 408 and its connection closed (`body_timeout` in the metric).
 - **Requests under way**: at most `backpressure` per worker (granian's backpressure);
   the next request waits in its socket until one ends.

@@ -176,7 +176,7 @@ class ReviewApp:
         begun = time.monotonic()
         self.lag.seen()
         try:
-            review = await self.read(scope, proto)
+            review = await self.read(scope, proto, begun)
         except _Refused as refused:
             proto.response_str(refused.status, _CLOSE if refused.close else _TEXT, refused.text)
             return
@@ -198,25 +198,27 @@ class ReviewApp:
             LOG.debug("%s/%s: %s", review.namespace, _pod_name(review), verdict.reason)
         proto.response_bytes(200, _JSON, orjson.dumps(review_response(review, verdict)))
 
-    async def read(self, scope: Any, proto: Any) -> AdmissionRequest:
-        """The parsed review. The size is checked before a byte of the body is read; a
-        large body waits for one of `max_large_bodies` turns, so no crowd of them is held
-        in memory at once (the others stay in their sockets)."""
+    async def read(self, scope: Any, proto: Any, begun: float) -> AdmissionRequest:
+        """The parsed review; its headers were in at `begun`. The size is checked before a
+        byte of the body is read; a large body waits for one of `max_large_bodies` turns,
+        so no crowd of them is held in memory at once (the others stay in their sockets).
+        The wait counts against the body deadline, which runs from `begun`."""
         limits = self.limits
         size = _content_length(scope.headers.get("content-length"), limits.max_body_bytes)
         if size <= limits.large_body_bytes or self._large_bodies is None:
-            return parse_review(await self.body(proto))
+            return parse_review(await self.body(proto, begun))
         try:
             await asyncio.wait_for(self._large_bodies.acquire(), limits.budget_seconds)
         except TimeoutError:
             raise _Refused(503, "too many large reviews at once\n", close=True) from None
         try:
-            return parse_review(await self.body(proto))
+            return parse_review(await self.body(proto, begun))
         finally:
             self._large_bodies.release()
 
-    async def body(self, proto: Any) -> bytes:
-        """The whole body, within the body deadline (granian has none: slowloris).
+    async def body(self, proto: Any, begun: float) -> bytes:
+        """The whole body, within `body_seconds` of the headers (`begun`; granian has no
+        body deadline: slowloris).
 
         The deadline is kept in `_reading` and enforced by `_cut_late_bodies`, not by a
         timer per request: `asyncio.wait_for` or `asyncio.timeout` cost about 50 µs a
@@ -224,7 +226,7 @@ class ReviewApp:
         task = asyncio.current_task()
         if task is None:  # nothing to cancel: a slow body would be waited for without end
             raise RuntimeError("the body deadline needs each request run as an asyncio task")
-        self._reading[task] = time.monotonic() + self.limits.connections.body_seconds
+        self._reading[task] = begun + self.limits.connections.body_seconds
         try:
             return bytes(await proto())
         except asyncio.CancelledError:

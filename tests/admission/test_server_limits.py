@@ -16,13 +16,15 @@ import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
 
 from admission.connections import ConnectionLimits
 from admission.metrics import Batch
-from admission.server import LoopLag, ReviewLimits
+from admission.review import ReviewError
+from admission.server import LoopLag, ReviewLimits, _Refused, make_app
 from tests.admission.https import Served, answer, serve
 from tests.admission.objects import APP_TARGETS, vpa
 from tests.admission.test_admit import BAD_BOUNDS, View, new_pod, review
@@ -223,3 +225,44 @@ def test_an_api_read_past_the_budget_is_answered_unchanged_before_it_ends(
     assert response["allowed"] and "patch" not in response
     assert "API server slow, pod admitted as written" in response["warnings"][0]
     assert [label for kind, label, _ in batch.records if kind == "review"] == ["timeout"]
+
+
+class _Body:
+    """A request's body as granian hands it over: here once `given` is set, or never."""
+
+    def __init__(self) -> None:
+        self.given = asyncio.Event()
+
+    async def __call__(self) -> bytes:
+        await self.given.wait()
+        return b"{}"
+
+
+def test_a_large_bodys_wait_for_its_turn_counts_against_its_body_deadline() -> None:
+    limits = ReviewLimits(
+        large_body_bytes=10, max_large_bodies=1, connections=ConnectionLimits(body_seconds=1.0)
+    )
+    app = make_app(View([]), lambda: True, limits=limits)
+    scope = SimpleNamespace(headers={"content-length": "100"})
+
+    async def cut_after() -> float:
+        app.__rsgi_init__(asyncio.get_running_loop())
+        try:
+            holder = _Body()
+            first = asyncio.create_task(app.read(scope, holder, time.monotonic()))
+            await asyncio.sleep(0.01)
+            begun = time.monotonic()
+            second = asyncio.create_task(app.read(scope, _Body(), begun))
+            await asyncio.sleep(0.6)  # the second waits for the first's turn meanwhile
+            holder.given.set()
+            with pytest.raises(ReviewError):
+                await first
+            with pytest.raises(_Refused) as refused:
+                await second  # its body never comes
+            assert refused.value.status == 408
+            return time.monotonic() - begun
+        finally:
+            app.__rsgi_del__(asyncio.get_running_loop())
+
+    # 1 s from its headers (within a sweep of 0.2 s), not 1 s from its turn (1.6 s)
+    assert 0.95 < asyncio.run(cut_after()) < 1.4
