@@ -129,6 +129,11 @@ def test_a_body_over_3_mib_is_413_and_a_bomb_of_tiny_objects_is_400_unparsed(
         size = 3 * 1024 * 1024 + 1
         oversized.sendall(b"POST /mutate HTTP/1.1\r\nHost: w\r\nContent-Length: %d\r\n\r\n" % size)
         assert oversized.recv(1024).startswith(b"HTTP/1.1 413")
+    for length in (b"x12", b"-1", b"5\r\nContent-Length: 6"):  # hyper's 400, not the handler's
+        with tls(served) as unreadable:
+            unreadable.sendall(b"POST /mutate HTTP/1.1\r\nHost: w\r\nContent-Length: " + length)
+            unreadable.sendall(b"\r\n\r\n{}")
+            assert unreadable.recv(1024).startswith(b"HTTP/1.1 400")
     bomb = review({"apiVersion": "v1", "kind": "Pod", "metadata": {"x": [{}] * 700_000}})
     assert len(bomb) < 3 * 1024 * 1024
     status, text = served.post("/mutate", bomb)
