@@ -32,6 +32,7 @@ import time
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+import granian
 import uvloop
 from granian._futures import _future_watcher_wrapper, _new_cbscheduler
 from granian._granian import RSGIWorker, SocketHolder, WorkerSignal
@@ -44,12 +45,27 @@ __all__ = ["WebhookServer", "listening_socket"]
 
 LOG = logging.getLogger("tailor.admission")
 T = TypeVar("T")
+GRANIAN = "2.8.7"  # the version pinned in pyproject.toml, whose worker API _Granian calls
 _CANNOT_SERVE = 70  # EX_SOFTWARE: the supervisor starts another worker
 _BACKLOG = 1024
 _STOPPING_SECONDS = 0.1
 # granian's type stubs describe an older signature than the 2.8.7 worker takes
 _RSGI_WORKER: Any = RSGIWorker
 _SOCKET_HOLDER: Any = SocketHolder
+
+
+def require_granian(installed: str) -> None:
+    """ImportError unless granian is the pinned version: `RSGIWorker` is granian's internal
+    API, called with positional arguments, which another version may take in another
+    order without complaint (a timeout where a thread count was meant)."""
+    if installed != GRANIAN:
+        raise ImportError(
+            f"admission.edge needs granian {GRANIAN} (pinned in pyproject.toml), found "
+            f"{installed}: check RSGIWorker's arguments against the new version, then the pin"
+        )
+
+
+require_granian(granian.__version__)
 
 
 def listening_socket(host: str, port: int) -> socket.socket:

@@ -6,6 +6,10 @@ import base64
 import json
 from pathlib import Path
 
+import granian
+import pytest
+
+from admission.edge import GRANIAN, require_granian
 from tests.admission.https import answer, call, serve
 from tests.admission.objects import APP_TARGETS, vpa
 from tests.admission.test_admit import View, new_pod, review
@@ -47,3 +51,10 @@ def test_healthz_is_503_until_the_lists_are_loaded(tmp_path: Path) -> None:
         assert "not loaded" in text
     finally:
         served.server.stop()
+
+
+def test_another_granian_than_the_pinned_one_is_refused_by_name() -> None:
+    assert granian.__version__ == GRANIAN  # what the import of admission.edge checked
+    require_granian(GRANIAN)
+    with pytest.raises(ImportError, match=r"needs granian 2\.8\.7 .* found 2\.9\.0"):
+        require_granian("2.9.0")
