@@ -159,6 +159,7 @@ def frontier_variants(spec: StrategySpec, budgets: Sequence[int] = ()) -> list[F
             functools.partial(factory, settings=settings),
             spec.description,
             configured=True,
+            relative_cost=spec.relative_cost,
         )
         variants.append(FrontierVariant(spec.name, _label(point), variant))
     return variants

@@ -46,6 +46,10 @@ class StrategySpec:
     description: str = ""
     imported: bool = False  # named as module:function by the user, not built in
     configured: bool = False  # built in, on settings the user gave (--forecast-set, ...)
+    #: CPU per container-window relative to the other built-ins. Only the order of the
+    #: replay tasks reads it (the longest first, so a worker pool does not end on one long
+    #: task started last); results never depend on it.
+    relative_cost: float = 1.0
 
     def build(self, usage: UsageArrays) -> Strategy:
         """A fresh strategy for one block; something without the strategy protocol is
@@ -173,17 +177,28 @@ def make_hourly_oracle(future: UsageArrays) -> Strategy:
     return OracleStrategy(future, OracleSettings(update_period_seconds=HOUR), name="oracle-1h")
 
 
+#: The forecaster plans at every block boundary: about 3x the VPA strategy's CPU on the
+#: same month (docs/results/performance.md, the backtest's forecaster), the others less.
+FORECAST_RELATIVE_COST = 3.0
+
+
 def builtin_strategies() -> dict[str, StrategySpec]:
     """A fresh mapping of the built-in names (never shared, never mutated)."""
     specs = (
         StrategySpec("vpa", make_vpa, "upstream VPA recommender + updater rules"),
         StrategySpec("krr", make_krr, "Robusta KRR: CPU p95 over 14 d, memory max + 15 %"),
         StrategySpec("autopilot", make_autopilot, "Google Autopilot moving window"),
-        StrategySpec("forecast", make_forecast, "kube-tailor's forecasting strategy"),
+        StrategySpec(
+            "forecast",
+            make_forecast,
+            "kube-tailor's forecasting strategy",
+            relative_cost=FORECAST_RELATIVE_COST,
+        ),
         StrategySpec(
             "forecast-perfect",
             make_perfect_forecast,
             "forecast's policy handed each hour's true mean CPU (hindsight)",
+            relative_cost=FORECAST_RELATIVE_COST,
         ),
         StrategySpec("oracle", make_oracle, "hindsight: requests = usage of each window"),
         StrategySpec("oracle-1h", make_hourly_oracle, "hindsight, resizing at most hourly"),

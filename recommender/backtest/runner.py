@@ -39,8 +39,9 @@ class ReplayTask:
     spec: StrategySpec
 
     @property
-    def cost(self) -> int:
-        return self.block.size * self.block.usage.n_windows
+    def cost(self) -> float:
+        """What the task is expected to take, for ordering only (longest first)."""
+        return self.block.size * self.block.usage.n_windows * self.spec.relative_cost
 
 
 @dataclass(frozen=True)

@@ -254,3 +254,22 @@ def test_a_dask_local_cluster_starts_no_more_workers_than_tasks(
     with pytest.raises(Started):
         run_dask(tasks, ExecutionSettings(engine="dask", workers=100_000), lambda _: None)
     assert asked["n_workers"] == 2
+
+
+def test_forecasting_tasks_are_started_first_and_their_numbers_do_not_move() -> None:
+    """The pool starts the longest tasks first; a forecast replay of a smaller block
+    still outweighs a VPA replay of a larger one, and the order changes no number."""
+    from types import SimpleNamespace
+
+    from recommender.backtest.runner import ReplayTask
+
+    specs = resolve_strategies("vpa,forecast")
+    large = SimpleNamespace(size=10, usage=SimpleNamespace(n_windows=100))
+    small = SimpleNamespace(size=4, usage=SimpleNamespace(n_windows=100))
+    vpa_large = ReplayTask(large, specs[0])  # type: ignore[arg-type]
+    forecast_small = ReplayTask(small, specs[1])  # type: ignore[arg-type]
+    assert forecast_small.cost > vpa_large.cost
+    usage, events = small_fleet()
+    one = run_backtest(usage, events, "forecast,vpa", execution=SERIAL)
+    other = run_backtest(usage, events, "vpa,forecast", execution=SERIAL)
+    assert one.to_dict()["strategies"] == other.to_dict()["strategies"]
