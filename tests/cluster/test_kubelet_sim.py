@@ -263,7 +263,15 @@ def test_memory_pressure_evicts_the_greediest_pod(
     assert evicted["status"]["phase"] == "Failed"
     assert "Container app was using 600Mi, request is 128Mi" in evicted["status"]["message"]
     assert required_condition(evicted, "DisruptionTarget")["reason"] == "TerminationByKubelet"
-    assert get_pod(api, kube_namespace, "modest")["status"]["phase"] == "Running"
+    # the simulator may evict the greedy pod before it has started the modest one
+    modest = wait_for_pod(
+        api,
+        kube_namespace,
+        "modest",
+        lambda p: p["status"].get("phase") in ("Running", "Failed"),
+        what="the modest pod started",
+    )
+    assert modest["status"]["phase"] == "Running"
 
 
 def test_graceful_deletions_and_evictions_are_finished(
